@@ -1,0 +1,35 @@
+"""Shared fixtures. The real broker (tansu) is started once per session on a free loopback port; a missing broker is
+an error, never a skip."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bruce.proxy.embedded import EmbeddedBroker
+
+_topic_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """A running tansu broker for the whole session (its log is in the session's temporary directory)."""
+    log = Path(tmp_path_factory.mktemp("tansu")) / "tansu.log"
+    with EmbeddedBroker(log_path=log) as broker:
+        yield broker
+
+
+@pytest.fixture
+def new_topic(tansu: EmbeddedBroker, request: pytest.FixtureRequest) -> Callable[..., str]:
+    """Create a fresh, uniquely named topic on the session broker: ``new_topic(partitions=4) -> name``."""
+
+    def create(partitions: int = 1, prefix: str | None = None) -> str:
+        base = prefix or request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:60]
+        name = f"{base}-{next(_topic_numbers)}"
+        tansu.create_topic(name, partitions)
+        return name
+
+    return create

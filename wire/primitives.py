@@ -1,0 +1,291 @@
+"""Kafka's primitive types as construct building blocks.
+
+Rules:
+- Every length or count prefix is checked against the bytes that remain *before* anything is read or allocated; a
+  prefix that does not fit is a construct error, which :func:`parse` turns into :class:`MalformedInput`.
+- Nullable types use ``None`` for Kafka's null (-1 length, or 0 for compact types).
+- Strings are UTF-8 ``str``; bytes are ``bytes``. Invalid UTF-8 is malformed input.
+- Classic types (int16/int32 prefixes) serve non-flexible versions; ``Compact*`` and :data:`TaggedFields` serve the
+  flexible versions (KIP-482): unsigned-varint length + 1, and a tagged-field section.
+- Pure: no I/O, no clocks.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import construct as c
+
+from .errors import MalformedInput, UsageError
+
+Int8 = c.Int8sb
+Int16 = c.Int16sb
+Int32 = c.Int32sb
+Int64 = c.Int64sb
+UInt16 = c.Int16ub
+UInt32 = c.Int32ub
+Float64 = c.Float64b
+Boolean = c.Flag
+Uuid = c.Bytes(16)
+
+
+def _remaining(stream: io.BytesIO | Any, path: str) -> int:
+    """Bytes left in a seekable stream (construct always parses from BytesIO here)."""
+    pos = stream.tell()
+    end = stream.seek(0, io.SEEK_END)
+    stream.seek(pos)
+    return end - pos
+
+
+def _read_exact(stream: Any, n: int, path: str) -> bytes:
+    if n > _remaining(stream, path):
+        raise c.StreamError(f"length {n} exceeds the remaining bytes", path=path)
+    return c.stream_read(stream, n, path)
+
+
+# ---------------------------------------------------------------------------------------------------- varints
+
+
+class _UnsignedVarint(c.Construct):
+    """Unsigned LEB128, at most ``max_bytes`` bytes (5 for 32-bit, 10 for 64-bit values)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__()
+        self.max_bytes = max_bytes
+        self.limit = 1 << (32 if max_bytes == 5 else 64)
+
+    def _parse(self, stream, context, path):
+        result = 0
+        shift = 0
+        for _ in range(self.max_bytes):
+            b = c.stream_read(stream, 1, path)[0]
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                if result >= self.limit:
+                    raise c.ValidationError(f"varint {result} out of range", path=path)
+                return result
+            shift += 7
+        raise c.ValidationError(f"varint longer than {self.max_bytes} bytes", path=path)
+
+    def _build(self, obj, stream, context, path):
+        if not isinstance(obj, int) or obj < 0 or obj >= self.limit:
+            raise c.IntegerError(f"value {obj!r} does not fit an unsigned varint", path=path)
+        data = encode_unsigned_varint(obj)
+        c.stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise c.SizeofError("varints have a variable size", path=path)
+
+
+class _ZigZag(c.Adapter):
+    def __init__(self, subcon: c.Construct, bits: int) -> None:
+        super().__init__(subcon)
+        self.bits = bits
+
+    def _decode(self, obj, context, path):
+        return (obj >> 1) ^ -(obj & 1)
+
+    def _encode(self, obj, context, path):
+        if not isinstance(obj, int) or not -(1 << (self.bits - 1)) <= obj < (1 << (self.bits - 1)):
+            raise c.IntegerError(f"value {obj!r} does not fit a {self.bits}-bit signed varint", path=path)
+        return (obj << 1) ^ (obj >> (self.bits - 1))
+
+
+UnsignedVarint = _UnsignedVarint(5)
+UnsignedVarlong = _UnsignedVarint(10)
+Varint = _ZigZag(_UnsignedVarint(5), 32)
+Varlong = _ZigZag(_UnsignedVarint(10), 64)
+
+
+def encode_unsigned_varint(value: int) -> bytes:
+    """Encode a non-negative int as unsigned LEB128."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """Encode a signed int as zigzag LEB128 (Kafka's varint/varlong)."""
+    return encode_unsigned_varint((value << 1) ^ (value >> 63))
+
+
+# ---------------------------------------------------------------------------------------------------- strings and bytes
+
+
+class _Sized(c.Construct):
+    """A length-prefixed string or byte field. ``compact`` means the prefix is an unsigned varint of length + 1."""
+
+    def __init__(self, prefix: c.Construct, *, compact: bool, nullable: bool, text: bool) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.compact = compact
+        self.nullable = nullable
+        self.text = text
+
+    def _parse(self, stream, context, path):
+        n = self.prefix._parsereport(stream, context, path)
+        if self.compact:
+            n -= 1
+        if n < 0:
+            if n == -1 and self.nullable:
+                return None
+            raise c.ValidationError(f"invalid length {n}", path=path)
+        data = _read_exact(stream, n, path)
+        if not self.text:
+            return data
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise c.ValidationError(f"invalid UTF-8: {e}", path=path) from None
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise c.ConstructError("null is not allowed here", path=path)
+            self.prefix._build(0 if self.compact else -1, stream, context, path)
+            return obj
+        data = obj.encode("utf-8") if self.text and isinstance(obj, str) else bytes(obj)
+        self.prefix._build(len(data) + (1 if self.compact else 0), stream, context, path)
+        c.stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise c.SizeofError("variable size", path=path)
+
+
+String = _Sized(Int16, compact=False, nullable=False, text=True)
+NullableString = _Sized(Int16, compact=False, nullable=True, text=True)
+Bytes = _Sized(Int32, compact=False, nullable=False, text=False)
+NullableBytes = _Sized(Int32, compact=False, nullable=True, text=False)
+CompactString = _Sized(UnsignedVarint, compact=True, nullable=False, text=True)
+CompactNullableString = _Sized(UnsignedVarint, compact=True, nullable=True, text=True)
+CompactBytes = _Sized(UnsignedVarint, compact=True, nullable=False, text=False)
+CompactNullableBytes = _Sized(UnsignedVarint, compact=True, nullable=True, text=False)
+
+
+# ---------------------------------------------------------------------------------------------------- arrays
+
+
+class _Array(c.Construct):
+    """A count-prefixed array. Every Kafka element takes at least one byte, so a count above the remaining bytes is
+    rejected before any element is parsed. Null (count -1, or compact 0) parses as ``None`` when ``nullable``."""
+
+    def __init__(self, subcon: c.Construct, *, compact: bool, nullable: bool) -> None:
+        super().__init__()
+        self.subcon = subcon
+        self.prefix = UnsignedVarint if compact else Int32
+        self.compact = compact
+        self.nullable = nullable
+
+    def _parse(self, stream, context, path):
+        n = self.prefix._parsereport(stream, context, path)
+        if self.compact:
+            n -= 1
+        if n < 0:
+            if n == -1 and self.nullable:
+                return None
+            raise c.ValidationError(f"invalid array count {n}", path=path)
+        if n > _remaining(stream, path):
+            raise c.StreamError(f"array count {n} exceeds the remaining bytes", path=path)
+        return c.ListContainer(self.subcon._parsereport(stream, context, f"{path} -> [{i}]") for i in range(n))
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            if not self.nullable:
+                raise c.ConstructError("null array is not allowed here", path=path)
+            self.prefix._build(0 if self.compact else -1, stream, context, path)
+            return obj
+        self.prefix._build(len(obj) + (1 if self.compact else 0), stream, context, path)
+        for i, item in enumerate(obj):
+            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
+        return obj
+
+    def _sizeof(self, context, path):
+        raise c.SizeofError("variable size", path=path)
+
+
+def Array(subcon: c.Construct) -> c.Construct:  # noqa: N802 - construct naming style
+    """Classic array: int32 count."""
+    return _Array(subcon, compact=False, nullable=False)
+
+
+def NullableArray(subcon: c.Construct) -> c.Construct:  # noqa: N802
+    """Classic array whose count may be -1 (null)."""
+    return _Array(subcon, compact=False, nullable=True)
+
+
+def CompactArray(subcon: c.Construct) -> c.Construct:  # noqa: N802
+    """Flexible-version array: unsigned varint count + 1."""
+    return _Array(subcon, compact=True, nullable=False)
+
+
+def CompactNullableArray(subcon: c.Construct) -> c.Construct:  # noqa: N802
+    """Flexible-version array whose count may be null (encoded 0)."""
+    return _Array(subcon, compact=True, nullable=True)
+
+
+# ---------------------------------------------------------------------------------------------------- tagged fields
+
+
+class _TaggedFields(c.Construct):
+    """KIP-482 tagged fields: unsigned varint count, then (tag, size, bytes) with strictly increasing tags.
+
+    Parsed as ``{tag: raw bytes}``; unknown tags are kept raw so they survive a round trip. Builds from a dict or
+    ``None`` (= no tagged fields).
+    """
+
+    def _parse(self, stream, context, path):
+        count = UnsignedVarint._parsereport(stream, context, path)
+        if count > _remaining(stream, path):
+            raise c.StreamError(f"tagged field count {count} exceeds the remaining bytes", path=path)
+        fields: dict[int, bytes] = {}
+        last = -1
+        for _ in range(count):
+            tag = UnsignedVarint._parsereport(stream, context, path)
+            if tag <= last:
+                raise c.ValidationError(f"tagged field {tag} out of order", path=path)
+            last = tag
+            size = UnsignedVarint._parsereport(stream, context, path)
+            fields[tag] = _read_exact(stream, size, path)
+        return fields
+
+    def _build(self, obj, stream, context, path):
+        fields = dict(sorted((obj or {}).items()))
+        out = bytearray(encode_unsigned_varint(len(fields)))
+        for tag, raw in fields.items():
+            out += encode_unsigned_varint(tag) + encode_unsigned_varint(len(raw)) + bytes(raw)
+        c.stream_write(stream, bytes(out), len(out), path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise c.SizeofError("variable size", path=path)
+
+
+TaggedFields = _TaggedFields()
+
+
+# ---------------------------------------------------------------------------------------------------- entry points
+
+
+def parse(schema: c.Construct, data: bytes, what: str) -> Any:
+    """Parse ``data`` with ``schema``; any construct failure becomes :class:`MalformedInput` naming ``what``.
+
+    The schema is responsible for rejecting trailing bytes (end it with ``c.Terminated``) where that matters.
+    """
+    try:
+        return schema.parse(data)
+    except (c.ConstructError, UnicodeDecodeError, OverflowError, ValueError) as e:
+        raise MalformedInput(f"malformed {what}: {e}") from None
+
+
+def build(schema: c.Construct, obj: Any, what: str) -> bytes:
+    """Build ``obj`` with ``schema``; a value that does not fit is the caller's :class:`UsageError`."""
+    try:
+        return schema.build(obj)
+    except (c.ConstructError, UnicodeEncodeError, OverflowError, TypeError, KeyError) as e:
+        raise UsageError(f"cannot encode {what}: {e}") from None
