@@ -1,0 +1,32 @@
+"""Why a message was not delivered: the discard reason names shared by the producer, the daemon, counters, discard
+reports and the discard log.
+
+Rules: names are Bruce's (bruce-behaviour.md §12) where Bruce has one; the values are the exact strings written to the
+discard log and shown on the status pages. Never rename a member: users alert on these strings.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class DiscardReason(StrEnum):
+    # Intake (input datagrams)
+    MALFORMED = "MALFORMED"
+    API_KEY = "API_KEY"  # unsupported input API key; logged as API_KEY(n)
+    VERSION = "VERSION"  # unsupported input version; logged as VERSION(n)
+    NO_MEM = "NO_MEM"  # the message budget (msg_buffer_max) is full
+    LONG_MSG = "LONG_MSG"  # too long: over the datagram limit or the broker's message.max.bytes
+    # Routing
+    BAD_TOPIC = "BAD_TOPIC"
+    NO_AVAILABLE_PARTITIONS = "NO_AVAILABLE_PARTITIONS"
+    RATE_LIMIT = "RATE_LIMIT"
+    TOPIC_AUTOCREATE_FAIL = "TOPIC_AUTOCREATE_FAIL"
+    # Delivery
+    KAFKA_ERROR_ACK = "KAFKA_ERROR_ACK"
+    DELIVERY_ATTEMPT_LIMIT = "DELIVERY_ATTEMPT_LIMIT"
+    SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
+    # Library use (bruce.producer.Producer)
+    MESSAGE_TIMEOUT = "MESSAGE_TIMEOUT"  # not delivered within the producer's delivery timeout
+    PRODUCER_CLOSED = "PRODUCER_CLOSED"  # close() deadline passed with the message undelivered
+    BUG = "BUG"
