@@ -44,7 +44,7 @@ def _read_exact(stream: Any, n: int, path: str) -> bytes:
     return c.stream_read(stream, n, path)
 
 
-# ---------------------------------------------------------------------------------------------------- varints
+# ---------------------------------------------------------------- varints
 
 
 class _UnsignedVarint(c.Construct):
@@ -114,7 +114,7 @@ def encode_varint(value: int) -> bytes:
     return encode_unsigned_varint((value << 1) ^ (value >> 63))
 
 
-# ---------------------------------------------------------------------------------------------------- strings and bytes
+# ---------------------------------------------------------------- strings and bytes
 
 
 class _Sized(c.Construct):
@@ -168,7 +168,7 @@ CompactBytes = _Sized(UnsignedVarint, compact=True, nullable=False, text=False)
 CompactNullableBytes = _Sized(UnsignedVarint, compact=True, nullable=True, text=False)
 
 
-# ---------------------------------------------------------------------------------------------------- arrays
+# ---------------------------------------------------------------- arrays
 
 
 class _Array(c.Construct):
@@ -209,27 +209,27 @@ class _Array(c.Construct):
         raise c.SizeofError("variable size", path=path)
 
 
-def Array(subcon: c.Construct) -> c.Construct:  # noqa: N802 - construct naming style
+def Array(subcon: c.Construct) -> c.Construct:
     """Classic array: int32 count."""
     return _Array(subcon, compact=False, nullable=False)
 
 
-def NullableArray(subcon: c.Construct) -> c.Construct:  # noqa: N802
+def NullableArray(subcon: c.Construct) -> c.Construct:
     """Classic array whose count may be -1 (null)."""
     return _Array(subcon, compact=False, nullable=True)
 
 
-def CompactArray(subcon: c.Construct) -> c.Construct:  # noqa: N802
+def CompactArray(subcon: c.Construct) -> c.Construct:
     """Flexible-version array: unsigned varint count + 1."""
     return _Array(subcon, compact=True, nullable=False)
 
 
-def CompactNullableArray(subcon: c.Construct) -> c.Construct:  # noqa: N802
+def CompactNullableArray(subcon: c.Construct) -> c.Construct:
     """Flexible-version array whose count may be null (encoded 0)."""
     return _Array(subcon, compact=True, nullable=True)
 
 
-# ---------------------------------------------------------------------------------------------------- tagged fields
+# ---------------------------------------------------------------- tagged fields
 
 
 class _TaggedFields(c.Construct):
@@ -269,7 +269,7 @@ class _TaggedFields(c.Construct):
 TaggedFields = _TaggedFields()
 
 
-# ---------------------------------------------------------------------------------------------------- entry points
+# ---------------------------------------------------------------- entry points
 
 
 def parse(schema: c.Construct, data: bytes, what: str) -> Any:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import construct as c
 
 from ..errors import MalformedInput
-from ..primitives import CompactArray, CompactString, Int16, Int32, TaggedFields
 from ..primitives import Array as KArray
+from ..primitives import CompactArray, CompactString, Int16, Int32, TaggedFields
 from .base import ApiSpec, decode_response, register
 
 KEY = 18

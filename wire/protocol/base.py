@@ -81,7 +81,7 @@ def spec_for(api_key: int) -> ApiSpec:
         raise UsageError(f"unknown API key {api_key}") from None
 
 
-# ---------------------------------------------------------------------------------------------------- headers
+# ---------------------------------------------------------------- headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,7 @@ def response_header_version(api_key: int, version: int) -> int:
     return 1 if spec_for(api_key).is_flexible(version) else 0
 
 
-# ---------------------------------------------------------------------------------------------------- dataclass conversion
+# ---------------------------------------------------------------- dataclass conversion
 
 
 @cache
@@ -163,7 +163,7 @@ def to_buildable(obj: Any) -> Any:
     return obj
 
 
-# ---------------------------------------------------------------------------------------------------- encode / decode
+# ---------------------------------------------------------------- encode / decode
 
 
 def _schema(table: dict[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
