@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv with every extra installed, plus the system
-# packages the tests need (a Java runtime for Spark). Idempotent: reinstalls only when pyproject.toml changed.
+# packages the tests need (a Java runtime for Spark, socat for the plog sender tests). Idempotent: reinstalls only
+# when pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,13 @@ if ! command -v java >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+if ! command -v socat >/dev/null 2>&1; then
+    echo "bootstrap: installing socat for the plog sender tests" >&2
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq socat >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

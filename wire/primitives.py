@@ -149,7 +149,12 @@ class _Sized(c.Construct):
                 raise c.ConstructError("null is not allowed here", path=path)
             self.prefix._build(0 if self.compact else -1, stream, context, path)
             return obj
-        data = obj.encode("utf-8") if self.text and isinstance(obj, str) else bytes(obj)
+        if self.text and isinstance(obj, str):
+            data = obj.encode("utf-8")
+        elif isinstance(obj, (bytes, bytearray, memoryview)):
+            data = bytes(obj)
+        else:  # bytes(5) would silently write five zero bytes
+            raise c.ConstructError(f"expected {'str' if self.text else 'bytes'}, got {type(obj).__name__}", path=path)
         self.prefix._build(len(data) + (1 if self.compact else 0), stream, context, path)
         c.stream_write(stream, data, len(data), path)
         return obj
@@ -235,8 +240,8 @@ def CompactNullableArray(subcon: c.Construct) -> c.Construct:
 class _TaggedFields(c.Construct):
     """KIP-482 tagged fields: unsigned varint count, then (tag, size, bytes) with strictly increasing tags.
 
-    Parsed as ``{tag: raw bytes}``; unknown tags are kept raw so they survive a round trip. Builds from a dict or
-    ``None`` (= no tagged fields).
+    Parsed as ``{tag: raw bytes}``, or ``None`` when there are none (the dataclasses' default, so round trips are
+    exact); unknown tags are kept raw so they survive a round trip. Builds from a dict or ``None`` (= no tagged fields).
     """
 
     def _parse(self, stream, context, path):
@@ -252,7 +257,7 @@ class _TaggedFields(c.Construct):
             last = tag
             size = UnsignedVarint._parsereport(stream, context, path)
             fields[tag] = _read_exact(stream, size, path)
-        return fields
+        return fields or None
 
     def _build(self, obj, stream, context, path):
         fields = dict(sorted((obj or {}).items()))
@@ -267,6 +272,41 @@ class _TaggedFields(c.Construct):
 
 
 TaggedFields = _TaggedFields()
+
+
+class _TaggedStruct(c.Adapter):
+    """A flexible-version struct whose *known* tagged fields are decoded into named fields; unknown tags stay raw in
+    ``tags``. An absent tagged field parses as ``None``, and ``None`` is not written (Kafka omits default values)."""
+
+    def __init__(self, struct: c.Struct, tagged: dict[int, tuple[str, c.Construct]]) -> None:
+        super().__init__(struct)
+        self.tagged = {
+            tag: (name, c.FocusedSeq("value", "value" / sub, c.Terminated)) for tag, (name, sub) in tagged.items()
+        }
+
+    def _decode(self, obj, context, path):
+        tags = dict(obj.tags or {})
+        for tag, (name, sub) in self.tagged.items():
+            raw = tags.pop(tag, None)
+            obj[name] = None if raw is None else sub.parse(raw)
+        obj.tags = tags or None
+        return obj
+
+    def _encode(self, obj, context, path):
+        obj = dict(obj)
+        tags = dict(obj.get("tags") or {})
+        for tag, (name, sub) in self.tagged.items():
+            value = obj.pop(name, None)
+            if value is not None:
+                tags[tag] = sub.build(value)
+        obj["tags"] = tags or None
+        return obj
+
+
+def TaggedStruct(*subcons: c.Construct, tagged: dict[int, tuple[str, c.Construct]]) -> c.Construct:
+    """``c.Struct(*subcons, "tags" / TaggedFields)`` with the tagged fields ``{tag: (name, schema)}`` decoded by name
+    (e.g. Produce v10's ``current_leader``, tag 0)."""
+    return _TaggedStruct(c.Struct(*subcons, "tags" / TaggedFields), tagged)
 
 
 # ---------------------------------------------------------------- entry points

@@ -1,14 +1,28 @@
 """Records as read back from Kafka, whatever their on-wire format (message set magic 0/1, or RecordBatch v2).
 
-Rules: a decoded record is a frozen :class:`Record`; timestamps are epoch milliseconds (-1 when the format has none).
+Rules:
+- A decoded record is a frozen :class:`Record`; timestamps are epoch milliseconds (-1 when the format has none).
+- Both formats share one framing per log entry: offset (int64), size (int32), then ``size`` bytes whose fifth byte
+  (absolute position 16) is the magic. :func:`entry_spans` walks that framing; an incomplete entry at the end of the
+  buffer is a *partial tail* (a Fetch response may cut its last batch) and is ignored, not an error.
+- :func:`decode_records` dispatches each entry on its magic: 0/1 to ``messageset``, 2 to ``recordbatch``. Control
+  batches (transaction markers) carry no user records and are left out. Anything else is :class:`MalformedInput`.
 """
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from .errors import MalformedInput
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
+
+ENTRY_HEADER_SIZE = 12  # offset int64 + size int32
+MAGIC_POSITION = 16  # offset int64 + size int32 + (crc int32 | partition leader epoch int32)
+_SIZE = struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +36,40 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = ()
     timestamp_type: int = CREATE_TIME
     magic: int = 2
+
+
+def entry_spans(data: bytes) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(start, end, magic)`` for each complete log entry in ``data``; stop quietly at a partial tail.
+
+    Raises :class:`MalformedInput` for an entry whose size is negative or too small to hold a magic byte.
+    """
+    pos, total = 0, len(data)
+    while total - pos >= ENTRY_HEADER_SIZE:
+        (size,) = _SIZE.unpack_from(data, pos + 8)
+        if size < MAGIC_POSITION - ENTRY_HEADER_SIZE + 1:
+            raise MalformedInput(f"log entry at byte {pos} declares size {size}, too small for a magic byte")
+        end = pos + ENTRY_HEADER_SIZE + size
+        if end > total:
+            return  # partial tail
+        yield pos, end, data[pos + MAGIC_POSITION]
+        pos = end
+
+
+def decode_records(data: bytes) -> list[Record]:
+    """Every record in a Fetch response's record set (any magic, several entries, partial tail ignored)."""
+    from .recordbatch import decode_record_batch  # imported here: it imports Record from this module
+
+    view = memoryview(data)
+    records: list[Record] = []
+    for start, end, magic in entry_spans(data):
+        if magic == 2:
+            batch = decode_record_batch(view[start:end])
+            if not batch.is_control:
+                records.extend(batch.records)
+        elif magic in (0, 1):
+            from .messageset import decode_message_set  # imported here: it imports Record from this module
+
+            records.extend(decode_message_set(bytes(view[start:end])))
+        else:
+            raise MalformedInput(f"log entry at byte {start} has unknown magic {magic}", reason="MAGIC")
+    return records

@@ -1,1 +1,9 @@
-"""placeholder"""
+"""Kafka request/response APIs. Importing this package registers every API module with :mod:`.base`'s registry, so
+``encode_request`` / ``decode_response`` know them all. One import per API module."""
+
+from . import api_versions as api_versions
+from . import create_topics as create_topics
+from . import fetch as fetch
+from . import list_offsets as list_offsets
+from . import metadata as metadata
+from . import produce as produce

@@ -120,20 +120,23 @@ def response_header_version(api_key: int, version: int) -> int:
 # ---------------------------------------------------------------- dataclass conversion
 
 
+def _nested_dataclass(hint: Any) -> type | None:
+    """The dataclass a type hint holds, directly or inside tuples and optionals (``tuple[X, ...] | None`` -> X)."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _nested_dataclass(arg)
+        if found is not None:
+            return found
+    return None
+
+
 @cache
 def _field_plan(cls: type) -> tuple[tuple[str, type | None], ...]:
-    """For each dataclass field: its name and, when it holds dataclasses (directly or in a tuple), their type."""
+    """For each dataclass field: its name and, when it holds dataclasses (directly, in a tuple, or optional), their
+    type."""
     hints = typing.get_type_hints(cls)
-    plan = []
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        nested = None
-        for candidate in (hint, *typing.get_args(hint)):
-            if dataclasses.is_dataclass(candidate):
-                nested = candidate
-                break
-        plan.append((f.name, nested))
-    return tuple(plan)
+    return tuple((f.name, _nested_dataclass(hints[f.name])) for f in dataclasses.fields(cls))
 
 
 def from_container(cls: type, obj: Any) -> Any:

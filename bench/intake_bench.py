@@ -1,0 +1,385 @@
+"""Intake benchmark: sender processes → Bruce's UNIX datagram socket → the daemon's reader with a no-op sink.
+
+For each reader design it prints datagrams/s received, the daemon's CPU µs per datagram (reader process, plus its
+forwarder child for ``process``; simulated loop work excluded), mean datagrams per wake-up, and what the clients felt:
+how often a blocking sender blocked and its off-CPU time, or how many sends a non-blocking sender saw fail with EAGAIN
+(a fire-and-forget client would have lost those). Ratios compare each design with ``uvloop`` in the same run.
+
+Designs:
+  asyncio  DatagramIntake in the stock asyncio loop: add_reader, read a burst non-blocking, then process it
+  uvloop   the same in uvloop (the daemon's loop)
+  thread   a reader thread (blocking recv) handing bursts to the loop with call_soon_threadsafe
+  process  DatagramIntake with its reader process (bruce.proxy.intake_process): a child reads the socket and forwards
+           length-prefixed bursts over a pipe that the loop reads (the daemon's default)
+
+``--stall-ms X`` makes the loop busy for X ms every ``--stall-every-ms`` ms, the way batching, compression and produce
+work occupy the daemon: it shows which design keeps clients from blocking while the loop is away.
+
+    .venv/bin/python bench/intake_bench.py                  # all designs, idle loop and a loop stalled 2 ms in 10
+    .venv/bin/python bench/intake_bench.py --nonblocking    # count EAGAIN instead of blocking
+    .venv/bin/python bench/intake_bench.py --quick          # a few thousand datagrams: checks that it runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import multiprocessing as mp
+import os
+import platform
+import resource
+import socket
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bruce.producer.counters import Counters
+from bruce.proxy.budget import MessageBudget
+from bruce.proxy.intake import DEFAULT_BURST, DatagramIntake
+from bruce.wire.datagram import build_any_partition, build_partition_key
+
+DESIGNS = ("asyncio", "uvloop", "thread", "process")
+IDLE_TIMEOUT_S = 10.0  # a receiver that sees nothing for this long reports what it got (loss) and stops
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """CPU seconds of another process so far (its startup then does not count against the datagrams)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -------------------------------------------------------------------------------------------------------- senders
+
+
+def _sender(
+    path: str, count: int, size: int, nonblocking: bool, rate: float, start: mp.Event, results: mp.Queue
+) -> None:
+    """Send ``count`` pre-built datagrams (AnyPartition and PartitionKey, ``size``-byte values), flat out or at
+    ``rate`` datagrams/s (paced in groups of 8, sleeping whenever more than 0.5 ms ahead)."""
+    datagrams = [
+        build_any_partition(f"topic-{i % 4}", os.urandom(size), key=b"k%d" % i, timestamp=1_700_000_000_000 + i)
+        if i % 2
+        else build_partition_key(f"topic-{i % 4}", os.urandom(size), partition_key=i, timestamp=1_700_000_000_000 + i)
+        for i in range(64)
+    ]
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.connect(path)
+    sock.setblocking(not nonblocking)
+    send = sock.send
+    eagain = retries = 0
+    start.wait()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    w0 = time.perf_counter()
+    pace = 8 / rate if rate else 0.0
+    due = time.perf_counter()
+    if nonblocking:
+        for i, d in enumerate(itertools.islice(itertools.cycle(datagrams), count)):
+            if pace and not i & 7:
+                due += pace
+                ahead = due - time.perf_counter()
+                if ahead > 0.0005:
+                    time.sleep(ahead)
+            try:
+                send(d)
+            except BlockingIOError:
+                eagain += 1  # a fire-and-forget client would have lost this one; we retry to keep the count
+                while True:
+                    retries += 1
+                    os.sched_yield()
+                    try:
+                        send(d)
+                        break
+                    except BlockingIOError:
+                        pass
+    else:
+        for i, d in enumerate(itertools.islice(itertools.cycle(datagrams), count)):
+            if pace and not i & 7:
+                due += pace
+                ahead = due - time.perf_counter()
+                if ahead > 0.0005:
+                    time.sleep(ahead)
+            send(d)
+    wall = time.perf_counter() - w0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    results.put(("sender", {"wall": wall, "cpu": cpu, "blocked": r1.ru_nvcsw - r0.ru_nvcsw, "eagain": eagain}))
+
+
+# ---------------------------------------------------------------------------------------------------------- receiver
+
+
+class _CountingSink:
+    """The no-op sink: counts, and resolves ``done`` at the expected total."""
+
+    def __init__(self, total: int, done: asyncio.Future[None]) -> None:
+        self.total = total
+        self.count = 0
+        self.discards = 0
+        self.first = 0.0
+        self.last = 0.0
+        self.done = done
+
+    def on_message(self, msg: object) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.first = time.perf_counter()
+        if self.count >= self.total:
+            self.last = time.perf_counter()
+            if not self.done.done():
+                self.done.set_result(None)
+
+    def on_discard(self, *args: object) -> None:
+        self.discards += 1
+
+    def on_unparsed(self, *args: object, **kwargs: object) -> None:
+        self.discards += 1
+
+
+def _thread_reader(sock: socket.socket, intake: DatagramIntake, loop: asyncio.AbstractEventLoop) -> None:
+    recv = sock.recv
+    bufsize = intake.max_input_msg_size + 1
+    while True:
+        try:
+            batch = [recv(bufsize)]
+        except OSError:
+            return
+        try:
+            for _ in range(DEFAULT_BURST - 1):
+                batch.append(recv(bufsize, socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            pass
+        loop.call_soon_threadsafe(_feed_burst, intake, batch)
+
+
+def _feed_burst(intake: DatagramIntake, batch: list[bytes]) -> None:
+    intake.wakeups += 1
+    intake.feed(batch, time.monotonic())
+
+
+async def _stall(stall_s: float, every_s: float, spent: list[float]) -> None:
+    """Busy the loop for ``stall_s`` every ``every_s``: stands in for the daemon's batching and produce work."""
+    while True:
+        await asyncio.sleep(every_s)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < stall_s:
+            pass
+        spent[0] += time.perf_counter() - t0
+
+
+def _receiver(design: str, path: str, total: int, stall_ms: float, every_ms: float, ready: mp.Event, results) -> None:
+    if design == "asyncio":
+        loop = asyncio.new_event_loop()
+    else:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    done = loop.create_future()
+    sink = _CountingSink(total, done)
+    reader = "process" if design == "process" else "loop"
+    intake = DatagramIntake(path, sink=sink, budget=MessageBudget(1 << 60), counters=Counters(), reader=reader)
+    intake.open()
+    stalled = [0.0]
+    child_cpu = [0.0]
+
+    async def main() -> None:
+        tasks = []
+        if design == "thread":
+            blocking = socket.socket(fileno=os.dup(intake.fileno))
+            threading.Thread(target=_thread_reader, args=(blocking, intake, loop), daemon=True).start()
+        else:
+            tasks.append(asyncio.ensure_future(intake.serve()))
+        if stall_ms:
+            tasks.append(asyncio.ensure_future(_stall(stall_ms / 1000, every_ms / 1000, stalled)))
+        await asyncio.sleep(0.3)  # the reader process is up
+        child = intake._process.process.pid if intake._process and intake._process.process else None
+        child_cpu[0] = -_proc_cpu_s(child) if child else 0.0
+        ready.set()
+        last = -1
+        while not done.done():  # stop on completion, or on silence (loss)
+            await asyncio.wait([done], timeout=IDLE_TIMEOUT_S)
+            if sink.count == last:
+                break
+            last = sink.count
+        if child:
+            child_cpu[0] += _proc_cpu_s(child)
+        if design != "thread":
+            await intake.drain()
+        intake.close()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    cpu0 = _cpu_s()
+    loop.run_until_complete(main())
+    main_cpu = _cpu_s() - cpu0 - stalled[0]
+    cpu = main_cpu + child_cpu[0]
+    wall = (sink.last or time.perf_counter()) - sink.first
+    results.put(
+        (
+            "receiver",
+            {
+                "received": sink.count,
+                "discarded": sink.discards,
+                "wall": wall,
+                "cpu": cpu,
+                "main_cpu": main_cpu,
+                "wakeups": intake.wakeups,
+            },
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    design: str
+    stall_ms: float
+    sent: int
+    received: int
+    rate: float  # datagrams per second received
+    cpu_us: float  # daemon CPU per datagram (all its processes)
+    main_us: float  # the event loop process's CPU per datagram (the critical path)
+    per_wakeup: float
+    blocked: int  # times the blocking senders blocked (voluntary context switches)
+    off_cpu_s: float  # senders' wall time not on a CPU
+    eagain: int  # non-blocking sends that failed first time
+
+
+def run_one(
+    design: str,
+    *,
+    messages: int,
+    senders: int,
+    size: int,
+    stall_ms: float,
+    every_ms: float,
+    nonblocking: bool,
+    rate: float,
+) -> Result:
+    ctx = mp.get_context("fork")
+    path = str(Path(tempfile.mkdtemp(prefix="intake-bench-")) / "bruce.socket")
+    ready, start, results = ctx.Event(), ctx.Event(), ctx.Queue()
+    per_sender = messages // senders
+    total = per_sender * senders
+    receiver = ctx.Process(target=_receiver, args=(design, path, total, stall_ms, every_ms, ready, results))
+    receiver.start()
+    if not ready.wait(30):
+        receiver.kill()
+        raise RuntimeError(f"{design}: the receiver did not start")
+    procs = [
+        ctx.Process(target=_sender, args=(path, per_sender, size, nonblocking, rate / senders, start, results))
+        for _ in range(senders)
+    ]
+    for p in procs:
+        p.start()
+    time.sleep(0.2)  # every sender connected and waiting
+    start.set()
+    got = [results.get(timeout=600) for _ in range(senders + 1)]
+    for p in (*procs, receiver):
+        p.join(30)
+    rx = next(r for kind, r in got if kind == "receiver")
+    tx = [r for kind, r in got if kind == "sender"]
+    received = rx["received"]
+    return Result(
+        design=design,
+        stall_ms=stall_ms,
+        sent=total,
+        received=received,
+        rate=received / rx["wall"] if rx["wall"] > 0 else 0.0,
+        cpu_us=rx["cpu"] / max(received, 1) * 1e6,
+        main_us=rx["main_cpu"] / max(received, 1) * 1e6,
+        per_wakeup=received / max(rx["wakeups"], 1),
+        blocked=sum(t["blocked"] for t in tx),
+        off_cpu_s=sum(max(t["wall"] - t["cpu"], 0.0) for t in tx),
+        eagain=sum(t["eagain"] for t in tx),
+    )
+
+
+def kernel_queue_depth() -> int:
+    """How many small datagrams a UNIX datagram socket queues before a non-blocking sender gets EAGAIN."""
+    path = str(Path(tempfile.mkdtemp(prefix="intake-depth-")) / "s")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as rx, socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as tx:
+        rx.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        rx.bind(path)
+        tx.connect(path)
+        tx.setblocking(False)
+        n = 0
+        try:
+            while n < 100_000:
+                tx.send(b"x" * 100)
+                n += 1
+        except BlockingIOError:
+            pass
+    os.unlink(path)
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=400_000, help="datagrams per run (default 400000)")
+    ap.add_argument("--senders", type=int, default=2, help="sender processes (default 2)")
+    ap.add_argument("--size", type=int, default=100, help="value bytes per datagram (default 100)")
+    ap.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))
+    ap.add_argument("--stall-ms", type=float, nargs="+", default=[0.0, 2.0], help="loop busy time per period")
+    ap.add_argument("--stall-every-ms", type=float, default=10.0, help="the period of the simulated work")
+    ap.add_argument("--rate", type=float, default=0.0, help="offered datagrams/s in all (default 0: flat out)")
+    ap.add_argument("--nonblocking", action="store_true", help="senders use non-blocking sends and count EAGAIN")
+    ap.add_argument("--quick", action="store_true", help="a tiny run that only checks the benchmark works")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.messages, args.designs, args.stall_ms = 4000, ["asyncio", "uvloop", "process"], [0.0]
+
+    qlen = Path("/proc/sys/net/unix/max_dgram_qlen")
+    print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.platform()}")
+    print(
+        f"kernel queue: max_dgram_qlen={qlen.read_text().strip() if qlen.exists() else '?'}, "
+        f"measured depth {kernel_queue_depth()} datagrams (with SO_RCVBUF=8 MiB)"
+    )
+    print(
+        f"{args.messages} datagrams from {args.senders} {'non-blocking' if args.nonblocking else 'blocking'} senders, "
+        f"{args.size}-byte values, {f'{args.rate:,.0f}/s' if args.rate else 'flat out'}; "
+        f"loop stalls every {args.stall_every_ms:g} ms\n"
+    )
+    header = (
+        f"{'design':8} {'stall':>6} {'received':>9} {'dg/s':>9} {'cpu µs/dg':>9} {'loop µs':>7} {'dg/wake':>7} "
+        f"{'blocked':>8} {'off-cpu s':>9} {'eagain':>8} {'rate x':>6} {'cpu x':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for stall in args.stall_ms:
+        results = [
+            run_one(
+                d,
+                messages=args.messages,
+                senders=args.senders,
+                size=args.size,
+                stall_ms=stall,
+                every_ms=args.stall_every_ms,
+                nonblocking=args.nonblocking,
+                rate=args.rate,
+            )
+            for d in args.designs
+        ]
+        base = next((r for r in results if r.design == "uvloop"), results[0])
+        for r in results:
+            lost = "" if r.received == r.sent else f"  LOST {r.sent - r.received}"
+            print(
+                f"{r.design:8} {r.stall_ms:>4g}ms {r.received:>9} {r.rate:>9,.0f} {r.cpu_us:>9.2f} {r.main_us:>7.2f} "
+                f"{r.per_wakeup:>7.1f} "
+                f"{r.blocked:>8} {r.off_cpu_s:>9.2f} {r.eagain:>8} {r.rate / base.rate if base.rate else 0:>6.2f} "
+                f"{r.cpu_us / base.cpu_us if base.cpu_us else 0:>6.2f}{lost}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

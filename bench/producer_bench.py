@@ -1,0 +1,166 @@
+"""Producer throughput: bruce.producer vs confluent-kafka, aiokafka (``await send`` per message) and kafka-python,
+producing the same messages to the same tansu broker in one run. Prints msgs/s per client and our ratios.
+
+Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat 1] [--bootstrap HOST:PORT] [--quick]
+
+Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
+send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
+The best of --repeat runs counts. Targets: ≥ 3× aiokafka's per-message rate and ≥ 0.4× confluent-kafka's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import itertools
+import sys
+import time
+from collections.abc import Callable
+
+from bruce.producer import Producer, ProducerConfig
+from bruce.producer.aio import new_event_loop
+from bruce.proxy.embedded import EmbeddedBroker
+
+_topics = itertools.count(1)
+
+
+def bench_bruce(address: str, topic: str, n: int, value: bytes) -> float:
+    async def main() -> float:
+        config = ProducerConfig(bootstrap_servers=(address,), acks=1, queue_buffering_max_messages=n + 1)
+        async with Producer(config) as producer:
+            await producer.ready(10)
+            send = producer.send
+            started = time.perf_counter()
+            for _ in range(n):
+                send(topic, value)
+            left = await producer.flush(120)
+            elapsed = time.perf_counter() - started
+            if left or producer.delivered != n:
+                raise RuntimeError(f"bruce: {left} left, {producer.delivered} delivered of {n}")
+            return elapsed
+
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main())
+
+
+def bench_confluent(address: str, topic: str, n: int, value: bytes) -> float:
+    from confluent_kafka import Producer as CKProducer
+
+    producer = CKProducer(
+        {
+            "bootstrap.servers": address,
+            "acks": 1,
+            "linger.ms": 5,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": n + 1,
+            "log_level": 3,
+        }
+    )
+    producer.list_topics(topic, timeout=10)
+    failed = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            failed.append(err)
+
+    started = time.perf_counter()
+    for _ in range(n):
+        producer.produce(topic, value, on_delivery=on_delivery)
+        producer.poll(0) if _ % 10000 == 0 else None
+    left = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if left or failed:
+        raise RuntimeError(f"confluent-kafka: {left} left, {len(failed)} failed")
+    return elapsed
+
+
+def bench_aiokafka(address: str, topic: str, n: int, value: bytes) -> float:
+    from aiokafka import AIOKafkaProducer
+
+    async def main() -> float:
+        producer = AIOKafkaProducer(bootstrap_servers=address, acks=1, linger_ms=5, max_batch_size=1_000_000)
+        await producer.start()
+        try:
+            await producer.partitions_for(topic)
+            futures = []
+            started = time.perf_counter()
+            for _ in range(n):
+                futures.append(await producer.send(topic, value))
+            await producer.flush()
+            elapsed = time.perf_counter() - started
+            for f in futures:
+                f.result()
+            return elapsed
+        finally:
+            await producer.stop()
+
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main())
+
+
+def bench_kafka_python(address: str, topic: str, n: int, value: bytes) -> float:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=address, acks=1, linger_ms=5, batch_size=1_000_000)
+    try:
+        producer.partitions_for(topic)
+        started = time.perf_counter()
+        futures = [producer.send(topic, value) for _ in range(n)]
+        producer.flush(120)
+        elapsed = time.perf_counter() - started
+        for f in futures:
+            f.get(0)
+        return elapsed
+    finally:
+        producer.close(5)
+
+
+CLIENTS: dict[str, Callable[[str, str, int, bytes], float]] = {
+    "bruce.producer": bench_bruce,
+    "confluent-kafka": bench_confluent,
+    "aiokafka (await send)": bench_aiokafka,
+    "kafka-python": bench_kafka_python,
+}
+
+
+def run(address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: int) -> dict[str, float]:
+    value = b"x" * size
+    rates: dict[str, float] = {}
+    for name, bench in CLIENTS.items():
+        best = 0.0
+        for _ in range(repeat):
+            topic = f"bench-{next(_topics)}"
+            if broker is not None:
+                broker.create_topic(topic, 1)
+            gc.collect()
+            best = max(best, n / bench(address, topic, n, value))
+        rates[name] = best
+        print(f"{name:24} {best:12,.0f} msgs/s", flush=True)
+    ours = rates["bruce.producer"]
+    print(f"ratio vs aiokafka (await send): {ours / rates['aiokafka (await send)']:.2f}x (target >= 3)")
+    print(f"ratio vs confluent-kafka:       {ours / rates['confluent-kafka']:.2f}x (target >= 0.4)")
+    print(f"ratio vs kafka-python:          {ours / rates['kafka-python']:.2f}x")
+    return rates
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--bootstrap", help="an existing broker (topics are auto-created by the clients' metadata)")
+    parser.add_argument("--quick", action="store_true", help="2,000 messages, one run (keeps the script from rotting)")
+    args = parser.parse_args(argv)
+    n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
+    print(f"producing {n:,} x {args.size}-byte values per client, acks=1, python {sys.version.split()[0]}")
+    if args.bootstrap:
+        run(args.bootstrap, None, n, args.size, repeat)
+    else:
+        with EmbeddedBroker() as broker:
+            run(broker.address, broker, n, args.size, repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Fuzz the input-datagram parser.
+
+Invariant: for any bytes, ``parse_datagram`` returns a Datagram or raises MalformedInput (UnsupportedApiKey and
+UnsupportedVersion are subclasses) — never anything else — and its outcome equals the construct spec's
+(``parse_datagram_schema``).
+"""
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports(include=["bruce.wire"]):
+    from bruce.wire.datagram import parse_datagram, parse_datagram_schema
+    from bruce.wire.errors import MalformedInput
+
+
+def outcome(parse, data: bytes):
+    try:
+        return parse(data)
+    except MalformedInput as e:
+        return (type(e).__name__, getattr(e, "api_key", None), getattr(e, "version", None))
+
+
+def test_one_input(data: bytes) -> None:
+    fast = outcome(parse_datagram, data)
+    spec = outcome(parse_datagram_schema, data)
+    if fast != spec:
+        raise AssertionError(f"fast parser {fast!r} != spec {spec!r}")
+
+
+if __name__ == "__main__":
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

@@ -1,0 +1,79 @@
+"""The one decision point for delivery failures: (error code | transport failure, protocol generation) → action.
+
+Rules:
+- :func:`classify` is pure and total: every int and every :class:`Failure` maps to exactly one :class:`Decision`.
+- The legacy path (Kafka 0.8 protocol: no ApiVersions, or ``protocol="v0"``) follows Bruce's table exactly
+  (bruce-behaviour.md §8): 2 → resend at once on the same broker; 3, 5, 6, 7 → pause; every other non-zero code →
+  discard with KAFKA_ERROR_ACK.
+- The modern path follows each code's meaning in Kafka's table: invalid metadata (stale leader, unknown partition, ...)
+  → pause; other retriable codes → resend after a backoff; anything else, and codes we do not know → discard.
+- Resend and pause caused by an ACK count as a failed attempt for each message; transport failures do not, but the
+  messages that were written and not acknowledged become possible duplicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from functools import cache
+
+from bruce.wire import errorcodes
+
+from .reasons import DiscardReason
+
+
+class Action(Enum):
+    OK = "ok"
+    RESEND = "resend"
+    DISCARD = "discard"
+    PAUSE = "pause"
+
+
+class Failure(StrEnum):
+    """Transport failures (Bruce's other pause triggers, §8). The value is the counter suffix."""
+
+    CONNECT_FAIL = "ConnectFail"
+    SOCKET_ERROR = "SocketError"
+    BROKER_CLOSE = "SocketBrokerClose"
+    SOCKET_TIMEOUT = "SocketTimeout"
+    REQUEST_TIMEOUT = "RequestTimeout"
+    PROTOCOL_ERROR = "ProtocolError"  # unparseable response, correlation mismatch, unexpected topic/partition
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    counts_attempt: bool = False  # the messages' failed-attempt count goes up
+    reason: DiscardReason | None = None  # set for DISCARD
+    name: str = ""  # error name for counters and logs
+
+    @property
+    def possible_duplicate(self) -> bool:
+        """Written but unacknowledged messages may have been stored: true for transport failures."""
+        return self.action is Action.PAUSE and not self.counts_attempt
+
+
+OK = Decision(Action.OK, name="NONE")
+_LEGACY_RESEND = frozenset({2})
+_LEGACY_PAUSE = frozenset({3, 5, 6, 7})
+
+
+@cache
+def classify(outcome: int | Failure, legacy: bool) -> Decision:
+    """The action for one partition's ACK error code, or for a transport failure of a whole request."""
+    if isinstance(outcome, Failure):
+        return Decision(Action.PAUSE, name=outcome.value)
+    if outcome == 0:
+        return OK
+    known = errorcodes.BY_CODE.get(outcome)
+    name = known.name if known is not None else f"UNDOCUMENTED_{outcome}"
+    if legacy:
+        if outcome in _LEGACY_RESEND:
+            return Decision(Action.RESEND, counts_attempt=True, name=name)
+        if outcome in _LEGACY_PAUSE:
+            return Decision(Action.PAUSE, counts_attempt=True, name=name)
+    elif known is not None and known.invalid_metadata:
+        return Decision(Action.PAUSE, counts_attempt=True, name=name)
+    elif known is not None and known.retriable:
+        return Decision(Action.RESEND, counts_attempt=True, name=name)
+    return Decision(Action.DISCARD, reason=DiscardReason.KAFKA_ERROR_ACK, name=name)

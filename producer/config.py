@@ -1,0 +1,146 @@
+"""Producer settings: one frozen, validated value.
+
+Rules:
+- Names follow librdkafka's (``linger.ms`` → ``linger_ms``) where one exists, and Bruce's command-line options
+  (bruce-behaviour.md §15) for Bruce's own settings. Times are integer milliseconds, sizes bytes, unless the name says
+  otherwise. Defaults are librdkafka's or Bruce's, whichever the setting comes from.
+- Every value is checked at construction; a bad one raises :class:`ConfigError` naming the setting and what it accepts.
+- :meth:`ProducerConfig.from_mapping` also accepts librdkafka's dotted names (``"linger.ms": 5``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+
+PROTOCOLS = ("auto", "v0", "modern")
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConfig:
+    """Everything the producer needs to know; see docs/producer.md for each setting's meaning."""
+
+    bootstrap_servers: tuple[str, ...] = ("127.0.0.1:9092",)  # "host:port"; Bruce's <initialBrokers>
+    client_id: str = ""  # "" → "bruce" on the wire (Bruce's KAFKA-3088 workaround)
+    protocol: str = "auto"  # auto: ApiVersions, v0 fallback when the broker closes on it | v0 | modern
+    # Produce requests
+    acks: int = -1  # Bruce --required_acks
+    replication_timeout_ms: int = 10_000  # Bruce --replication_timeout: the broker's wait for replicas
+    request_timeout_ms: int = 30_000  # our wait for a produce or metadata response
+    produce_request_data_limit: int = 1024 * 1024  # Σ key+value per request; first message always; 0 ⇒ 1 message
+    message_max_bytes: int = 1_000_000  # the broker's message.max.bytes: caps a compressed set (Bruce §7)
+    compression_codec: str = "none"  # the library path's codec; the daemon supplies a per-topic policy instead
+    max_in_flight_per_broker: int = 1  # never more than one in-flight batch per partition, whatever this is
+    # Accumulation (library path)
+    linger_ms: int = 5
+    batch_num_messages: int = 10_000
+    batch_size: int = 1_000_000
+    queue_buffering_max_messages: int = 100_000  # send() raises QueueFull beyond this
+    queue_buffering_max_kbytes: int = 1_048_576  # Σ key+value held, in KiB
+    # Failures (Bruce's settings)
+    max_failed_delivery_attempts: int = 5
+    retry_backoff_ms: int = 100  # before a resend on the modern path (v0 path: Bruce resends at once)
+    socket_timeout_ms: int = 60_000  # Bruce --kafka_socket_timeout: no progress this long while busy ⇒ failure
+    connect_timeout_ms: int = 10_000
+    reconnect_backoff_ms: int = 100
+    reconnect_backoff_max_ms: int = 10_000
+    min_pause_delay_ms: int = 5_000
+    pause_rate_limit_initial_ms: int = 5_000
+    pause_rate_limit_max_double: int = 4
+    dispatcher_restart_max_delay_ms: int = 5_000  # after a pause: how long in-flight ACKs are still awaited
+    # Metadata
+    metadata_refresh_interval_ms: int = 15 * 60_000  # ±20% jitter
+    metadata_min_interval_ms: int = 1_000  # on-demand refreshes closer than this are merged
+    metadata_retry_backoff_max_ms: int = 30_000  # failed fetches back off up to this
+    topic_autocreate: bool = False
+    # Shutdown
+    shutdown_max_delay_ms: int = 30_000  # close() deadline when none is given
+
+    def __post_init__(self) -> None:
+        servers = self.bootstrap_servers
+        if isinstance(servers, str):
+            servers = tuple(s.strip() for s in servers.split(",") if s.strip())
+            object.__setattr__(self, "bootstrap_servers", servers)
+        if not servers:
+            raise ConfigError("bootstrap_servers: at least one host:port is required")
+        for server in servers:
+            parse_host_port(server)
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol: {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        if self.compression_codec not in CODECS:
+            raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
+        if not -1 <= self.acks <= 32767:
+            raise ConfigError(f"acks: {self.acks} must be -1 (all replicas), 0 (none) or a replica count")
+        if not isinstance(self.client_id, str) or len(self.client_id.encode()) > 32767:
+            raise ConfigError("client_id: a string of at most 32767 bytes")
+        for name in ("produce_request_data_limit", "pause_rate_limit_max_double", "max_failed_delivery_attempts"):
+            _require(self, name, 0)
+        _require(self, "replication_timeout_ms", 0, 2**31 - 1)
+        _require(self, "pause_rate_limit_max_double", 0, 30)
+        for name in (
+            "message_max_bytes",
+            "max_in_flight_per_broker",
+            "batch_num_messages",
+            "batch_size",
+            "queue_buffering_max_messages",
+            "queue_buffering_max_kbytes",
+            "request_timeout_ms",
+            "socket_timeout_ms",
+            "connect_timeout_ms",
+            "reconnect_backoff_ms",
+            "pause_rate_limit_initial_ms",
+            "metadata_refresh_interval_ms",
+            "metadata_min_interval_ms",
+        ):
+            _require(self, name, 1)
+        for name in (
+            "linger_ms",
+            "retry_backoff_ms",
+            "min_pause_delay_ms",
+            "dispatcher_restart_max_delay_ms",
+            "shutdown_max_delay_ms",
+        ):
+            _require(self, name, 0)
+        _require(self, "reconnect_backoff_max_ms", self.reconnect_backoff_ms)
+        _require(self, "metadata_retry_backoff_max_ms", self.metadata_min_interval_ms)
+
+    @property
+    def wire_client_id(self) -> str:
+        """The client id sent to brokers: empty becomes "bruce"."""
+        return self.client_id or "bruce"
+
+    @property
+    def brokers(self) -> tuple[tuple[str, int], ...]:
+        return tuple(parse_host_port(s) for s in self.bootstrap_servers)
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerConfig:
+        """Build from a mapping whose keys are field names or librdkafka's dotted names."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in settings.items():
+            name = key.replace(".", "_")
+            if name not in known:
+                raise ConfigError(f"unknown producer setting {key!r}")
+            kwargs[name] = tuple(value) if name == "bootstrap_servers" and isinstance(value, list) else value
+        return cls(**kwargs)
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``"host:port"`` → ``(host, port)``; the port must be 1-65535 and the host non-empty."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"bootstrap_servers: {text!r} is not host:port with a port in 1-65535")
+    return host.strip("[]"), int(port)
+
+
+def _require(config: ProducerConfig, name: str, low: int, high: int | None = None) -> None:
+    value = getattr(config, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
+        bound = f"an integer ≥ {low}" + (f" and ≤ {high}" if high is not None else "")
+        raise ConfigError(f"{name}: {value!r} must be {bound}")

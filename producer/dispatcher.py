@@ -1,0 +1,381 @@
+"""The producer's state: routing messages to partition queues, which broker has what ready, ACK and failure outcomes,
+rerouting on a new cluster view, and the accounting of every message's fate.
+
+Rules:
+- Every message the producer accepts is *held* until it has a fate: delivered (ACK, or written with acks=0) or
+  discarded with a :class:`DiscardReason`. ``accepted = delivered + discarded + held`` at every moment.
+- Outcomes are applied per request part through :func:`bruce.producer.acks.classify` (the only decision point).
+  Resend and pause count a failed attempt per message; beyond ``max_failed_delivery_attempts`` a message is discarded
+  with DELIVERY_ATTEMPT_LIMIT. Messages of a failed connection go back to the front of their queue as possible
+  duplicates when their request had been written.
+- A pause is requested here and carried out by :mod:`bruce.producer.pause`; while ``paused`` no request starts.
+- Rerouting after a new view: a partition whose leader changed keeps its messages (they follow the new leader); the
+  messages of a partition that became unavailable are routed again (AnyPartition: the next partition of the cycle,
+  PartitionKey: the next available partition, explicit partition: discarded NO_AVAILABLE_PARTITIONS); a topic that
+  disappeared discards its messages as BAD_TOPIC.
+- Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .acks import Action, Failure, classify
+from .cluster import ClusterView, Topic
+from .config import ProducerConfig
+from .counters import Counters
+from .message import Message, OutcomeSink, resolve_delivered, resolve_failed
+from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
+from .queues import PartitionQueue
+from .reasons import DiscardReason
+from .request import Part
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        config: ProducerConfig,
+        counters: Counters,
+        sink: OutcomeSink | None,
+        *,
+        cycle: AnyPartitionCycle | None = None,
+        clock: Callable[[], float] = lambda: 0.0,
+    ) -> None:
+        self.config = config
+        self.counters = counters
+        self.sink = sink
+        self.cycle = cycle or AnyPartitionCycle()
+        self.clock = clock  # loop time in seconds
+        self.view: ClusterView | None = None
+        self.queues: dict[str, dict[int, PartitionQueue]] = {}
+        self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
+        self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
+        self.unknown: dict[str, tuple[list[Message], float]] = {}  # topic → (messages, first arrival time)
+        self.paused = False
+        self.accepted = 0
+        self.delivered = 0
+        self.discarded = 0
+        self.held_messages = 0
+        self.held_bytes = 0
+        # Callbacks set by the producer
+        self.wake_broker: Callable[[int], None] = lambda broker: None
+        self.on_pause: Callable[[str], None] = lambda cause: None
+        self.on_unknown_topic: Callable[[str], None] = lambda topic: None
+        self.on_drained: Callable[[], None] = lambda: None
+        self.on_progress: Callable[[], None] = lambda: None  # a request was answered or failed
+
+    # ---------------------------------------------------------------- intake
+
+    def admit(self, messages: Sequence[Message]) -> None:
+        """Count messages as held (accepted); every one must later reach a fate."""
+        self.accepted += len(messages)
+        self.held_messages += len(messages)
+        self.held_bytes += sum(m.size for m in messages)
+
+    def queue(self, topic: str, partition: int) -> PartitionQueue:
+        queues = self.queues.get(topic)
+        if queues is None:
+            queues = self.queues[topic] = {}
+        pq = queues.get(partition)
+        if pq is None:
+            assert self.view is not None
+            pq = queues[partition] = PartitionQueue(topic, partition, self.view.leader(topic, partition))
+        return pq
+
+    def next_sticky(self, topic: str) -> PartitionQueue | None:
+        """The partition that keyless library messages of ``topic`` fill next (None: topic unknown or unavailable)."""
+        info = self.view.topic(topic) if self.view is not None else None
+        if info is None:
+            return None
+        partition = self.cycle.next(info)
+        if partition is None:
+            return None
+        pq = self.sticky[topic] = self.queue(topic, partition)
+        return pq
+
+    def route(self, topic: str, messages: list[Message], *, hold_unknown: bool = True) -> None:
+        """Put ready messages on their partitions' queues (a batch from the daemon, or messages being rerouted)."""
+        info = self.view.topic(topic) if self.view is not None else None
+        if info is None:
+            if hold_unknown:
+                self._hold_unknown(topic, messages)
+            else:
+                self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic no longer in metadata")
+            return
+        by_partition: dict[int, list[Message]] = {}
+        keyless: list[Message] = []
+        lost: list[Message] = []
+        for m in messages:
+            if m.partition_key is None:
+                keyless.append(m)
+                continue
+            p = explicit_partition(m.partition_key, info) if m.pinned else partition_for_key(m.partition_key, info)
+            if p is None:
+                lost.append(m)
+            else:
+                by_partition.setdefault(p, []).append(m)
+        if keyless:
+            p = self.cycle.next(info)
+            if p is None:
+                lost += keyless
+            else:
+                by_partition.setdefault(p, []).extend(keyless)
+        for p, ms in by_partition.items():
+            pq = self.queue(topic, p)
+            pq.add_ready(ms, sum(m.size for m in ms))
+            self.mark_ready(pq)
+        if lost:
+            self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
+
+    def _hold_unknown(self, topic: str, messages: list[Message]) -> None:
+        held = self.unknown.get(topic)
+        if held is None:
+            self.unknown[topic] = (list(messages), self.clock())
+            self.on_unknown_topic(topic)
+        else:
+            held[0].extend(messages)
+
+    def seal(self, pq: PartitionQueue) -> None:
+        if pq.seal():
+            if self.sticky.get(pq.topic) is pq:
+                del self.sticky[pq.topic]
+            self.mark_ready(pq)
+
+    def mark_ready(self, pq: PartitionQueue) -> None:
+        leader = pq.leader
+        if leader is None:
+            return
+        ready = self.ready_by_broker.get(leader)
+        if ready is None:
+            ready = self.ready_by_broker[leader] = {}
+        if pq not in ready:
+            ready[pq] = None
+        self.wake_broker(leader)
+
+    # ---------------------------------------------------------------- request assembly support
+
+    def candidates(self, broker: int, now: float) -> tuple[list[PartitionQueue], float | None]:
+        """Queues this broker can send from now (round-robin order), and the earliest backoff end among the others."""
+        ready = self.ready_by_broker.get(broker)
+        if not ready:
+            return [], None
+        out: list[PartitionQueue] = []
+        later: float | None = None
+        for pq in list(ready):
+            if not pq.ready_count or pq.leader != broker:
+                del ready[pq]
+            elif pq.busy:
+                continue
+            elif pq.not_before > now:
+                later = pq.not_before if later is None else min(later, pq.not_before)
+            else:
+                out.append(pq)
+        return out, later
+
+    def started(self, broker: int, parts: Sequence[Part], expect_ack: bool) -> None:
+        """A request with ``parts`` was written. Rotate the broker's queues (fairness) and mark partitions busy."""
+        ready = self.ready_by_broker.get(broker, {})
+        for part in parts:
+            pq = part.queue
+            if pq in ready:
+                del ready[pq]
+                if pq.ready_count:
+                    ready[pq] = None
+            if expect_ack:
+                pq.busy = True
+                pq.in_flight = len(part.messages)
+            self.counters.inc("MsgSent", len(part.messages), _labels(broker, pq))
+
+    # ---------------------------------------------------------------- outcomes
+
+    def on_written_no_ack(self, broker: int, parts: Sequence[Part]) -> None:
+        """acks=0: a message is done once written (Bruce's AckNotRequired)."""
+        for part in parts:
+            self.counters.inc("AckNotRequired", len(part.messages), _labels(broker, part.queue))
+            self._delivered(part.queue, part.messages, -1)
+
+    def on_response(self, broker: int, parts: Sequence[Part], response: object, legacy: bool) -> None:
+        """Apply a Produce response to the request's parts."""
+        answers = {}
+        for topic in response.responses:  # type: ignore[attr-defined]
+            for p in topic.partition_responses:
+                answers[(topic.name, p.index)] = p
+        missing: list[Part] = []
+        pause_cause = ""
+        now = self.clock()
+        for part in parts:
+            pq = part.queue
+            pq.busy = False
+            pq.in_flight = 0
+            answer = answers.pop((pq.topic, pq.partition), None)
+            if answer is None:
+                missing.append(part)
+                continue
+            decision = classify(answer.error_code, legacy)
+            labels = _labels(broker, pq)
+            if decision.action is Action.OK:
+                self.counters.inc("AckOk", len(part.messages), labels)
+                self._delivered(pq, part.messages, answer.base_offset)
+                continue
+            self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
+            if decision.action is Action.DISCARD:
+                self.discard(pq.topic, part.messages, DiscardReason.KAFKA_ERROR_ACK, decision.name)
+                continue
+            retry = self._count_attempt(pq.topic, part.messages, decision.name)
+            if decision.action is Action.RESEND:
+                self.counters.inc("MsgResend", len(retry), labels)
+                if retry:
+                    if not legacy:
+                        pq.not_before = now + self.config.retry_backoff_ms / 1000
+                    self._give_back(pq, retry)
+            else:
+                self.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
+                self._give_back(pq, retry)
+                pause_cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
+        self.on_progress()
+        if answers:
+            self.counters.inc("ProduceResponseUnexpectedPartition", len(answers), (("broker", str(broker)),))
+            pause_cause = pause_cause or f"broker {broker} answered for partitions it was not sent"
+        if missing:
+            self.counters.inc("ProduceResponseShort", 1, (("broker", str(broker)),))
+            self.on_failure(broker, missing, Failure.PROTOCOL_ERROR, written=True)
+            return
+        if pause_cause:
+            self.request_pause(pause_cause)
+        else:
+            self.wake_broker(broker)
+
+    def on_failure(self, broker: int, parts: Sequence[Part], failure: Failure, *, written: bool) -> None:
+        """A request failed in transport: its messages go back to the front of their queues, as possible duplicates
+        if it had been written; then a pause (Bruce's other pause triggers, §8)."""
+        for part in parts:
+            pq = part.queue
+            pq.busy = False
+            pq.in_flight = 0
+            if written:
+                for m in part.messages:
+                    m.possible_duplicate = True
+                self.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", pq.topic),))
+                if self.sink is not None:
+                    self.sink.possible_duplicates(pq.topic, part.messages)
+            self._give_back(pq, part.messages)
+        self.on_progress()
+        self.request_pause(f"{failure.value} on broker {broker}")
+
+    def request_pause(self, cause: str) -> None:
+        if not self.paused:
+            self.paused = True
+            self.counters.inc("PauseRequested")
+        self.on_pause(cause)
+
+    def _count_attempt(self, topic: str, messages: list[Message], name: str) -> list[Message]:
+        limit = self.config.max_failed_delivery_attempts
+        retry: list[Message] = []
+        over: list[Message] = []
+        for m in messages:
+            m.attempts += 1
+            (over if m.attempts > limit else retry).append(m)
+        if over:
+            self.discard(topic, over, DiscardReason.DELIVERY_ATTEMPT_LIMIT, f"last error {name}")
+        return retry
+
+    def _delivered(self, pq: PartitionQueue, messages: list[Message], base_offset: int) -> None:
+        resolve_delivered(messages, pq.partition, base_offset)
+        self._release(messages)
+        self.delivered += len(messages)
+        if self.sink is not None:
+            self.sink.delivered(pq.topic, pq.partition, base_offset, messages)
+        if not self.held_messages:
+            self.on_drained()
+
+    def discard(self, topic: str, messages: Sequence[Message], reason: DiscardReason, detail: str = "") -> None:
+        """Give up on ``messages`` with ``reason`` (counted, resolved, reported)."""
+        if not messages:
+            return
+        resolve_failed(messages, reason, topic, detail)
+        self._release(messages)
+        self.discarded += len(messages)
+        self.counters.inc("MsgDiscard", len(messages), (("reason", str(reason)), ("topic", topic)))
+        if self.sink is not None:
+            self.sink.discarded(topic, messages, reason)
+        if not self.held_messages:
+            self.on_drained()
+
+    def _release(self, messages: Sequence[Message]) -> None:
+        self.held_messages -= len(messages)
+        self.held_bytes -= sum(m.size for m in messages)
+
+    # ---------------------------------------------------------------- views
+
+    def apply_view(self, view: ClusterView, fetched_at: float) -> None:
+        """Install a new cluster view (fetched by a request sent at loop time ``fetched_at``) and reroute."""
+        self.view = view
+        self.sticky.clear()
+        for topic, queues in list(self.queues.items()):
+            info = view.topic(topic)
+            for pq in list(queues.values()):  # rerouting may add queues
+                leader = info.leaders.get(pq.partition) if info is not None else None
+                if leader == pq.leader:
+                    continue
+                pq.leader = leader
+                if leader is None:
+                    self.route(topic, pq.drain(), hold_unknown=False)
+                elif pq.ready_count:
+                    self.mark_ready(pq)
+        for topic, (messages, since) in list(self.unknown.items()):
+            if view.topic(topic) is not None:
+                del self.unknown[topic]
+                self.route(topic, messages)
+            elif fetched_at > since and not self.config.topic_autocreate:
+                del self.unknown[topic]
+                self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
+
+    def fail_unknown(self, topic: str, reason: DiscardReason, detail: str) -> None:
+        held = self.unknown.pop(topic, None)
+        if held is not None:
+            self.discard(topic, held[0], reason, detail)
+
+    def resume(self) -> None:
+        """End of a pause: dispatch again from every queue that has ready messages."""
+        self.paused = False
+        for pq in self.all_queues():
+            if pq.ready_count:
+                self.mark_ready(pq)
+
+    def _give_back(self, pq: PartitionQueue, messages: list[Message]) -> None:
+        """Messages back from a request: to the front of their queue, or routed again if the partition is gone."""
+        if not messages:
+            return
+        pq.push_front(messages)
+        if pq.leader is None:
+            self.route(pq.topic, pq.drain(), hold_unknown=False)
+        else:
+            self.mark_ready(pq)
+
+    # ---------------------------------------------------------------- inspection and shutdown
+
+    def topic_info(self, topic: str) -> Topic | None:
+        return self.view.topic(topic) if self.view is not None else None
+
+    def all_queues(self) -> list[PartitionQueue]:
+        return [pq for queues in self.queues.values() for pq in queues.values()]
+
+    def seal_all(self) -> None:
+        for pq in self.all_queues():
+            self.seal(pq)
+
+    def discard_everything(self, reason: DiscardReason, detail: str) -> None:
+        """Shutdown: every queued and unknown-topic message is discarded with ``reason`` (in-flight ones are the
+        senders' to give back first)."""
+        for pq in self.all_queues():
+            self.discard(pq.topic, pq.drain(), reason, detail)
+        for topic in list(self.unknown):
+            self.fail_unknown(topic, reason, detail)
+
+
+def _labels(broker: int, pq: PartitionQueue) -> tuple[tuple[str, str], ...]:
+    return (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
+
+
+def _no_partition_detail(info: Topic) -> str:
+    return f"{len(info.available)} of {info.partition_count} partitions available"

@@ -1,0 +1,133 @@
+"""A message in the producer, which is also its caller's delivery handle, and the outcome sink interface.
+
+Rules:
+- A :class:`Message` has exactly one fate, set once: delivered (``partition``, ``offset``) or failed (``error``, a
+  :class:`DeliveryError` whose ``reason`` is a :class:`DiscardReason`). It may carry ``possible_duplicate`` either way.
+- Awaiting a message waits for its fate: it returns ``(partition, offset)`` or raises its :class:`DeliveryError`. No
+  future exists until someone awaits a message that is still in flight (the hot path creates none).
+- ``partition_key`` routes with PartitionKey semantics; ``pinned`` means ``partition_key`` *is* the partition (an
+  explicit partition); neither ⇒ AnyPartition. ``size`` (key + value bytes) is what queue limits and Bruce's produce
+  request data limit count.
+- The :class:`OutcomeSink` (implemented by the daemon) hears about every message's fate, per batch, in the event loop;
+  it must not block or raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Sequence
+from typing import Any, Protocol
+
+from .errors import DeliveryError
+from .reasons import DiscardReason
+
+
+class Message:
+    """One message to produce. Create through ``Producer.send`` or directly for ``Producer.submit``."""
+
+    __slots__ = (
+        "_waiter",
+        "attempts",
+        "error",
+        "headers",
+        "key",
+        "offset",
+        "partition",
+        "partition_key",
+        "pinned",
+        "possible_duplicate",
+        "received",
+        "size",
+        "timestamp",
+        "value",
+    )
+
+    def __init__(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        partition_key: int | None = None,
+        received: float = 0.0,
+        pinned: bool = False,
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.timestamp = timestamp  # epoch ms: the record's CreateTime (modern path)
+        self.headers = headers
+        self.partition_key = partition_key
+        self.pinned = pinned
+        self.received = received  # the daemon's monotonic receive time (batch age), unused here
+        self.size = (len(key) if key else 0) + (len(value) if value else 0)
+        self.attempts = 0  # failed delivery attempts (ACK errors that resend or pause)
+        self.possible_duplicate = False
+        self.partition = -1
+        self.offset = -1
+        self.error: DeliveryError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.partition >= 0 or self.error is not None
+
+    def result(self) -> tuple[int, int]:
+        """``(partition, offset)`` once delivered (offset -1 with acks=0); raises the :class:`DeliveryError` if it
+        failed, or ``asyncio.InvalidStateError`` while in flight."""
+        if self.error is not None:
+            raise self.error
+        if self.partition < 0:
+            raise asyncio.InvalidStateError("message not yet delivered")
+        return self.partition, self.offset
+
+    def __await__(self) -> Generator[Any, None, tuple[int, int]]:
+        if not self.done:
+            if self._waiter is None:
+                self._waiter = asyncio.get_running_loop().create_future()
+            yield from asyncio.shield(self._waiter).__await__()
+        return self.result()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __repr__(self) -> str:
+        state = f"error={self.error.reason}" if self.error else f"p={self.partition} o={self.offset}"
+        return f"<Message {self.size} B attempts={self.attempts} {state}>"
+
+
+def resolve_delivered(messages: Sequence[Message], partition: int, base_offset: int) -> None:
+    """Mark ``messages`` delivered at consecutive offsets from ``base_offset`` (-1 stays -1: acks=0)."""
+    if base_offset < 0:
+        for m in messages:
+            m.partition = partition
+            if m._waiter is not None:
+                m._wake()
+        return
+    for i, m in enumerate(messages):
+        m.partition = partition
+        m.offset = base_offset + i
+        if m._waiter is not None:
+            m._wake()
+
+
+def resolve_failed(messages: Sequence[Message], reason: DiscardReason, topic: str, detail: str = "") -> None:
+    error = DeliveryError(reason, topic, detail)
+    for m in messages:
+        m.error = error
+        if m._waiter is not None:
+            m._wake()
+
+
+class OutcomeSink(Protocol):
+    """Where the producer reports each message's fate, one call per batch (the daemon's accounting)."""
+
+    def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
+        """Acknowledged by the broker (``base_offset`` -1 when acks=0). Each message's offset is set."""
+
+    def discarded(self, topic: str, messages: Sequence[Message], reason: DiscardReason) -> None:
+        """Given up with ``reason``; the producer holds none of them any more."""
+
+    def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
+        """Written, then the connection failed before the ACK: they will be sent again (Bruce's DUP)."""

@@ -1,0 +1,176 @@
+"""Fetching the cluster view: bootstrap, periodic and on-demand refresh, topic auto-creation.
+
+Rules:
+- A fetch asks one broker for all topics: a random known broker first, then the others in turn. Known brokers start as
+  the configured bootstrap servers and become each good answer's broker list (Bruce §5). Each attempt is bounded by
+  the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next broker.
+- :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with exponential backoff (jittered, capped at
+  ``metadata_retry_backoff_max_ms``) until it succeeds or is cancelled.
+- Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
+  than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
+  failure backs off like a retry. No storm is possible: at most one fetch is under way.
+- Auto-creation (Bruce §9): a single-topic request (allowing creation) to each broker in turn; success is the topic
+  answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until the topic shows up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+
+from bruce.wire.protocol.metadata import metadata_request
+from bruce.wire.versions import METADATA
+
+from .backoff import ExponentialBackoff, jittered
+from .cluster import BadMetadata, ClusterView, build_view
+from .config import ProducerConfig
+from .counters import Counters
+from .errors import TransportError
+from .transport import BrokerConnection, Timeouts, open_connection
+
+AUTOCREATE_CHECKS = (3.0, 6.0, 12.0)  # seconds between refreshes after a topic was auto-created
+
+
+class MetadataUnavailable(TransportError):
+    """No known broker gave a usable Metadata answer."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"no broker answered metadata: {detail}", reason="GET_METADATA_FAIL")
+
+
+class MetadataFetcher:
+    def __init__(
+        self,
+        config: ProducerConfig,
+        counters: Counters,
+        timeouts: Timeouts,
+        *,
+        rng: random.Random | None = None,
+        require_topics: bool = False,
+    ) -> None:
+        self.config = config
+        self.counters = counters
+        self.timeouts = timeouts
+        self.rng = rng or random.Random()
+        self.require_topics = require_topics
+        self.known: list[tuple[str, int]] = list(config.brokers)
+        self.view: ClusterView | None = None
+        self.last_updated_ms = 0  # wall clock of the last good answer
+        self.last_modified_ms = 0  # wall clock of the last answer that changed the view
+        self._wanted = asyncio.Event()
+        self._busy = asyncio.Lock()
+
+    def request(self) -> None:
+        """Ask for a refresh soon (merged with others, rate-limited)."""
+        self._wanted.set()
+
+    async def fetch(self) -> ClusterView:
+        """One round over the known brokers; raises :class:`MetadataUnavailable`."""
+        async with self._busy:
+            order = list(self.known)
+            if len(order) > 1:
+                first = order.pop(self.rng.randrange(len(order)))
+                order.insert(0, first)
+            errors = []
+            for host, port in order:
+                try:
+                    view = await self._ask(host, port)
+                except (TransportError, BadMetadata) as e:
+                    self.counters.inc("GetMetadataFail", labels=(("broker", f"{host}:{port}"),))
+                    errors.append(f"{host}:{port}: {e}")
+                    continue
+                self._accept(view)
+                return view
+            raise MetadataUnavailable("; ".join(errors) or "no brokers known")
+
+    async def fetch_with_retry(self) -> ClusterView:
+        backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
+        while True:
+            try:
+                return await self.fetch()
+            except MetadataUnavailable:
+                await asyncio.sleep(backoff.next_delay() / 1000)
+
+    async def refresh_loop(self, apply: Callable[[ClusterView, float], None], paused: Callable[[], bool]) -> None:
+        """Periodic and on-demand refreshes, for the producer's task group."""
+        loop = asyncio.get_running_loop()
+        backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
+        last = loop.time()
+        while True:
+            interval = jittered(self.config.metadata_refresh_interval_ms, self.rng) / 1000
+            try:
+                async with asyncio.timeout(max(0.0, last + interval - loop.time())):
+                    await self._wanted.wait()
+            except TimeoutError:
+                pass
+            gap = self.config.metadata_min_interval_ms / 1000 - (loop.time() - last)
+            if gap > 0:
+                await asyncio.sleep(gap)
+            self._wanted.clear()
+            if paused():
+                last = loop.time()  # the pause fetches metadata itself
+                continue
+            started = loop.time()
+            try:
+                view = await self.fetch()
+            except MetadataUnavailable:
+                last = loop.time() + backoff.next_delay() / 1000
+                self._wanted.set()  # retry after the backoff
+                continue
+            backoff.reset()
+            last = loop.time()
+            apply(view, started)
+
+    def restart_timer(self) -> None:
+        """A successful pause refreshed metadata: the periodic timer starts over (Bruce)."""
+        self._wanted.clear()
+
+    async def autocreate(self, topic: str) -> bool:
+        """Ask each broker in turn to create ``topic``; True when one accepted (error 0 or 5)."""
+        for host, port in list(self.known):
+            try:
+                conn = await self._connect(host, port)
+            except TransportError:
+                continue
+            try:
+                version = conn.versions.version(METADATA)  # type: ignore[union-attr]
+                answer = await conn.request(
+                    metadata_request([topic], version=version, allow_auto_topic_creation=True), version
+                )
+            except TransportError:
+                continue
+            finally:
+                conn.close()
+            for t in answer.topics:
+                if t.name == topic:
+                    if t.error_code in (0, 5):
+                        self.counters.inc("TopicAutocreateOk")
+                        return True
+                    self.counters.inc("TopicAutocreateFail", labels=(("code", str(t.error_code)),))
+                    return False
+        self.counters.inc("TopicAutocreateNoAnswer")
+        return False
+
+    async def _ask(self, host: str, port: int) -> ClusterView:
+        conn = await self._connect(host, port)
+        try:
+            version = conn.versions.version(METADATA)  # type: ignore[union-attr]
+            request = metadata_request(None, version=version, allow_auto_topic_creation=False)
+            answer = await conn.request(request, version)
+        finally:
+            conn.close()
+        return build_view(answer.brokers, answer.topics, require_topics=self.require_topics)
+
+    async def _connect(self, host: str, port: int) -> BrokerConnection:
+        return await open_connection(host, port, self.config.wire_client_id, self.timeouts, self.config.protocol)
+
+    def _accept(self, view: ClusterView) -> None:
+        now_ms = int(time.time() * 1000)
+        self.last_updated_ms = now_ms
+        if not view.same_as(self.view):
+            self.last_modified_ms = now_ms
+            self.counters.inc("MetadataChanged")
+        self.view = view
+        self.known = [(b.host, b.port) for b in view.brokers.values()]

@@ -1,0 +1,79 @@
+"""The pause: stop dispatching, collect what is unsent and unacknowledged, refresh metadata with Bruce's pause backoff,
+and reroute preserving order (bruce-behaviour.md §9).
+
+Rules:
+- One pause at a time; triggers that arrive during a pause are merged into it.
+- Steps: no new requests (the dispatcher is already ``paused``) → wait for outstanding ACKs until
+  ``dispatcher_restart_max_delay_ms`` → close every connection (what is still unacknowledged comes back as possible
+  duplicates) → wait ``PauseBackoff.next_delay`` → fetch metadata, retrying with backoff → install the view (reroute)
+  → resume.
+- Every wait is bounded except the metadata retry, which backs off up to its cap and ends with the producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from .backoff import PauseBackoff
+from .cluster import ClusterView
+from .counters import Counters
+from .dispatcher import Dispatcher
+from .metadata import MetadataFetcher
+from .sender import Sender
+
+
+class PauseController:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        fetcher: MetadataFetcher,
+        senders: Callable[[], Iterable[Sender]],
+        apply: Callable[[ClusterView, float], None],
+        counters: Counters,
+        backoff: PauseBackoff,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.fetcher = fetcher
+        self.senders = senders
+        self.apply = apply
+        self.counters = counters
+        self.backoff = backoff
+        self.wanted = asyncio.Event()
+        self.pausing = False
+        self.last_cause = ""
+        self._progress = asyncio.Event()
+
+    def request(self, cause: str) -> None:
+        self.last_cause = cause
+        self.wanted.set()
+
+    def progress(self) -> None:
+        """A response arrived (the wait for outstanding ACKs may be over)."""
+        self._progress.set()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        config = self.dispatcher.config
+        while True:
+            await self.wanted.wait()
+            self.pausing = True
+            self.counters.inc("Pause")
+            deadline = loop.time() + config.dispatcher_restart_max_delay_ms / 1000
+            while any(s.outstanding for s in self.senders()) and loop.time() < deadline:
+                self._progress.clear()
+                try:
+                    async with asyncio.timeout(deadline - loop.time()):
+                        await self._progress.wait()
+                except TimeoutError:
+                    break
+            for sender in self.senders():
+                sender.close_connection()
+            await asyncio.sleep(self.backoff.next_delay(loop.time() * 1000) / 1000)
+            self.wanted.clear()  # triggers until now are served by this pause
+            started = loop.time()
+            view = await self.fetcher.fetch_with_retry()
+            self.apply(view, started)
+            self.fetcher.restart_timer()
+            self.pausing = False
+            self.dispatcher.resume()

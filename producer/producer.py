@@ -1,0 +1,412 @@
+"""The public producer: ``Producer`` for library users and tools, plus the batch-level entry points of the daemon.
+
+Rules:
+- ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
+  once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`UsageError` for bad arguments). No future and no task is
+  created per message.
+- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); keyed messages
+  use PartitionKey routing on CRC-32 of the key; an explicit partition is used as given.
+- A batch is ready when it holds ``batch_num_messages`` or ``batch_size`` bytes, when its first message is
+  ``linger_ms`` old, or on ``flush``/``close``.
+- Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
+  that crashes ends the producer with its exception. The producer starts without waiting for Kafka: messages for topics
+  not yet known wait for the first metadata (``await producer.ready()`` waits for it).
+- ``close(deadline)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left with the
+  close reason (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` uses SERVER_SHUTDOWN).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import zlib
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bruce.wire.compression import Codec
+from bruce.wire.errors import UsageError
+
+from .backoff import PauseBackoff
+from .cluster import ClusterView, Topic
+from .config import ProducerConfig
+from .counters import Counters
+from .dispatcher import Dispatcher
+from .errors import ProducerClosed, QueueFull
+from .message import Message, OutcomeSink
+from .metadata import AUTOCREATE_CHECKS, MetadataFetcher, MetadataUnavailable
+from .partitioner import explicit_partition, partition_for_key
+from .pause import PauseController
+from .queues import PartitionQueue
+from .reasons import DiscardReason
+from .request import Compression, CompressionPolicy
+from .sender import Sender
+from .transport import Timeouts
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _check_bytes(data: object, what: str) -> None:
+    if not isinstance(data, _BYTES):
+        raise UsageError(f"{what} must be bytes, bytearray, memoryview or None, not {type(data).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStats:
+    """Messages of one topic by state (Bruce's /queues): accumulating, waiting to be sent, waiting for an ACK."""
+
+    batching: int
+    send_wait: int
+    ack_wait: int
+
+
+class Producer:
+    """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
+
+    def __init__(
+        self,
+        config: ProducerConfig | None = None,
+        *,
+        sink: OutcomeSink | None = None,
+        compression: CompressionPolicy | None = None,
+        require_topics: bool = False,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config = config or ProducerConfig()
+        self.counters = Counters()
+        self._rng = rng or random.Random()
+        if compression is None:
+            fixed = Compression(Codec[config.compression_codec.upper()])
+            compression = lambda topic, messages: fixed  # noqa: E731
+        self._policy = compression
+        self._require_topics = require_topics
+        self._timeouts = Timeouts(
+            connect=config.connect_timeout_ms / 1000,
+            socket=config.socket_timeout_ms / 1000,
+            request=config.request_timeout_ms / 1000,
+        )
+        self._accepting = False
+        self._started = False
+        self._max_messages = config.queue_buffering_max_messages
+        self._max_bytes = config.queue_buffering_max_kbytes * 1024
+        self._batch_messages = config.batch_num_messages
+        self._batch_bytes = config.batch_size
+        self._linger = config.linger_ms / 1000
+        self._lingering: deque[PartitionQueue] = deque()
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._senders: dict[int, Sender] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._group: asyncio.TaskGroup | None = None
+        self._autocreating: set[str] = set()
+        self._first_view: asyncio.Future[None] | None = None
+        self._dispatcher = Dispatcher(config, self.counters, sink)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # A crashed task cancels the body: hand the cancellation to the task group so it raises the crash. Any other
+        # exception from the body propagates as it is.
+        crashed = exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
+        await self.close(None if exc_type is None else 0.0, _exc=(exc_type, exc, tb) if crashed else (None, None, None))
+
+    async def start(self) -> None:
+        """Start the producer's tasks (metadata is fetched in the background; see :meth:`ready`)."""
+        if self._started:
+            raise UsageError("a Producer can be started once")
+        self._started = True
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        d = self._dispatcher
+        d.clock = loop.time
+        self._fetcher = MetadataFetcher(
+            self.config, self.counters, self._timeouts, rng=self._rng, require_topics=self._require_topics
+        )
+        config = self.config
+        backoff = PauseBackoff(
+            config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
+        )
+        self._pause = PauseController(d, self._fetcher, self._senders.values, self._apply_view, self.counters, backoff)
+        d.wake_broker = self._wake_broker
+        d.on_pause = self._pause.request
+        d.on_unknown_topic = self._unknown_topic
+        d.on_drained = self._drained
+        d.on_progress = self._pause.progress
+        self._first_view = loop.create_future()
+        self._group = asyncio.TaskGroup()
+        await self._group.__aenter__()
+        self._spawn(self._fetcher.refresh_loop(self._apply_view, lambda: self._pause.pausing))
+        self._spawn(self._pause.run())
+        self._core = list(self._tasks)
+        self._fetcher.request()
+        self._accepting = True
+
+    async def ready(self, timeout: float | None = None) -> ClusterView:
+        """Wait (up to ``timeout`` s) for the first cluster view; raises ``TimeoutError``."""
+        if self._first_view is None:
+            raise ProducerClosed("the producer is not started")
+        async with asyncio.timeout(timeout):
+            await asyncio.shield(self._first_view)
+        assert self._dispatcher.view is not None
+        return self._dispatcher.view
+
+    async def flush(self, timeout: float | None = None) -> int:
+        """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
+        still held (0 = everything has a fate)."""
+        d = self._dispatcher
+        d.seal_all()
+        if d.held_messages:
+            waiter = self._loop.create_future()
+            self._drain_waiters.append(waiter)
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(waiter)
+            except TimeoutError:
+                pass
+        return d.held_messages
+
+    async def close(
+        self,
+        deadline: float | None = None,
+        reason: DiscardReason = DiscardReason.PRODUCER_CLOSED,
+        *,
+        _exc: tuple[Any, Any, Any] = (None, None, None),
+    ) -> None:
+        """Stop accepting, flush, wait up to ``deadline`` s (default ``shutdown_max_delay_ms``) for ACKs, then discard
+        what is left with ``reason`` and stop every task and connection."""
+        group = self._group
+        if group is None:
+            return
+        self._accepting = False
+        if deadline is None:
+            deadline = self.config.shutdown_max_delay_ms / 1000
+        if _exc[0] is None and self._tasks_alive():
+            await self.flush(deadline)
+        d = self._dispatcher
+        for task in self._tasks:
+            task.cancel()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+        for sender in self._senders.values():
+            left = sender.parts_in_flight()
+            sender.in_flight.clear()
+            sender.close_connection()
+            for parts in left:
+                for part in parts:
+                    part.queue.busy = False
+                    d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
+        d.discard_everything(reason, "not sent by the close deadline")
+        self._group = None
+        await group.__aexit__(*_exc)
+
+    async def shutdown(self, deadline: float | None = None) -> None:
+        """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""
+        await self.close(deadline, DiscardReason.SERVER_SHUTDOWN)
+
+    # ---------------------------------------------------------------- sending
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+    ) -> Message:
+        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``)."""
+        d = self._dispatcher
+        if d.held_messages >= self._max_messages or not self._accepting:
+            self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
+        if type(value) is not bytes and value is not None:
+            _check_bytes(value, "value")
+        if key is not None and type(key) is not bytes:
+            _check_bytes(key, "key")
+        m = Message(key, value, time.time_ns() // 1_000_000 if timestamp is None else timestamp, headers)
+        size = m.size
+        if d.held_bytes + size > self._max_bytes:
+            self._refuse(f"{d.held_bytes} bytes held (queue_buffering_max_kbytes)")
+        d.accepted += 1
+        d.held_messages += 1
+        d.held_bytes += size
+        if key is None and partition is None:
+            pq = d.sticky.get(topic)
+            if pq is None:
+                pq = d.next_sticky(topic)
+        else:
+            if partition is not None:
+                if type(partition) is not int or partition < 0:
+                    d.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, f"bad partition {partition!r}")
+                    return m
+                m.partition_key, m.pinned = partition, True
+            else:
+                m.partition_key = zlib.crc32(key)  # type: ignore[arg-type]
+            info = d.topic_info(topic)
+            pq = None if info is None else self._keyed_queue(topic, info, m)
+            if info is not None and pq is None:
+                return m
+        if pq is None:
+            d.route(topic, [m])
+            return m
+        open_batch = pq.open
+        if not open_batch:
+            pq.open_since = self._loop.time()
+            self._lingering.append(pq)
+            if self._linger_timer is None:
+                self._linger_timer = self._loop.call_at(pq.open_since + self._linger, self._linger_expired)
+        open_batch.append(m)
+        pq.open_bytes += size
+        if len(open_batch) >= self._batch_messages or pq.open_bytes >= self._batch_bytes:
+            d.seal(pq)
+        return m
+
+    def _refuse(self, detail: str) -> None:
+        if not self._accepting:
+            raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
+        self.counters.inc("QueueFull")
+        raise QueueFull(detail)
+
+    def submit(self, topic: str, messages: list[Message]) -> None:
+        """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
+        (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
+        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget)."""
+        if not self._accepting:
+            raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
+        d = self._dispatcher
+        d.admit(messages)
+        d.route(topic, messages)
+
+    def _keyed_queue(self, topic: str, info: Topic, m: Message) -> PartitionQueue | None:
+        assert m.partition_key is not None
+        p = explicit_partition(m.partition_key, info) if m.pinned else partition_for_key(m.partition_key, info)
+        if p is None:
+            detail = f"partition {m.partition_key} unavailable" if m.pinned else "no partition available"
+            self._dispatcher.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
+            return None
+        return self._dispatcher.queue(topic, p)
+
+    def _linger_expired(self) -> None:
+        self._linger_timer = None
+        now = self._loop.time()
+        lingering = self._lingering
+        linger = self._linger
+        d = self._dispatcher
+        while lingering:
+            pq = lingering[0]
+            if pq.open and pq.open_since + linger > now:
+                self._linger_timer = self._loop.call_at(pq.open_since + linger, self._linger_expired)
+                return
+            lingering.popleft()
+            d.seal(pq)
+
+    # ---------------------------------------------------------------- the daemon's queries
+
+    def cluster(self) -> ClusterView | None:
+        """The current cluster view (None before the first metadata)."""
+        return self._dispatcher.view
+
+    def available_partitions(self, topic: str) -> tuple[int, ...] | None:
+        """The topic's available partitions; None if the topic is unknown (BAD_TOPIC), () if none is available."""
+        info = self._dispatcher.topic_info(topic)
+        return None if info is None else info.available
+
+    def request_metadata_refresh(self) -> None:
+        """Refresh metadata soon (POST /metadata_update); merged and rate-limited."""
+        self._fetcher.request()
+
+    def metadata_times(self) -> tuple[int, int]:
+        """(last updated, last modified) in epoch ms; 0 before the first metadata."""
+        return self._fetcher.last_updated_ms, self._fetcher.last_modified_ms
+
+    def queue_stats(self) -> dict[str, QueueStats]:
+        out: dict[str, list[int]] = {}
+        d = self._dispatcher
+        for pq in d.all_queues():
+            row = out.setdefault(pq.topic, [0, 0, 0])
+            row[0] += len(pq.open)
+            row[1] += pq.ready_count
+            row[2] += pq.in_flight
+        for topic, (messages, _) in d.unknown.items():
+            out.setdefault(topic, [0, 0, 0])[1] += len(messages)
+        return {topic: QueueStats(*row) for topic, row in sorted(out.items())}
+
+    @property
+    def accepted(self) -> int:
+        return self._dispatcher.accepted
+
+    @property
+    def delivered(self) -> int:
+        return self._dispatcher.delivered
+
+    @property
+    def discarded(self) -> int:
+        return self._dispatcher.discarded
+
+    @property
+    def held(self) -> int:
+        """Messages accepted and not yet delivered or discarded."""
+        return self._dispatcher.held_messages
+
+    # ---------------------------------------------------------------- internals
+
+    def _spawn(self, coro: Any) -> None:
+        assert self._group is not None
+        self._tasks = [t for t in self._tasks if not t.done()]
+        self._tasks.append(self._group.create_task(coro))
+
+    def _tasks_alive(self) -> bool:
+        return not any(t.done() for t in self._core)
+
+    def _wake_broker(self, broker: int) -> None:
+        sender = self._senders.get(broker)
+        if sender is None:
+            sender = self._senders[broker] = Sender(broker, self._dispatcher, self._policy, self._timeouts)
+            self._spawn(sender.run())
+        sender.wake()
+
+    def _apply_view(self, view: ClusterView, fetched_at: float) -> None:
+        d = self._dispatcher
+        d.apply_view(view, fetched_at)
+        for broker, sender in self._senders.items():
+            if broker not in view.brokers:
+                sender.close_connection()
+        if self._first_view is not None and not self._first_view.done():
+            self._first_view.set_result(None)
+
+    def _drained(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    def _unknown_topic(self, topic: str) -> None:
+        self._fetcher.request()
+        if self.config.topic_autocreate and topic not in self._autocreating:
+            self._autocreating.add(topic)
+            self._spawn(self._autocreate(topic))
+
+    async def _autocreate(self, topic: str) -> None:
+        d = self._dispatcher
+        try:
+            if not await self._fetcher.autocreate(topic):
+                d.fail_unknown(topic, DiscardReason.TOPIC_AUTOCREATE_FAIL, "the broker refused to create the topic")
+                return
+            for delay in AUTOCREATE_CHECKS:
+                await asyncio.sleep(delay)
+                started = self._loop.time()
+                try:
+                    view = await self._fetcher.fetch()
+                except MetadataUnavailable:
+                    continue
+                self._apply_view(view, started)
+                if topic not in d.unknown:
+                    return
+            d.fail_unknown(topic, DiscardReason.BAD_TOPIC, "auto-created topic never appeared in metadata")
+        finally:
+            self._autocreating.discard(topic)

@@ -1,0 +1,113 @@
+"""Per-partition queues: messages accumulating into a batch, ready batches waiting for a produce request, and the
+one in-flight request per partition.
+
+Rules:
+- Order within a partition is the order of ``open`` then ``ready`` (oldest first). Messages that come back from a
+  failed request go back to the *front* (they are older than anything queued).
+- ``busy``: a request holding this partition's messages is in flight. No second one is sent until it is answered
+  (one in-flight batch per partition: per-partition order without idempotence).
+- Ready batches are lists of messages with their byte size (Σ key + value); ``take`` splits a batch when a request's
+  data limit ends inside it.
+- Pure: no clocks (times are passed in), no asyncio.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .message import Message
+
+
+class PartitionQueue:
+    __slots__ = (
+        "busy",
+        "in_flight",
+        "leader",
+        "not_before",
+        "open",
+        "open_bytes",
+        "open_since",
+        "partition",
+        "ready",
+        "ready_count",
+        "topic",
+    )
+
+    def __init__(self, topic: str, partition: int, leader: int | None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.leader = leader  # broker id, None while unavailable
+        self.open: list[Message] = []  # accumulating (library path)
+        self.open_bytes = 0
+        self.open_since = 0.0  # when the first open message arrived (loop time)
+        self.ready: deque[tuple[list[Message], int]] = deque()  # (messages, Σ size)
+        self.ready_count = 0
+        self.busy = False
+        self.in_flight = 0  # messages in the outstanding request
+        self.not_before = 0.0  # no request before this loop time (retry backoff)
+
+    @property
+    def queued(self) -> int:
+        """Messages held here and not in flight."""
+        return len(self.open) + self.ready_count
+
+    def seal(self) -> bool:
+        """Move the open batch to the ready queue; True if there was one."""
+        if not self.open:
+            return False
+        self.ready.append((self.open, self.open_bytes))
+        self.ready_count += len(self.open)
+        self.open = []
+        self.open_bytes = 0
+        return True
+
+    def add_ready(self, messages: list[Message], size: int) -> None:
+        """Append a batch that is ready as it is (the daemon's batches, rerouted messages)."""
+        self.ready.append((messages, size))
+        self.ready_count += len(messages)
+
+    def push_front(self, messages: list[Message]) -> None:
+        """Requeue messages that came back from a request, ahead of everything else."""
+        self.ready.appendleft((messages, sum(m.size for m in messages)))
+        self.ready_count += len(messages)
+
+    def take(self, budget: int, first: bool) -> tuple[list[Message], int]:
+        """Take ready messages whose Σ size fits ``budget``; with ``first`` at least one message is taken whatever its
+        size (Bruce: the first message of a request is always included). Returns (messages, Σ size)."""
+        taken: list[Message] = []
+        total = 0
+        ready = self.ready
+        while ready:
+            batch, size = ready[0]
+            if total + size <= budget:
+                ready.popleft()
+                taken += batch
+                total += size
+                continue
+            cut = 0
+            for m in batch:
+                if total + m.size > budget and not (first and not taken and cut == 0):
+                    break
+                total += m.size
+                cut += 1
+            if cut == len(batch):
+                ready.popleft()
+                taken += batch
+            elif cut:
+                taken += batch[:cut]
+                ready[0] = (batch[cut:], size - sum(m.size for m in batch[:cut]))
+            break
+        self.ready_count -= len(taken)
+        return taken, total
+
+    def drain(self) -> list[Message]:
+        """Remove and return every queued message (not the in-flight ones), oldest first."""
+        out: list[Message] = []
+        for batch, _ in self.ready:
+            out += batch
+        out += self.open
+        self.ready.clear()
+        self.ready_count = 0
+        self.open = []
+        self.open_bytes = 0
+        return out

@@ -1,0 +1,219 @@
+"""The asyncio shell around :class:`~bruce.producer.connection.Connection`: one TCP connection to one broker.
+
+Rules:
+- It only moves bytes and timers; framing, correlation and decoding are the sans-I/O core's.
+- Each request carries a *token*, called exactly once with the decoded response or with a :class:`Failure`
+  (connection closed, socket error, socket timeout, request timeout, protocol error). After any failure the connection
+  is closed and every outstanding token fails with the same :class:`Failure`.
+- Socket timeout, Bruce's meaning (``kafka_socket_timeout``): while a request is outstanding, no bytes received and no
+  write progress for that long is a failure. Request timeout: the oldest outstanding request unanswered that long.
+  One timer per connection checks both; it runs only while requests are outstanding.
+- Connecting is bounded by the connect timeout. :func:`open_connection` also negotiates versions (ApiVersions), and
+  with ``protocol="auto"`` falls back to the Kafka 0.8 protocol when the broker closes the connection on ApiVersions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bruce.wire.errors import BruceError
+from bruce.wire.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from bruce.wire.versions import ProtocolChoice, choose_versions
+
+from .acks import Failure
+from .connection import Connection
+from .errors import BrokerProtocolError, TransportError
+
+Token = Callable[[Any], None]  # called with the response body or a Failure
+API_VERSIONS_VERSION = 3  # the version we ask with (flexible; brokers that lack it answer in v0 with error 35)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect: float  # seconds
+    socket: float
+    request: float
+
+
+class BrokerConnection(asyncio.Protocol):
+    """A connected broker. Use :func:`open_connection`; then :meth:`send` requests; :meth:`close` when done."""
+
+    def __init__(self, node: str, client_id: str, timeouts: Timeouts, *, tolerate_unsolicited: bool = False) -> None:
+        self.node = node  # "host:port", for messages
+        self.core = Connection(client_id)
+        self.timeouts = timeouts
+        self.tolerate_unsolicited = tolerate_unsolicited
+        self.versions: ProtocolChoice | None = None
+        self.failure: Failure | None = None
+        self.failure_detail = ""
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._sent_at: dict[int, float] = {}
+        self._last_progress = 0.0
+        self._last_write_size = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self.closed = self._loop.create_future()  # resolved (with the failure or None) when the connection ends
+
+    # ---------------------------------------------------------------- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self._last_progress = self._loop.time()
+        try:
+            done = self.core.receive_data(data, tolerate_unsolicited=self.tolerate_unsolicited)
+        except BrokerProtocolError as e:
+            self._fail(Failure.PROTOCOL_ERROR, str(e))
+            return
+        for pending, body in done:
+            self._sent_at.pop(pending.correlation_id, None)
+            pending.token(body)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is None:
+            self._fail(Failure.BROKER_CLOSE, "the broker closed the connection")
+        else:
+            self._fail(Failure.SOCKET_ERROR, f"socket error: {exc}")
+
+    # ---------------------------------------------------------------- requests
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.core.in_flight)
+
+    @property
+    def alive(self) -> bool:
+        return self.failure is None and self._transport is not None
+
+    def send(self, body: Any, version: int, token: Token | None, *, expect_response: bool = True) -> None:
+        """Write one request; ``token`` is called once with its response or a :class:`Failure`."""
+        if not self.alive:
+            raise TransportError(f"connection to {self.node} is closed", reason=(self.failure or Failure.SOCKET_ERROR))
+        frame = self.core.send_request(body, version, token=token, expect_response=expect_response)
+        now = self._loop.time()
+        if expect_response:
+            self._sent_at[self.core.in_flight[-1].correlation_id] = now
+            if self._timer is None:
+                self._last_progress = now
+                self._last_write_size = 0
+                self._timer = self._loop.call_at(now + self._check_period(), self._check_timeouts)
+        assert self._transport is not None
+        self._transport.write(frame)
+
+    def request(self, body: Any, version: int) -> asyncio.Future[Any]:
+        """Send a request and return a future for its response (a :class:`TransportError` on failure)."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+
+        def resolve(result: Any) -> None:
+            if future.done():
+                return
+            if isinstance(result, Failure):
+                future.set_exception(TransportError(f"{self.node}: {self.failure_detail or result}", reason=result))
+            else:
+                future.set_result(result)
+
+        self.send(body, version, resolve)
+        return future
+
+    def close(self) -> None:
+        """Close now; outstanding requests fail with SOCKET_ERROR (a local close)."""
+        self._fail(Failure.SOCKET_ERROR, "closed locally")
+
+    # ---------------------------------------------------------------- internals
+
+    def _check_period(self) -> float:
+        return max(0.01, min(self.timeouts.socket, self.timeouts.request) / 4)
+
+    def _check_timeouts(self) -> None:
+        self._timer = None
+        if not self.alive or not self.core.in_flight:
+            return
+        now = self._loop.time()
+        assert self._transport is not None
+        write_size = self._transport.get_write_buffer_size()
+        if write_size < self._last_write_size:
+            self._last_progress = now
+        self._last_write_size = write_size
+        if now - self._last_progress >= self.timeouts.socket:
+            self._fail(Failure.SOCKET_TIMEOUT, f"no progress for {self.timeouts.socket:.3f} s")
+            return
+        oldest = self._sent_at.get(self.core.in_flight[0].correlation_id, now)
+        if now - oldest >= self.timeouts.request:
+            self._fail(Failure.REQUEST_TIMEOUT, f"no response within {self.timeouts.request:.3f} s")
+            return
+        self._timer = self._loop.call_at(now + self._check_period(), self._check_timeouts)
+
+    def _fail(self, failure: Failure, detail: str) -> None:
+        if self.failure is not None:
+            return
+        self.failure = failure
+        self.failure_detail = detail
+        self.core.fail(BrokerProtocolError(f"connection failed: {detail}"))
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._transport is not None:
+            self._transport.abort()
+        pending = list(self.core.in_flight)
+        self.core.in_flight.clear()
+        self._sent_at.clear()
+        for p in pending:
+            p.token(failure)
+        if not self.closed.done():
+            self.closed.set_result(failure)
+
+
+async def connect(host: str, port: int, client_id: str, timeouts: Timeouts, **kwargs: Any) -> BrokerConnection:
+    """A TCP connection to ``host:port`` within the connect timeout (no version negotiation)."""
+    loop = asyncio.get_running_loop()
+    node = f"{host}:{port}"
+    try:
+        async with asyncio.timeout(timeouts.connect):
+            _, protocol = await loop.create_connection(
+                lambda: BrokerConnection(node, client_id, timeouts, **kwargs), host, port
+            )
+    except (OSError, TimeoutError) as e:
+        raise TransportError(f"cannot connect to {node}: {e or 'timed out'}", reason=Failure.CONNECT_FAIL) from None
+    return protocol
+
+
+async def open_connection(
+    host: str, port: int, client_id: str, timeouts: Timeouts, protocol: str, **kwargs: Any
+) -> BrokerConnection:
+    """Connect and negotiate versions. ``protocol``: "auto" (ApiVersions; v0 when the broker closes on it), "v0"
+    (no ApiVersions) or "modern" (ApiVersions required). Raises :class:`TransportError`."""
+    conn = await connect(host, port, client_id, timeouts, **kwargs)
+    if protocol == "v0":
+        conn.versions = choose_versions(None, generation="v0")
+        return conn
+    try:
+        answer = await _api_versions(conn, API_VERSIONS_VERSION)
+    except TransportError as e:
+        if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR):
+            conn.close()
+            raise
+        # Kafka before 0.10 closes the connection on ApiVersions: speak the 0.8 protocol on a new connection.
+        conn = await connect(host, port, client_id, timeouts, **kwargs)
+        conn.versions = choose_versions(None, generation="auto")
+        return conn
+    try:
+        conn.versions = choose_versions(answer.ranges(), generation=protocol)
+    except BruceError as e:
+        conn.close()
+        raise TransportError(f"{conn.node}: {e}", reason=Failure.PROTOCOL_ERROR) from None
+    return conn
+
+
+async def _api_versions(conn: BrokerConnection, version: int) -> ApiVersionsResponse:
+    answer = await conn.request(ApiVersionsRequest(), version)
+    if answer.error_code == 35 and version > 0:
+        ours = answer.ranges().get(18, (0, 0))[1]
+        return await _api_versions(conn, min(ours, version - 1))
+    if answer.error_code != 0:
+        conn.close()
+        raise TransportError(f"{conn.node}: ApiVersions error {answer.error_code}", reason=Failure.PROTOCOL_ERROR)
+    return answer

@@ -1,0 +1,113 @@
+"""The memory budget for held messages (Bruce's ``--msg_buffer_max``, in KiB).
+
+Rules:
+- Every message the daemon holds has a *charge* (:func:`bruce.proxy.message.message_charge`: key + value + a fixed
+  per-message overhead that covers its Python objects), reserved when the message is created and released exactly
+  once when its fate is known (delivered, or discarded with a reason). So the memory held by messages stays within
+  the budget. Bruce counts 128-byte blocks of key + value instead; the overhead plays the role of its block rounding.
+- Full means full: :meth:`MessageBudget.try_reserve` refuses a charge that does not fit, and the input discards that
+  new message with NO_MEM. Nothing already held is evicted, and clients never wait for space.
+- Inputs that can pause (the TCP listeners) ask to be told when space is back with
+  :meth:`MessageBudget.notify_when_free`; the callbacks run once, from :meth:`release`, when usage falls to the resume
+  level (7/8 of the capacity by default), so a paused input does not flap at the boundary.
+- Releasing more than is held is a bug and raises :class:`BudgetError` at once.
+- Counters: ``release`` counts Bruce's ``MsgDestroy``; the inputs count ``MsgCreate`` once per read burst (a counter
+  update per message would cost more than the reservation itself). ``held`` is their difference at every moment.
+- Plain synchronous object for one event loop: no locks, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bruce.producer.counters import Counters
+from bruce.wire.errors import BruceError
+
+
+class BudgetError(BruceError):
+    """A release that does not match a reservation (a bug in whoever released it)."""
+
+    reason = "BUG"
+
+
+class MessageBudget:
+    """Bytes of held messages, bounded by ``capacity``.
+
+    >>> budget = MessageBudget(1000)
+    >>> budget.try_reserve(600), budget.try_reserve(600), budget.used
+    (True, False, 600)
+    >>> budget.release(600); budget.used, budget.high_water
+    (0, 600)
+    """
+
+    __slots__ = ("_counters", "_waiters", "capacity", "held", "high_water", "refused", "resume_level", "used")
+
+    def __init__(self, capacity: int, *, resume_fraction: float = 0.875, counters: Counters | None = None) -> None:
+        if capacity <= 0:
+            raise ValueError(f"budget capacity must be positive, got {capacity}")
+        if not 0.0 <= resume_fraction <= 1.0:
+            raise ValueError(f"resume_fraction must be within [0, 1], got {resume_fraction}")
+        self.capacity = capacity
+        self.resume_level = int(capacity * resume_fraction)
+        self.used = 0  # bytes reserved by held messages
+        self.held = 0  # messages holding a reservation
+        self.high_water = 0  # the most bytes ever reserved at once
+        self.refused = 0  # reservations refused because the budget was full
+        self._counters = counters
+        self._waiters: dict[Callable[[], object], None] = {}
+
+    @classmethod
+    def from_kib(cls, msg_buffer_max: int, **kwargs: object) -> MessageBudget:
+        """A budget of ``msg_buffer_max`` KiB, the unit of Bruce's ``--msg_buffer_max``."""
+        return cls(msg_buffer_max * 1024, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.used
+
+    def try_reserve(self, charge: int) -> bool:
+        """Reserve ``charge`` bytes for one new message; ``False`` (nothing reserved) when it does not fit."""
+        used = self.used + charge
+        if used > self.capacity:
+            self.refused += 1
+            return False
+        self.used = used
+        self.held += 1
+        if used > self.high_water:
+            self.high_water = used
+        return True
+
+    def release(self, charge: int, count: int = 1) -> None:
+        """Give back the reservations of ``count`` messages whose charges sum to ``charge``; counts ``MsgDestroy``."""
+        used = self.used - charge
+        held = self.held - count
+        if used < 0 or held < 0 or (held == 0 and used != 0):
+            raise BudgetError(
+                f"released {charge} bytes for {count} messages but only {self.used} bytes for {self.held} are held"
+            )
+        self.used = used
+        self.held = held
+        if self._counters is not None:
+            self._counters.inc("MsgDestroy", count)
+        if self._waiters and used <= self.resume_level:
+            waiters = list(self._waiters)
+            self._waiters.clear()
+            for callback in waiters:
+                callback()
+
+    def notify_when_free(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` once, when usage is at or below the resume level (at once if it already is).
+
+        Registering the same callback again before it ran has no further effect.
+        """
+        if self.used <= self.resume_level:
+            callback()
+        else:
+            self._waiters[callback] = None
+
+    def cancel_notify(self, callback: Callable[[], object]) -> None:
+        """Forget a callback registered with :meth:`notify_when_free` (no error if it is not registered)."""
+        self._waiters.pop(callback, None)
+
+    def __repr__(self) -> str:
+        return f"<MessageBudget used={self.used}/{self.capacity} held={self.held} high_water={self.high_water}>"

@@ -1,0 +1,65 @@
+"""The daemon's configuration: Bruce's XML config file, the TOML equivalent, and the ``bruce`` command line.
+
+Start here: :func:`configure` turns ``argv`` into ``(Options, Config)`` (or prints help, the version, a converted
+config or an error and gives the exit status). :class:`Config` answers per topic with :meth:`Config.batching_for`,
+:meth:`Config.compression_for` and :meth:`Config.rate_limit_for`. docs/configuration.md is the reference.
+"""
+
+from __future__ import annotations
+
+from .command_line import ConvertConfig, ImmediateExit, parse_command_line
+from .errors import ConfigError
+from .model import (
+    BatchingConfig,
+    BatchingPolicy,
+    BatchLimits,
+    Broker,
+    CombinedTopics,
+    CompressionCodec,
+    CompressionConfig,
+    CompressionType,
+    Config,
+    FrozenMap,
+    RateLimit,
+    RateLimitingConfig,
+    TopicAction,
+    TopicBatching,
+)
+from .options import Options, option_specs
+from .startup import EXIT_CONFIG, EXIT_USAGE, configure, default_config, load_config, load_config_file
+from .toml_config import load_toml, load_toml_file, to_toml
+from .xml_config import load_xml, load_xml_file
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_USAGE",
+    "BatchLimits",
+    "BatchingConfig",
+    "BatchingPolicy",
+    "Broker",
+    "CombinedTopics",
+    "CompressionCodec",
+    "CompressionConfig",
+    "CompressionType",
+    "Config",
+    "ConfigError",
+    "ConvertConfig",
+    "FrozenMap",
+    "ImmediateExit",
+    "Options",
+    "RateLimit",
+    "RateLimitingConfig",
+    "TopicAction",
+    "TopicBatching",
+    "configure",
+    "default_config",
+    "load_config",
+    "load_config_file",
+    "load_toml",
+    "load_toml_file",
+    "load_xml",
+    "load_xml_file",
+    "option_specs",
+    "parse_command_line",
+    "to_toml",
+]

@@ -1,0 +1,252 @@
+"""Build a :class:`Config` from the neutral shape that both file loaders produce; the rules they share live here.
+
+The neutral shape is the TOML layout (docs/configuration.md): nested mappings and lists keyed by the TOML names,
+holding raw values — strings from XML attributes, typed values from TOML. Each loader deals only with its syntax (XML:
+elements, attributes, duplicates, stray text; TOML: the parser) and hands this shape over.
+
+Rules:
+- Here: which keys exist and which are required, unknown keys (with a suggestion), value syntax (``values.py``), what
+  Bruce ignores (the config of a disabled combined-topics entry or of a ``disable`` action, ``min_size`` of type
+  ``none``) and the defaults (``size_threshold_percent`` 100, port 9092, no rate limiting).
+- In the model: every rule that relates values (references, 0 vs "disable", ranges); constructing it checks them.
+- Every error is a :class:`ConfigError` carrying the neutral ``path`` of the offending key; the loader turns the path
+  into its own spelling and adds the file name and, where it knows it, the line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+from .errors import ConfigError, Path
+from .model import (
+    DEFAULT_BROKER_PORT,
+    BatchingConfig,
+    BatchLimits,
+    Broker,
+    CombinedTopics,
+    CompressionCodec,
+    CompressionConfig,
+    CompressionType,
+    Config,
+    RateLimit,
+    RateLimitingConfig,
+    TopicAction,
+    TopicBatching,
+)
+from .values import parse_bool, parse_choice, parse_name, parse_number
+
+T = TypeVar("T")
+_MISSING = object()
+
+COMPRESSION_TYPES = {kind.value: kind for kind in CompressionType}
+
+
+def build_config(raw: object, *, actions: Mapping[str, TopicAction]) -> Config:
+    """The :class:`Config` described by ``raw``. ``actions`` maps the format's spellings of the batching actions."""
+    top = _table(raw, ())
+    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers"))
+    rate_limiting = top.get("topic_rate_limiting")
+    return Config(
+        batching=_batching(_required(top, (), "batching"), ("batching",), actions),
+        compression=_compression(_required(top, (), "compression"), ("compression",)),
+        topic_rate_limiting=(
+            RateLimitingConfig.unlimited()
+            if rate_limiting is None
+            else _rate_limiting(rate_limiting, ("topic_rate_limiting",))
+        ),
+        initial_brokers=_brokers(_required(top, (), "initial_brokers"), ("initial_brokers",)),
+    )
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def _batching(raw: object, path: Path, actions: Mapping[str, TopicAction]) -> BatchingConfig:
+    table = _table(raw, path)
+    _known(
+        table,
+        path,
+        (
+            "named_configs",
+            "produce_request_data_limit",
+            "message_max_bytes",
+            "combined_topics",
+            "default_topic",
+            "topic_configs",
+        ),
+    )
+    named = _named(table, path, "named_configs", _batch_limits, required=False)
+    combined_path = (*path, "combined_topics")
+    combined = _table(_required(table, path, "combined_topics"), combined_path)
+    _known(combined, combined_path, ("enable", "config"))
+    enabled = _value(combined, combined_path, "enable", parse_bool)
+    topics_path = (*path, "topic_configs")
+    topics = _table(table.get("topic_configs", {}), topics_path)
+    return BatchingConfig(
+        named_configs=named,
+        produce_request_data_limit=_value(table, path, "produce_request_data_limit", _size),
+        message_max_bytes=_value(table, path, "message_max_bytes", _size),
+        combined_topics=CombinedTopics(enabled, _config_name(combined, combined_path) if enabled else None),
+        default_topic=_topic_batching(_required(table, path, "default_topic"), (*path, "default_topic"), actions),
+        topic_configs={
+            topic: _topic_batching(value, (*topics_path, topic), actions) for topic, value in topics.items()
+        },
+    )
+
+
+def _batch_limits(raw: object, path: Path) -> BatchLimits:
+    table = _table(raw, path)
+    _known(table, path, ("time", "messages", "bytes"))
+    return BatchLimits(
+        time_ms=_value(table, path, "time", lambda v: parse_number(v, allow_k=False, keyword="disable")),
+        messages=_value(table, path, "messages", lambda v: parse_number(v, allow_k=True, keyword="disable")),
+        bytes=_value(table, path, "bytes", lambda v: parse_number(v, allow_k=True, keyword="disable")),
+    )
+
+
+def _topic_batching(raw: object, path: Path, actions: Mapping[str, TopicAction]) -> TopicBatching:
+    table = _table(raw, path)
+    _known(table, path, ("action", "config"))
+    action = _value(table, path, "action", lambda v: parse_choice(v, actions, ignore_case=False))
+    # Bruce ignores the config of a "disable" action; an empty one counts as absent.
+    config = None if action is TopicAction.DISABLE else _config_name(table, path)
+    return TopicBatching(action, config)
+
+
+def _compression(raw: object, path: Path) -> CompressionConfig:
+    table = _table(raw, path)
+    _known(table, path, ("named_configs", "size_threshold_percent", "default_topic", "topic_configs"))
+    percent = _value(table, path, "size_threshold_percent", _plain_number, default=100)
+    return CompressionConfig(
+        named_configs=_named(table, path, "named_configs", _codec, required=True),
+        size_threshold_percent=percent,
+        default_topic=_value(table, path, "default_topic", parse_name),
+        topic_configs=_topic_names(table, path),
+    )
+
+
+def _codec(raw: object, path: Path) -> CompressionCodec:
+    table = _table(raw, path)
+    _known(table, path, ("type", "min_size"))
+    kind = _value(table, path, "type", lambda v: parse_choice(v, COMPRESSION_TYPES, ignore_case=True))
+    if kind is CompressionType.NONE:  # Bruce: optional and ignored for "none" (still checked if given)
+        _value(table, path, "min_size", _size, default=0)
+        return CompressionCodec(kind)
+    if "min_size" not in table:
+        raise ConfigError(
+            f"is required for {kind} compression: the smallest message set, in bytes, worth compressing",
+            path=(*path, "min_size"),
+        )
+    return CompressionCodec(kind, _value(table, path, "min_size", _size))
+
+
+def _rate_limiting(raw: object, path: Path) -> RateLimitingConfig:
+    table = _table(raw, path)
+    _known(table, path, ("named_configs", "default_topic", "topic_configs"))
+    return RateLimitingConfig(
+        named_configs=_named(table, path, "named_configs", _rate_limit, required=True),
+        default_topic=_value(table, path, "default_topic", parse_name),
+        topic_configs=_topic_names(table, path),
+    )
+
+
+def _rate_limit(raw: object, path: Path) -> RateLimit:
+    table = _table(raw, path)
+    _known(table, path, ("interval", "max_count"))
+    return RateLimit(
+        interval_ms=_value(table, path, "interval", _plain_number),
+        max_count=_value(table, path, "max_count", lambda v: parse_number(v, allow_k=True, keyword="unlimited")),
+    )
+
+
+def _brokers(raw: object, path: Path) -> tuple[Broker, ...]:
+    if not isinstance(raw, list | tuple):
+        raise ConfigError("expected a list of brokers, each with a host and an optional port", path=path)
+    brokers = []
+    for index, entry in enumerate(raw):
+        where = (*path, index)
+        table = _table(entry, where)
+        _known(table, where, ("host", "port"))
+        host = _value(table, where, "host", parse_name)
+        brokers.append(Broker(host, _value(table, where, "port", _plain_number, default=DEFAULT_BROKER_PORT)))
+    return tuple(brokers)
+
+
+# -- shared pieces -------------------------------------------------------------------------------
+
+
+def _size(raw: object) -> int:
+    """A number where Bruce allows the k suffix (no keyword, so never None)."""
+    return parse_number(raw, allow_k=True) or 0
+
+
+def _plain_number(raw: object) -> int:
+    """A number where Bruce does not allow the k suffix."""
+    return parse_number(raw, allow_k=False) or 0
+
+
+def _config_name(table: Mapping[str, object], path: Path) -> str | None:
+    """The optional ``config`` reference of an entry; empty counts as absent."""
+    return _value(table, path, "config", parse_name, default=None) or None
+
+
+def _named(
+    table: Mapping[str, object], path: Path, key: str, build: Callable[[object, Path], T], *, required: bool
+) -> dict[str, T]:
+    """``key``: a table of named configs, names trimmed (Bruce trims them)."""
+    where = (*path, key)
+    raw = _table(_required(table, path, key) if required else table.get(key, {}), where)
+    result: dict[str, T] = {}
+    for name, value in raw.items():
+        trimmed = name.strip()
+        if trimmed in result:
+            raise ConfigError(f'defines the named config "{trimmed}" twice', path=(*where, trimmed))
+        result[trimmed] = build(value, (*where, trimmed))
+    return result
+
+
+def _topic_names(table: Mapping[str, object], path: Path) -> dict[str, str]:
+    """``topic_configs`` of compression and rate limiting: topic → named config."""
+    where = (*path, "topic_configs")
+    return {
+        topic: _at((*where, topic), parse_name, value)
+        for topic, value in _table(table.get("topic_configs", {}), where).items()
+    }
+
+
+def _table(raw: object, path: Path) -> Mapping[str, object]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("expected a table of settings", path=path)
+    return raw
+
+
+def _required(table: Mapping[str, object], path: Path, key: str) -> object:
+    if key not in table:
+        raise ConfigError("is missing: this setting is required", path=(*path, key))
+    return table[key]
+
+
+def _value(
+    table: Mapping[str, object], path: Path, key: str, parse: Callable[[object], T], *, default: object = _MISSING
+) -> T:
+    if key not in table and default is not _MISSING:
+        return default  # type: ignore[return-value]
+    return _at((*path, key), parse, _required(table, path, key))
+
+
+def _at(path: Path, parse: Callable[[object], T], raw: object) -> T:
+    try:
+        return parse(raw)
+    except ConfigError as error:
+        raise ConfigError(error.problem, path=path) from None
+
+
+def _known(table: Mapping[str, object], path: Path, known: Iterable[str]) -> None:
+    known = tuple(known)
+    for key in table:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f'; did you mean "{close[0]}"?' if close else f"; expected one of: {', '.join(known)}"
+            raise ConfigError(f"unknown setting{hint}", path=(*path, key))

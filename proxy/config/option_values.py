@@ -1,0 +1,112 @@
+"""Readers for command-line option values. Each takes the text after ``--name`` and returns the value, or raises
+``ValueError`` with the problem in words (the parser adds the option's name).
+
+Rules: integers are decimal with an optional sign, like Bruce's (TCLAP) reading; surrounding whitespace is ignored;
+a range is part of each reader so that ``--help`` and the error say the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .model import DEFAULT_BROKER_PORT, Broker
+
+MAX_NUMBER = 2**63 - 1
+
+Reader = Callable[[str], Any]
+
+
+def integer(minimum: int = 0, maximum: int = MAX_NUMBER) -> Reader:
+    """A decimal integer from ``minimum`` to ``maximum``."""
+
+    def read(text: str) -> int:
+        stripped = text.strip()
+        if not re.fullmatch(r"[+-]?[0-9]+", stripped):
+            raise ValueError(f'"{text}" is not a whole number')
+        value = int(stripped)
+        if not minimum <= value <= maximum:
+            raise ValueError(f"{value} is out of range: expected {minimum} to {maximum}")
+        return value
+
+    return read
+
+
+def text(*, allow_empty: bool = True) -> Reader:
+    """Any text (a path, a name); ``allow_empty=False`` refuses an empty or blank one."""
+
+    def read(value: str) -> str:
+        if not allow_empty and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    return read
+
+
+def path(*, allow_empty: bool = False) -> Reader:
+    """A file system path: not blank (unless ``allow_empty``), no NUL byte."""
+
+    def read(value: str) -> str:
+        if "\0" in value:
+            raise ValueError("a path cannot contain a NUL character")
+        if not allow_empty and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    return read
+
+
+def choice(*values: str) -> Reader:
+    """Exactly one of ``values`` (case matters, as in Bruce)."""
+
+    def read(value: str) -> str:
+        if value not in values:
+            raise ValueError(f'"{value}" is not one of: {", ".join(values)}')
+        return value
+
+    return read
+
+
+def file_mode(value: str) -> int:
+    """Permission bits as C's ``strtol(value, 0)`` reads them (``0660`` octal, ``0x1b0`` hex, ``432``); ≤ 07777."""
+    stripped = value.strip()
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", stripped):
+        mode = int(stripped, 16)
+    elif re.fullmatch(r"0[0-7]*", stripped):
+        mode = int(stripped, 8)
+    elif re.fullmatch(r"[1-9][0-9]*", stripped):
+        mode = int(stripped)
+    else:
+        raise ValueError(f'"{value}" is not a file mode: write it in octal with a leading 0, e.g. 0660')
+    if mode > 0o7777:
+        raise ValueError(f'"{stripped}" is not a file mode: the largest is 07777')
+    return mode
+
+
+def broker_list(value: str) -> tuple[Broker, ...]:
+    """``host[:port],host[:port],...``; IPv6 hosts in brackets (``[::1]:9092``); the port defaults to 9092."""
+    brokers = []
+    for item in (part.strip() for part in value.split(",")):
+        host, port = item, str(DEFAULT_BROKER_PORT)
+        if item.startswith("["):
+            host, _, rest = item[1:].partition("]")
+            if rest:
+                if not rest.startswith(":"):
+                    raise ValueError(f'"{item}" is not [host]:port')
+                port = rest[1:]
+        elif item.count(":") == 1:
+            host, port = item.split(":")
+        if not host:
+            raise ValueError(f'"{item}" names no host: expected host or host:port, separated by commas')
+        if not re.fullmatch(r"[0-9]+", port) or not 1 <= int(port) <= 65535:
+            raise ValueError(f'"{item}": the port must be a number from 1 to 65535')
+        brokers.append(Broker(host, int(port)))
+    return tuple(brokers)
+
+
+def default_receive_socket_name() -> str:
+    """``$XDG_RUNTIME_DIR/bruce.socket`` when that directory is set, else ``/tmp/bruce-<uid>.socket``."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    return os.path.join(runtime, "bruce.socket") if runtime else f"/tmp/bruce-{os.getuid()}.socket"

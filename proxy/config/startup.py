@@ -1,0 +1,112 @@
+"""The front door of the ``bruce`` command: command line → (:class:`Options`, :class:`Config`), or text and an exit.
+
+Rules:
+- The config file's format is its suffix (``.xml``, ``.toml``), else its content (``<`` first: XML).
+- Without ``--config_path`` the built-in :func:`default_config` applies: Bruce's shipped configuration (combined
+  topics batching, snappy above 128 bytes) with Bruce's documented 1-second batching delay and no rate limiting.
+- The initial brokers are, first that applies: the embedded broker (``Options.use_embedded_broker``: 127.0.0.1 on a
+  port picked here, which the daemon then starts tansu on), ``--initial_brokers``, the config file's.
+- Every problem is printed as ``bruce: <ConfigError>`` on stderr and ends the command with status 2 (command line)
+  or 1 (config file) before anything starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from bruce.proxy.embedded import free_port
+
+from .command_line import ConvertConfig, ImmediateExit, parse_command_line
+from .errors import ConfigError
+from .files import read_config_bytes
+from .model import (
+    BatchingConfig,
+    BatchLimits,
+    Broker,
+    CombinedTopics,
+    CompressionCodec,
+    CompressionConfig,
+    CompressionType,
+    Config,
+    TopicAction,
+    TopicBatching,
+)
+from .options import Options
+from .toml_config import load_toml, to_toml
+from .xml_config import load_xml
+
+EXIT_CONFIG = 1
+EXIT_USAGE = 2
+
+
+def configure(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> tuple[Options, Config] | int:
+    """Parse the command line and load the configuration: ``(options, config)`` to run the daemon with, or the exit
+    status after printing help, the version, a converted config, or the reason the daemon cannot start."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        request = parse_command_line(sys.argv[1:] if argv is None else argv)
+        if isinstance(request, ImmediateExit):
+            stdout.write(request.output)
+            return request.status
+        if isinstance(request, ConvertConfig):
+            config = load_config_file(request.path)
+            stdout.write(to_toml(config, comment=f"bruce-kafka configuration, from {Path(request.path).name}"))
+            return 0
+        return request, load_config(request)
+    except ConfigError as error:
+        stderr.write(f"bruce: {error}\n")
+        return EXIT_CONFIG if error.source is not None else EXIT_USAGE
+
+
+def load_config(options: Options, *, embedded_port: int | None = None) -> Config:
+    """The configuration ``options`` select (file or built-in), with its initial brokers resolved.
+
+    When the embedded broker is used, the only initial broker is ``127.0.0.1:embedded_port`` (a free port is picked
+    if none is given); start the embedded broker on that port.
+    """
+    brokers = options.initial_brokers
+    if options.use_embedded_broker:
+        brokers = (Broker("127.0.0.1", embedded_port or free_port()),)
+    if options.config_path is None:
+        return default_config(brokers)
+    config = load_config_file(options.config_path)
+    return config.with_initial_brokers(brokers) if brokers else config
+
+
+def load_config_file(path: str | Path) -> Config:
+    """Read and validate a config file, XML or TOML."""
+    data = read_config_bytes(path)
+    suffix = Path(path).suffix.lower()
+    if suffix == ".toml":
+        return load_toml(data, source=str(path))
+    if suffix == ".xml" or data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
+        return load_xml(data, source=str(path))
+    return load_toml(data, source=str(path))
+
+
+def default_config(initial_brokers: Sequence[Broker]) -> Config:
+    """The configuration used without ``--config_path`` (see the module rules)."""
+    return Config(
+        batching=BatchingConfig(
+            named_configs={"default_latency": BatchLimits(time_ms=1000, messages=None, bytes=256 * 1024)},
+            produce_request_data_limit=1024 * 1024,
+            message_max_bytes=1_000_000,
+            combined_topics=CombinedTopics(enabled=True, config="default_latency"),
+            default_topic=TopicBatching(TopicAction.COMBINED_TOPICS),
+        ),
+        compression=CompressionConfig(
+            named_configs={
+                "snappy_config": CompressionCodec(CompressionType.SNAPPY, min_size=128),
+                "no_compression": CompressionCodec(CompressionType.NONE),
+            },
+            size_threshold_percent=75,
+            default_topic="snappy_config",
+        ),
+        initial_brokers=tuple(initial_brokers),
+    )

@@ -1,0 +1,168 @@
+"""The same configuration as Bruce's XML file, written in TOML; and ``to_toml``, which renders any :class:`Config`.
+
+Rules:
+- The layout (docs/configuration.md) follows the XML element by element, with TOML's snake_case names:
+  ``[batching]``, ``[batching.named_configs.NAME]``, ``[batching.topic_configs]``, ``[compression]``,
+  ``[topic_rate_limiting]``, ``[[initial_brokers]]``. Batching actions are ``per_topic``, ``combined_topics``,
+  ``disable``.
+- Values are TOML integers, or strings parsed exactly like the XML attributes (``"256k"``, ``"disable"``,
+  ``"unlimited"``); the keys, requirements and every rule are the XML loader's (``build.py``, the model).
+- Errors name the file and the key path (``batching.named_configs.low_latency.time``); syntax errors also the line.
+- ``to_toml`` writes a file that loads back to an equal :class:`Config`: sizes that are whole KiB as ``"Nk"``,
+  keys quoted when they are not bare TOML keys, and no ``[topic_rate_limiting]`` when nothing is limited.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path as FilePath
+
+from .build import build_config
+from .errors import ConfigError
+from .files import read_config_bytes
+from .model import BatchLimits, CompressionType, Config, RateLimitingConfig, TopicAction, TopicBatching, dotted
+
+TOML_ACTIONS = {action.value: action for action in TopicAction}
+
+
+def load_toml_file(path: str | FilePath) -> Config:
+    """Read and validate a TOML config file."""
+    return load_toml(read_config_bytes(path), source=str(path))
+
+
+def load_toml(data: bytes | str, *, source: str = "<toml config>") -> Config:
+    """Validate a TOML config given as text (or UTF-8 bytes); ``source`` names it in errors."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ConfigError(
+                f"a TOML file must be UTF-8 ({error.reason} at byte {error.start})", source=source
+            ) from None
+    try:
+        raw = tomllib.loads(data)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"not valid TOML: {error}", source=source) from None
+    try:
+        return build_config(raw, actions=TOML_ACTIONS)
+    except ConfigError as error:
+        raise error.located(source=source, where=dotted(error.path or ())) from None
+
+
+# -- rendering -----------------------------------------------------------------------------------
+
+
+def to_toml(config: Config, *, comment: str | None = None) -> str:
+    """``config`` as a TOML file (``comment`` becomes a leading comment block)."""
+    printable = "".join(c if c.isprintable() or c == "\n" else "?" for c in comment or "")
+    lines = [f"# {line}".rstrip() for line in printable.split("\n") if comment]
+    batching = config.batching
+    lines += [
+        "[batching]",
+        f"produce_request_data_limit = {_size(batching.produce_request_data_limit)}",
+        f"message_max_bytes = {_size(batching.message_max_bytes)}",
+        "combined_topics = "
+        + _inline(
+            [
+                ("enable", _bool(batching.combined_topics.enabled)),
+                *_optional_name("config", batching.combined_topics.config),
+            ]
+        ),
+        f"default_topic = {_topic_batching(batching.default_topic)}",
+    ]
+    for name, limits in batching.named_configs.items():
+        lines += ["", f"[batching.named_configs.{_key(name)}]", *_limits(limits)]
+    if batching.topic_configs:
+        lines += ["", "[batching.topic_configs]"]
+        lines += [f"{_key(topic)} = {_topic_batching(choice)}" for topic, choice in batching.topic_configs.items()]
+
+    compression = config.compression
+    lines += [
+        "",
+        "[compression]",
+        f"size_threshold_percent = {compression.size_threshold_percent}",
+        f"default_topic = {_string(compression.default_topic)}",
+        "",
+        "[compression.named_configs]",
+    ]
+    for name, codec in compression.named_configs.items():
+        fields = [("type", _string(codec.type.value))]
+        if codec.type is not CompressionType.NONE:
+            fields.append(("min_size", _size(codec.min_size)))
+        lines.append(f"{_key(name)} = {_inline(fields)}")
+    lines += _topic_names("compression", compression.topic_configs.items())
+
+    limiting = config.topic_rate_limiting
+    if limiting != RateLimitingConfig.unlimited():
+        lines += ["", "[topic_rate_limiting]", f"default_topic = {_string(limiting.default_topic)}", ""]
+        lines += ["[topic_rate_limiting.named_configs]"]
+        for name, limit in limiting.named_configs.items():
+            count = _string("unlimited") if limit.max_count is None else _size(limit.max_count)
+            lines.append(f"{_key(name)} = {_inline([('interval', str(limit.interval_ms)), ('max_count', count)])}")
+        lines += _topic_names("topic_rate_limiting", limiting.topic_configs.items())
+
+    for broker in config.initial_brokers:
+        lines += ["", "[[initial_brokers]]", f"host = {_string(broker.host)}", f"port = {broker.port}"]
+    return "\n".join(lines) + "\n"
+
+
+def _limits(limits: BatchLimits) -> list[str]:
+    def limit(value: int | None, *, allow_k: bool) -> str:
+        if value is None:
+            return _string("disable")
+        return _size(value) if allow_k else str(value)
+
+    return [
+        f"time = {limit(limits.time_ms, allow_k=False)}",
+        f"messages = {limit(limits.messages, allow_k=True)}",
+        f"bytes = {limit(limits.bytes, allow_k=True)}",
+    ]
+
+
+def _topic_batching(choice: TopicBatching) -> str:
+    return _inline([("action", _string(choice.action.value)), *_optional_name("config", choice.config)])
+
+
+def _topic_names(section: str, items: Iterable[tuple[str, str]]) -> list[str]:
+    entries = [f"{_key(topic)} = {_string(name)}" for topic, name in items]
+    return ["", f"[{section}.topic_configs]", *entries] if entries else []
+
+
+def _optional_name(key: str, name: str | None) -> list[tuple[str, str]]:
+    return [] if name is None else [(key, _string(name))]
+
+
+def _inline(fields: list[tuple[str, str]]) -> str:
+    return "{ " + ", ".join(f"{key} = {value}" for key, value in fields) + " }"
+
+
+def _size(value: int) -> str:
+    """A size where the k suffix is allowed: whole KiB as ``"Nk"``."""
+    return _string(f"{value // 1024}k") if value and value % 1024 == 0 else str(value)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _key(name: str) -> str:
+    return name if _BARE_KEY.fullmatch(name) else _string(name)
+
+
+def _string(text: str) -> str:
+    """A TOML basic string."""
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'

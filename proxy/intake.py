@@ -1,0 +1,418 @@
+"""The daemon's input: Bruce's UNIX datagram socket, read promptly, each datagram turned into a message or a discard.
+
+Rules:
+- The socket: a stale socket file at the path is unlinked before ``bind`` (anything else at the path is an error, never
+  deleted); the mode is applied with ``chmod`` when configured (else the umask rules); the path is unlinked on stop and
+  on close, only while it is still our socket.
+- Reading: the kernel queues only ~11 datagrams for all clients together (``net.unix.max_dgram_qlen`` + 1; SO_RCVBUF
+  does not change it), so clients block (or get EAGAIN) whenever the reader is away for longer than ~11 datagrams'
+  worth of traffic. bench/intake_bench.py compared reading in the loop (stock asyncio, uvloop), a reader thread and a
+  reader process (figures in docs/operations-notes.md): the reader process (:mod:`bruce.proxy.intake_process`) needs
+  about half the loop's CPU per datagram, sustains the highest rate, and keeps clients sending while the loop is busy
+  elsewhere; a thread loses to the GIL. So ``reader="process"`` is the default on Linux; ``reader="loop"``
+  (``add_reader``, then bursts of non-blocking reads) remains for other systems and small deployments.
+- One ``recv`` of ``max_input_msg_size + 1`` bytes per datagram: a datagram of exactly the limit is accepted, one byte
+  more arrives truncated to limit + 1 and is discarded as LONG_MSG (too long), never as malformed (Bruce's off-by-one,
+  fixed).
+- Each datagram is parsed by :func:`bruce.wire.datagram.parse_datagram`; failures are discarded as MALFORMED,
+  API_KEY(n) or VERSION(n); a message whose charge does not fit the :class:`~bruce.proxy.budget.MessageBudget` is
+  discarded as NO_MEM. Every outcome reaches the :class:`IntakeSink` exactly once and is counted with Bruce's
+  ``InputAgent*`` names, once per burst rather than per datagram.
+- Shutdown: :meth:`DatagramIntake.stop_accepting` unlinks the path (new clients get ENOENT) and shuts the socket for
+  reading (connected clients get EPIPE; blocked ones get EPIPE as soon as there is room), then
+  :meth:`DatagramIntake.drain` processes everything the kernel had already accepted. So every ``send`` that succeeded
+  is read and accounted for (Bruce loses these silently).
+- An exception while reading (or from the sink) stops reading and is raised by :meth:`DatagramIntake.serve`: it is a
+  bug or a broken socket, and the daemon's task group must see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import socket
+import stat
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from time import monotonic
+from typing import Protocol
+
+from bruce.producer.counters import Counters
+from bruce.producer.reasons import DiscardReason
+from bruce.wire.datagram import parse_datagram
+from bruce.wire.errors import BruceError, MalformedInput, UnsupportedApiKey, UnsupportedVersion
+
+from .budget import MessageBudget
+from .intake_process import ReaderProcess
+from .message import MESSAGE_OVERHEAD, Message
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_INPUT_MSG_SIZE = 65536  # --max_input_msg_size: the whole datagram, in bytes
+DATAGRAM_SIZE_LIMIT = 16 * 1024 * 1024  # Bruce's hard limit for --max_input_msg_size
+DEFAULT_BURST = 256  # datagrams read per wake-up before yielding to the rest of the loop
+DRAIN_TIMEOUT_S = 5.0  # how long drain() waits for the reader process to forward what it holds
+TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
+READERS = ("process", "loop")
+DEFAULT_READER = "process" if sys.platform == "linux" else "loop"
+
+
+class IntakeError(BruceError):
+    """The input socket cannot be set up as configured (the message says what to change)."""
+
+    reason = "INTAKE"
+
+
+class IntakeSink(Protocol):
+    """Where the intake hands every datagram's outcome (implemented by the daemon). Called in the event loop; the two
+    discard methods have the signatures of ``DiscardTracker.record`` and ``DiscardTracker.record_unparsed``."""
+
+    def on_message(self, msg: Message) -> None:
+        """A valid message, its charge already reserved in the budget: its fate is now the daemon's."""
+
+    def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
+        """A datagram that parsed was discarded (NO_MEM: the budget is full)."""
+
+    def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
+        """A datagram that did not parse: MALFORMED, API_KEY (``detail`` = the API key), VERSION (``detail`` = the
+        version) or LONG_MSG (longer than the limit; ``datagram`` holds its first limit + 1 bytes)."""
+
+
+# -------------------------------------------------------------------------------------------- the large-datagram check
+
+
+def check_large_datagrams(max_input_msg_size: int, *, allow_large_unix_datagrams: bool = False) -> int | None:
+    """Bruce's startup check: can a client send a datagram of ``max_input_msg_size + 1`` bytes over a UNIX socket?
+
+    Returns ``None`` when the default send buffer suffices, or the ``SO_SNDBUF`` a client needs when it only works with
+    a larger one and ``allow_large_unix_datagrams`` is set. Raises :class:`IntakeError` otherwise.
+    """
+    if not 0 < max_input_msg_size <= DATAGRAM_SIZE_LIMIT:
+        raise IntakeError(f"max_input_msg_size must be within 1..{DATAGRAM_SIZE_LIMIT} bytes, got {max_input_msg_size}")
+    size = max_input_msg_size + 1
+    if _send_one(size, sndbuf=None):
+        return None
+    sndbuf = 2 * size + 4096
+    if not _send_one(size, sndbuf=sndbuf):
+        raise IntakeError(
+            f"max_input_msg_size={max_input_msg_size}: the kernel refuses UNIX datagrams of {size} bytes even with "
+            f"SO_SNDBUF={sndbuf} (capped by net.core.wmem_max); lower max_input_msg_size or raise net.core.wmem_max"
+        )
+    if not allow_large_unix_datagrams:
+        raise IntakeError(
+            f"max_input_msg_size={max_input_msg_size}: UNIX datagrams of {size} bytes need SO_SNDBUF >= {sndbuf} on "
+            "the client side (the default send buffer is too small); pass allow_large_unix_datagrams to accept that "
+            "(clients must raise SO_SNDBUF; bruce.proxy.client does it) or lower max_input_msg_size"
+        )
+    log.warning(
+        "datagrams up to max_input_msg_size=%d bytes need SO_SNDBUF >= %d on the client side",
+        max_input_msg_size,
+        sndbuf,
+    )
+    return sndbuf
+
+
+def _send_one(size: int, *, sndbuf: int | None) -> bool:
+    """Send one ``size``-byte datagram over a fresh socketpair and read it back whole."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with a, b:
+        a.setblocking(False)
+        b.setblocking(False)
+        if sndbuf is not None:
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        try:
+            a.send(bytes(size))
+        except OSError as e:
+            if e.errno in (errno.EMSGSIZE, errno.ENOBUFS, errno.EAGAIN):
+                return False
+            raise
+        return len(b.recv(size + 1)) == size
+
+
+# ------------------------------------------------------------------------------------------------------ the intake
+
+
+class DatagramIntake:
+    """Bruce's input socket: bind it, read it (see ``reader``), hand each datagram's outcome to ``sink``.
+
+    ``reader="process"`` (the default on Linux) reads through a child process (:mod:`bruce.proxy.intake_process`);
+    ``reader="loop"`` reads in the event loop itself (``add_reader``).
+
+    Lifecycle: ``open()`` → ``await serve()`` (returns after ``close()``); shutdown is ``stop_accepting()``, then
+    ``await drain()``, then ``close()``. ``open`` / ``close`` also work as a context manager.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sink: IntakeSink,
+        budget: MessageBudget,
+        counters: Counters,
+        mode: int | None = None,
+        max_input_msg_size: int = DEFAULT_MAX_INPUT_MSG_SIZE,
+        reader: str = DEFAULT_READER,
+        burst: int = DEFAULT_BURST,
+        clock: Callable[[], float] = monotonic,
+    ) -> None:
+        if not 0 < max_input_msg_size <= DATAGRAM_SIZE_LIMIT:
+            raise IntakeError(f"max_input_msg_size must be within 1..{DATAGRAM_SIZE_LIMIT} bytes")
+        if reader not in READERS:
+            raise IntakeError(f"reader must be one of {', '.join(READERS)}, got {reader!r}")
+        if reader == "process" and sys.platform != "linux":
+            raise IntakeError('reader="process" needs Linux; use reader="loop"')
+        if burst < 1:
+            raise IntakeError("burst must be at least 1")
+        self.path = Path(path)
+        self.sink = sink
+        self.budget = budget
+        self.counters = counters
+        self.mode = mode
+        self.max_input_msg_size = max_input_msg_size
+        self.reader = reader
+        self.burst = burst
+        self.clock = clock
+        self.datagrams = 0  # datagrams processed so far
+        self.wakeups = 0  # bursts processed so far (datagrams / wakeups = mean burst)
+        self._sock: socket.socket | None = None
+        self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of our socket file
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._serving: asyncio.Future[None] | None = None
+        self._process: ReaderProcess | None = None
+        self._reading = False  # the in-loop reader is registered
+        self._topics: dict[bytes, str] = {}
+        self._accepting = False
+
+    # -- socket lifecycle ------------------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create the socket at ``path`` (replacing a stale socket file) and apply ``mode``.
+
+        The socket's file description stays blocking (the reader process relies on it); this process reads it with
+        ``MSG_DONTWAIT`` only."""
+        if self._sock is not None:
+            raise IntakeError("the input socket is already open")
+        self._remove_stale()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            sock.bind(os.fsencode(self.path))
+            if self.mode is not None:
+                os.chmod(self.path, self.mode)
+            st = os.stat(self.path)
+        except OSError as e:
+            sock.close()
+            raise IntakeError(f"cannot create the input socket {str(self.path)!r}: {e.strerror or e}") from e
+        self._sock = sock
+        self._identity = (st.st_dev, st.st_ino)
+        self._accepting = True
+
+    def _remove_stale(self) -> None:
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise IntakeError(f"cannot inspect the input socket path {str(self.path)!r}: {e.strerror or e}") from e
+        if not stat.S_ISSOCK(st.st_mode):
+            raise IntakeError(
+                f"input socket path {str(self.path)!r} exists and is not a socket; remove it or pick another"
+            )
+        os.unlink(self.path)
+
+    def _unlink_ours(self) -> None:
+        if self._identity is None:
+            return
+        try:
+            st = os.lstat(self.path)
+            if (st.st_dev, st.st_ino) == self._identity:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self._identity = None
+
+    @property
+    def fileno(self) -> int:
+        if self._sock is None:
+            raise IntakeError("the input socket is not open")
+        return self._sock.fileno()
+
+    @property
+    def accepting(self) -> bool:
+        return self._accepting
+
+    def stop_accepting(self) -> None:
+        """Refuse new datagrams: unlink the path (new clients get ENOENT) and shut the socket for reading (connected
+        clients get EPIPE). Datagrams the kernel already accepted stay queued for :meth:`drain`."""
+        if self._sock is None or not self._accepting:
+            return
+        self._accepting = False
+        self._stop_loop_reader()  # a socket shut for reading polls readable forever
+        self._unlink_ours()
+        self._sock.shutdown(socket.SHUT_RD)
+
+    async def drain(self, timeout: float = DRAIN_TIMEOUT_S) -> int:
+        """Stop accepting (if not yet), then process every datagram the kernel had accepted; returns how many.
+
+        With the reader process: wait (up to ``timeout``) until it forwarded the rest and exited, then read whatever
+        is still queued directly (only if it had to be killed)."""
+        self.stop_accepting()
+        before = self.datagrams
+        if self._process is not None and not await self._process.wait_finished(timeout):
+            log.warning("the intake reader process did not finish within %.1f s and was killed", timeout)
+        while self._read_burst(self.burst):
+            pass
+        return self.datagrams - before
+
+    def close(self) -> None:
+        """Stop reading, close the socket and unlink the path. Datagrams still queued are lost: drain() first."""
+        self._stop_loop_reader()
+        if self._process is not None:
+            self._process.close()
+        if self._serving is not None and not self._serving.done():
+            self._serving.set_result(None)
+        self._unlink_ours()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._accepting = False
+
+    def __enter__(self) -> DatagramIntake:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- event loop integration ------------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Read datagrams as they arrive until :meth:`close`; raises what broke reading (or the sink)."""
+        if self._serving is not None:
+            raise IntakeError("serve() is already running")
+        if self._sock is None:
+            self.open()
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._serving = loop.create_future()
+        try:
+            if self.reader == "process":
+                self._process = ReaderProcess(self, loop, self._fail)
+                self._process.start()
+            else:
+                loop.add_reader(self.fileno, self._on_readable)
+                self._reading = True
+            await self._serving
+        finally:
+            self._stop_loop_reader()
+            if self._process is not None:
+                self._process.close()
+            self._loop = None
+
+    def _stop_loop_reader(self) -> None:
+        if self._reading and self._loop is not None and self._sock is not None:
+            self._loop.remove_reader(self._sock.fileno())
+        self._reading = False
+
+    def _fail(self, error: BaseException) -> None:
+        """Stop reading and make ``serve()`` raise ``error`` (never left to the loop's exception handler)."""
+        self._stop_loop_reader()
+        if self._serving is not None and not self._serving.done():
+            self._serving.set_exception(error)
+        else:
+            log.error("intake failed after it stopped serving", exc_info=error)
+
+    def _on_readable(self) -> None:
+        try:
+            self._read_burst(self.burst)
+        except BaseException as e:
+            self._fail(e)
+
+    # -- the hot path ----------------------------------------------------------------------------------------------
+
+    def _read_burst(self, limit: int) -> int:
+        """Read up to ``limit`` queued datagrams without blocking, then process them; returns how many were read.
+
+        Reading the whole burst before processing it empties the kernel queue as early as possible, so blocked
+        clients resume while the burst is processed."""
+        sock = self._sock
+        if sock is None:
+            return 0
+        recv = sock.recv
+        bufsize = self.max_input_msg_size + 1
+        dontwait = socket.MSG_DONTWAIT
+        batch: list[bytes] = []
+        append = batch.append
+        for _ in range(limit):
+            try:
+                append(recv(bufsize, dontwait))
+            except BlockingIOError:
+                break
+        if batch:
+            self.wakeups += 1
+            self.feed(batch, self.clock())
+        return len(batch)
+
+    def feed(self, datagrams: Iterable[bytes], now: float) -> int:
+        """Process datagrams (each as received, up to ``max_input_msg_size + 1`` bytes) received at monotonic time
+        ``now``: every one becomes a message for ``sink.on_message`` or a discard. Returns the messages created."""
+        max_size = self.max_input_msg_size
+        reserve = self.budget.try_reserve
+        deliver = self.sink.on_message
+        topics = self._topics
+        count = ok = 0
+        for data in datagrams:
+            count += 1
+            if len(data) > max_size:
+                self._discard_unparsed(DiscardReason.LONG_MSG, data, None, "InputAgentDiscardMsgTooLong")
+                continue
+            try:
+                d = parse_datagram(data)
+            except MalformedInput as e:
+                self._discard_malformed(data, e)
+                continue
+            topic = topics.get(d.topic)
+            if topic is None:
+                topic = self._topic_name(d.topic)
+            key = d.key
+            value = d.value
+            charge = len(key) + len(value) + MESSAGE_OVERHEAD
+            if not reserve(charge):
+                self.counters.inc("InputAgentDiscardMsgNoMem")
+                self.sink.on_discard(DiscardReason.NO_MEM, topic, key, value, d.timestamp)
+                continue
+            deliver(Message(topic, key, value, d.timestamp, d.partition_key, now, charge))
+            ok += 1
+        self.datagrams += count
+        if ok:
+            self.counters.inc("InputAgentGotOkMsg", ok)
+            self.counters.inc("MsgCreate", ok)
+        return ok
+
+    def _topic_name(self, raw: bytes) -> str:
+        """The shared ``str`` for a topic's bytes (bounded cache). Bytes that are not UTF-8 keep their bytes through
+        ``surrogateescape``; no Kafka topic has such a name, so the router discards them as BAD_TOPIC."""
+        if len(self._topics) >= TOPIC_CACHE_SIZE:
+            self._topics.clear()
+        name = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
+        return name
+
+    def _discard_malformed(self, data: bytes, error: MalformedInput) -> None:
+        if isinstance(error, UnsupportedApiKey):
+            self._discard_unparsed(DiscardReason.API_KEY, data, error.api_key, "InputAgentDiscardMsgUnsupportedApiKey")
+        elif isinstance(error, UnsupportedVersion):
+            if error.api_key is None:
+                counter = "InputAgentDiscardMsgUnsupportedVersion"  # a legacy-format datagram
+            elif error.api_key == 256:
+                counter = "InputAgentDiscardAnyPartitionMsgUnsupportedApiVersion"
+            else:
+                counter = "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion"
+            self._discard_unparsed(DiscardReason.VERSION, data, error.version, counter)
+        else:
+            self._discard_unparsed(DiscardReason.MALFORMED, data, None, "InputAgentDiscardMsgMalformed")
+
+    def _discard_unparsed(self, reason: DiscardReason, data: bytes, detail: int | None, counter: str) -> None:
+        self.counters.inc(counter)
+        self.sink.on_unparsed(reason, data, detail=detail)

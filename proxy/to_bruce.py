@@ -1,0 +1,115 @@
+"""``to_bruce``: send messages to the bruce daemon from the command line (Bruce's ``to_bruce`` options).
+
+    to_bruce --socket_path /var/run/bruce/bruce.socket --topic clicks --value "hello"
+    seq 1 100 | to_bruce --socket_path bruce.socket --topic numbers --stdin --count 5 --seq --pad 4
+    to_bruce --socket_path bruce.socket --topic t --partition_key 7 --key k --value v --count 100000 --print 10000
+
+Rules:
+- Options and their meaning are Bruce's: ``--partition_key N`` sends PartitionKey datagrams (else AnyPartition);
+  ``--value`` and ``--stdin`` exclude each other; ``--seq`` prefixes each value with its number (from 1, zero-padded
+  to ``--pad`` digits) and a space; ``--interval`` spaces sends by that many microseconds (0: flat out); ``--bad``
+  writes Size = length - 1 so the daemon discards the datagram as malformed; ``--print N`` reports every Nth message.
+- Unlike Bruce, ``--stdin`` is read once and reused for every message (Bruce read it again per message, so the
+  second and later values were empty).
+- ``--nonblocking``: a full socket does not wait; the message is dropped and counted (EAGAIN), and the count is
+  reported at the end.
+- Exit status: 0 all sent; 1 an error (no daemon, message too large, ...); 2 bad options; 3 some messages dropped
+  because the socket was full (``--nonblocking``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import time
+
+from bruce.wire.datagram import build_any_partition, build_partition_key
+from bruce.wire.errors import BruceError
+
+from .client import BruceClient, SocketFullError, now_ms
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DROPPED = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="to_bruce", description="Send messages to the bruce daemon.")
+    p.add_argument("--socket_path", required=True, metavar="PATH", help="the daemon's UNIX datagram socket")
+    p.add_argument("--topic", required=True, help="Kafka topic")
+    p.add_argument(
+        "--partition_key", type=_uint32, metavar="N", help="send PartitionKey messages (partition = N mod partitions)"
+    )
+    p.add_argument("--key", default="", help="message key (default: none)")
+    value = p.add_mutually_exclusive_group()
+    value.add_argument("--value", default="", help="message value")
+    value.add_argument("--stdin", action="store_true", help="read the message value from standard input")
+    p.add_argument("--count", type=_natural, default=1, help="number of messages to send (default 1)")
+    p.add_argument(
+        "--interval", type=_natural, default=0, metavar="MICROSECONDS", help="time between messages (0: flat out)"
+    )
+    p.add_argument("--seq", action="store_true", help="prefix each value with its number (from 1) and a space")
+    p.add_argument("--pad", type=_natural, default=0, metavar="N", help="zero-pad the --seq number to N digits")
+    p.add_argument("--bad", action="store_true", help="send malformed datagrams (Size field one too small)")
+    p.add_argument("--print", type=_natural, default=0, metavar="N", help="print a progress line every Nth message")
+    p.add_argument("--nonblocking", action="store_true", help="drop (and count) messages when the socket is full")
+    return p
+
+
+def _natural(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return n
+
+
+def _uint32(text: str) -> int:
+    n = int(text, 0)
+    if not 0 <= n < 2**32:
+        raise argparse.ArgumentTypeError(f"must be within 0..4294967295: {text}")
+    return n - 2**32 if n >= 2**31 else n  # the same 32 bits as the wire's signed int32
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse printed the problem
+        return EXIT_OK if e.code == 0 else EXIT_USAGE
+    value = sys.stdin.buffer.read() if args.stdin else args.value.encode()
+    key = args.key.encode()
+    topic = args.topic.encode()
+    dropped = 0
+    due = time.monotonic()
+    try:
+        with BruceClient(args.socket_path, blocking=not args.nonblocking, max_datagram_size=None) as client:
+            for n in range(1, args.count + 1):
+                body = (str(n).zfill(args.pad).encode() + b" " + value) if args.seq else value
+                if args.partition_key is None:
+                    datagram = build_any_partition(topic, body, key, timestamp=now_ms())
+                else:
+                    datagram = build_partition_key(
+                        topic, body, key, partition_key=args.partition_key, timestamp=now_ms()
+                    )
+                if args.bad:
+                    datagram = struct.pack(">i", len(datagram) - 1) + datagram[4:]
+                if args.interval:
+                    delay = due - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    due = time.monotonic() + args.interval / 1e6
+                try:
+                    client.send_datagram(datagram)
+                except SocketFullError:
+                    dropped += 1
+                if args.print and n % args.print == 0:
+                    print(f"{n} messages written", flush=True)
+    except BruceError as e:
+        print(f"to_bruce: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    if dropped:
+        print(f"to_bruce: {dropped} of {args.count} messages dropped: the socket was full (EAGAIN)", file=sys.stderr)
+        return EXIT_DROPPED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

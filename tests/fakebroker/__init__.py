@@ -1,0 +1,5 @@
+"""The project's fake Kafka broker (fault injection only; never a substitute for the real broker)."""
+
+from .cluster import SERVED, FakeBroker, FakeCluster, Fault, Seen
+
+__all__ = ["SERVED", "FakeBroker", "FakeCluster", "Fault", "Seen"]

@@ -1,0 +1,304 @@
+"""The project's fake Kafka cluster for fault injection: real TCP on loopback, asyncio, scripted faults.
+
+Rules:
+- Several :class:`FakeBroker` form a :class:`FakeCluster` that owns the topics (partition → leader broker id) and the
+  stored records. Every broker answers ApiVersions, Metadata and Produce from that shared state; a produce to a
+  partition the broker does not lead gets NOT_LEADER_OR_FOLLOWER (6), to an unknown topic or partition
+  UNKNOWN_TOPIC_OR_PARTITION (3), as real brokers (and Bruce's mock) do.
+- Faults are scripted per broker and API, consumed one per request in order (:class:`Fault`). A broker may play Kafka
+  0.8 (``legacy=True``): it closes the connection on ApiVersions and speaks version 0 only.
+- Every request is kept in :attr:`FakeCluster.history`. Any request of an API nobody scripted a handler for is a test
+  failure: it is recorded in :attr:`FakeCluster.unexpected` (the connection is closed) and :meth:`FakeCluster.verify`
+  raises with the request shown; so do faults scripted but never used.
+- Requests are decoded with ``bruce.wire`` (``decode_request``, ``decode_records``); responses built with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from bruce.wire.protocol import api_versions, metadata, produce
+from bruce.wire.protocol.base import REGISTRY, decode_request, encode_response
+from bruce.wire.records import Record, decode_records
+
+SERVED = {api_versions.KEY, metadata.KEY, produce.KEY}
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One scripted fault. Use the constructors: ``Fault.error(6)``, ``Fault.disconnect()``, ``Fault.delay(0.5)``,
+    ``Fault.ok()`` (answer normally: a placeholder to reach a later request)."""
+
+    kind: str  # "ok" | "error" | "disconnect" | "delay" | "bad_correlation" | "garbage"
+    code: int = 0
+    topic: str | None = None  # error: only this topic (None = every topic in the request)
+    seconds: float = 0.0
+    store: bool = True  # produce + disconnect: whether the records were stored before the connection dropped
+
+    @staticmethod
+    def ok() -> Fault:
+        return Fault("ok")
+
+    @staticmethod
+    def error(code: int, topic: str | None = None) -> Fault:
+        return Fault("error", code=code, topic=topic)
+
+    @staticmethod
+    def disconnect(*, store: bool = True) -> Fault:
+        return Fault("disconnect", store=store)
+
+    @staticmethod
+    def delay(seconds: float) -> Fault:
+        return Fault("delay", seconds=seconds)
+
+    @staticmethod
+    def bad_correlation() -> Fault:
+        """Answer normally but with a correlation id one higher than the request's."""
+        return Fault("bad_correlation")
+
+    @staticmethod
+    def garbage() -> Fault:
+        """Answer with a frame whose body does not decode."""
+        return Fault("garbage")
+
+
+@dataclass(slots=True)
+class Seen:
+    """One request as the fake cluster saw it."""
+
+    broker: int
+    api: str
+    version: int
+    correlation_id: int
+    body: Any
+    outcome: str = "ok"  # "ok", "error <code>", "disconnect", "no response"
+    produced: list[tuple[str, int, list[Record]]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"broker {self.broker}: {self.api} v{self.version} (correlation {self.correlation_id}) → {self.outcome}"
+
+
+class FakeBroker:
+    def __init__(self, cluster: FakeCluster, node_id: int, *, legacy: bool = False) -> None:
+        self.cluster = cluster
+        self.node_id = node_id
+        self.legacy = legacy
+        self.port = 0
+        self.faults: dict[int, list[Fault]] = {}
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def script(self, api_key: int, *faults: Fault) -> None:
+        """Queue faults for the next requests of ``api_key`` to this broker (one per request)."""
+        self.faults.setdefault(api_key, []).extend(faults)
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        """Broker down: stop listening and drop every connection (same port on the next :meth:`start`)."""
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._writers):
+                writer.transport.abort()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                (size,) = struct.unpack(">i", head)
+                frame = await reader.readexactly(size)
+                if not await self._handle(frame, writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.transport.abort()
+
+    async def _handle(self, frame: bytes, writer: asyncio.StreamWriter) -> bool:
+        api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
+        spec = REGISTRY.get(api_key)
+        name = spec.name if spec is not None else f"api{api_key}"
+        if api_key not in SERVED or (self.legacy and api_key != api_versions.KEY and version != 0):
+            try:
+                _, body = decode_request(frame)
+            except Exception as e:  # the request is shown raw when it does not even decode
+                body = f"{frame[:64].hex()}… ({e})"
+            self.cluster.unexpected.append(Seen(self.node_id, name, version, correlation_id, body, "unexpected"))
+            return False
+        _, body = decode_request(frame)
+        seen = Seen(self.node_id, name, version, correlation_id, body)
+        self.cluster.history.append(seen)
+        if api_key == api_versions.KEY and self.legacy:
+            seen.outcome = "disconnect (0.8 broker)"
+            return False
+        queue = self.faults.get(api_key)
+        if not queue and api_key == metadata.KEY:
+            queue = self.cluster.metadata_faults
+        fault = queue.pop(0) if queue else Fault.ok()
+        if fault.kind == "delay":
+            await asyncio.sleep(fault.seconds)
+        if api_key == api_versions.KEY:
+            answer = self.cluster.api_versions_answer()
+        elif api_key == metadata.KEY:
+            if fault.kind == "disconnect":
+                seen.outcome = "disconnect"
+                return False
+            answer = self.cluster.metadata_answer(body, fault)
+        else:
+            answer = self.cluster.produce(self.node_id, version, body, fault, seen)
+            if fault.kind == "disconnect":
+                seen.outcome = "disconnect"
+                return False
+            if body.acks == 0:
+                seen.outcome += " (no response: acks=0)"
+                return True
+        if fault.kind == "garbage":
+            seen.outcome = "garbage"
+            writer.write(struct.pack(">ii", 8, correlation_id) + b"\xff\xff\xff\xff")
+        else:
+            if fault.kind == "bad_correlation":
+                seen.outcome = "bad correlation id"
+                correlation_id += 1
+            writer.write(encode_response(answer, version=version, correlation_id=correlation_id))
+        await writer.drain()
+        return True
+
+
+class FakeCluster:
+    """Brokers, topics and stored records. ``async with FakeCluster(brokers=2) as c: c.add_topic("t", [1, 2])``."""
+
+    def __init__(self, brokers: int = 2, *, legacy: bool = False) -> None:
+        self.brokers = {i: FakeBroker(self, i, legacy=legacy) for i in range(1, brokers + 1)}
+        self.topics: dict[str, dict[int, int]] = {}  # topic → partition → leader (-1: none)
+        self.log: dict[tuple[str, int], list[Record]] = {}
+        self.history: list[Seen] = []
+        self.unexpected: list[Seen] = []
+        self.metadata_faults: list[Fault] = []  # cluster-wide: one per Metadata request, whichever broker gets it
+
+    async def __aenter__(self) -> FakeCluster:
+        for broker in self.brokers.values():
+            await broker.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for broker in self.brokers.values():
+            await broker.stop()
+
+    @property
+    def bootstrap(self) -> tuple[str, ...]:
+        return tuple(b.address for b in self.brokers.values())
+
+    def add_topic(self, name: str, leaders: list[int]) -> None:
+        """A topic whose partition i is led by broker ``leaders[i]``."""
+        self.topics[name] = dict(enumerate(leaders))
+
+    def move_leader(self, topic: str, partition: int, broker: int) -> None:
+        self.topics[topic][partition] = broker
+
+    def records(self, topic: str, partition: int | None = None) -> list[Record]:
+        if partition is not None:
+            return list(self.log.get((topic, partition), []))
+        return [r for (t, _), rs in sorted(self.log.items()) if t == topic for r in rs]
+
+    def values(self, topic: str) -> list[bytes | None]:
+        return [r.value for r in self.records(topic)]
+
+    def requests(self, api: str) -> list[Seen]:
+        return [s for s in self.history if s.api == api]
+
+    def verify(self) -> None:
+        """Fail on any request nobody scripted and on scripted faults never used (call at the end of each test)."""
+        problems = [f"unscripted request: {s} {s.body!r}" for s in self.unexpected]
+        for broker in self.brokers.values():
+            for api, faults in broker.faults.items():
+                if faults:
+                    problems.append(f"broker {broker.node_id}: {len(faults)} fault(s) for API {api} never used")
+        if self.metadata_faults:
+            problems.append(f"{len(self.metadata_faults)} metadata fault(s) never used")
+        if problems:
+            raise AssertionError("fake broker:\n  " + "\n  ".join(problems))
+
+    # ---------------------------------------------------------------- answers
+
+    def api_versions_answer(self) -> api_versions.ApiVersionsResponse:
+        ranges = tuple(
+            api_versions.ApiVersionRange(key, min(REGISTRY[key].versions), max(REGISTRY[key].versions))
+            for key in sorted(SERVED)
+        )
+        return api_versions.ApiVersionsResponse(error_code=0, api_keys=ranges)
+
+    def metadata_answer(self, request: metadata.MetadataRequest, fault: Fault) -> metadata.MetadataResponse:
+        brokers = tuple(
+            metadata.MetadataResponseBroker(b.node_id, "127.0.0.1", b.port)
+            for b in self.brokers.values()
+            if b._server is not None
+        )
+        wanted = None if not request.topics else {t.name for t in request.topics}
+        error = fault if fault.kind == "error" else None
+        topics = []
+        for name, partitions in sorted(self.topics.items()):
+            if wanted is not None and name not in wanted:
+                continue
+            code = error.code if error is not None and error.topic in (None, name) else 0
+            up = {b.node_id for b in self.brokers.values() if b._server is not None}
+            parts = tuple(
+                metadata.MetadataResponsePartition(
+                    error_code=0 if leader in up else 5,  # a down broker's partitions have no leader
+                    partition_index=p,
+                    leader_id=leader if leader in up else -1,
+                    replica_nodes=(leader,),
+                    isr_nodes=(leader,) if leader in up else (),
+                )
+                for p, leader in sorted(partitions.items())
+            )
+            topics.append(metadata.MetadataResponseTopic(error_code=code, name=name, partitions=parts))
+            if code:
+                self._note(f"error {code}")
+        for name in sorted((wanted or set()) - set(self.topics)):
+            topics.append(metadata.MetadataResponseTopic(error_code=3, name=name, partitions=()))
+        return metadata.MetadataResponse(brokers=brokers, topics=tuple(topics))
+
+    def _note(self, outcome: str) -> None:
+        if self.history and self.history[-1].api == "Metadata":
+            self.history[-1].outcome = outcome
+
+    def produce(self, node: int, version: int, request: produce.ProduceRequest, fault: Fault, seen: Seen) -> Any:
+        topics = []
+        codes = set()
+        for t in request.topic_data:
+            parts = []
+            for p in t.partition_data:
+                records = decode_records(p.records or b"")
+                leader = self.topics.get(t.name, {}).get(p.index)
+                if fault.kind == "error" and fault.topic in (None, t.name):
+                    code = fault.code
+                elif leader is None:
+                    code = 3
+                elif leader != node:
+                    code = 6
+                else:
+                    code = 0
+                base = -1
+                if code == 0 and (fault.kind != "disconnect" or fault.store):
+                    log = self.log.setdefault((t.name, p.index), [])
+                    base = len(log)
+                    log.extend(records)
+                seen.produced.append((t.name, p.index, records))
+                codes.add(code)
+                parts.append(produce.PartitionProduceResponse(index=p.index, error_code=code, base_offset=base))
+            topics.append(produce.TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
+        seen.outcome = "ok" if codes <= {0} else "error " + ",".join(map(str, sorted(codes)))
+        return produce.ProduceResponse(responses=tuple(topics))

@@ -1,0 +1,126 @@
+"""The sans-I/O connection core: correlation ids, the in-flight FIFO, framing fed whole, byte by byte and split
+anywhere, and every protocol error (after which the connection is dead)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from bruce.producer.connection import Connection
+from bruce.producer.errors import BrokerProtocolError
+from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
+from bruce.wire.protocol.base import encode_response
+from bruce.wire.protocol.metadata import MetadataResponse, MetadataResponseBroker, metadata_request
+from bruce.wire.protocol.produce import ProduceRequest
+
+API = ApiVersionsResponse(0, (ApiVersionRange(0, 0, 9), ApiVersionRange(3, 0, 12)))
+META = MetadataResponse(brokers=(MetadataResponseBroker(1, "h", 1),), topics=())
+
+
+def _pair(conn: Connection) -> tuple[bytes, bytes]:
+    """Send ApiVersions v3 and Metadata v1; return their responses' frames."""
+    conn.send_request(ApiVersionsRequest(), 3, token="a")
+    conn.send_request(metadata_request(None, version=1), 1, token="m")
+    first, second = (p.correlation_id for p in conn.in_flight)
+    return encode_response(API, version=3, correlation_id=first), encode_response(META, version=1, correlation_id=second)
+
+
+def _feed(conn: Connection, chunks: list[bytes]) -> list[tuple[str, object]]:
+    out = []
+    for chunk in chunks:
+        out += [(p.token, body) for p, body in conn.receive_data(chunk)]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["whole", "bytewise", "split-everywhere"])
+def test_responses_in_order_however_the_bytes_arrive(mode: str) -> None:
+    conn = Connection("bruce")
+    a, m = _pair(conn)
+    data = a + m
+    if mode == "whole":
+        got = _feed(conn, [data])
+        assert got == [("a", API), ("m", META)]
+    elif mode == "bytewise":
+        got = _feed(conn, [data[i : i + 1] for i in range(len(data))])
+        assert got == [("a", API), ("m", META)]
+    else:
+        for cut in range(1, len(data)):
+            c = Connection("bruce")
+            a2, m2 = _pair(c)
+            joined = a2 + m2
+            assert _feed(c, [joined[:cut], joined[cut:]]) == [("a", API), ("m", META)], cut
+            assert c.buffered == 0 and not c.in_flight
+
+
+def test_partial_frame_waits_for_the_rest() -> None:
+    conn = Connection("bruce")
+    a, _ = _pair(conn)
+    assert conn.receive_data(a[:-1]) == []
+    assert conn.buffered == len(a) - 1 and len(conn.in_flight) == 2
+
+
+def test_correlation_ids_count_from_one_and_wrap() -> None:
+    conn = Connection("bruce")
+    for expected in (1, 2, 3):
+        frame = conn.send_request(ApiVersionsRequest(), 0)
+        assert struct.unpack_from(">i", frame, 8)[0] == expected
+    conn._next_id = 2**31 - 1
+    conn.send_request(ApiVersionsRequest(), 0)
+    frame = conn.send_request(ApiVersionsRequest(), 0)
+    assert struct.unpack_from(">i", frame, 8)[0] == 1
+
+
+def test_request_without_response_is_not_in_flight_and_its_answer_is_tolerated() -> None:
+    conn = Connection("bruce")
+    conn.send_request(ProduceRequest(topic_data=(), acks=0), 3, expect_response=False)
+    assert not conn.in_flight
+    from bruce.wire.protocol.produce import ProduceResponse
+
+    stray = encode_response(ProduceResponse(responses=()), version=3, correlation_id=1)
+    assert conn.receive_data(stray, tolerate_unsolicited=True) == []
+    with pytest.raises(BrokerProtocolError, match="no request outstanding"):
+        Connection("bruce").receive_data(stray)
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (struct.pack(">i", -1), "outside"),
+        (struct.pack(">i", 2) + b"xx", "outside"),
+        (struct.pack(">i", 101 * 1024 * 1024), "outside"),
+        (struct.pack(">ii", 4, 99), "while 1 was expected"),
+        (struct.pack(">ii", 6, 1) + b"\xff\xff", "undecodable"),
+    ],
+    ids=["negative-size", "tiny-size", "over-the-cap", "correlation-mismatch", "undecodable-body"],
+)
+def test_protocol_errors_are_final(frame: bytes, message: str) -> None:
+    conn = Connection("bruce")
+    conn.send_request(ApiVersionsRequest(), 0, token="t")
+    with pytest.raises(BrokerProtocolError, match=message):
+        conn.receive_data(frame)
+    assert [p.token for p in conn.in_flight] == ["t"]  # still there: the caller fails it
+    with pytest.raises(BrokerProtocolError):
+        conn.receive_data(b"")
+    with pytest.raises(BrokerProtocolError):
+        conn.send_request(ApiVersionsRequest(), 0)
+
+
+def test_states_by_inputs() -> None:
+    """Every (state, input) pair: open or dead × send / good bytes / bad bytes."""
+    for dead in (False, True):
+        for action in ("send", "good", "bad"):
+            conn = Connection("bruce")
+            a, m = _pair(conn)
+            if dead:
+                conn.fail(BrokerProtocolError("x"))
+            run = {
+                "send": lambda c=conn: c.send_request(ApiVersionsRequest(), 0),
+                "good": lambda c=conn, d=a: c.receive_data(d),
+                "bad": lambda c=conn: c.receive_data(struct.pack(">ii", 4, 77)),
+            }[action]
+            if dead or action == "bad":
+                with pytest.raises(BrokerProtocolError):
+                    run()
+            else:
+                run()

@@ -1,0 +1,227 @@
+"""The dispatcher's outcome state machine, without sockets: every decision applied to a request part, transport
+failures, the attempt limit, rerouting on a new view — and the accounting invariant after each step."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace as NS
+
+import pytest
+
+from bruce.producer.acks import Failure
+from bruce.producer.cluster import build_view
+from bruce.producer.config import ProducerConfig
+from bruce.producer.counters import Counters
+from bruce.producer.dispatcher import Dispatcher
+from bruce.producer.message import Message
+from bruce.producer.reasons import DiscardReason
+from bruce.producer.request import NO_COMPRESSION, assemble
+
+
+def view(leaders: dict[str, list[int | None]]):
+    brokers = [NS(node_id=i, host="h", port=i) for i in (1, 2, 3)]
+    topics = [
+        NS(
+            name=name,
+            error_code=0,
+            partitions=[
+                NS(partition_index=i, leader_id=-1 if b is None else b, error_code=5 if b is None else 0)
+                for i, b in enumerate(ls)
+            ],
+        )
+        for name, ls in leaders.items()
+    ]
+    return build_view(brokers, topics)
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def delivered(self, topic, partition, base_offset, messages):
+        self.events.append(("delivered", topic, partition, base_offset, len(messages)))
+
+    def discarded(self, topic, messages, reason):
+        self.events.append(("discarded", topic, reason, len(messages)))
+
+    def possible_duplicates(self, topic, messages):
+        self.events.append(("dup", topic, len(messages)))
+
+
+def make(leaders=None, **config):
+    d = Dispatcher(ProducerConfig(**config), Counters(), sink := Sink())
+    d.apply_view(view(leaders or {"t": [1, 2]}), 0.0)
+    woken, pauses = [], []
+    d.wake_broker = woken.append
+    d.on_pause = pauses.append
+    return d, sink, woken, pauses
+
+
+def check(d: Dispatcher) -> None:
+    assert d.accepted == d.delivered + d.discarded + d.held_messages
+    assert d.held_messages == sum(pq.queued + pq.in_flight for pq in d.all_queues()) + sum(
+        len(ms) for ms, _ in d.unknown.values()
+    )
+
+
+def submit(d: Dispatcher, n: int, partition: int = 0) -> list[Message]:
+    messages = [Message(None, b"v%d" % i, 0, partition_key=partition, pinned=True) for i in range(n)]
+    d.admit(messages)
+    d.route("t", messages)
+    check(d)
+    return messages
+
+
+def send_request(d: Dispatcher, broker: int):
+    candidates, _ = d.candidates(broker, 0.0)
+    parts, _ = assemble(candidates, data_limit=10**6, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION)
+    d.started(broker, parts, expect_ack=True)
+    check(d)
+    return parts
+
+
+def response(parts, code: int, base: int = 0):
+    return NS(
+        responses=[
+            NS(name=p.queue.topic, partition_responses=[NS(index=p.queue.partition, error_code=code, base_offset=base)])
+            for p in parts
+        ]
+    )
+
+
+def test_ok_delivers_with_consecutive_offsets() -> None:
+    d, sink, woken, _ = make()
+    messages = submit(d, 3)
+    assert woken == [1]
+    parts = send_request(d, 1)
+    assert parts[0].queue.busy and d.candidates(1, 0.0) == ([], None)  # one in-flight batch per partition
+    d.on_response(1, parts, response(parts, 0, base=40), legacy=False)
+    check(d)
+    assert [(m.partition, m.offset) for m in messages] == [(0, 40), (0, 41), (0, 42)]
+    assert sink.events == [("delivered", "t", 0, 40, 3)] and d.held_messages == 0
+
+
+@pytest.mark.parametrize(("code", "legacy"), [(2, True), (7, False)])
+def test_resend_requeues_in_front_and_counts_an_attempt(code: int, legacy: bool) -> None:
+    d, _, _, pauses = make()
+    first = submit(d, 2)
+    parts = send_request(d, 1)
+    later = submit(d, 1)
+    d.on_response(1, parts, response(parts, code), legacy=legacy)
+    check(d)
+    assert not pauses and all(m.attempts == 1 for m in first) and later[0].attempts == 0
+    queue = d.queue("t", 0)
+    assert [m for b, _ in queue.ready for m in b] == first + later
+    assert (queue.not_before > 0) is (not legacy)  # the modern path backs off before resending
+
+
+@pytest.mark.parametrize("code", [-1, 10, 4])
+def test_discard_codes(code: int) -> None:
+    d, sink, _, _ = make()
+    messages = submit(d, 2)
+    parts = send_request(d, 1)
+    d.on_response(1, parts, response(parts, code), legacy=True)
+    check(d)
+    assert all(m.error is not None and m.error.reason == DiscardReason.KAFKA_ERROR_ACK for m in messages)
+    assert sink.events == [("discarded", "t", DiscardReason.KAFKA_ERROR_ACK, 2)]
+
+
+def test_pause_code_requests_a_pause_and_keeps_messages() -> None:
+    d, _, _, pauses = make()
+    messages = submit(d, 2)
+    parts = send_request(d, 1)
+    d.on_response(1, parts, response(parts, 6), legacy=True)
+    check(d)
+    assert d.paused and pauses and all(m.attempts == 1 for m in messages)
+    assert d.queue("t", 0).ready_count == 2
+
+
+def test_attempt_limit() -> None:
+    d, sink, _, _ = make(max_failed_delivery_attempts=2)
+    (message,) = submit(d, 1)
+    for _ in range(3):
+        parts = send_request(d, 1)
+        d.on_response(1, parts, response(parts, 2), legacy=True)
+        check(d)
+    assert message.attempts == 3 and message.error.reason == DiscardReason.DELIVERY_ATTEMPT_LIMIT
+    assert sink.events[-1] == ("discarded", "t", DiscardReason.DELIVERY_ATTEMPT_LIMIT, 1)
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_transport_failure_requeues_possible_duplicates_and_pauses(written: bool) -> None:
+    d, sink, _, pauses = make()
+    messages = submit(d, 2)
+    parts = send_request(d, 1)
+    d.on_failure(1, parts, Failure.BROKER_CLOSE, written=written)
+    check(d)
+    assert pauses and all(m.possible_duplicate is written and m.attempts == 0 for m in messages)
+    assert (("dup", "t", 2) in sink.events) is written
+
+
+def test_short_and_unexpected_responses_are_protocol_failures() -> None:
+    d, _, _, pauses = make()
+    submit(d, 1, partition=0)
+    parts = send_request(d, 1)
+    wrong = NS(responses=[NS(name="t", partition_responses=[NS(index=1, error_code=0, base_offset=0)])])
+    d.on_response(1, parts, wrong, legacy=False)
+    check(d)
+    assert pauses and d.counters.get("ProduceResponseShort") == 1
+    assert d.counters.get("ProduceResponseUnexpectedPartition") == 1
+
+
+def test_reroute_on_a_new_view() -> None:
+    d, sink, _, _ = make({"t": [1, 2, 1], "gone": [1]})
+    keyless = [Message(None, b"a%d" % i, 0) for i in range(3)]
+    keyed = [Message(None, b"k", 0, partition_key=0)]
+    pinned = [Message(None, b"p", 0, partition_key=0, pinned=True)]
+    doomed = [Message(None, b"g", 0)]
+    for topic, ms in (("t", keyless), ("t", keyed), ("t", pinned), ("gone", doomed)):
+        d.admit(ms)
+        d.route(topic, ms)
+    check(d)
+    keyless_partition = next(pq.partition for pq in d.all_queues() if keyless[0] in [m for b, _ in pq.ready for m in b])
+    new_leaders = [1, 2, 1]
+    new_leaders[0] = None  # partition 0 loses its leader
+    if keyless_partition != 0:
+        new_leaders[keyless_partition] = 3  # a leader change: messages stay, now for broker 3
+    d.apply_view(view({"t": new_leaders}), 1.0)
+    check(d)
+    assert doomed[0].error.reason == DiscardReason.BAD_TOPIC
+    assert pinned[0].error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS
+    where = {m: pq.partition for pq in d.all_queues() for b, _ in pq.ready for m in b}
+    assert where[keyed[0]] == 1  # PartitionKey: next available partition
+    assert len({where[m] for m in keyless}) == 1 and where[keyless[0]] != 0
+
+
+def test_unknown_topics_wait_for_a_fetch_that_started_after_them() -> None:
+    d, sink, _, _ = make()
+    d.clock = itertools.count(10).__next__  # type: ignore[assignment]
+    asked = []
+    d.on_unknown_topic = asked.append
+    (m,) = [Message(None, b"x", 0)]
+    d.admit([m])
+    d.route("new", [m])
+    check(d)
+    assert asked == ["new"]
+    d.apply_view(view({"t": [1]}), 5.0)  # fetched before the message arrived: keep waiting
+    assert m.error is None
+    d.apply_view(view({"t": [1], "new": [2]}), 20.0)
+    check(d)
+    assert d.queue("new", 0).ready_count == 1
+    (m2,) = [Message(None, b"y", 0)]
+    d.admit([m2])
+    d.route("other", [m2])
+    d.apply_view(view({"t": [1]}), 99.0)
+    check(d)
+    assert m2.error.reason == DiscardReason.BAD_TOPIC
+
+
+def test_acks_zero_delivers_on_write() -> None:
+    d, sink, _, _ = make()
+    messages = submit(d, 2)
+    candidates, _ = d.candidates(1, 0.0)
+    parts, _ = assemble(candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION)
+    d.started(1, parts, expect_ack=False)
+    d.on_written_no_ack(1, parts)
+    check(d)
+    assert [(m.partition, m.offset) for m in messages] == [(0, -1), (0, -1)]

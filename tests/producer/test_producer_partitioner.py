@@ -1,0 +1,74 @@
+"""Partition choice: AnyPartition's shuffled cycle, PartitionKey's documented semantics (only an unavailable
+partition's keys move), explicit partitions."""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections import Counter
+
+from bruce.producer.cluster import Partition, Topic
+from bruce.producer.partitioner import (
+    AnyPartitionCycle,
+    explicit_partition,
+    key_to_partition_key,
+    partition_for_key,
+)
+
+
+def topic(leaders: list[int | None], name: str = "t") -> Topic:
+    """Partition i is led by leaders[i] (None: unavailable)."""
+    parts = tuple(Partition(i, -1 if leader is None else leader) for i, leader in enumerate(leaders))
+    led = {i: leader for i, leader in enumerate(leaders) if leader is not None}
+    return Topic(name, parts, led, tuple(sorted(led)))
+
+
+def test_partition_key_is_a_modulus_over_all_partitions() -> None:
+    t = topic([1, 2, 1, 2])
+    assert [partition_for_key(k, t) for k in range(8)] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert partition_for_key(2**32 + 5, t) == 1  # the key is taken as uint32
+    assert partition_for_key(-1, t) == (2**32 - 1) % 4
+
+
+def test_only_the_unavailable_partitions_keys_move_to_the_next_available_one() -> None:
+    healthy = topic([1, 2, 1, 2])
+    outage = topic([1, None, 1, 2])
+    for key in range(1000):
+        before = partition_for_key(key, healthy)
+        after = partition_for_key(key, outage)
+        assert after == (2 if before == 1 else before)
+
+
+def test_walk_wraps_around_and_none_when_nothing_is_available() -> None:
+    assert partition_for_key(3, topic([1, 1, 1, None])) == 0
+    assert partition_for_key(3, topic([None, None])) is None
+    assert partition_for_key(0, Topic("t", (), {}, ())) is None
+
+
+def test_message_keys_use_crc32() -> None:
+    assert key_to_partition_key(b"abc") == zlib.crc32(b"abc")
+
+
+def test_explicit_partition() -> None:
+    t = topic([1, None])
+    assert explicit_partition(0, t) == 0
+    assert explicit_partition(1, t) is None
+    assert explicit_partition(5, t) is None
+
+
+def test_any_partition_cycles_each_available_partition_once_per_round() -> None:
+    cycle = AnyPartitionCycle(random.Random(1))
+    t = topic([1, 2, 1, 2, 2])
+    picks = [cycle.next(t) for _ in range(50)]
+    assert Counter(picks) == {0: 10, 1: 10, 2: 10, 3: 10, 4: 10}
+    assert all(sorted(picks[i : i + 5]) == [0, 1, 2, 3, 4] for i in range(0, 50, 5))
+    per_broker = Counter(t.leaders[p] for p in picks)
+    assert per_broker == {1: 20, 2: 30}  # proportional to the partitions each broker leads
+
+
+def test_any_partition_reshuffles_when_availability_changes() -> None:
+    cycle = AnyPartitionCycle(random.Random(2))
+    assert {cycle.next(topic([1, 2, 1])) for _ in range(3)} == {0, 1, 2}
+    shrunk = topic([1, None, 1])
+    assert {cycle.next(shrunk) for _ in range(10)} == {0, 2}
+    assert cycle.next(topic([None, None])) is None

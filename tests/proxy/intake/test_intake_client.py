@@ -1,0 +1,188 @@
+"""The Python client library against a plain receiving socket (and a real intake where it matters): datagrams as
+built, blocking and non-blocking behaviour, limits, and a daemon that is absent or restarted."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from bruce.proxy.client import (
+    BruceClient,
+    DaemonUnavailableError,
+    MessageTooLargeError,
+    SocketFullError,
+    TopicTooLargeError,
+    now_ms,
+)
+from bruce.proxy.intake import DatagramIntake
+from bruce.wire.datagram import Datagram, DatagramKind, parse_datagram
+from bruce.wire.errors import BruceError, UsageError
+
+from .conftest import TIMEOUT, wait_until
+
+
+def fill(client: BruceClient) -> int:
+    """Send until the receiver's queue is full (non-blocking client); returns how many were queued."""
+    n = 0
+    with pytest.raises(SocketFullError):
+        while n < 10_000:
+            client.send_any_partition("t", b"%d" % n)
+            n += 1
+    return n
+
+
+def test_any_partition_datagram(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path) as client:
+        client.send_any_partition("clicks", b"value", key=b"key", timestamp=0x123)
+        before = now_ms()
+        client.send_any_partition(b"clicks", b"v2")
+        after = now_ms()
+    assert parse_datagram(receiver.recv(1000)) == Datagram(
+        DatagramKind.ANY_PARTITION, b"clicks", 0x123, b"key", b"value", None
+    )
+    second = parse_datagram(receiver.recv(1000))
+    assert second.value == b"v2" and second.key == b"" and before <= second.timestamp <= after
+
+
+@pytest.mark.parametrize(("given", "on_wire"), [(0x444, 0x444), (-5, -5), (2**32 - 1, -1), (2**31, -(2**31))])
+def test_partition_key_datagram(receiver: socket.socket, sock_path: str, given: int, on_wire: int) -> None:
+    with BruceClient(sock_path) as client:
+        client.send_partition_key("orders", given, b"v", key=b"k", timestamp=7)
+    assert parse_datagram(receiver.recv(1000)) == Datagram(
+        DatagramKind.PARTITION_KEY, b"orders", 7, b"k", b"v", on_wire
+    )
+
+
+def test_partition_key_out_of_range(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path) as client, pytest.raises(UsageError):
+        client.send_partition_key("t", 2**32, b"v")
+
+
+def test_nonblocking_full_socket_raises_and_sends_nothing(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path, blocking=False) as client:
+        queued = fill(client)
+        with pytest.raises(SocketFullError) as e:
+            client.send_any_partition("t", b"dropped")
+        assert isinstance(e.value, BruceError) and e.value.reason == "SOCKET_FULL"
+        receiver.setblocking(False)
+        got = []
+        while True:
+            try:
+                got.append(parse_datagram(receiver.recv(1000)).value)
+            except BlockingIOError:
+                break
+        assert got == [b"%d" % i for i in range(queued)]  # the refused ones were not sent
+        client.send_any_partition("t", b"room again")  # the same client goes on once there is room
+        assert parse_datagram(receiver.recv(1000)).value == b"room again"
+
+
+def test_blocking_send_waits_for_room(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path, blocking=False) as filler:
+        queued = fill(filler)
+    done = threading.Event()
+
+    def send() -> None:
+        with BruceClient(sock_path) as client:
+            client.send_any_partition("t", b"waited")
+        done.set()
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    assert not done.wait(0.3)  # blocked: the queue is full
+    receiver.recv(1000)  # room for one
+    assert done.wait(TIMEOUT)
+    values = [parse_datagram(receiver.recv(1000)).value for _ in range(queued)]
+    assert values[-1] == b"waited"
+
+
+def test_no_daemon(sock_path: str) -> None:
+    with BruceClient(sock_path) as client, pytest.raises(DaemonUnavailableError, match="no bruce daemon"):
+        client.send_any_partition("t", b"v")
+
+
+def test_stale_socket_file_means_no_daemon(sock_path: str) -> None:
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    dead.bind(sock_path)
+    dead.close()
+    with BruceClient(sock_path) as client, pytest.raises(DaemonUnavailableError):
+        client.send_any_partition("t", b"v")
+
+
+def test_reconnects_to_a_restarted_daemon(sock_path: str) -> None:
+    first = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    first.bind(sock_path)
+    with BruceClient(sock_path) as client:
+        client.send_any_partition("t", b"one")
+        assert parse_datagram(first.recv(1000)).value == b"one"
+        first.close()
+        os.unlink(sock_path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as second:
+            second.bind(sock_path)
+            second.settimeout(TIMEOUT)
+            client.send_any_partition("t", b"two")
+            assert parse_datagram(second.recv(1000)).value == b"two"
+
+
+def test_daemon_shutting_down(make_intake: Callable[..., DatagramIntake], sock_path: str, run: Any) -> None:
+    intake = make_intake()
+
+    async def scenario() -> None:
+        serving = asyncio.ensure_future(intake.serve())
+        await asyncio.sleep(0.05)
+        with BruceClient(sock_path) as client:
+            client.send_any_partition("t", b"before")
+            await wait_until(lambda: intake.datagrams == 1)
+            intake.stop_accepting()
+            with pytest.raises(DaemonUnavailableError):
+                client.send_any_partition("t", b"after")
+        await intake.drain()
+        intake.close()
+        await serving
+
+    run(scenario())
+    assert [m.value for m in intake.sink.messages] == [b"before"]
+
+
+def test_topic_limits(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path) as client:
+        with pytest.raises(TopicTooLargeError):
+            client.send_any_partition("", b"v")
+        with pytest.raises(TopicTooLargeError):
+            client.send_partition_key("x" * 32768, 1, b"v")
+        client.send_any_partition("x" * 32767, b"v", timestamp=1)  # the longest topic there is
+        assert parse_datagram(receiver.recv(40000)).topic == b"x" * 32767
+
+
+def test_message_larger_than_the_daemon_accepts(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path, max_datagram_size=100) as client:
+        client.send_any_partition("t", b"v" * (100 - 29))  # exactly 100 bytes
+        with pytest.raises(MessageTooLargeError, match="max_datagram_size=100"):
+            client.send_any_partition("t", b"v" * (100 - 28))
+    assert len(receiver.recv(1000)) == 100
+
+
+def test_message_larger_than_the_kernel_carries(receiver: socket.socket, sock_path: str) -> None:
+    huge = b"v" * (16 << 20)
+    with BruceClient(sock_path, max_datagram_size=None) as client, pytest.raises(MessageTooLargeError, match="kernel"):
+        client.send_any_partition("t", huge)
+
+
+def test_errors_are_usage_or_bruce_errors() -> None:
+    assert issubclass(TopicTooLargeError, UsageError) and issubclass(MessageTooLargeError, UsageError)
+    assert issubclass(SocketFullError, BruceError) and not issubclass(SocketFullError, UsageError)
+    assert issubclass(DaemonUnavailableError, BruceError)
+
+
+def test_close_releases_the_socket(receiver: socket.socket, sock_path: str) -> None:
+    client = BruceClient(sock_path)
+    with client:
+        client.send_any_partition("t", b"v")
+        sock = client._sock
+        assert sock is not None
+    assert client._sock is None and sock.fileno() == -1

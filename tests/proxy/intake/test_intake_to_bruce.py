@@ -1,0 +1,167 @@
+"""``to_bruce``: each of Bruce's options, verified on the datagrams received; --nonblocking; errors and exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bruce.producer.reasons import DiscardReason
+from bruce.proxy.client import now_ms
+from bruce.proxy.intake import DatagramIntake
+from bruce.proxy.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from bruce.wire.datagram import Datagram, DatagramKind, parse_datagram
+from bruce.wire.errors import MalformedInput
+
+from .conftest import TIMEOUT
+
+TO_BRUCE = Path(sys.executable).parent / "to_bruce"
+
+
+def received(receiver: socket.socket) -> list[bytes]:
+    receiver.setblocking(False)
+    out = []
+    while True:
+        try:
+            out.append(receiver.recv(100_000))
+        except BlockingIOError:
+            return out
+
+
+def parsed(receiver: socket.socket) -> list[Datagram]:
+    return [parse_datagram(d) for d in received(receiver)]
+
+
+def test_one_any_partition_message(receiver: socket.socket, sock_path: str) -> None:
+    before = now_ms()
+    assert main(["--socket_path", sock_path, "--topic", "clicks", "--value", "hello"]) == EXIT_OK
+    (d,) = parsed(receiver)
+    assert (d.kind, d.topic, d.key, d.value, d.partition_key) == (
+        DatagramKind.ANY_PARTITION,
+        b"clicks",
+        b"",
+        b"hello",
+        None,
+    )
+    assert before <= d.timestamp <= now_ms()
+
+
+@pytest.mark.parametrize(("option", "on_wire"), [("7", 7), ("0", 0), ("4294967295", -1), ("0x80000000", -(2**31))])
+def test_partition_key(receiver: socket.socket, sock_path: str, option: str, on_wire: int) -> None:
+    assert (
+        main(["--socket_path", sock_path, "--topic", "t", "--partition_key", option, "--key", "k", "--value", "v"]) == 0
+    )
+    (d,) = parsed(receiver)
+    assert (d.kind, d.partition_key, d.key, d.value) == (DatagramKind.PARTITION_KEY, on_wire, b"k", b"v")
+
+
+def test_count_and_seq_with_pad(receiver: socket.socket, sock_path: str) -> None:
+    args = ["--socket_path", sock_path, "--topic", "t", "--value", "x", "--count", "3", "--seq", "--pad", "4"]
+    assert main(args) == EXIT_OK
+    assert [d.value for d in parsed(receiver)] == [b"0001 x", b"0002 x", b"0003 x"]
+
+
+def test_seq_without_pad_and_default_empty_value(receiver: socket.socket, sock_path: str) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "t", "--count", "2", "--seq"]) == EXIT_OK
+    assert [d.value for d in parsed(receiver)] == [b"1 ", b"2 "]
+
+
+def test_stdin_value_is_used_for_every_message(
+    receiver: socket.socket, sock_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"line one\n\xffbinary")))
+    assert main(["--socket_path", sock_path, "--topic", "t", "--stdin", "--count", "2"]) == EXIT_OK
+    assert [d.value for d in parsed(receiver)] == [b"line one\n\xffbinary"] * 2
+
+
+def test_bad_sends_a_malformed_datagram(receiver: socket.socket, sock_path: str) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "t", "--value", "v", "--bad"]) == EXIT_OK
+    (raw,) = received(receiver)
+    assert int.from_bytes(raw[:4], "big") == len(raw) - 1
+    with pytest.raises(MalformedInput):
+        parse_datagram(raw)
+
+
+def test_bad_is_discarded_as_malformed_by_the_intake(
+    make_intake: Callable[..., DatagramIntake], sock_path: str, run: Any
+) -> None:
+    intake = make_intake()
+
+    async def scenario() -> None:
+        serving = asyncio.ensure_future(intake.serve())
+        await asyncio.sleep(0.05)
+        args = ["--socket_path", sock_path, "--topic", "t", "--value", "v", "--bad", "--count", "2"]
+        assert await asyncio.to_thread(main, args) == EXIT_OK
+        await intake.drain()
+        intake.close()
+        await serving
+
+    run(scenario())
+    assert [u[0] for u in intake.sink.unparsed] == [DiscardReason.MALFORMED] * 2
+    assert intake.counters.get("InputAgentDiscardMsgMalformed") == 2
+
+
+def test_interval_spaces_the_messages(receiver: socket.socket, sock_path: str) -> None:
+    start = time.monotonic()
+    assert main(["--socket_path", sock_path, "--topic", "t", "--count", "3", "--interval", "30000"]) == EXIT_OK
+    assert time.monotonic() - start >= 0.06  # two gaps of 30 ms; the first message goes at once
+    assert len(received(receiver)) == 3
+
+
+def test_print_every_nth(receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "t", "--count", "5", "--print", "2"]) == EXIT_OK
+    assert capsys.readouterr().out == "2 messages written\n4 messages written\n"
+
+
+def test_nonblocking_counts_what_the_full_socket_refused(
+    receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "t", "--count", "40", "--nonblocking", "--seq"]) == EXIT_DROPPED
+    sent = len(received(receiver))
+    assert 0 < sent < 40
+    assert f"{40 - sent} of 40 messages dropped: the socket was full (EAGAIN)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--topic", "t"],  # no socket path
+        ["--socket_path", "p"],  # no topic
+        ["--socket_path", "p", "--topic", "t", "--value", "v", "--stdin"],  # exclusive
+        ["--socket_path", "p", "--topic", "t", "--count", "-1"],
+        ["--socket_path", "p", "--topic", "t", "--partition_key", "4294967296"],
+        ["--socket_path", "p", "--topic", "t", "--interval", "soon"],
+    ],
+)
+def test_bad_options(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(args) == EXIT_USAGE
+    assert "to_bruce" in capsys.readouterr().err
+
+
+def test_no_daemon(sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "t", "--value", "v"]) == EXIT_ERROR
+    assert "no bruce daemon is listening" in capsys.readouterr().err
+
+
+def test_topic_too_long(receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "x" * 40000, "--value", "v"]) == EXIT_ERROR
+    assert "topic" in capsys.readouterr().err
+
+
+def test_installed_command(receiver: socket.socket, sock_path: str) -> None:
+    result = subprocess.run(
+        [str(TO_BRUCE), "--socket_path", sock_path, "--topic", "cli", "--value", "from the shell"],
+        capture_output=True,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert [d.value for d in parsed(receiver)] == [b"from the shell"]
+    assert subprocess.run([str(TO_BRUCE), "--help"], capture_output=True, timeout=TIMEOUT).returncode == 0

@@ -1,0 +1,225 @@
+"""Interop with kafka-python, an independent implementation: it decodes what we encode and we decode what it encodes
+(Produce v0 requests with message sets of every codec and both magics; Produce and Metadata of every version)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import pytest
+from kafka.protocol.metadata import MetadataRequest as KMetadataRequest
+from kafka.protocol.metadata import MetadataResponse as KMetadataResponse
+from kafka.protocol.old.produce import ProduceRequest_v0 as KProduceRequestV0
+from kafka.protocol.producer import ProduceRequest as KProduceRequest
+from kafka.protocol.producer import ProduceResponse as KProduceResponse
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from bruce.wire.compression import Codec
+from bruce.wire.messageset import build_message_set, decode_message_set
+from bruce.wire.protocol import metadata as m
+from bruce.wire.protocol import produce as p
+from bruce.wire.protocol.base import decode_request, decode_response, encode_request, encode_response
+
+CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4]
+MESSAGES = [(b"key-0x123", b"value-0x444" * 20, 1_700_000_000_123), (None, b"v2", 5), (b"k3", None, 6), (b"", b"", 7)]
+
+
+def _their_records(data: bytes) -> list[tuple]:
+    out = []
+    records = MemoryRecords(data)
+    while records.has_next():
+        batch = records.next_batch()
+        for r in batch:
+            assert r.validate_crc()
+            out.append((r.offset, r.timestamp if batch.magic else -1, r.key, r.value))
+    return out
+
+
+def _ours(data: bytes) -> list[tuple]:
+    return [(r.offset, r.timestamp, r.key, r.value) for r in decode_message_set(data)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("magic", [0, 1])
+def test_kafka_python_decodes_our_produce_v0_request(codec: Codec, magic: int) -> None:
+    records = build_message_set(MESSAGES, magic=magic, codec=codec)
+    request = p.ProduceRequest(
+        topic_data=(p.TopicProduceData("topic-0x123", (p.PartitionProduceData(0x444, records),)),),
+        acks=1,
+        timeout_ms=0x555,
+    )
+    frame = encode_request(request, version=0, correlation_id=0x123, client_id="bruce")
+    theirs = KProduceRequestV0.decode(frame, header=True, framed=True)
+    assert (theirs.header.api_key, theirs.header.correlation_id, theirs.header.client_id) == (0, 0x123, "bruce")
+    assert (theirs.acks, theirs.timeout_ms) == (1, 0x555)
+    ((name, ((index, their_records),)),) = theirs.topic_data  # the classic decoder yields plain tuples
+    assert (name, index, their_records) == ("topic-0x123", 0x444, records)
+    decoded = _their_records(their_records)
+    assert [(k, v) for _, _, k, v in decoded] == [(k, v) for k, v, _ in MESSAGES]
+    assert decoded == _ours(records)
+    if magic:
+        assert [ts for _, ts, _, _ in decoded] == [ts for *_, ts in MESSAGES]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("magic", [0, 1])
+def test_we_decode_sets_kafka_python_builds(codec: Codec, magic: int) -> None:
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=int(codec), batch_size=1 << 20)
+    for offset, (key, value, ts) in enumerate(MESSAGES):
+        builder.append(offset, timestamp=ts, key=key, value=value)
+    data = bytes(builder.build())
+    ours = _ours(data)
+    assert [(k, v) for _, _, k, v in ours] == [(k, v) for k, v, _ in MESSAGES]
+    assert ours == _their_records(data)
+
+
+# ---------------------------------------------------------------- every version, both directions
+
+
+def _produce_request() -> p.ProduceRequest:
+    return p.ProduceRequest(
+        topic_data=(
+            p.TopicProduceData("t1", (p.PartitionProduceData(0, b"\x01\x02"), p.PartitionProduceData(3, None))),
+            p.TopicProduceData("t2", (p.PartitionProduceData(0x444, b"x" * 30),)),
+        ),
+        acks=-1,
+        timeout_ms=0x123,
+    )
+
+
+@pytest.mark.parametrize("version", range(12))
+def test_produce_request_every_version(version: int) -> None:
+    ours = encode_request(_produce_request(), version=version, correlation_id=0x123, client_id="c")
+    theirs = KProduceRequest.decode(ours, version=version, header=True, framed=True)
+    assert [(t.name, [(q.index, q.records) for q in t.partition_data]) for t in theirs.topic_data] == [
+        ("t1", [(0, b"\x01\x02"), (3, None)]),
+        ("t2", [(0x444, b"x" * 30)]),
+    ]
+    assert (theirs.acks, theirs.timeout_ms) == (-1, 0x123)
+    rebuilt = KProduceRequest(acks=-1, timeout_ms=0x123, transactional_id=None, topic_data=theirs.topic_data)
+    rebuilt.with_header(correlation_id=0x123, client_id="c")
+    assert decode_request(rebuilt.encode(version=version, header=True))[1] == _produce_request()
+
+
+def _their_produce_response(version: int):
+    kind = KProduceResponse
+    topic_cls = kind.TopicProduceResponse
+    partition_cls = topic_cls.PartitionProduceResponse
+    partition = partition_cls(
+        index=7,
+        error_code=6,
+        base_offset=0x444,
+        log_append_time_ms=0x123,
+        log_start_offset=0x111,
+        record_errors=[],
+        error_message=None,
+    )
+    return kind(responses=[topic_cls(name="t", partition_responses=[partition])], throttle_time_ms=9)
+
+
+@pytest.mark.parametrize("version", range(12))
+def test_produce_response_every_version(version: int) -> None:
+    theirs = _their_produce_response(version).encode(version=version)
+    _, ours = decode_response(0, version, (0x123).to_bytes(4, "big") + (b"\x00" if version >= 9 else b"") + theirs)
+    partition = ours.responses[0].partition_responses[0]
+    assert (ours.responses[0].name, partition.index, partition.error_code, partition.base_offset) == ("t", 7, 6, 0x444)
+    assert partition.log_append_time_ms == (0x123 if version >= 2 else -1)
+    assert partition.log_start_offset == (0x111 if version >= 5 else -1)
+    assert ours.throttle_time_ms == (9 if version >= 1 else 0)
+    back = KProduceResponse.decode(
+        _response_body(encode_response(ours, version=version, correlation_id=1), version), version=version
+    )
+    assert back.responses[0].partition_responses[0].base_offset == 0x444
+
+
+def _response_body(frame: bytes, version: int) -> bytes:
+    """A response frame without its size, correlation id and (flexible versions, here empty) header tags."""
+    assert frame[8:9] == b"\x00" or version < 9
+    return frame[9:] if version >= 9 else frame[8:]
+
+
+METADATA_RESPONSE = m.MetadataResponse(
+    brokers=(m.MetadataResponseBroker(0x444, "host", 9092, "rack"),),
+    topics=(
+        m.MetadataResponseTopic(
+            0,
+            "t",
+            (m.MetadataResponsePartition(0, 1, 0x444, (0x444, 5), (0x444,), leader_epoch=3, offline_replicas=(5,)),),
+            topic_id=bytes(range(16)),
+            is_internal=False,
+            topic_authorized_operations=7,
+        ),
+    ),
+    throttle_time_ms=2,
+    cluster_id="cluster",
+    controller_id=0x444,
+)
+
+
+def _their_metadata_response():
+    broker_cls = KMetadataResponse.MetadataResponseBroker
+    topic_cls = KMetadataResponse.MetadataResponseTopic
+    partition_cls = topic_cls.MetadataResponsePartition
+    (topic,) = METADATA_RESPONSE.topics
+    return KMetadataResponse(
+        throttle_time_ms=2,
+        brokers=[broker_cls(node_id=0x444, host="host", port=9092, rack="rack")],
+        cluster_id="cluster",
+        controller_id=0x444,
+        topics=[
+            topic_cls(
+                error_code=0,
+                name="t",
+                topic_id=uuid.UUID(bytes=topic.topic_id),
+                is_internal=False,
+                partitions=[
+                    partition_cls(
+                        error_code=0,
+                        partition_index=1,
+                        leader_id=0x444,
+                        leader_epoch=3,
+                        replica_nodes=[0x444, 5],
+                        isr_nodes=[0x444],
+                        offline_replicas=[5],
+                    )
+                ],
+                authorized_operations=None,  # kafka-python: topic_authorized_operations, as a set of ACL operations
+            )
+        ],
+        authorized_operations=None,
+        error_code=0,
+    )
+
+
+@pytest.mark.parametrize("version", range(13))
+def test_metadata_every_version(version: int) -> None:
+    request = m.metadata_request(["a", "b"], version=version)
+    theirs = KMetadataRequest.decode(
+        encode_request(request, version=version, correlation_id=1), version=version, header=True, framed=True
+    )
+    assert [t.name for t in theirs.topics] == ["a", "b"]
+    frame = encode_response(METADATA_RESPONSE, version=version, correlation_id=0x123)
+    response = KMetadataResponse.decode(_response_body(frame, version), version=version)
+    assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(0x444, "host", 9092)]
+    (topic,) = response.topics
+    (partition,) = topic.partitions
+    assert (topic.name, partition.partition_index, partition.leader_id) == ("t", 1, 0x444)
+    assert (list(partition.replica_nodes), list(partition.isr_nodes)) == ([0x444, 5], [0x444])
+    if version >= 7:
+        assert partition.leader_epoch == 3
+    if version >= 2:
+        assert response.cluster_id == "cluster"
+    again = _their_metadata_response().encode(version=version)
+    prefix = (0x123).to_bytes(4, "big") + (b"\x00" if version >= 9 else b"")
+    assert _comparable(decode_response(3, version, prefix + again)[1]) == _comparable(
+        decode_response(3, version, frame[4:])[1]
+    )
+
+
+def _comparable(response: m.MetadataResponse) -> m.MetadataResponse:
+    """Without the fields kafka-python's encoder represents differently (ACL sets, UUID objects)."""
+    topics = tuple(
+        dataclasses.replace(t, topic_id=m.NO_TOPIC_ID, topic_authorized_operations=0) for t in response.topics
+    )
+    return dataclasses.replace(response, topics=topics)

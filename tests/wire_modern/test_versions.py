@@ -1,0 +1,105 @@
+"""Version choice: table tests over real ApiVersions answers (Kafka 0.8 to 4.x, tansu), and the forcing setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from bruce.wire.versions import (
+    API_VERSIONS,
+    CREATE_TOPICS,
+    FETCH,
+    LIST_OFFSETS,
+    METADATA,
+    PRODUCE,
+    Generation,
+    IncompatibleBroker,
+    choose_versions,
+    magic_for_produce,
+    our_versions,
+)
+
+from . import api_versions_answers as answers
+
+OURS = {PRODUCE: range(12), FETCH: range(13), LIST_OFFSETS: range(10), METADATA: range(13), API_VERSIONS: range(5),
+        CREATE_TOPICS: range(8)}  # fmt: skip
+
+# broker answer -> (Produce, Fetch, ListOffsets, Metadata, ApiVersions, CreateTopics) versions, magic, zstd, negotiated
+TABLE = {
+    "0.8 (closes the connection)": (answers.KAFKA_0_8, (0, 0, 0, 0, None, None), 0, False, False),
+    "0.10.0": (answers.KAFKA_0_10_0, (2, 2, 0, 1, 0, None), 1, False, True),
+    "0.11": (answers.KAFKA_0_11, (3, 5, 2, 4, 1, 2), 2, False, True),
+    "2.8": (answers.KAFKA_2_8, (9, 12, 6, 11, 3, 7), 2, True, True),
+    "3.9": (answers.KAFKA_3_9, (11, 12, 9, 12, 4, 7), 2, True, True),
+    "4.0 (advertises Produce v0, rejects v0-v2)": (answers.KAFKA_4_0, (11, 12, 9, 12, 4, 7), 2, True, True),
+    "tansu 0.6": (answers.TANSU_0_6, (11, 12, 9, 12, 4, 7), 2, True, True),
+}
+KEYS = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS)
+
+
+@pytest.mark.parametrize("broker", list(TABLE))
+def test_choice_per_broker(broker: str) -> None:
+    answer, versions, magic, zstd, negotiated = TABLE[broker]
+    choice = choose_versions(answer, OURS)
+    assert tuple(choice.version(k) if choice.supports(k) else None for k in KEYS) == versions
+    assert (choice.magic, choice.zstd, choice.negotiated) == (magic, zstd, negotiated)
+    for key in KEYS:  # never a version the broker does not advertise
+        if choice.supports(key) and answer is not None:
+            low, high = answer[key]
+            assert low <= choice.version(key) <= high
+
+
+def test_our_versions_come_from_the_registry() -> None:
+    ours = our_versions()
+    assert {k: ours[k] for k in KEYS} == OURS
+    assert choose_versions(answers.KAFKA_4_0) == choose_versions(answers.KAFKA_4_0, OURS)
+
+
+@pytest.mark.parametrize("broker", list(TABLE))
+def test_forcing_v0_ignores_the_answer(broker: str) -> None:
+    choice = choose_versions(TABLE[broker][0], OURS, generation="v0")
+    assert choice == choose_versions(None, OURS)
+    assert choice.versions == ((PRODUCE, 0), (FETCH, 0), (LIST_OFFSETS, 0), (METADATA, 0)) and choice.magic == 0
+
+
+@pytest.mark.parametrize("broker", ["0.11", "2.8", "3.9", "4.0 (advertises Produce v0, rejects v0-v2)", "tansu 0.6"])
+def test_forcing_modern_on_a_modern_broker_changes_nothing(broker: str) -> None:
+    answer = TABLE[broker][0]
+    assert choose_versions(answer, OURS, generation=Generation.MODERN) == choose_versions(answer, OURS)
+
+
+@pytest.mark.parametrize("answer", [answers.KAFKA_0_8, answers.KAFKA_0_10_0])
+def test_forcing_modern_on_an_old_broker_is_refused(answer) -> None:
+    with pytest.raises(IncompatibleBroker) as info:
+        choose_versions(answer, OURS, generation="modern")
+    assert info.value.reason == "INCOMPATIBLE_BROKER"
+
+
+def test_format_follows_the_maximum_produce_version_not_the_minimum() -> None:
+    assert choose_versions({PRODUCE: (0, 12), METADATA: (0, 13)}, OURS).magic == 2
+    assert choose_versions({PRODUCE: (3, 3), METADATA: (0, 0)}, OURS).magic == 2
+    capped = choose_versions({PRODUCE: (0, 12), METADATA: (0, 13)}, {PRODUCE: range(7), METADATA: range(13)})
+    assert (capped.version(PRODUCE), capped.zstd) == (6, False)
+    assert [magic_for_produce(v) for v in range(5)] == [0, 0, 1, 2, 2]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {METADATA: (0, 12)},  # no Produce
+        {PRODUCE: (0, 11)},  # no Metadata
+        {PRODUCE: (12, 13), METADATA: (0, 12)},  # Produce only above ours
+        {PRODUCE: (0, 11), METADATA: (13, 14)},
+    ],
+)
+def test_no_common_produce_or_metadata_is_incompatible(answer) -> None:
+    with pytest.raises(IncompatibleBroker):
+        choose_versions(answer, OURS)
+
+
+def test_unknown_apis_are_left_out_and_asking_for_them_fails() -> None:
+    choice = choose_versions({PRODUCE: (0, 5), METADATA: (0, 5), 999: (0, 3), FETCH: (13, 17)}, OURS)
+    assert not choice.supports(999) and not choice.supports(FETCH)
+    with pytest.raises(IncompatibleBroker):
+        choice.version(FETCH)
+    with pytest.raises(ValueError):
+        choose_versions(answers.KAFKA_2_8, OURS, generation="v1")

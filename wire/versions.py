@@ -1,0 +1,117 @@
+"""Choosing the protocol for one broker from its ApiVersions answer: a pure function, :func:`choose_versions`.
+
+Rules:
+- Every API gets the highest version both sides support. APIs only one side knows are left out.
+- The message format follows the *maximum* Produce version the broker advertises, never its minimum (KAFKA-18659:
+  Kafka 4.x advertises Produce v0 but rejects v0-v2). Produce v3+ carries RecordBatch v2 (magic 2), v2 message sets
+  of magic 1, v0-v1 magic 0. zstd needs Produce v7+.
+- A broker that closed the connection on ApiVersions (``broker=None``) predates Kafka 0.10: it gets the 0.8 protocol
+  (Produce v0, Metadata v0, Fetch v0, ListOffsets v0, magic 0). So does any broker when the setting forces ``v0``.
+- Forcing ``modern`` on a broker without Produce v3 (or without ApiVersions), or a broker that shares no Produce or
+  Metadata version with us, is :class:`IncompatibleBroker`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .errors import BruceError
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
+
+V0_PROTOCOL = {PRODUCE: 0, FETCH: 0, LIST_OFFSETS: 0, METADATA: 0}
+"""The Kafka 0.8 protocol Bruce speaks: every API at version 0."""
+
+
+class Generation(StrEnum):
+    """The protocol setting: negotiate (``auto``), or force one generation."""
+
+    AUTO = "auto"
+    V0 = "v0"
+    MODERN = "modern"
+
+
+class IncompatibleBroker(BruceError):
+    """The broker and we share no usable protocol (or not the one the setting forces)."""
+
+    reason = "INCOMPATIBLE_BROKER"
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolChoice:
+    """The versions to speak to one broker: per API, plus the message format and whether zstd is allowed."""
+
+    versions: tuple[tuple[int, int], ...]  # (api key, version), sorted by api key
+    magic: int  # message format Produce writes: 0, 1 or 2
+    zstd: bool  # the broker accepts zstd batches (Produce v7+)
+    negotiated: bool  # False: the 0.8 protocol, chosen without ApiVersions
+
+    def version(self, api_key: int) -> int:
+        """The version to use for ``api_key``; :class:`IncompatibleBroker` if the broker and we share none."""
+        for key, version in self.versions:
+            if key == api_key:
+                return version
+        raise IncompatibleBroker(f"no common version of API {api_key} with this broker")
+
+    def supports(self, api_key: int) -> bool:
+        return any(key == api_key for key, _ in self.versions)
+
+
+def magic_for_produce(version: int) -> int:
+    """The message format a Produce request of ``version`` carries."""
+    return 2 if version >= 3 else 1 if version == 2 else 0
+
+
+def our_versions() -> dict[int, range]:
+    """The versions this library implements, from the API registry (every module of ``bruce.wire.protocol``)."""
+    from . import protocol  # noqa: F401 - importing the package registers every API module
+    from .protocol.base import REGISTRY
+
+    return {key: spec.versions for key, spec in REGISTRY.items()}
+
+
+def _v0_choice(ours: Mapping[int, range]) -> ProtocolChoice:
+    versions = tuple(sorted((k, v) for k, v in V0_PROTOCOL.items() if k in ours and v in ours[k]))
+    return ProtocolChoice(versions=versions, magic=0, zstd=False, negotiated=False)
+
+
+def choose_versions(
+    broker: Mapping[int, tuple[int, int]] | None,
+    ours: Mapping[int, range] | None = None,
+    *,
+    generation: Generation | str = Generation.AUTO,
+) -> ProtocolChoice:
+    """Pick each API's version for a broker.
+
+    ``broker`` is ``{api_key: (min_version, max_version)}`` from its ApiVersions answer, or ``None`` when it closed the
+    connection on ApiVersions. ``ours`` defaults to :func:`our_versions`.
+    """
+    generation = Generation(generation)
+    if ours is None:
+        ours = our_versions()
+    if generation is Generation.V0 or (broker is None and generation is Generation.AUTO):
+        return _v0_choice(ours)
+    if broker is None:
+        raise IncompatibleBroker("the broker does not answer ApiVersions, so it cannot speak the modern protocol")
+    chosen: dict[int, int] = {}
+    for key, (broker_min, broker_max) in broker.items():
+        mine = ours.get(key)
+        if mine is None:
+            continue
+        high = min(broker_max, mine[-1])
+        if high >= max(broker_min, mine[0]):
+            chosen[key] = high
+    for key, name in ((PRODUCE, "Produce"), (METADATA, "Metadata")):
+        if key not in chosen:
+            raise IncompatibleBroker(f"no common {name} version: broker {broker.get(key)}, ours {ours.get(key)}")
+    produce = chosen[PRODUCE]
+    if generation is Generation.MODERN and produce < 3:
+        raise IncompatibleBroker(f"the modern protocol needs Produce v3+, the broker offers at most v{produce}")
+    return ProtocolChoice(
+        versions=tuple(sorted(chosen.items())),
+        magic=magic_for_produce(produce),
+        zstd=produce >= 7,
+        negotiated=True,
+    )
