@@ -5,7 +5,7 @@ Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat
 
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
-The best of --repeat runs counts. Targets: ≥ 3× aiokafka's per-message rate and ≥ 0.4× confluent-kafka's.
+The best of --repeat runs counts. Targets: at least 3x aiokafka's per-message rate and 0.4x confluent-kafka's.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ class Dispatcher:
         # Callbacks set by the producer
         self.wake_broker: Callable[[int], None] = lambda broker: None
         self.on_pause: Callable[[str], None] = lambda cause: None
-        self.on_unknown_topic: Callable[[str], None] = lambda topic: None
+        self.on_unknown_topic: Callable[[str], None] = lambda topic: None  # a metadata fetch is wanted
+        self.on_autocreate: Callable[[str], None] = lambda topic: None  # topic_autocreate: ask brokers to create it
         self.on_drained: Callable[[], None] = lambda: None
         self.on_progress: Callable[[], None] = lambda: None  # a request was answered or failed
 
@@ -164,7 +165,7 @@ class Dispatcher:
         for pq in list(ready):
             if not pq.ready_count or pq.leader != broker:
                 del ready[pq]
-            elif pq.busy:
+            elif pq.busy or pq.staged:
                 continue
             elif pq.not_before > now:
                 later = pq.not_before if later is None else min(later, pq.not_before)
@@ -192,7 +193,7 @@ class Dispatcher:
         """acks=0: a message is done once written (Bruce's AckNotRequired)."""
         for part in parts:
             self.counters.inc("AckNotRequired", len(part.messages), _labels(broker, part.queue))
-            self._delivered(part.queue, part.messages, -1)
+            self._delivered(part.queue, part.messages, -1, part.size)
 
     def on_response(self, broker: int, parts: Sequence[Part], response: object, legacy: bool) -> None:
         """Apply a Produce response to the request's parts."""
@@ -215,7 +216,7 @@ class Dispatcher:
             labels = _labels(broker, pq)
             if decision.action is Action.OK:
                 self.counters.inc("AckOk", len(part.messages), labels)
-                self._delivered(pq, part.messages, answer.base_offset)
+                self._delivered(pq, part.messages, answer.base_offset, part.size)
                 continue
             self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
@@ -227,10 +228,10 @@ class Dispatcher:
                 if retry:
                     if not legacy:
                         pq.not_before = now + self.config.retry_backoff_ms / 1000
-                    self._give_back(pq, retry)
+                    self.give_back(pq, retry)
             else:
                 self.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
-                self._give_back(pq, retry)
+                self.give_back(pq, retry)
                 pause_cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
         self.on_progress()
         if answers:
@@ -258,7 +259,7 @@ class Dispatcher:
                 self.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", pq.topic),))
                 if self.sink is not None:
                     self.sink.possible_duplicates(pq.topic, part.messages)
-            self._give_back(pq, part.messages)
+            self.give_back(pq, part.messages)
         self.on_progress()
         self.request_pause(f"{failure.value} on broker {broker}")
 
@@ -279,9 +280,10 @@ class Dispatcher:
             self.discard(topic, over, DiscardReason.DELIVERY_ATTEMPT_LIMIT, f"last error {name}")
         return retry
 
-    def _delivered(self, pq: PartitionQueue, messages: list[Message], base_offset: int) -> None:
+    def _delivered(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None:
         resolve_delivered(messages, pq.partition, base_offset)
-        self._release(messages)
+        self.held_messages -= len(messages)
+        self.held_bytes -= size
         self.delivered += len(messages)
         if self.sink is not None:
             self.sink.delivered(pq.topic, pq.partition, base_offset, messages)
@@ -326,9 +328,12 @@ class Dispatcher:
             if view.topic(topic) is not None:
                 del self.unknown[topic]
                 self.route(topic, messages)
-            elif fetched_at > since and not self.config.topic_autocreate:
-                del self.unknown[topic]
-                self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
+            elif fetched_at > since:
+                if self.config.topic_autocreate:
+                    self.on_autocreate(topic)
+                else:
+                    del self.unknown[topic]
+                    self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
 
     def fail_unknown(self, topic: str, reason: DiscardReason, detail: str) -> None:
         held = self.unknown.pop(topic, None)
@@ -342,7 +347,7 @@ class Dispatcher:
             if pq.ready_count:
                 self.mark_ready(pq)
 
-    def _give_back(self, pq: PartitionQueue, messages: list[Message]) -> None:
+    def give_back(self, pq: PartitionQueue, messages: list[Message]) -> None:
         """Messages back from a request: to the front of their queue, or routed again if the partition is gone."""
         if not messages:
             return

@@ -23,20 +23,18 @@ from .reasons import DiscardReason
 
 
 class Message:
-    """One message to produce. Create through ``Producer.send`` or directly for ``Producer.submit``."""
+    """One message to produce. Create through ``Producer.send`` or directly for ``Producer.submit``; a subclass may
+    add slots (the daemon adds its own bookkeeping)."""
 
     __slots__ = (
-        "_waiter",
+        "_fate",
         "attempts",
-        "error",
         "headers",
         "key",
-        "offset",
         "partition",
         "partition_key",
         "pinned",
         "possible_duplicate",
-        "received",
         "size",
         "timestamp",
         "value",
@@ -49,75 +47,79 @@ class Message:
         timestamp: int,
         headers: Sequence[tuple[str, bytes | None]] | None = None,
         partition_key: int | None = None,
-        received: float = 0.0,
         pinned: bool = False,
     ) -> None:
         self.key = key
         self.value = value
-        self.timestamp = timestamp  # epoch ms: the record's CreateTime (modern path)
+        self.timestamp = timestamp  # epoch ms: the record's CreateTime (magic 1 and 2)
         self.headers = headers
         self.partition_key = partition_key
         self.pinned = pinned
-        self.received = received  # the daemon's monotonic receive time (batch age), unused here
         self.size = (len(key) if key else 0) + (len(value) if value else 0)
         self.attempts = 0  # failed delivery attempts (ACK errors that resend or pause)
         self.possible_duplicate = False
-        self.partition = -1
-        self.offset = -1
-        self.error: DeliveryError | None = None
-        self._waiter: asyncio.Future[None] | None = None
+        self.partition = -1  # set when delivered
+        # In flight: None, or the future someone awaits. Delivered: the offset (-1 with acks=0). Failed: the error.
+        self._fate: asyncio.Future[None] | int | DeliveryError | None = None
 
     @property
     def done(self) -> bool:
-        return self.partition >= 0 or self.error is not None
+        return self.partition >= 0 or type(self._fate) is DeliveryError
+
+    @property
+    def offset(self) -> int:
+        """The offset once delivered (-1 with acks=0, or while not delivered)."""
+        fate = self._fate
+        return fate if self.partition >= 0 and type(fate) is int else -1
+
+    @property
+    def error(self) -> DeliveryError | None:
+        fate = self._fate
+        return fate if type(fate) is DeliveryError else None
 
     def result(self) -> tuple[int, int]:
         """``(partition, offset)`` once delivered (offset -1 with acks=0); raises the :class:`DeliveryError` if it
         failed, or ``asyncio.InvalidStateError`` while in flight."""
-        if self.error is not None:
-            raise self.error
+        fate = self._fate
+        if type(fate) is DeliveryError:
+            raise fate
         if self.partition < 0:
             raise asyncio.InvalidStateError("message not yet delivered")
-        return self.partition, self.offset
+        return self.partition, fate  # type: ignore[return-value]
 
     def __await__(self) -> Generator[Any, None, tuple[int, int]]:
         if not self.done:
-            if self._waiter is None:
-                self._waiter = asyncio.get_running_loop().create_future()
-            yield from asyncio.shield(self._waiter).__await__()
+            if self._fate is None:
+                self._fate = asyncio.get_running_loop().create_future()
+            yield from asyncio.shield(self._fate).__await__()  # type: ignore[arg-type]
         return self.result()
 
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
     def __repr__(self) -> str:
-        state = f"error={self.error.reason}" if self.error else f"p={self.partition} o={self.offset}"
+        error = self.error
+        state = f"error={error.reason}" if error else f"p={self.partition} o={self.offset}"
         return f"<Message {self.size} B attempts={self.attempts} {state}>"
 
 
 def resolve_delivered(messages: Sequence[Message], partition: int, base_offset: int) -> None:
     """Mark ``messages`` delivered at consecutive offsets from ``base_offset`` (-1 stays -1: acks=0)."""
-    if base_offset < 0:
-        for m in messages:
-            m.partition = partition
-            if m._waiter is not None:
-                m._wake()
-        return
-    for i, m in enumerate(messages):
+    step = 1 if base_offset >= 0 else 0
+    offset = base_offset
+    for m in messages:
+        waiter = m._fate
         m.partition = partition
-        m.offset = base_offset + i
-        if m._waiter is not None:
-            m._wake()
+        m._fate = offset
+        offset += step
+        if waiter is not None and not waiter.done():  # type: ignore[union-attr]
+            waiter.set_result(None)  # type: ignore[union-attr]
 
 
 def resolve_failed(messages: Sequence[Message], reason: DiscardReason, topic: str, detail: str = "") -> None:
     error = DeliveryError(reason, topic, detail)
     for m in messages:
-        m.error = error
-        if m._waiter is not None:
-            m._wake()
+        waiter = m._fate
+        m._fate = error
+        if waiter is not None and not waiter.done():  # type: ignore[union-attr]
+            waiter.set_result(None)  # type: ignore[union-attr]
 
 
 class OutcomeSink(Protocol):

@@ -4,8 +4,8 @@ Rules:
 - A fetch asks one broker for all topics: a random known broker first, then the others in turn. Known brokers start as
   the configured bootstrap servers and become each good answer's broker list (Bruce §5). Each attempt is bounded by
   the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next broker.
-- :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with exponential backoff (jittered, capped at
-  ``metadata_retry_backoff_max_ms``) until it succeeds or is cancelled.
+- :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with the reconnect backoff (``reconnect_backoff_ms``
+  doubling to ``reconnect_backoff_max_ms``, jittered) until it succeeds or is cancelled.
 - Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
   than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
   failure backs off like a retry. No storm is possible: at most one fetch is under way.
@@ -60,6 +60,7 @@ class MetadataFetcher:
         self.last_updated_ms = 0  # wall clock of the last good answer
         self.last_modified_ms = 0  # wall clock of the last answer that changed the view
         self._wanted = asyncio.Event()
+        self._last = 0.0  # loop time of the last refresh (or of the pause that replaced it)
         self._busy = asyncio.Lock()
 
     def request(self) -> None:
@@ -86,7 +87,7 @@ class MetadataFetcher:
             raise MetadataUnavailable("; ".join(errors) or "no brokers known")
 
     async def fetch_with_retry(self) -> ClusterView:
-        backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
+        backoff = ExponentialBackoff(self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms, self.rng)
         while True:
             try:
                 return await self.fetch()
@@ -97,34 +98,37 @@ class MetadataFetcher:
         """Periodic and on-demand refreshes, for the producer's task group."""
         loop = asyncio.get_running_loop()
         backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
-        last = loop.time()
+        min_interval = self.config.metadata_min_interval_ms / 1000
+        self._last = loop.time() - min_interval  # the first fetch need not wait
         while True:
             interval = jittered(self.config.metadata_refresh_interval_ms, self.rng) / 1000
-            try:
-                async with asyncio.timeout(max(0.0, last + interval - loop.time())):
-                    await self._wanted.wait()
-            except TimeoutError:
-                pass
-            gap = self.config.metadata_min_interval_ms / 1000 - (loop.time() - last)
+            while not self._wanted.is_set() and (remaining := self._last + interval - loop.time()) > 0:
+                try:
+                    async with asyncio.timeout(remaining):
+                        await self._wanted.wait()
+                except TimeoutError:
+                    pass  # the timer may have been restarted meanwhile: look again
+            gap = min_interval - (loop.time() - self._last)
             if gap > 0:
                 await asyncio.sleep(gap)
             self._wanted.clear()
             if paused():
-                last = loop.time()  # the pause fetches metadata itself
+                self._last = loop.time()  # the pause fetches metadata itself
                 continue
             started = loop.time()
             try:
                 view = await self.fetch()
             except MetadataUnavailable:
-                last = loop.time() + backoff.next_delay() / 1000
+                self._last = loop.time() + backoff.next_delay() / 1000
                 self._wanted.set()  # retry after the backoff
                 continue
             backoff.reset()
-            last = loop.time()
+            self._last = loop.time()
             apply(view, started)
 
     def restart_timer(self) -> None:
         """A successful pause refreshed metadata: the periodic timer starts over (Bruce)."""
+        self._last = asyncio.get_running_loop().time()
         self._wanted.clear()
 
     async def autocreate(self, topic: str) -> bool:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import zlib
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ from .dispatcher import Dispatcher
 from .errors import ProducerClosed, QueueFull
 from .message import Message, OutcomeSink
 from .metadata import AUTOCREATE_CHECKS, MetadataFetcher, MetadataUnavailable
-from .partitioner import explicit_partition, partition_for_key
+from .partitioner import explicit_partition, key_to_partition_key, partition_for_key
 from .pause import PauseController
 from .queues import PartitionQueue
 from .reasons import DiscardReason
@@ -135,7 +134,8 @@ class Producer:
         self._pause = PauseController(d, self._fetcher, self._senders.values, self._apply_view, self.counters, backoff)
         d.wake_broker = self._wake_broker
         d.on_pause = self._pause.request
-        d.on_unknown_topic = self._unknown_topic
+        d.on_unknown_topic = lambda topic: self._fetcher.request()
+        d.on_autocreate = self._start_autocreate
         d.on_drained = self._drained
         d.on_progress = self._pause.progress
         self._first_view = loop.create_future()
@@ -189,18 +189,19 @@ class Producer:
         if _exc[0] is None and self._tasks_alive():
             await self.flush(deadline)
         d = self._dispatcher
+        # From here on nothing may start: no sender, pause, fetch or auto-creation (the task group is ending).
+        d.wake_broker = d.on_pause = d.on_unknown_topic = d.on_autocreate = lambda _: None
         for task in self._tasks:
             task.cancel()
         if self._linger_timer is not None:
             self._linger_timer.cancel()
         for sender in self._senders.values():
-            left = sender.parts_in_flight()
-            sender.in_flight.clear()
+            left = sender.take_all()
             sender.close_connection()
-            for parts in left:
-                for part in parts:
-                    part.queue.busy = False
-                    d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
+            for part in left:
+                part.queue.busy = False
+                part.queue.in_flight = part.queue.staged = 0
+                d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
         await group.__aexit__(*_exc)
@@ -246,7 +247,7 @@ class Producer:
                     return m
                 m.partition_key, m.pinned = partition, True
             else:
-                m.partition_key = zlib.crc32(key)  # type: ignore[arg-type]
+                m.partition_key = key_to_partition_key(key)  # type: ignore[arg-type]
             info = d.topic_info(topic)
             pq = None if info is None else self._keyed_queue(topic, info, m)
             if info is not None and pq is None:
@@ -330,7 +331,7 @@ class Producer:
         for pq in d.all_queues():
             row = out.setdefault(pq.topic, [0, 0, 0])
             row[0] += len(pq.open)
-            row[1] += pq.ready_count
+            row[1] += pq.ready_count + pq.staged
             row[2] += pq.in_flight
         for topic, (messages, _) in d.unknown.items():
             out.setdefault(topic, [0, 0, 0])[1] += len(messages)
@@ -385,9 +386,8 @@ class Producer:
             if not w.done():
                 w.set_result(None)
 
-    def _unknown_topic(self, topic: str) -> None:
-        self._fetcher.request()
-        if self.config.topic_autocreate and topic not in self._autocreating:
+    def _start_autocreate(self, topic: str) -> None:
+        if topic not in self._autocreating:
             self._autocreating.add(topic)
             self._spawn(self._autocreate(topic))
 

@@ -5,7 +5,8 @@ Rules:
 - Order within a partition is the order of ``open`` then ``ready`` (oldest first). Messages that come back from a
   failed request go back to the *front* (they are older than anything queued).
 - ``busy``: a request holding this partition's messages is in flight. No second one is sent until it is answered
-  (one in-flight batch per partition: per-partition order without idempotence).
+  (one in-flight batch per partition: per-partition order without idempotence). ``staged``: messages already taken
+  for the next request; nothing newer is sent before them.
 - Ready batches are lists of messages with their byte size (Σ key + value); ``take`` splits a batch when a request's
   data limit ends inside it.
 - Pure: no clocks (times are passed in), no asyncio.
@@ -30,6 +31,7 @@ class PartitionQueue:
         "partition",
         "ready",
         "ready_count",
+        "staged",
         "topic",
     )
 
@@ -44,6 +46,7 @@ class PartitionQueue:
         self.ready_count = 0
         self.busy = False
         self.in_flight = 0  # messages in the outstanding request
+        self.staged = 0  # messages taken for the broker's next request, encoded while this one is in flight
         self.not_before = 0.0  # no request before this loop time (retry backoff)
 
     @property
@@ -84,6 +87,7 @@ class PartitionQueue:
                 taken += batch
                 total += size
                 continue
+            before = total
             cut = 0
             for m in batch:
                 if total + m.size > budget and not (first and not taken and cut == 0):
@@ -95,7 +99,7 @@ class PartitionQueue:
                 taken += batch
             elif cut:
                 taken += batch[:cut]
-                ready[0] = (batch[cut:], size - sum(m.size for m in batch[:cut]))
+                ready[0] = (batch[cut:], size - (total - before))
             break
         self.ready_count -= len(taken)
         return taken, total

@@ -14,10 +14,11 @@ Rules (Bruce's produce request factory, bruce-behaviour.md §7):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from bruce.wire.compression import Codec
+from bruce.wire.messageset import build_message_set
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.recordbatch import build_record_batch
 
@@ -126,9 +127,25 @@ def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int,
 
 def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int) -> bytes:
     if magic == 2:
-        records = [(m.key, m.value, m.timestamp, m.headers) for m in messages]
-        return build_record_batch(records, codec=codec, compression_level=level)
-    from bruce.wire.messageset import build_message_set
+        return build_record_batch(_Records(messages), codec=codec, compression_level=level)
+    return build_message_set(_Records(messages), magic=magic, codec=codec, empty_as_null=True)
 
-    records = [(m.key, m.value, m.timestamp) for m in messages]
-    return build_message_set(records, magic=magic, codec=codec, empty_as_null=True)
+
+class _Records:
+    """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, made one at a time as they are
+    read (no list of tuples to build and collect)."""
+
+    __slots__ = ("_messages",)
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self._messages = messages
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __getitem__(self, index: int) -> tuple:
+        m = self._messages[index]
+        return m.key, m.value, m.timestamp, m.headers
+
+    def __iter__(self) -> Iterator[tuple]:
+        return ((m.key, m.value, m.timestamp, m.headers) for m in self._messages)

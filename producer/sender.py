@@ -2,26 +2,47 @@
 
 Rules:
 - It sends only while the producer is not paused, with at most ``max_in_flight_per_broker`` requests outstanding
-  (and never two for one partition: the dispatcher marks partitions busy).
-- It connects when it has work (connect timeout, version negotiation); a connect failure is a pause trigger.
+  (and never two for one partition: the dispatcher marks partitions busy), and only while the connection's write
+  buffer is below its high-water mark.
+- It connects when it has work (connect timeout, version negotiation, reconnect backoff); a connect failure is a pause
+  trigger.
 - Each request's outcome (response or transport failure) goes to the dispatcher exactly once, from the connection's
   token; with acks=0 the messages are done once written (a response some brokers send anyway is tolerated).
-- It never swallows an exception: anything unexpected ends the task and so the producer's task group.
+- Staging (one request in flight per broker): while a request is outstanding, the next one for the same partitions is
+  assembled and encoded, so encoding overlaps the broker's work. It is written only when the outstanding request was
+  acknowledged without error for every partition, on the same live connection, to partitions this broker still
+  leads; on anything else its messages go back to the front of their queues *before* the outstanding request's
+  messages are given back, so per-partition order is kept.
+- It never swallows an exception: an error inside a connection callback is re-raised by the sender's task, which ends
+  the producer's task group.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from bruce.wire.compression import Codec
+from bruce.wire.protocol.produce import ProduceRequest
 from bruce.wire.versions import PRODUCE
 
 from .acks import Failure
+from .backoff import ExponentialBackoff
 from .dispatcher import Dispatcher
 from .errors import TransportError
+from .queues import PartitionQueue
 from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_records
 from .transport import BrokerConnection, Timeouts, open_connection
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A produce request assembled and encoded for one connection."""
+
+    conn: BrokerConnection
+    parts: list[Part]
+    request: ProduceRequest
 
 
 class Sender:
@@ -34,9 +55,14 @@ class Sender:
         self.counters = dispatcher.counters
         self.connection: BrokerConnection | None = None
         self.in_flight: dict[int, list[Part]] = {}  # request number → parts
+        self.staged: Prepared | None = None
+        self._stage = self.config.max_in_flight_per_broker == 1 and self.config.acks != 0
         self._request_numbers = 0
         self._wakeup = asyncio.Event()
         self._retry_timer: asyncio.TimerHandle | None = None
+        self._reconnect = ExponentialBackoff(self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms)
+        self._next_connect = 0.0
+        self._crash: BaseException | None = None  # raised by run(): callbacks must not swallow errors
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -49,6 +75,8 @@ class Sender:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
+            if self._crash is not None:
+                raise self._crash
             await self._pump()
 
     def close_connection(self) -> None:
@@ -56,11 +84,34 @@ class Sender:
         if self.connection is not None:
             self.connection.close()
             self.connection = None
+        self.unstage()
+
+    def unstage(self) -> None:
+        """Give the staged request's messages back to the front of their queues."""
+        staged, self.staged = self.staged, None
+        if staged is not None:
+            for part in staged.parts:
+                part.queue.staged = 0
+                self.dispatcher.give_back(part.queue, part.messages)
+
+    def take_all(self) -> list[Part]:
+        """Remove and return every part outstanding or staged (the close deadline passed); their outcomes are the
+        caller's from now on."""
+        parts = [part for parts in self.in_flight.values() for part in parts]
+        self.in_flight.clear()
+        if self.staged is not None:
+            parts += self.staged.parts
+            self.staged = None
+        return parts
+
+    # ---------------------------------------------------------------- sending
 
     async def _pump(self) -> None:
         d = self.dispatcher
         loop = asyncio.get_running_loop()
         while not d.paused and len(self.in_flight) < self.config.max_in_flight_per_broker:
+            if self.connection is not None and not self.connection.writable:
+                return  # flow control: woken again when the write buffer drains
             candidates, later = d.candidates(self.broker, loop.time())
             if later is not None:
                 self._wake_at(later)
@@ -72,12 +123,19 @@ class Sender:
                 if conn is None or d.paused:
                     return
                 continue  # the wait may have changed what is ready
-            self._send(conn, candidates)
+            prepared = self._prepare(conn, candidates)
+            if prepared is None:
+                return
+            self._write(prepared)
 
     async def _connect(self) -> BrokerConnection | None:
         d = self.dispatcher
         broker = d.view.brokers.get(self.broker) if d.view is not None else None
         if broker is None:
+            return None
+        now = asyncio.get_running_loop().time()
+        if now < self._next_connect:
+            self._wake_at(self._next_connect)
             return None
         try:
             conn = await open_connection(
@@ -90,48 +148,53 @@ class Sender:
             )
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
+            self._next_connect = now + self._reconnect.next_delay() / 1000
             d.request_pause(f"cannot connect to broker {self.broker}: {e}")
             return None
+        self._reconnect.reset()
+        conn.on_writable = self.wake
         self.connection = conn
         return conn
 
-    def _send(self, conn: BrokerConnection, candidates: list[Any]) -> None:
-        d = self.dispatcher
+    def _prepare(self, conn: BrokerConnection, queues: list[PartitionQueue]) -> Prepared | None:
         config = self.config
         parts, chosen = assemble(
-            candidates,
+            queues,
             data_limit=config.produce_request_data_limit,
             message_max_bytes=config.message_max_bytes,
             policy=self.policy,
         )
         if not parts:
-            return
+            return None
         choice = conn.versions
         assert choice is not None
         encoded = [self._encode(part, chosen[part.queue], choice.magic, choice.zstd) for part in parts]
         request = build_request(parts, encoded, acks=config.acks, timeout_ms=config.replication_timeout_ms)
-        expect_ack = config.acks != 0
+        return Prepared(conn, parts, request)
+
+    def _write(self, prepared: Prepared) -> None:
+        d = self.dispatcher
+        conn, parts = prepared.conn, prepared.parts
+        choice = conn.versions
+        assert choice is not None
+        expect_ack = self.config.acks != 0
         number = self._request_numbers = self._request_numbers + 1
         legacy = choice.magic < 2
+        on_result = None
         if expect_ack:
             self.in_flight[number] = parts
 
             def on_result(result: Any) -> None:
                 if self.in_flight.pop(number, None) is None:
                     return
-                if isinstance(result, Failure):
-                    self.counters.inc(f"Connector{result.value}", labels=(("broker", str(self.broker)),))
-                    if self.connection is conn:
-                        self.connection = None
-                    d.on_failure(self.broker, parts, result, written=True)
-                else:
-                    d.on_response(self.broker, parts, result, legacy)
+                try:
+                    self._outcome(conn, parts, result, legacy)
+                except BaseException as e:  # a bug: end the producer through this task, loudly
+                    self._crash = e
                 self.wake()
 
-        else:
-            on_result = None  # type: ignore[assignment]
         try:
-            conn.send(request, choice.version(PRODUCE), on_result, expect_response=expect_ack)
+            conn.send(prepared.request, choice.version(PRODUCE), on_result, expect_response=expect_ack)
         except TransportError as e:
             self.in_flight.pop(number, None)
             self.connection = None
@@ -140,6 +203,46 @@ class Sender:
         d.started(self.broker, parts, expect_ack)
         if not expect_ack:
             d.on_written_no_ack(self.broker, parts)
+        elif self._stage and self.staged is None:
+            self._stage_next(conn, parts)
+
+    def _stage_next(self, conn: BrokerConnection, sent: list[Part]) -> None:
+        queues = [p.queue for p in sent if p.queue.ready_count and p.queue.leader == self.broker]
+        if queues:
+            self.staged = self._prepare(conn, queues)
+            if self.staged is not None:
+                for part in self.staged.parts:
+                    part.queue.staged = len(part.messages)
+
+    def _outcome(self, conn: BrokerConnection, parts: list[Part], result: Any, legacy: bool) -> None:
+        d = self.dispatcher
+        if isinstance(result, Failure):
+            self.unstage()
+            self.counters.inc(f"Connector{result.value}", labels=(("broker", str(self.broker)),))
+            if self.connection is conn:
+                self.connection = None
+            d.on_failure(self.broker, parts, result, written=True)
+            return
+        if self.staged is not None and not _all_acknowledged(parts, result):
+            self.unstage()
+        d.on_response(self.broker, parts, result, legacy)
+        staged, self.staged = self.staged, None
+        if staged is None:
+            return
+        for part in staged.parts:
+            part.queue.staged = 0
+        sendable = (
+            staged.conn is self.connection
+            and staged.conn.alive
+            and staged.conn.writable
+            and not d.paused
+            and all(p.queue.leader == self.broker and not p.queue.busy for p in staged.parts)
+        )
+        if sendable:
+            self._write(staged)
+        else:
+            self.staged = staged
+            self.unstage()
 
     def _encode(self, part: Part, compression: Compression, magic: int, zstd: bool) -> bytes:
         data, codec, note = encode_records(part.messages, compression, magic=magic, zstd=zstd)
@@ -155,5 +258,8 @@ class Sender:
             self._retry_timer.cancel()
         self._retry_timer = asyncio.get_running_loop().call_at(when, self.wake)
 
-    def parts_in_flight(self) -> list[list[Part]]:
-        return list(self.in_flight.values())
+
+def _all_acknowledged(parts: list[Part], response: Any) -> bool:
+    """Every part answered, with error 0, and nothing else answered."""
+    answered = {(t.name, p.index) for t in response.responses for p in t.partition_responses if p.error_code == 0}
+    return len(answered) == len(parts) and all((p.queue.topic, p.queue.partition) in answered for p in parts)

@@ -8,6 +8,8 @@ Rules:
 - Socket timeout, Bruce's meaning (``kafka_socket_timeout``): while a request is outstanding, no bytes received and no
   write progress for that long is a failure. Request timeout: the oldest outstanding request unanswered that long.
   One timer per connection checks both; it runs only while requests are outstanding.
+- Writes respect the transport's flow control: :attr:`BrokerConnection.writable` is false while the write buffer is
+  above its high-water mark, and ``on_writable`` is called when it drains.
 - Connecting is bounded by the connect timeout. :func:`open_connection` also negotiates versions (ApiVersions), and
   with ``protocol="auto"`` falls back to the Kafka 0.8 protocol when the broker closes the connection on ApiVersions.
 """
@@ -55,6 +57,8 @@ class BrokerConnection(asyncio.Protocol):
         self._last_progress = 0.0
         self._last_write_size = 0
         self._timer: asyncio.TimerHandle | None = None
+        self.writable = True  # False while the transport's write buffer is above its high-water mark
+        self.on_writable: Callable[[], None] = lambda: None
         self.closed = self._loop.create_future()  # resolved (with the failure or None) when the connection ends
 
     # ---------------------------------------------------------------- asyncio.Protocol
@@ -72,6 +76,13 @@ class BrokerConnection(asyncio.Protocol):
         for pending, body in done:
             self._sent_at.pop(pending.correlation_id, None)
             pending.token(body)
+
+    def pause_writing(self) -> None:
+        self.writable = False
+
+    def resume_writing(self) -> None:
+        self.writable = True
+        self.on_writable()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if exc is None:
@@ -193,13 +204,16 @@ async def open_connection(
     try:
         answer = await _api_versions(conn, API_VERSIONS_VERSION)
     except TransportError as e:
+        conn.close()
         if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR):
-            conn.close()
             raise
         # Kafka before 0.10 closes the connection on ApiVersions: speak the 0.8 protocol on a new connection.
         conn = await connect(host, port, client_id, timeouts, **kwargs)
         conn.versions = choose_versions(None, generation="auto")
         return conn
+    except BaseException:  # cancelled while negotiating: never leave the socket open
+        conn.close()
+        raise
     try:
         conn.versions = choose_versions(answer.ranges(), generation=protocol)
     except BruceError as e:

@@ -6,11 +6,17 @@ Rules:
   on close, only while it is still our socket.
 - Reading: the kernel queues only ~11 datagrams for all clients together (``net.unix.max_dgram_qlen`` + 1; SO_RCVBUF
   does not change it), so clients block (or get EAGAIN) whenever the reader is away for longer than ~11 datagrams'
-  worth of traffic. bench/intake_bench.py compared reading in the loop (stock asyncio, uvloop), a reader thread and a
-  reader process (figures in docs/operations-notes.md): the reader process (:mod:`bruce.proxy.intake_process`) needs
-  about half the loop's CPU per datagram, sustains the highest rate, and keeps clients sending while the loop is busy
-  elsewhere; a thread loses to the GIL. So ``reader="process"`` is the default on Linux; ``reader="loop"``
-  (``add_reader``, then bursts of non-blocking reads) remains for other systems and small deployments.
+  worth of traffic. ``bench/intake_bench.py`` compared reading in the loop (stock asyncio, uvloop), a reader thread
+  and a reader process; on 2 CPUs with two flat-out senders (100-byte values) it measured, per datagram:
+  uvloop in the loop 2.8-3.1 µs of CPU, 250-310k datagrams/s; the reader process 2.9-3.6 µs in all but only
+  1.4-1.6 µs in the loop, 340-420k/s, and when the loop is busy 5 ms in every 10, 260-330k/s against 170-240k/s with
+  the clients off-CPU half as long. At a moderate paced rate (100k/s) the reader process costs more in all (3.5-5.4
+  against 2.3-3.5 µs: both sides wake for a few datagrams each time) but still less in the loop (2.0-3.0 µs). Stock
+  asyncio costs ~20% more than uvloop; a reader thread is the slowest (the GIL hands it the CPU only between the
+  loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake_process`) is the default on Linux: the loop's CPU
+  is the daemon's bottleneck. The loop reader (``add_reader``, then bursts of non-blocking reads) remains for other
+  systems and for low-rate hosts that prefer the least CPU. docs/client.md tells operators when to raise
+  ``net.unix.max_dgram_qlen``.
 - One ``recv`` of ``max_input_msg_size + 1`` bytes per datagram: a datagram of exactly the limit is accepted, one byte
   more arrives truncated to limit + 1 and is discarded as LONG_MSG (too long), never as malformed (Bruce's off-by-one,
   fixed).
@@ -132,6 +138,13 @@ def _send_one(size: int, *, sndbuf: int | None) -> bool:
         return len(b.recv(size + 1)) == size
 
 
+def _max_dgram_qlen() -> int | None:
+    try:
+        return int(Path("/proc/sys/net/unix/max_dgram_qlen").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 # ------------------------------------------------------------------------------------------------------ the intake
 
 
@@ -208,6 +221,13 @@ class DatagramIntake:
         self._sock = sock
         self._identity = (st.st_dev, st.st_ino)
         self._accepting = True
+        qlen = _max_dgram_qlen()
+        log.info(
+            "input socket %s: the kernel queues %s datagrams (net.unix.max_dgram_qlen=%s; docs/client.md)",
+            self.path,
+            "?" if qlen is None else qlen + 1,
+            qlen,
+        )
 
     def _remove_stale(self) -> None:
         try:
@@ -291,7 +311,7 @@ class DatagramIntake:
     async def serve(self) -> None:
         """Read datagrams as they arrive until :meth:`close`; raises what broke reading (or the sink)."""
         if self._serving is not None:
-            raise IntakeError("serve() is already running")
+            raise IntakeError("serve() runs once per intake")
         if self._sock is None:
             self.open()
         loop = asyncio.get_running_loop()

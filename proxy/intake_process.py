@@ -5,7 +5,7 @@ busy for more than a few dozen microseconds (building a batch, compressing, pars
 EAGAIN. The child (:mod:`bruce.proxy.intake_reader`) does nothing but read: it is back in ``recv`` within
 microseconds, and its pipe (1 MiB where the system allows) holds thousands of datagrams until the loop gets to them.
 The loop then reads the pipe in 64 KiB chunks, hundreds of datagrams per wake-up instead of ~11, which also halves
-the loop's CPU per datagram (bench/intake_bench.py; docs/operations-notes.md).
+the loop's CPU per datagram (figures in :mod:`bruce.proxy.intake`, from bench/intake_bench.py).
 
 Rules:
 - At most 64 KiB is read per wake-up (about a millisecond of processing) so other work in the loop keeps its turn; a

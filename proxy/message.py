@@ -1,25 +1,32 @@
 """The daemon's in-memory message: one datagram's content from intake until its fate is known.
 
 Rules:
-- The smallest fast object: a ``__slots__`` class, not a dataclass, because one is built per received datagram on the
-  hot path (a frozen dataclass costs ~3x more to create). Fields are set once by the input that creates the message;
-  nothing here validates them — the inputs do (bruce.wire parses, then the budget admits).
-- ``partition_key`` is ``None`` for AnyPartition messages (the router chooses) and the client's 32-bit key for
-  PartitionKey messages.
-- ``timestamp`` is the client's epoch-milliseconds timestamp (reports show it; it is never trusted for batch age);
-  ``received`` is the daemon's ``time.monotonic()`` at receipt, from which batch age is measured.
+- One object per message from end to end: :class:`Message` *is* a :class:`bruce.producer.Message` (the producer
+  queues, encodes and resolves it as it is) with the daemon's own fields added: ``topic``, ``received`` and ``charge``.
+- The smallest fast object: ``__slots__``, and a constructor that sets every field itself rather than calling the
+  producer's (one call less per datagram on the hot path). tests/proxy/routing/test_routing_message.py checks that the
+  result equals what the producer's constructor builds, field by field, so a field added there cannot go unset here.
+  Fields are set once by the input that creates the message; nothing here validates them — the inputs do
+  (bruce.wire parses, then the budget admits).
+- ``partition_key`` is ``None`` for AnyPartition messages (the producer picks the partition) and the client's 32-bit
+  key for PartitionKey messages (the producer's documented PartitionKey semantics).
+- ``timestamp`` is the client's epoch-milliseconds timestamp (it becomes the record's CreateTime and reports show it;
+  it is never trusted for batch age); ``received`` is the daemon's ``time.monotonic()`` at receipt, from which batch
+  age is measured.
 - ``charge`` is what the message holds in the memory budget (:mod:`bruce.proxy.budget`); whoever settles the message's
   fate (delivered or discarded) releases exactly that amount once.
 """
 
 from __future__ import annotations
 
+from bruce.producer.message import Message as ProducerMessage
+
 # The memory a held message occupies besides its key and value bytes, on 64-bit CPython 3.11: the Message object
-# (96 B with its GC header), the headers and 16-byte rounding of the key and value ``bytes`` (up to 48 B each), the
-# ``int`` timestamp, partition key and charge (32 B each), and a list slot, rounded up with a margin for the router's
-# and batcher's containers. Topics are shared strings and the receive time is shared per burst, so neither is charged.
+# (14 slots with its GC header), the headers and 16-byte rounding of the key and value ``bytes`` (up to 48 B each),
+# the ``int`` timestamp, partition key, size and charge (32 B each), the float receive time, and a list slot, rounded
+# up with a margin for the router's and batcher's containers. Topics are shared strings, so they are not charged.
 # tests/proxy/intake/test_intake_budget.py measures it with tracemalloc.
-MESSAGE_OVERHEAD = 320
+MESSAGE_OVERHEAD = 400
 
 
 def message_charge(key: bytes, value: bytes) -> int:
@@ -27,21 +34,17 @@ def message_charge(key: bytes, value: bytes) -> int:
     return len(key) + len(value) + MESSAGE_OVERHEAD
 
 
-class Message:
+class Message(ProducerMessage):
     """One message held by the daemon.
 
     >>> m = Message("clicks", b"", b"hello", 1700000000000, None, 12.5, message_charge(b"", b"hello"))
-    >>> (m.topic, m.value, m.partition_key, m.charge)
-    ('clicks', b'hello', None, 325)
+    >>> (m.topic, m.value, m.partition_key, m.size, m.charge)
+    ('clicks', b'hello', None, 5, 405)
     """
 
-    __slots__ = ("charge", "key", "partition_key", "received", "timestamp", "topic", "value")
+    __slots__ = ("charge", "received", "topic")
 
     topic: str
-    key: bytes
-    value: bytes
-    timestamp: int
-    partition_key: int | None
     received: float
     charge: int
 
@@ -62,6 +65,14 @@ class Message:
         self.partition_key = partition_key
         self.received = received
         self.charge = charge
+        # The producer's fields, as its constructor sets them.
+        self.headers = None
+        self.pinned = False
+        self.size = len(key) + len(value)
+        self.attempts = 0
+        self.possible_duplicate = False
+        self.partition = -1
+        self._fate = None
 
     def __repr__(self) -> str:
         pk = "" if self.partition_key is None else f" partition_key={self.partition_key}"

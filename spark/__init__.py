@@ -1,1 +1,76 @@
-"""placeholder"""
+"""bruce.spark — Kafka for PySpark through Spark's Python Data Source API, as format ``bruce`` (see docs/spark.md).
+
+::
+
+    import bruce.spark
+    bruce.spark.register(spark)
+    df.write.format("bruce").option("bootstrap.servers", "127.0.0.1:9092").option("topic", "t").save()
+    spark.read.format("bruce").option("bootstrap.servers", "127.0.0.1:9092").option("topic", "t").load()
+
+Rules: options are checked when the query is planned (:mod:`bruce.spark.options`); the classes below only wire
+Spark's entry points to the readers and writers. The package must be importable on every executor (install
+bruce-kafka[spark] there, or ship it with ``spark.submit.pyFiles``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from .delivery import DeliveryFailed, WriteSummary
+from .kafka_reader import KafkaReader, KafkaReadError
+from .options import OptionError, WriteOptions, read_options, write_options
+from .reader import BruceReader
+from .schema import READ_SCHEMA_DDL, BadRow, check_write_schema
+from .stream_reader import BruceStreamReader
+from .stream_writer import BruceStreamWriter
+from .writer import BruceWriter
+
+__all__ = [
+    "BadRow",
+    "BruceDataSource",
+    "DeliveryFailed",
+    "KafkaReadError",
+    "KafkaReader",
+    "OptionError",
+    "WriteSummary",
+    "register",
+]
+
+
+class BruceDataSource(DataSource):
+    """The data source ``format("bruce")``: batch and streaming reads and writes of Kafka topics."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bruce"
+
+    def schema(self) -> str:
+        return READ_SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> BruceReader:
+        return BruceReader(read_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> BruceStreamReader:
+        return BruceStreamReader(read_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> BruceWriter:
+        return BruceWriter(_write_options(self.options, schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> BruceStreamWriter:
+        return BruceStreamWriter(_write_options(self.options, schema, overwrite))
+
+
+def _write_options(options: Any, schema: StructType, overwrite: bool) -> WriteOptions:
+    if overwrite:
+        raise OptionError("a Kafka topic cannot be overwritten: write with mode('append')")
+    checked = write_options(options)
+    check_write_schema(schema, topic_option=checked.topic, daemon=checked.socket is not None)
+    return checked
+
+
+def register(spark: Any) -> None:
+    """Register ``format("bruce")`` with a SparkSession."""
+    spark.dataSource.register(BruceDataSource)

@@ -38,7 +38,11 @@ def _produce(address: str, topic: str, count: int, **settings: object) -> list[t
 
 
 def _check_read_back(
-    consume: Callable[..., tuple[list, list[str]]], topic: str, sent: list[tuple[int, int, bytes]], *, acks0: bool = False
+    consume: Callable[..., tuple[list, list[str]]],
+    topic: str,
+    sent: list[tuple[int, int, bytes]],
+    *,
+    acks0: bool = False,
 ) -> None:
     by_partition: dict[int, list[tuple[int, bytes]]] = {}
     for partition, offset, value in sent:

@@ -180,7 +180,8 @@ class FakeBroker:
 class FakeCluster:
     """Brokers, topics and stored records. ``async with FakeCluster(brokers=2) as c: c.add_topic("t", [1, 2])``."""
 
-    def __init__(self, brokers: int = 2, *, legacy: bool = False) -> None:
+    def __init__(self, brokers: int = 2, *, legacy: bool = False, autocreate: bool = False) -> None:
+        self.autocreate = autocreate  # like auto.create.topics.enable: a Metadata request for a topic creates it
         self.brokers = {i: FakeBroker(self, i, legacy=legacy) for i in range(1, brokers + 1)}
         self.topics: dict[str, dict[int, int]] = {}  # topic → partition → leader (-1: none)
         self.log: dict[tuple[str, int], list[Record]] = {}
@@ -268,7 +269,12 @@ class FakeCluster:
             if code:
                 self._note(f"error {code}")
         for name in sorted((wanted or set()) - set(self.topics)):
-            topics.append(metadata.MetadataResponseTopic(error_code=3, name=name, partitions=()))
+            if self.autocreate and request.allow_auto_topic_creation:
+                self.add_topic(name, [min(self.brokers)])
+                topics.append(metadata.MetadataResponseTopic(error_code=5, name=name, partitions=()))
+                self._note("created")
+            else:
+                topics.append(metadata.MetadataResponseTopic(error_code=3, name=name, partitions=()))
         return metadata.MetadataResponse(brokers=brokers, topics=tuple(topics))
 
     def _note(self, outcome: str) -> None:

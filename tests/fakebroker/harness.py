@@ -85,12 +85,17 @@ def assert_accounting(producer: Producer, outcomes: Outcomes | None = None, *, h
 
 
 def scenario(
-    body: Callable[[FakeCluster], Awaitable[None]], *, brokers: int = 2, legacy: bool = False, limit: float = 60
+    body: Callable[[FakeCluster], Awaitable[None]],
+    *,
+    brokers: int = 2,
+    legacy: bool = False,
+    autocreate: bool = False,
+    limit: float = 60,
 ) -> None:
     """Run ``body(cluster)`` on a fresh fake cluster in a new event loop, then verify the cluster."""
 
     async def main() -> FakeCluster:
-        async with FakeCluster(brokers, legacy=legacy) as cluster:
+        async with FakeCluster(brokers, legacy=legacy, autocreate=autocreate) as cluster:
             async with asyncio.timeout(limit):
                 await body(cluster)
             return cluster

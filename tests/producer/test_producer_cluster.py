@@ -10,7 +10,7 @@ from bruce.wire.protocol.metadata import MetadataResponsePartition
 from bruce.wire.protocol.metadata import MetadataResponseTopic as T
 
 
-def P(index: int, leader: int, error: int = 0) -> MetadataResponsePartition:  # noqa: N802
+def P(index: int, leader: int, error: int = 0) -> MetadataResponsePartition:
     return MetadataResponsePartition(error, index, leader, (leader,), (leader,))
 
 

@@ -52,7 +52,7 @@ def test_bad_values_name_the_setting(settings: dict, named: str) -> None:
 def test_dotted_names_and_unknown_settings() -> None:
     config = ProducerConfig.from_mapping({"linger.ms": 7, "bootstrap.servers": ["x:9"], "client.id": "me"})
     assert (config.linger_ms, config.bootstrap_servers, config.wire_client_id) == (7, ("x:9",), "me")
-    with pytest.raises(ConfigError, match="no.such"):
+    with pytest.raises(ConfigError, match=r"no\.such"):
         ProducerConfig.from_mapping({"no.such": 1})
 
 

@@ -23,7 +23,8 @@ def _pair(conn: Connection) -> tuple[bytes, bytes]:
     conn.send_request(ApiVersionsRequest(), 3, token="a")
     conn.send_request(metadata_request(None, version=1), 1, token="m")
     first, second = (p.correlation_id for p in conn.in_flight)
-    return encode_response(API, version=3, correlation_id=first), encode_response(META, version=1, correlation_id=second)
+    api = encode_response(API, version=3, correlation_id=first)
+    return api, encode_response(META, version=1, correlation_id=second)
 
 
 def _feed(conn: Connection, chunks: list[bytes]) -> list[tuple[str, object]]:
@@ -107,11 +108,11 @@ def test_protocol_errors_are_final(frame: bytes, message: str) -> None:
 
 
 def test_states_by_inputs() -> None:
-    """Every (state, input) pair: open or dead × send / good bytes / bad bytes."""
+    """Every (state, input) pair: open or dead, times send / good bytes / bad bytes."""
     for dead in (False, True):
         for action in ("send", "good", "bad"):
             conn = Connection("bruce")
-            a, m = _pair(conn)
+            a, _m = _pair(conn)
             if dead:
                 conn.fail(BrokerProtocolError("x"))
             run = {

@@ -59,7 +59,7 @@ def make(leaders=None, **config):
 
 def check(d: Dispatcher) -> None:
     assert d.accepted == d.delivered + d.discarded + d.held_messages
-    assert d.held_messages == sum(pq.queued + pq.in_flight for pq in d.all_queues()) + sum(
+    assert d.held_messages == sum(pq.queued + pq.in_flight + pq.staged for pq in d.all_queues()) + sum(
         len(ms) for ms, _ in d.unknown.values()
     )
 
@@ -170,7 +170,7 @@ def test_short_and_unexpected_responses_are_protocol_failures() -> None:
 
 
 def test_reroute_on_a_new_view() -> None:
-    d, sink, _, _ = make({"t": [1, 2, 1], "gone": [1]})
+    d, _sink, _, _ = make({"t": [1, 2, 1], "gone": [1]})
     keyless = [Message(None, b"a%d" % i, 0) for i in range(3)]
     keyed = [Message(None, b"k", 0, partition_key=0)]
     pinned = [Message(None, b"p", 0, partition_key=0, pinned=True)]
@@ -194,7 +194,7 @@ def test_reroute_on_a_new_view() -> None:
 
 
 def test_unknown_topics_wait_for_a_fetch_that_started_after_them() -> None:
-    d, sink, _, _ = make()
+    d, _sink, _, _ = make()
     d.clock = itertools.count(10).__next__  # type: ignore[assignment]
     asked = []
     d.on_unknown_topic = asked.append
@@ -217,7 +217,7 @@ def test_unknown_topics_wait_for_a_fetch_that_started_after_them() -> None:
 
 
 def test_acks_zero_delivers_on_write() -> None:
-    d, sink, _, _ = make()
+    d, _sink, _, _ = make()
     messages = submit(d, 2)
     candidates, _ = d.candidates(1, 0.0)
     parts, _ = assemble(candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION)

@@ -34,7 +34,7 @@ def test_take_whole_batches_then_splits_at_the_budget() -> None:
     pq = queue_with(a, b)
     taken, size = pq.take(14, True)
     assert taken == a + b[:1] and size == 12
-    assert pq.ready_count == 2 and list(pq.ready)[0] == (b[1:], 8)
+    assert pq.ready_count == 2 and next(iter(pq.ready)) == (b[1:], 8)
 
 
 def test_first_message_is_always_taken_and_a_zero_limit_takes_one() -> None:
@@ -68,7 +68,7 @@ def test_a_compressed_set_over_message_max_bytes_closes_the_request() -> None:
     q0, q1 = queue_with(msgs(20, 20, 20)), queue_with(msgs(1), partition=1)
     gzip = Compression(Codec.GZIP)
     parts, chosen = assemble([q0, q1], data_limit=10**6, message_max_bytes=100, policy=lambda t, m: gzip)
-    assert [(p.queue.partition, len(p.messages)) for p in parts] == [(0, 2)]  # 2 × (20 + 26) ≤ 100 < 3 × 46
+    assert [(p.queue.partition, len(p.messages)) for p in parts] == [(0, 2)]  # 2 * (20 + 26) <= 100 < 3 * 46
     assert chosen[q0] is gzip and q0.ready_count == 1 and q1.ready_count == 1
 
 
@@ -102,7 +102,7 @@ def test_zstd_needs_produce_v7() -> None:
 
 def test_threshold_sends_plain_when_compression_does_not_pay() -> None:
     random_like = [Message(None, bytes(range(256)) * 2, 1)]
-    data, used, note = encode_records(random_like, Compression(Codec.GZIP, threshold_percent=50), magic=2, zstd=True)
+    _data, used, note = encode_records(random_like, Compression(Codec.GZIP, threshold_percent=50), magic=2, zstd=True)
     assert (used, note) == (Codec.NONE, "NotCompressible")
     _, used, _ = encode_records(msgs(500, 500), Compression(Codec.GZIP, threshold_percent=50), magic=2, zstd=True)
     assert used == Codec.GZIP

@@ -30,10 +30,8 @@ def test_key_value_emptiness_round_trips(legacy: bool) -> None:
             assert await p.flush(5) == 0
             assert_accounting(p, held=0)
         got = [(r.key, r.value) for r in cluster.records("t", 0)]
-        if legacy:  # Bruce writes an empty key or value as null (length -1)
-            expected = [(k or None, v or None) for k, v in COMBOS * 2]
-        else:
-            expected = COMBOS * 2
+        # Bruce writes an empty key or value as null (length -1)
+        expected = [(k or None, v or None) for k, v in COMBOS * 2] if legacy else COMBOS * 2
         assert got == expected
 
     scenario(body, legacy=legacy, brokers=1)
@@ -145,6 +143,7 @@ def test_request_data_limit_groups_messages_first_always_included() -> None:
             for size in (4, 4, 4, 30, 1):
                 p.send("t", b"v" * size)
             assert await p.flush(5) == 0
+            assert_accounting(p, held=0)
         counts = [len(s.produced[0][2]) for s in cluster.requests("Produce")]
         assert counts == [2, 1, 1, 1]  # 4+4 ≤ 10; 4 then 30 alone (first message always); 1
 
@@ -187,6 +186,7 @@ def test_compressed_set_is_capped_by_message_max_bytes() -> None:
             for _ in range(10):
                 p.send("t", b"x" * 20)  # 20 + 26 per message: two fit in 100 bytes
             assert await p.flush(5) == 0
+            assert_accounting(p, held=0)
         assert [len(s.produced[0][2]) for s in cluster.requests("Produce")] == [2] * 5
 
     scenario(body, brokers=1)
@@ -220,5 +220,24 @@ def test_a_crashed_task_stops_the_producer_loudly() -> None:
                 p.send("t", b"x")
                 await asyncio.sleep(5)
         assert caught.group_contains(ZeroDivisionError)
+
+    scenario(body, brokers=1)
+
+
+def test_an_error_in_the_body_propagates_as_it_is_and_everything_stops() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        p = Producer(bruce_config(cluster.bootstrap))
+        with pytest.raises(ProducerClosed):
+            p.send("t", b"too early")
+        with pytest.raises(ValueError, match="mine"):
+            async with p:
+                await p.ready(5)
+                handle = p.send("t", b"x")
+                raise ValueError("mine")
+        assert handle.done and p.held == 0
+        assert_accounting(p)
+        with pytest.raises(ProducerClosed):
+            p.send("t", b"too late")
 
     scenario(body, brokers=1)

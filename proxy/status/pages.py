@@ -1,0 +1,224 @@
+"""The status pages as pure renderers: values in, text out (Bruce's ``/server_info``, ``/counters``, ``/queues``,
+``/metadata_fetch_time``, the metadata update answer and the HTML front page). ``/discards`` is rendered by
+:mod:`bruce.proxy.discards`, ``/metrics`` by :mod:`bruce.proxy.status.prometheus`.
+
+Rules:
+- Field names and plain-text layouts are Bruce's (bruce-behaviour.md §14). Times are passed in (``now`` in epoch
+  seconds, ``now_ms`` in epoch milliseconds); plain pages show them as ``<number> <ctime>`` like Bruce.
+- JSON is valid JSON: built with :func:`json.dumps` (Bruce's ``/metadata_fetch_time/json`` has a trailing comma; ours
+  has not), four-space indents, a final newline.
+- Counters: one line per (name, labels) as ``[<location>].<Name>=<value>``; a labelled counter is
+  ``[<location>].<Name>{<k>:<v>,...}=<value>``. The separator is ``:`` and label values are percent-encoded where
+  they hold ``. = , { } %``, spaces or control characters, so Bruce's monitoring scripts (which take the text between
+  the last ``.`` and the first ``=`` as the name) still read every line. JSON carries the raw ``labels`` object.
+- HTML escapes every value it shows (topic names, versions).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from html import escape
+
+from .source import CounterSet, Labels, MetadataTimes, QueueStats, ServerInfo
+
+PAGES = ("server_info", "counters", "discards", "queues", "metadata_fetch_time")
+"""The pages that come in ``/plain`` and ``/json``, in front-page order."""
+
+PAGE_TITLES = {
+    "server_info": "Server info",
+    "counters": "Counter values",
+    "discards": "Discard info",
+    "queues": "Queued message info",
+    "metadata_fetch_time": "Metadata fetch time",
+}
+MSG_DEBUG_COMMANDS = ("get_topics", "add_all_topics", "del_all_topics", "truncate_files")
+_LABEL_UNSAFE = frozenset(".=,{}%")
+
+
+def _ctime(seconds: float) -> str:
+    return time.ctime(int(seconds))
+
+
+def _json(body: dict) -> str:
+    return json.dumps(body, indent=4) + "\n"
+
+
+# -- /server_info -----------------------------------------------------------------------------------------------------
+
+
+def render_server_info_plain(info: ServerInfo, *, now: float) -> str:
+    now_s, since = int(now), int(info.start_time)
+    return f"pid: {info.pid}\nnow: {now_s} {_ctime(now_s)}\nversion: {info.version}\nsince: {since} {_ctime(since)}\n"
+
+
+def render_server_info_json(info: ServerInfo, *, now: float) -> str:
+    return _json({"pid": info.pid, "now": int(now), "version": info.version, "since": int(info.start_time)})
+
+
+# -- /counters --------------------------------------------------------------------------------------------------------
+
+
+def _label_text(value: str) -> str:
+    out = []
+    for ch in value:
+        if ch in _LABEL_UNSAFE or ch.isspace() or not ch.isprintable():
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def counter_line(location: str, name: str, labels: Labels, value: int) -> str:
+    """One ``/counters/plain`` line, without its newline."""
+    if labels:
+        name += "{" + ",".join(f"{k}:{_label_text(v)}" for k, v in labels) + "}"
+    return f"[{location}].{name}={value}"
+
+
+def render_counters_plain(info: ServerInfo, counter_sets: Iterable[tuple[str, CounterSet]], *, now: float) -> str:
+    now_s, since = int(now), int(info.start_time)
+    lines = [
+        f"now={now_s} {_ctime(now_s)}",
+        f"since={since} {_ctime(since)}",
+        f"pid={info.pid}",
+        f"version={info.version}",
+        "",
+    ]
+    for location, counters in counter_sets:
+        lines.extend(counter_line(location, name, labels, value) for name, labels, value in counters.items())
+    return "\n".join(lines) + "\n"
+
+
+def render_counters_json(info: ServerInfo, counter_sets: Iterable[tuple[str, CounterSet]], *, now: float) -> str:
+    counters = [
+        {"location": location, "name": name, "labels": dict(labels), "value": value}
+        for location, counter_set in counter_sets
+        for name, labels, value in counter_set.items()
+    ]
+    return _json(
+        {"now": int(now), "since": int(info.start_time), "pid": info.pid, "version": info.version, "counters": counters}
+    )
+
+
+# -- /queues ----------------------------------------------------------------------------------------------------------
+
+
+def render_queues_plain(info: ServerInfo, stats: QueueStats, *, now: float) -> str:
+    now_s = int(now)
+    lines = [f"pid: {info.pid}", f"now: {now_s} {_ctime(now_s)}", f"version: {info.version}", ""]
+    lines.extend(
+        f"batch: {q.batch:10d}  send_wait: {q.send_wait:10d}  ack_wait: {q.ack_wait:10d}  topic: [{q.topic}]"
+        for q in stats.topics
+    )
+    if stats.topics:
+        lines.append("")
+    lines += [
+        f"{stats.new:10d} total new",
+        f"{stats.total_batch:10d} total batch",
+        f"{stats.total_send_wait:10d} total send_wait",
+        f"{stats.total_ack_wait:10d} total ack_wait",
+        f"{stats.total:10d} total (all states: new + batch + send_wait + ack_wait)",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def render_queues_json(info: ServerInfo, stats: QueueStats, *, now: float) -> str:
+    sending = [
+        {"topic": q.topic, "batch": q.batch, "send_wait": q.send_wait, "ack_wait": q.ack_wait} for q in stats.topics
+    ]
+    return _json({"now": int(now), "pid": info.pid, "version": info.version, "sending": sending, "new": stats.new})
+
+
+# -- /metadata_fetch_time, /metadata_update ---------------------------------------------------------------------------
+
+
+def render_metadata_fetch_time_plain(info: ServerInfo, times: MetadataTimes, *, now_ms: int) -> str:
+    return (
+        f"pid: {info.pid}\n"
+        f"version: {info.version}\n"
+        f"now (milliseconds since epoch): {now_ms} {_ctime(now_ms // 1000)}\n"
+        f"metadata last updated at (milliseconds since epoch): {times.last_updated_ms} "
+        f"{_ctime(times.last_updated_ms // 1000)}\n"
+        f"metadata last modified at (milliseconds since epoch): {times.last_modified_ms} "
+        f"{_ctime(times.last_modified_ms // 1000)}\n"
+    )
+
+
+def render_metadata_fetch_time_json(info: ServerInfo, times: MetadataTimes, *, now_ms: int) -> str:
+    return _json(
+        {
+            "pid": info.pid,
+            "version": info.version,
+            "now": now_ms,
+            "last_updated": times.last_updated_ms,
+            "last_modified": times.last_modified_ms,
+        }
+    )
+
+
+def render_metadata_update(*, now: float) -> str:
+    """The answer to ``POST /metadata_update``."""
+    now_s = int(now)
+    return f"Metadata update initiated at {now_s} {_ctime(now_s)}\n"
+
+
+# -- / (HTML) ---------------------------------------------------------------------------------------------------------
+
+
+def render_front_page(info: ServerInfo, stats: QueueStats, *, now: float, metrics: bool = True) -> str:
+    """The front page: server identity, links to every page (``/metrics`` when served), the message debug commands,
+    the held messages per topic, and the "Update Metadata" form."""
+    e = escape
+    links = "\n".join(
+        f'      <li>{e(PAGE_TITLES[page])}: [<a href="/{page}/plain">plain</a>] [<a href="/{page}/json">JSON</a>]</li>'
+        for page in PAGES
+    )
+    debug_buttons = "\n".join(
+        f'      <form action="/msg_debug/{cmd}" method="get"><div><input type="submit" value="{cmd}"/></div></form>'
+        for cmd in MSG_DEBUG_COMMANDS[1:]
+    )
+    rows = "\n".join(
+        f"        <tr><td>{e(q.topic)}</td><td>{q.batch}</td><td>{q.send_wait}</td><td>{q.ack_wait}</td></tr>"
+        for q in stats.topics
+    )
+    if metrics:
+        links += '\n      <li>Prometheus metrics: [<a href="/metrics">metrics</a>]</li>'
+    since = int(info.start_time)
+    return f"""<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8"/>
+    <title>bruce {e(info.version)}</title>
+  </head>
+  <body>
+    <h1>Server Status</h1>
+    <p>pid {info.pid}, version {e(info.version)}, running since {since} ({e(_ctime(since))}),
+      now {int(now)} ({e(_ctime(now))})</p>
+    <ul>
+{links}
+    </ul>
+    <h1>Queued Messages</h1>
+    <table>
+      <thead>
+        <tr><th>topic</th><th>batch</th><th>send_wait</th><th>ack_wait</th></tr>
+      </thead>
+      <tbody>
+{rows}
+      </tbody>
+    </table>
+    <p>new (not yet routed): {stats.new}; total held: {stats.total}</p>
+    <h1>Message Debug</h1>
+    <p>[<a href="/msg_debug/get_topics">get_topics</a>];
+      one topic: <code>/msg_debug/add_topic/&lt;topic&gt;</code>, <code>/msg_debug/del_topic/&lt;topic&gt;</code></p>
+{debug_buttons}
+    <h1>Server Management</h1>
+    <form action="/metadata_update" method="post">
+      <div>
+        <input type="submit" value="Update Metadata"/>
+      </div>
+    </form>
+  </body>
+</html>
+"""

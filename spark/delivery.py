@@ -1,0 +1,101 @@
+"""What a write task reports: every row it took is delivered or discarded with a reason, and a task that could not
+deliver every row fails.
+
+Rules:
+- :func:`deliver` runs one task's rows through the mode the options chose: ``direct`` (``bruce.producer``, to the
+  brokers; delivered = acknowledged) or ``daemon`` (datagrams to the local bruce daemon; delivered = handed to the
+  daemon, which then accounts for them itself).
+- The result is a :class:`WriteSummary`, the task's commit message: ``rows = delivered + discarded``.
+- A summary with any discard becomes :class:`DeliveryFailed` in the task: Spark then retries the task (its rows are
+  sent again, including those already delivered: at-least-once) or fails the job with the reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql.datasource import WriterCommitMessage
+
+from bruce.wire.errors import BruceError
+
+from .options import WriteOptions
+
+
+@dataclass(frozen=True)
+class WriteSummary(WriterCommitMessage):
+    """One task's (or, combined, one job's) outcome. ``discarded`` maps a reason to a count."""
+
+    mode: str  # "direct" | "daemon"
+    rows: int = 0
+    delivered: int = 0
+    discarded: Mapping[str, int] = field(default_factory=dict)
+    possible_duplicates: int = 0  # written, connection lost before the ACK, written again
+    tasks: int = 1
+    first_error: str = ""  # the first discard's message, for the failure
+
+    @property
+    def discarded_total(self) -> int:
+        return sum(self.discarded.values())
+
+    @property
+    def complete(self) -> bool:
+        return self.discarded_total == 0
+
+    def describe(self) -> str:
+        where = "acknowledged by Kafka" if self.mode == "direct" else "handed to the bruce daemon"
+        text = f"{self.rows} rows in {self.tasks} task(s): {self.delivered} {where}"
+        if self.discarded:
+            text += ", not delivered: " + ", ".join(f"{n} {reason}" for reason, n in sorted(self.discarded.items()))
+        if self.possible_duplicates:
+            text += f", {self.possible_duplicates} possibly written twice"
+        return text
+
+
+class DeliveryFailed(BruceError):
+    """A write task could not deliver every row; ``summary`` says how many and why."""
+
+    def __init__(self, summary: WriteSummary) -> None:
+        first = f" First error: {summary.first_error}." if summary.first_error else ""
+        super().__init__(
+            f"bruce: not every row was delivered ({summary.describe()}).{first} The task fails so that Spark retries "
+            "it; rows already delivered are written again (at-least-once).",
+            reason=max(summary.discarded, key=summary.discarded.__getitem__) if summary.discarded else "INCOMPLETE",
+        )
+        self.summary = summary
+
+
+def combine(summaries: Iterable[WriterCommitMessage | None], mode: str) -> WriteSummary:
+    """The job's summary from its tasks' commit messages (None: a task that failed and reported nothing)."""
+    rows = delivered = duplicates = tasks = 0
+    discarded: dict[str, int] = {}
+    first_error = ""
+    for s in summaries:
+        if not isinstance(s, WriteSummary):
+            continue
+        tasks += 1
+        rows += s.rows
+        delivered += s.delivered
+        duplicates += s.possible_duplicates
+        first_error = first_error or s.first_error
+        for reason, n in s.discarded.items():
+            discarded[reason] = discarded.get(reason, 0) + n
+    return WriteSummary(mode, rows, delivered, discarded, duplicates, tasks, first_error)
+
+
+def deliver(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> WriteSummary:
+    """Deliver one task's rows; raises :class:`DeliveryFailed` unless every row was delivered."""
+    if options.socket:
+        from .daemon import send_to_daemon
+
+        summary = send_to_daemon(batches, options)
+    else:
+        from bruce.producer import run
+
+        from .direct import produce_batches
+
+        summary = run(produce_batches(batches, options))
+    if not summary.complete:
+        raise DeliveryFailed(summary)
+    return summary

@@ -1,0 +1,305 @@
+"""A small blocking client for reading topics: Metadata (leaders), ListOffsets (earliest/latest), Fetch by partition.
+
+Rules:
+- Built on bruce.wire and the producer's connection shell (``open_connection``: ApiVersions negotiation through
+  ``bruce.wire.versions``, the Kafka 0.8 fallback, connect/request timeouts). One connection per leader, opened on
+  demand; each public call runs its own coroutine on the reader's event loop, and no request is ever left in flight
+  between calls (the loop does not run while Spark consumes what a call returned).
+- Latest offsets: the larger of ListOffsets(latest) and the high watermark a Fetch at that offset reports. A
+  well-behaved broker gives the same number twice; tansu under-reports ListOffsets after multi-record batches.
+- :meth:`KafkaReader.read` yields the records of ``[start, end)`` batch by batch: records below ``start`` (a batch
+  begins earlier) and from ``end`` on are dropped, control batches are stepped over, a partial batch at the end of a
+  response is fetched again whole (``max.partition.fetch.bytes`` doubles, up to 64 MiB, when not even one batch fits),
+  and an empty answer at the log end stops the read early (the range asked for more than exists).
+- Failures: a transport failure or a retriable error (leader moved, not available, ...) refreshes metadata and retries
+  after ``retry.backoff.ms``, at most ``retries`` times in a row; then — and at once for any other error (unknown
+  topic, offset out of range, a record batch whose CRC does not match) — :class:`KafkaReadError` names the topic,
+  partition, offset and Kafka's error name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from typing import Any, TypeVar
+
+from bruce.producer.aio import new_event_loop
+from bruce.producer.cluster import BadMetadata, ClusterView, build_view
+from bruce.producer.config import parse_host_port
+from bruce.producer.errors import TransportError
+from bruce.producer.transport import BrokerConnection, Timeouts, open_connection
+from bruce.wire import errorcodes
+from bruce.wire.errors import BruceError, MalformedInput
+from bruce.wire.protocol.fetch import (
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+)
+from bruce.wire.protocol.list_offsets import (
+    EARLIEST,
+    LATEST,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from bruce.wire.protocol.metadata import metadata_request
+from bruce.wire.records import Record, decode_records, entry_spans
+from bruce.wire.versions import FETCH, LIST_OFFSETS, METADATA
+
+from .options import ClientConfig
+
+T = TypeVar("T")
+MAX_FETCH_BYTES = 64 << 20
+_OFFSET = struct.Struct(">q")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23  # base offset 8 + length 4 + leader epoch 4 + magic 1 + crc 4 + attributes 2
+
+
+class KafkaReadError(BruceError):
+    """Reading from Kafka failed; the message names what was being read and Kafka's error."""
+
+    reason = "KAFKA_READ"
+
+
+class Retry(Exception):
+    """A failure worth a metadata refresh and another try."""
+
+
+class KafkaReader:
+    """``with KafkaReader(config) as kafka: kafka.partitions("t"); kafka.read("t", 0, 0, 100)``."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.timeouts = Timeouts(
+            connect=config.connect_timeout_ms / 1000,
+            socket=config.request_timeout_ms / 1000,
+            request=config.request_timeout_ms / 1000,
+        )
+        self._runner = asyncio.Runner(loop_factory=new_event_loop)
+        self._view: ClusterView | None = None
+        self._connections: dict[int, BrokerConnection] = {}
+
+    def __enter__(self) -> KafkaReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()
+        self._runner.close()
+
+    # ---------------------------------------------------------------- the public calls
+
+    def partitions(self, topic: str) -> tuple[int, ...]:
+        """Every partition id of ``topic``, sorted; :class:`KafkaReadError` if the topic does not exist."""
+        view = self._call(f"metadata of topic {topic!r}", lambda: self._metadata(topic))
+        info = view.topic(topic)
+        assert info is not None
+        return tuple(p.id for p in info.partitions)
+
+    def earliest_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+        """The first offset of each partition (the log start)."""
+        return self._call(f"earliest offsets of {topic!r}", lambda: self._list_offsets(topic, partitions, EARLIEST))
+
+    def latest_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+        """The offset after the last record of each partition (see the module rules)."""
+        return self._call(f"latest offsets of {topic!r}", lambda: self._latest(topic, partitions))
+
+    def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[list[Record]]:
+        """The records with ``start <= offset < end``, in order, one list per Fetch answer."""
+        offset = start
+        max_bytes = self.config.max_partition_fetch_bytes
+        empty_answers = 0
+        while offset < end:
+            where = f"{topic}/{partition} at offset {offset}"
+            answer = self._call(f"fetch {where}", lambda o=offset, n=max_bytes: self._fetch(topic, partition, o, n))
+            data = answer.records or b""
+            try:
+                records, after = _decode(data)
+            except MalformedInput as e:
+                raise KafkaReadError(f"fetch {where}: {e}", reason=e.reason) from None
+            if after is None:  # no complete batch
+                if data and max_bytes < MAX_FETCH_BYTES:
+                    max_bytes = min(max_bytes * 2, MAX_FETCH_BYTES)
+                    continue
+                if data:
+                    raise KafkaReadError(f"fetch {where}: one record batch is larger than {MAX_FETCH_BYTES} bytes")
+                if answer.high_watermark <= offset:
+                    return  # the log ends before `end`
+                empty_answers += 1
+                if empty_answers > self.config.retries:
+                    raise KafkaReadError(
+                        f"fetch {where}: no records returned though the high watermark is {answer.high_watermark}"
+                    )
+                continue
+            empty_answers = 0
+            if after <= offset:
+                raise KafkaReadError(f"fetch {where}: the broker returned only records before the offset asked for")
+            wanted = [r for r in records if offset <= r.offset < end]
+            offset = after
+            if wanted:
+                yield wanted
+
+    # ---------------------------------------------------------------- retries
+
+    def _call(self, what: str, attempt: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run ``attempt()`` on the loop, retrying :class:`Retry` failures per the module rules."""
+        retries = self.config.retries
+        for n in range(retries + 1):
+            try:
+                return self._runner.run(attempt())
+            except (Retry, TransportError) as e:
+                if n == retries:
+                    raise KafkaReadError(f"{what}: {e} (gave up after {retries} retries)") from None
+                self._view = None  # refresh metadata: the leader may have moved
+                time.sleep(self.config.retry_backoff_ms / 1000 * (n + 1))
+        raise AssertionError("unreachable")
+
+    # ---------------------------------------------------------------- coroutines
+
+    async def _metadata(self, topic: str) -> ClusterView:
+        view = self._view
+        if view is not None and view.topic(topic) is not None:
+            return view
+        servers = [parse_host_port(s) for s in self.config.bootstrap_servers]
+        if view is not None:
+            servers = [(b.host, b.port) for b in view.brokers.values()] + servers
+        problems = []
+        for host, port in servers:
+            try:
+                conn = await self._open(host, port)
+            except TransportError as e:
+                problems.append(str(e))
+                continue
+            try:
+                version = conn.versions.version(METADATA)  # type: ignore[union-attr]
+                request = metadata_request([topic], version=version, allow_auto_topic_creation=False)
+                answer = await conn.request(request, version)
+            except TransportError as e:
+                problems.append(str(e))
+                continue
+            finally:
+                conn.close()
+            for t in answer.topics:
+                if t.name == topic and t.error_code:
+                    error = errorcodes.lookup(t.error_code)
+                    if t.error_code == 3:
+                        raise KafkaReadError(f"topic {topic!r} does not exist ({error})", reason=error.name)
+                    if error.retriable:
+                        raise Retry(f"metadata of topic {topic!r}: {error}")
+                    raise KafkaReadError(f"metadata of topic {topic!r}: {error}", reason=error.name)
+            try:
+                view = build_view(answer.brokers, answer.topics)
+            except BadMetadata as e:
+                problems.append(f"{host}:{port}: {e}")
+                continue
+            if view.topic(topic) is None:
+                raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
+            self._view = view
+            return view
+        raise Retry("no broker answered Metadata: " + "; ".join(problems))
+
+    async def _leader(self, topic: str, partition: int) -> BrokerConnection:
+        view = await self._metadata(topic)
+        info = view.topic(topic)
+        assert info is not None
+        if partition not in {p.id for p in info.partitions}:
+            raise KafkaReadError(f"topic {topic!r} has no partition {partition}")
+        leader = info.leaders.get(partition)
+        if leader is None:
+            raise Retry(f"partition {topic}/{partition} has no leader")
+        conn = self._connections.get(leader)
+        if conn is None or not conn.alive:
+            broker = view.brokers[leader]
+            conn = self._connections[leader] = await self._open(broker.host, broker.port)
+        return conn
+
+    async def _open(self, host: str, port: int) -> BrokerConnection:
+        config = self.config
+        return await open_connection(host, port, config.client_id, self.timeouts, config.protocol)
+
+    async def _list_offsets(self, topic: str, partitions: Sequence[int], timestamp: int) -> dict[int, int]:
+        by_leader: dict[BrokerConnection, list[int]] = {}
+        for p in partitions:
+            by_leader.setdefault(await self._leader(topic, p), []).append(p)
+        offsets: dict[int, int] = {}
+        for conn, parts in by_leader.items():
+            version = conn.versions.version(LIST_OFFSETS)  # type: ignore[union-attr]
+            asked = tuple(ListOffsetsPartition(p, timestamp) for p in parts)
+            answer = await conn.request(ListOffsetsRequest(topics=(ListOffsetsTopic(topic, asked),)), version)
+            for t in answer.topics:
+                for p in t.partitions:
+                    _check(p.error_code, f"list offsets of {topic}/{p.partition_index}")
+                    offsets[p.partition_index] = p.first_offset
+        missing = set(partitions) - set(offsets)
+        if missing:
+            raise Retry(f"list offsets of {topic!r}: no answer for partitions {sorted(missing)}")
+        return offsets
+
+    async def _latest(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+        listed = await self._list_offsets(topic, partitions, LATEST)
+        latest = {}
+        for p in partitions:
+            answer = await self._fetch(topic, p, listed[p], 1, wait_ms=1)  # tansu omits the partition at 0 ms
+            latest[p] = max(listed[p], answer.high_watermark)
+        return latest
+
+    async def _fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int, *, wait_ms: int | None = None
+    ) -> FetchPartitionResponse:
+        conn = await self._leader(topic, partition)
+        version = conn.versions.version(FETCH)  # type: ignore[union-attr]
+        request = FetchRequest(
+            topics=(FetchTopic(topic, (FetchPartition(partition, offset, max_bytes),)),),
+            max_wait_ms=self.config.fetch_max_wait_ms if wait_ms is None else wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+        )
+        return partition_answer(await conn.request(request, version), topic, partition, offset)
+
+
+def partition_answer(answer: FetchResponse, topic: str, partition: int, offset: int) -> FetchPartitionResponse:
+    """The part of a Fetch answer about ``topic``/``partition``; raises for its errors (see the module rules)."""
+    where = f"fetch {topic}/{partition} at offset {offset}"
+    _check(answer.error_code, where)
+    for t in answer.responses:
+        for p in t.partitions:
+            if t.topic == topic and p.partition_index == partition:
+                if p.error_code == 1:
+                    raise KafkaReadError(
+                        f"{where}: OFFSET_OUT_OF_RANGE(1) — the records were deleted (retention) or the offset is "
+                        f"past the log end (log start {p.log_start_offset}, high watermark {p.high_watermark})",
+                        reason="OFFSET_OUT_OF_RANGE",
+                    )
+                _check(p.error_code, where)
+                return p
+    raise Retry(f"{where}: the answer does not mention the partition")
+
+
+def _check(code: int, what: str) -> None:
+    if code == 0:
+        return
+    error = errorcodes.lookup(code)
+    if error.retriable or error.invalid_metadata:
+        raise Retry(f"{what}: {error}")
+    raise KafkaReadError(f"{what}: {error}", reason=error.name)
+
+
+def _decode(data: bytes) -> tuple[list[Record], int | None]:
+    """The records of a Fetch answer, and the offset after its last complete batch (None: no complete batch)."""
+    last = None
+    for start, _, magic in entry_spans(data):
+        (base,) = _OFFSET.unpack_from(data, start)
+        if magic == 2:
+            base += _LAST_OFFSET_DELTA.unpack_from(data, start + _LAST_OFFSET_DELTA_AT)[0]
+        last = base  # magic 0/1: a compressed wrapper's offset is its last inner offset
+    if last is None:
+        return [], None
+    return decode_records(data), last + 1

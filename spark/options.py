@@ -1,0 +1,308 @@
+"""The data source's options: Spark's case-insensitive string map → validated, picklable values.
+
+Rules:
+- Names are the ones Spark's Kafka source users know: ``bootstrap.servers`` (``kafka.bootstrap.servers`` is an alias),
+  ``topic`` (``subscribe`` is an alias for reading), ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
+  ``maxRecordsPerPartition``; client settings are ``kafka.<librdkafka name>`` (``kafka.linger.ms``, ``kafka.acks``).
+  Spark lower-cases option names; so does every lookup here.
+- Every problem is an :class:`OptionError` naming the option and what it accepts, raised when the query is planned
+  (before any task runs). Unknown options are errors too: a misspelt option must not be silently ignored.
+- Offsets specs: ``earliest``, ``latest``, or Spark's JSON ``{"topic": {"0": 23, "1": -2}}`` where -2 means earliest
+  and -1 latest. Partitions a JSON spec leaves out start at earliest and end at latest.
+- Values are frozen dataclasses: they travel to the executors by pickle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bruce.producer import ProducerConfig
+from bruce.producer.config import parse_host_port
+from bruce.wire.errors import BruceError, UsageError
+
+EARLIEST = -2  # Spark's JSON offset for "the log start"
+LATEST = -1  # Spark's JSON offset for "the log end"
+
+OffsetSpec = str | dict[str, dict[int, int]]  # "earliest" | "latest" | {topic: {partition: offset or -2/-1}}
+
+_KAFKA = "kafka."
+_READ_OPTIONS = {
+    "topic",
+    "subscribe",
+    "startingoffsets",
+    "endingoffsets",
+    "maxoffsetspertrigger",
+    "maxrecordsperpartition",
+}
+_WRITE_OPTIONS = {"topic", "socket", "delivery.timeout.ms", "max.datagram.size"}
+_LABELS = {  # Spark lower-cases option names; errors show the documented spelling
+    "startingoffsets": "startingOffsets",
+    "endingoffsets": "endingOffsets",
+    "maxoffsetspertrigger": "maxOffsetsPerTrigger",
+    "maxrecordsperpartition": "maxRecordsPerPartition",
+}
+_COMMON = {"bootstrap.servers", "path", "checkpointlocation"}  # the last two are Spark's own, passed along; ignored
+
+
+class OptionError(UsageError):
+    """A data source option is missing, unknown or has a bad value; the message names it."""
+
+    reason = "BAD_OPTION"
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConfig:
+    """How the reader talks to Kafka (``kafka.*`` options of a read)."""
+
+    bootstrap_servers: tuple[str, ...]
+    client_id: str = "bruce-spark"
+    protocol: str = "auto"  # auto | v0 | modern (as bruce.producer)
+    connect_timeout_ms: int = 10_000
+    request_timeout_ms: int = 30_000
+    max_partition_fetch_bytes: int = 1 << 20  # per Fetch; a larger first batch still arrives whole (v3+)
+    fetch_max_wait_ms: int = 100  # only matters at the log end
+    retries: int = 5  # failed requests (transport, leader change) retried per read, then the read fails
+    retry_backoff_ms: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    topics: tuple[str, ...]
+    client: ClientConfig
+    starting: OffsetSpec
+    ending: OffsetSpec
+    max_offsets_per_trigger: int | None = None
+    max_records_per_partition: int = 500_000
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """Exactly one of ``producer`` (direct to brokers) and ``socket`` (through the local bruce daemon) is set."""
+
+    topic: str | None
+    producer: ProducerConfig | None
+    socket: str | None
+    delivery_timeout_ms: int = 120_000
+    max_datagram_size: int = 65536  # the daemon's max_input_msg_size
+
+    @property
+    def mode(self) -> str:
+        return "daemon" if self.socket else "direct"
+
+
+def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
+    """Validate a read's options (``streaming``: startingOffsets defaults to latest, endingOffsets is refused)."""
+    opts = _lower(options)
+    _refuse_unknown(opts, _READ_OPTIONS, "read")
+    topics = _topics(opts)
+    client = _client_config(opts)
+    starting = _offset_spec(opts, "startingoffsets", "latest" if streaming else "earliest", topics)
+    if streaming and "endingoffsets" in opts:
+        raise OptionError("option 'endingOffsets' is for batch reads; a stream has no end")
+    ending = _offset_spec(opts, "endingoffsets", "latest", topics)
+    if ending == "earliest":
+        raise OptionError("option 'endingOffsets': 'earliest' would read nothing; use 'latest' or per-partition JSON")
+    if not streaming and starting == "latest":
+        raise OptionError("option 'startingOffsets': 'latest' would read nothing in a batch query")
+    return ReadOptions(
+        topics=topics,
+        client=client,
+        starting=starting,
+        ending=ending,
+        max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", None, low=1),
+        max_records_per_partition=_int(opts, "maxrecordsperpartition", 500_000, low=1),
+    )
+
+
+def write_options(options: Mapping[str, str]) -> WriteOptions:
+    """Validate a write's options: ``bootstrap.servers`` (direct) or ``socket`` (the local daemon), not both."""
+    opts = _lower(options)
+    _refuse_unknown(opts, _WRITE_OPTIONS, "write")
+    servers = _servers(opts, required=False)
+    socket = opts.get("socket") or None
+    if bool(servers) == bool(socket):
+        raise OptionError(
+            "a write needs exactly one of 'bootstrap.servers' (produce to the brokers) and 'socket' "
+            "(the local bruce daemon's input socket)"
+        )
+    producer = None
+    if servers:
+        settings: dict[str, Any] = {"client_id": "bruce-spark"}
+        for key, text in opts.items():
+            if key.startswith(_KAFKA) and key != "kafka.bootstrap.servers":
+                name = key[len(_KAFKA) :].replace(".", "_")
+                settings[name] = _producer_value(key, name, text)
+        settings["bootstrap_servers"] = servers
+        try:
+            producer = ProducerConfig(**settings)
+        except BruceError as e:
+            raise OptionError(f"producer settings (kafka.*): {e}") from None
+    elif any(key.startswith(_KAFKA) for key in opts):
+        raise OptionError("kafka.* settings apply to direct writes; with 'socket' the daemon's config decides them")
+    topic = opts.get("topic") or None
+    return WriteOptions(
+        topic=topic,
+        producer=producer,
+        socket=socket,
+        delivery_timeout_ms=_int(opts, "delivery.timeout.ms", 120_000, low=1),
+        max_datagram_size=_int(opts, "max.datagram.size", 65536, low=64),
+    )
+
+
+# ---------------------------------------------------------------- offsets specs
+
+
+def _offset_spec(opts: dict[str, str], name: str, default: str, topics: tuple[str, ...]) -> OffsetSpec:
+    text = opts.get(name, default).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    label = _LABELS[name]
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        raise OptionError(
+            f'option {label!r}: {text!r} is not earliest, latest or JSON like {{"topic": {{"0": 23, "1": -2}}}}'
+        ) from None
+    if not isinstance(parsed, dict):
+        raise OptionError(f"option {label!r}: the JSON must be an object of topics")
+    spec: dict[str, dict[int, int]] = {}
+    for topic, partitions in parsed.items():
+        if topic not in topics:
+            raise OptionError(f"option {label!r} names topic {topic!r}, which the read does not subscribe to")
+        if not isinstance(partitions, dict):
+            raise OptionError(f"option {label!r}: topic {topic!r} must map partitions to offsets")
+        spec[topic] = {}
+        for partition, offset in partitions.items():
+            if not (isinstance(partition, str) and partition.isdigit()):
+                raise OptionError(f"option {label!r}: partition {partition!r} of {topic!r} is not a number")
+            if type(offset) is not int or offset < EARLIEST:
+                raise OptionError(
+                    f"option {label!r}: offset {offset!r} of {topic}/{partition} must be an offset ≥ 0, "
+                    "-2 (earliest) or -1 (latest)"
+                )
+            spec[topic][int(partition)] = offset
+    return spec
+
+
+def offsets_to_json(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
+    """Per-partition offsets in Spark's JSON shape (partition numbers as strings), sorted."""
+    return {t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(offsets.items())}
+
+
+def offsets_from_json(data: Mapping[str, Mapping[str, int]]) -> dict[str, dict[int, int]]:
+    """The inverse of :func:`offsets_to_json` (a stream offset as Spark hands it back)."""
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): "" if v is None else str(v) for k, v in options.items()}
+
+
+def _refuse_unknown(opts: dict[str, str], allowed: set[str], what: str) -> None:
+    for key in sorted(opts):
+        if key in allowed or key in _COMMON or key.startswith(_KAFKA):
+            continue
+        if what == "read" and key in _WRITE_OPTIONS:
+            raise OptionError(f"option {key!r} applies to writes, not to a read")
+        if what == "write" and key in _READ_OPTIONS:
+            raise OptionError(f"option {key!r} applies to reads, not to a write")
+        known = ", ".join(sorted(allowed | {"bootstrap.servers", "kafka.*"}))
+        raise OptionError(f"unknown option {key!r} for a {what} (known: {known})")
+
+
+def _servers(opts: dict[str, str], *, required: bool) -> tuple[str, ...]:
+    plain, aliased = opts.get("bootstrap.servers"), opts.get("kafka.bootstrap.servers")
+    if plain and aliased and plain != aliased:
+        raise OptionError("'bootstrap.servers' and its alias 'kafka.bootstrap.servers' disagree; give one")
+    text = plain or aliased or ""
+    servers = tuple(s.strip() for s in text.split(",") if s.strip())
+    if required and not servers:
+        raise OptionError("option 'bootstrap.servers' (or 'kafka.bootstrap.servers') is required: host:port,...")
+    for server in servers:
+        try:
+            parse_host_port(server)
+        except BruceError:
+            raise OptionError(f"option 'bootstrap.servers': {server!r} is not host:port") from None
+    return servers
+
+
+def _topics(opts: dict[str, str]) -> tuple[str, ...]:
+    plain, aliased = opts.get("topic"), opts.get("subscribe")
+    if plain and aliased:
+        raise OptionError("give 'topic' or its alias 'subscribe', not both")
+    topics = tuple(dict.fromkeys(t.strip() for t in (plain or aliased or "").split(",") if t.strip()))
+    if not topics:
+        raise OptionError("option 'topic' (or 'subscribe') is required: the topic(s) to read, comma-separated")
+    return topics
+
+
+_CLIENT_SETTINGS = {
+    "kafka.client.id": "client_id",
+    "kafka.protocol": "protocol",
+    "kafka.connect.timeout.ms": "connect_timeout_ms",
+    "kafka.request.timeout.ms": "request_timeout_ms",
+    "kafka.max.partition.fetch.bytes": "max_partition_fetch_bytes",
+    "kafka.fetch.max.wait.ms": "fetch_max_wait_ms",
+    "kafka.retries": "retries",
+    "kafka.retry.backoff.ms": "retry_backoff_ms",
+}
+
+
+def _client_config(opts: dict[str, str]) -> ClientConfig:
+    values: dict[str, Any] = {"bootstrap_servers": _servers(opts, required=True)}
+    for key, text in opts.items():
+        if not key.startswith(_KAFKA) or key == "kafka.bootstrap.servers":
+            continue
+        field = _CLIENT_SETTINGS.get(key)
+        if field is None:
+            raise OptionError(f"unknown read setting {key!r} (known: {', '.join(sorted(_CLIENT_SETTINGS))})")
+        if field == "client_id":
+            values[field] = text
+        elif field == "protocol":
+            if text not in ("auto", "v0", "modern"):
+                raise OptionError(f"option {key!r}: {text!r} is not one of auto, v0, modern")
+            values[field] = text
+        else:
+            values[field] = _int(opts, key, None, low=0 if field in ("retries", "retry_backoff_ms") else 1)
+    return ClientConfig(**values)
+
+
+def _producer_value(key: str, name: str, text: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(ProducerConfig)}
+    field = fields.get(name)
+    if field is None or name == "bootstrap_servers":
+        raise OptionError(f"unknown producer setting {key!r} (see docs/spark.md for the kafka.* settings)")
+    default = field.default
+    if isinstance(default, bool):
+        if text.lower() not in ("true", "false"):
+            raise OptionError(f"option {key!r}: {text!r} is not true or false")
+        return text.lower() == "true"
+    if isinstance(default, int):
+        if name == "acks" and text.lower() == "all":
+            return -1
+        try:
+            return int(text)
+        except ValueError:
+            raise OptionError(f"option {key!r}: {text!r} is not an integer") from None
+    return text
+
+
+def _int(opts: dict[str, str], name: str, default: int | None, *, low: int) -> int | None:
+    text = opts.get(name)
+    if text is None or text == "":
+        return default
+    label = _LABELS.get(name, name)
+    try:
+        value = int(text)
+    except ValueError:
+        raise OptionError(f"option {label!r}: {text!r} is not an integer") from None
+    if value < low:
+        raise OptionError(f"option {label!r}: {value} must be ≥ {low}")
+    return value

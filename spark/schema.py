@@ -1,0 +1,185 @@
+"""Columns of the data source: the read schema (Spark's Kafka source shape) and the columns a write accepts.
+
+Rules:
+- Reads produce exactly Spark's Kafka source columns: ``key``, ``value`` (binary), ``topic``, ``partition``,
+  ``offset``, ``timestamp`` (null when the record has none), ``timestampType`` (0 create time, 1 log append time),
+  ``headers`` (array of key/value structs). Rows leave as Arrow record batches whose schema matches Spark's exactly.
+- Writes accept ``value`` (required; binary or string, UTF-8 encoded), and optionally ``key`` (binary or string),
+  ``topic`` (string; null → the ``topic`` option), ``partition`` (integer), ``partition_key`` (integer: Bruce's
+  PartitionKey), ``headers`` (array of structs with a string ``key`` and a binary or string ``value``), ``timestamp``
+  (timestamp, or long epoch milliseconds). Any other column, or a type not listed, is refused when the query is
+  planned, naming the column — a misspelt ``partition_key`` must not silently change routing.
+- The daemon's datagrams carry no headers and no explicit partition: those columns are refused for ``socket`` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    ByteType,
+    DataType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from bruce.wire.errors import UsageError
+from bruce.wire.records import Record
+
+from .options import OptionError
+
+READ_SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "timestampType int, headers array<struct<key: string, value: binary>>"
+)
+
+_HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
+ARROW_READ_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestampType", pa.int32()),
+        ("headers", pa.list_(pa.field("element", _HEADER))),
+    ]
+)
+
+_INTEGERS = (ByteType, ShortType, IntegerType, LongType)
+_BYTES_OR_TEXT = (BinaryType, StringType)
+WRITE_COLUMNS = ("value", "key", "topic", "partition", "partition_key", "headers", "timestamp")
+
+
+class BadRow(UsageError):
+    """A row the data source cannot write (a null topic with no ``topic`` option, a negative partition, ...)."""
+
+    reason = "BAD_ROW"
+
+
+# ---------------------------------------------------------------- reading
+
+
+def records_to_arrow(topic: str, partition: int, records: Sequence[Record]) -> pa.RecordBatch:
+    """One Arrow batch in the read schema for ``records`` of one partition."""
+    n = len(records)
+    headers = [[{"key": k, "value": v} for k, v in r.headers] if r.headers else [] for r in records]
+    columns = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records], pa.timestamp("us", tz="UTC")),
+        pa.array([r.timestamp_type for r in records], pa.int32()),
+        pa.array(headers, ARROW_READ_SCHEMA.field("headers").type),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA)
+
+
+# ---------------------------------------------------------------- writing
+
+
+def check_write_schema(schema: StructType, *, topic_option: str | None, daemon: bool) -> None:
+    """Refuse, with the column named, a DataFrame the data source cannot write (see the module rules)."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    for name, kind in fields.items():
+        problem = _column_problem(name, kind)
+        if problem:
+            raise OptionError(f"cannot write column {name!r} ({kind.simpleString()}): {problem}")
+    if "value" not in fields:
+        raise OptionError("a write needs a 'value' column (binary or string)")
+    if "topic" not in fields and not topic_option:
+        raise OptionError("no topic: give the 'topic' option or a 'topic' column")
+    if daemon:
+        for name in ("headers", "partition"):
+            if name in fields:
+                raise OptionError(
+                    f"column {name!r} cannot go through the bruce daemon (its datagrams have no {name}); "
+                    "write with 'bootstrap.servers' instead, or use 'partition_key'"
+                )
+
+
+def _column_problem(name: str, kind: DataType) -> str:
+    if name in ("value", "key"):
+        return "" if isinstance(kind, _BYTES_OR_TEXT) else "must be binary or string"
+    if name == "topic":
+        return "" if isinstance(kind, StringType) else "must be a string"
+    if name in ("partition", "partition_key"):
+        return "" if isinstance(kind, _INTEGERS) else "must be an integer"
+    if name == "timestamp":
+        return "" if isinstance(kind, (TimestampType, TimestampNTZType, LongType)) else "must be a timestamp or long ms"
+    if name == "headers":
+        ok = (
+            isinstance(kind, ArrayType)
+            and isinstance(kind.elementType, StructType)
+            and [f.name for f in kind.elementType.fields] == ["key", "value"]
+            and isinstance(kind.elementType["key"].dataType, StringType)
+            and isinstance(kind.elementType["value"].dataType, _BYTES_OR_TEXT)
+        )
+        return "" if ok else "must be array<struct<key: string, value: binary>>"
+    return f"not a column the data source writes (it writes {', '.join(WRITE_COLUMNS)})"
+
+
+@dataclass(slots=True)
+class Rows:
+    """One Arrow batch's columns as Python lists (None: the column is absent). Strings are encoded to bytes,
+    timestamps are epoch milliseconds, headers are tuples of (key, value)."""
+
+    count: int
+    value: list[bytes | None]
+    key: list[bytes | None] | None = None
+    topic: list[str | None] | None = None
+    partition: list[int | None] | None = None
+    partition_key: list[int | None] | None = None
+    headers: list[tuple[tuple[str, bytes | None], ...] | None] | None = None
+    timestamp: list[int | None] | None = None
+
+
+def arrow_rows(batch: pa.RecordBatch) -> Rows:
+    """The columns of one batch handed to a writer."""
+    names = batch.schema.names
+    rows = Rows(batch.num_rows, _as_bytes(batch.column(names.index("value"))))
+    if "key" in names:
+        rows.key = _as_bytes(batch.column(names.index("key")))
+    for name in ("topic", "partition", "partition_key"):
+        if name in names:
+            setattr(rows, name, batch.column(names.index(name)).to_pylist())
+    if "timestamp" in names:
+        column = batch.column(names.index("timestamp"))
+        if pa.types.is_timestamp(column.type):
+            column = pc.divide(column.cast(pa.timestamp("us", tz=column.type.tz)).cast(pa.int64()), 1000)
+        rows.timestamp = column.to_pylist()
+    if "headers" in names:
+        rows.headers = [_headers(h) for h in batch.column(names.index("headers")).to_pylist()]
+    return rows
+
+
+def _as_bytes(column: pa.Array) -> list[Any]:
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary() if pa.types.is_string(column.type) else pa.large_binary())
+    return column.to_pylist()
+
+
+def _headers(items: list[dict[str, Any]] | None) -> tuple[tuple[str, bytes | None], ...] | None:
+    if not items:
+        return None
+    out = []
+    for item in items:
+        if item is None or item["key"] is None:
+            raise BadRow("a header needs a non-null key")
+        value = item["value"]
+        out.append((item["key"], value.encode() if isinstance(value, str) else value))
+    return tuple(out)

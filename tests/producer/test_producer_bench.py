@@ -1,0 +1,28 @@
+"""The producer benchmark still runs: --quick mode prints a figure per client and the ratios (no timing asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.e2e
+def test_producer_bench_quick_prints_its_figures() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "producer_bench.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    for client in ("bruce.producer", "confluent-kafka", "aiokafka (await send)", "kafka-python"):
+        assert re.search(rf"^{re.escape(client)}\s+[\d,]+ msgs/s$", result.stdout, re.M), result.stdout
+    assert re.search(r"ratio vs aiokafka \(await send\): [\d.]+x", result.stdout)
+    assert re.search(r"ratio vs confluent-kafka:\s+[\d.]+x", result.stdout)

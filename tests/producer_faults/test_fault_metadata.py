@@ -1,0 +1,111 @@
+"""Metadata against the fake broker: bootstrap past a dead broker, no refresh storms, periodic refresh, protocol
+choice per broker, and topic auto-creation (bruce-behaviour.md §5, §9)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fakebroker import FakeCluster
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario, wait_for
+
+from bruce.producer import DeliveryError, DiscardReason, Producer
+
+
+def test_bootstrap_skips_a_dead_broker() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [2])
+        await cluster.brokers[1].stop()
+        dead = "127.0.0.1:1"  # nothing listens there
+        async with Producer(bruce_config((dead, *cluster.bootstrap[1:]))) as p:
+            await p.ready(5)
+            assert await p.send("t", b"x") == (0, 0)
+            assert_accounting(p, held=0)
+
+    scenario(body)
+
+
+def test_on_demand_refreshes_are_merged_and_rate_limited() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        config = bruce_config(cluster.bootstrap, metadata_min_interval_ms=100)
+        async with Producer(config) as p:
+            await p.ready(5)
+            before = len(cluster.requests("Metadata"))
+            for _ in range(50):
+                p.request_metadata_refresh()
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.15)
+            fetched = len(cluster.requests("Metadata")) - before
+            assert 2 <= fetched <= 8  # ~0.65 s of requests at most one fetch per 100 ms, not 50
+            updated, modified = p.metadata_times()
+            assert updated >= modified > 0
+
+    scenario(body, brokers=1)
+
+
+def test_periodic_refresh_runs_at_the_interval() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap, metadata_refresh_interval_ms=100)) as p:
+            await p.ready(5)
+            await asyncio.sleep(0.6)
+            assert 4 <= len(cluster.requests("Metadata")) <= 9  # every 80-120 ms, plus the first
+
+    scenario(body, brokers=1)
+
+
+def test_forcing_the_modern_protocol_on_a_kafka_08_broker_fails_with_counted_errors() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap, protocol="modern")) as p:
+            with pytest.raises(TimeoutError):
+                await p.ready(0.3)
+            assert p.counters.get("GetMetadataFail") >= 1
+            assert p.cluster() is None
+
+    scenario(body, brokers=1, legacy=True)
+
+
+def test_forcing_v0_never_sends_api_versions() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap, protocol="v0")) as p:
+            await p.ready(5)
+            assert await p.send("t", b"x") == (0, 0)
+            assert_accounting(p, held=0)
+        assert not cluster.requests("ApiVersions")
+        assert {s.version for s in cluster.history} == {0}
+
+    scenario(body, brokers=1)
+
+
+def test_topic_autocreate() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        config = bruce_config(cluster.bootstrap, topic_autocreate=True)
+        async with Producer(config, sink=outcomes) as p:
+            await p.ready(5)
+            handle = p.send("fresh", b"x")
+            await wait_for(lambda: handle.done, timeout=8, what="delivery to the auto-created topic")
+            assert handle.result() == (0, 0)
+            assert p.counters.get("TopicAutocreateOk") == 1
+            assert_accounting(p, outcomes, held=0)
+        assert "created" in [s.outcome for s in cluster.requests("Metadata")]
+
+    scenario(body, brokers=1, autocreate=True)
+
+
+def test_topic_autocreate_refused() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
+            await p.ready(5)
+            handle = p.send("fresh", b"x")
+            with pytest.raises(DeliveryError) as caught:
+                await handle
+            assert caught.value.reason == DiscardReason.TOPIC_AUTOCREATE_FAIL
+            assert_accounting(p, held=0)
+
+    scenario(body, brokers=1, autocreate=False)

@@ -1,0 +1,124 @@
+"""Direct delivery (bruce.producer) of Arrow batches, without Spark: routing per row, every row delivered and read
+back by confluent-kafka, and a failing broker turned into discards with reasons rather than success."""
+
+from __future__ import annotations
+
+import zlib
+
+import pyarrow as pa
+import pytest
+from fakebroker import FakeCluster, Fault
+
+from bruce.producer import run
+from bruce.producer.cluster import Partition, Topic
+from bruce.producer.partitioner import partition_for_key
+from bruce.proxy.embedded import free_port
+from bruce.spark.delivery import DeliveryFailed, deliver
+from bruce.spark.direct import messages_by_topic, produce_batches
+from bruce.spark.options import write_options
+from bruce.spark.schema import BadRow, arrow_rows
+
+from .kafka_io import consume_all
+
+
+def _rows(**columns):
+    return arrow_rows(pa.RecordBatch.from_pydict(columns))
+
+
+def test_routing_per_row() -> None:
+    rows = _rows(
+        value=[b"a", b"b", b"c", b"d", b"e"],
+        key=[None, b"k", b"k", None, None],
+        topic=["t1", None, "t2", "t2", None],
+        partition=pa.array([None, None, 3, None, None], pa.int32()),
+        partition_key=pa.array([None, None, 9, 2**32 - 1, None], pa.int64()),
+        timestamp=pa.array([5, None, 6, 7, 8], pa.int64()),
+    )
+    groups = messages_by_topic(rows, "default")
+    assert sorted(groups) == ["default", "t1", "t2"]
+    (a,) = groups["t1"]
+    assert (a.value, a.key, a.partition_key, a.pinned, a.timestamp) == (b"a", None, None, False, 5)
+    b, e = groups["default"]
+    assert (b.key, b.partition_key, b.pinned) == (b"k", zlib.crc32(b"k"), False)  # the key's CRC-32
+    assert b.timestamp > 1_600_000_000_000 and e.partition_key is None  # no timestamp: now
+    c, d = groups["t2"]
+    assert (c.partition_key, c.pinned) == (3, True)  # partition wins over partition_key
+    assert (d.partition_key, d.pinned) == (2**32 - 1, False)
+
+
+def test_partition_key_semantics_are_bruces() -> None:
+    topic = Topic("t", tuple(Partition(i, 1) for i in range(4)), {0: 1, 1: 1, 3: 1}, (0, 1, 3))
+    (m,) = messages_by_topic(_rows(value=[b"v"], partition_key=pa.array([6], pa.int64())), "t")["t"]
+    assert partition_for_key(m.partition_key, topic) == 3  # 6 % 4 = 2 is unavailable: the next available one
+
+
+@pytest.mark.parametrize(
+    ("columns", "default", "message"),
+    [
+        ({"value": [b"v"], "topic": pa.array([None], pa.string())}, None, "null topic"),
+        ({"value": [b"v"], "partition": pa.array([-1], pa.int32())}, "t", "partition -1 is negative"),
+        ({"value": [b"v"], "partition_key": pa.array([2**32], pa.int64())}, "t", "does not fit in 32 bits"),
+    ],
+)
+def test_bad_rows(columns: dict, default: str | None, message: str) -> None:
+    with pytest.raises(BadRow, match=message):
+        messages_by_topic(_rows(**columns), default)
+
+
+def _batches(n: int, per_batch: int, *, key_every: int = 0) -> list[pa.RecordBatch]:
+    out = []
+    for start in range(0, n, per_batch):
+        ids = range(start, min(n, start + per_batch))
+        keys = [str(i % key_every).encode() if key_every else None for i in ids]
+        out.append(
+            pa.RecordBatch.from_pydict({"value": [b"row-%06d" % i for i in ids], "key": pa.array(keys, pa.binary())})
+        )
+    return out
+
+
+def test_every_row_delivered_and_read_back(tansu, new_topic) -> None:
+    topic = new_topic(partitions=3)
+    options = write_options(
+        {"bootstrap.servers": tansu.address, "topic": topic, "kafka.queue.buffering.max.messages": "700"}
+    )
+    summary = deliver(iter(_batches(5000, 1000, key_every=11)), options)
+    assert (summary.rows, summary.delivered, summary.discarded, summary.mode) == (5000, 5000, {}, "direct")
+    got = consume_all(tansu.address, topic, 3, 5000)
+    assert sorted(m.value for m in got) == [b"row-%06d" % i for i in range(5000)]
+    by_key: dict[bytes, set[int]] = {}
+    for m in got:
+        by_key.setdefault(m.key, set()).add(m.partition)
+    assert all(len(parts) == 1 for parts in by_key.values())  # one key, one partition
+
+
+def test_unreachable_broker_discards_on_delivery_timeout() -> None:
+    options = write_options(
+        {
+            "bootstrap.servers": f"127.0.0.1:{free_port()}",
+            "topic": "t",
+            "delivery.timeout.ms": "1500",
+            "kafka.connect.timeout.ms": "200",
+        }
+    )
+    with pytest.raises(DeliveryFailed) as failed:
+        deliver(iter(_batches(300, 100)), options)
+    summary = failed.value.summary
+    assert (summary.rows, summary.delivered, summary.discarded) == (300, 0, {"MESSAGE_TIMEOUT": 300})
+    assert failed.value.reason == "MESSAGE_TIMEOUT"
+    assert "not every row was delivered" in str(failed.value) and "at-least-once" in str(failed.value)
+
+
+def test_broker_refusing_writes_fails_fast() -> None:
+    async def scenario():
+        async with FakeCluster(brokers=1) as cluster:
+            cluster.add_topic("t", [1, 1])
+            cluster.brokers[1].script(0, *[Fault.error(87)] * 50)  # INVALID_RECORD on every produce
+            options = write_options({"bootstrap.servers": cluster.bootstrap[0], "topic": "t"})
+            summary = await produce_batches(iter(_batches(50_000, 1000)), options)
+            return summary, cluster
+
+    summary, cluster = run(scenario())
+    assert summary.delivered == 0 and summary.discarded.get("KAFKA_ERROR_ACK", 0) >= 1
+    assert summary.rows == summary.discarded_total < 50_000  # stopped taking input after the first discard
+    assert "INVALID_RECORD" in summary.first_error
+    assert cluster.unexpected == [] and all(s.outcome == "error 87" for s in cluster.requests("Produce"))
