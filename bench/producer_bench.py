@@ -6,6 +6,8 @@ Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
 The best of --repeat runs counts. Targets: at least 3x aiokafka's per-message rate and 0.4x confluent-kafka's.
+Last, bruce.producer runs again with Python's garbage collector off, to show the collector's share of its cost (the
+messages held in flight are what it walks).
 """
 
 from __future__ import annotations
@@ -138,6 +140,19 @@ def run(address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: 
         rates[name] = best
         print(f"{name:24} {best:12,.0f} msgs/s", flush=True)
     ours = rates["bruce.producer"]
+    without_gc = 0.0
+    for _ in range(repeat):
+        topic = f"bench-{next(_topics)}"
+        if broker is not None:
+            broker.create_topic(topic, 1)
+        gc.collect()
+        gc.disable()
+        try:
+            without_gc = max(without_gc, n / bench_bruce(address, topic, n, value))
+        finally:
+            gc.enable()
+    share = 1 - ours / without_gc
+    print(f"{'bruce.producer, no gc':24} {without_gc:12,.0f} msgs/s (the garbage collector's share: {share:.0%})")
     print(f"ratio vs aiokafka (await send): {ours / rates['aiokafka (await send)']:.2f}x (target >= 3)")
     print(f"ratio vs confluent-kafka:       {ours / rates['confluent-kafka']:.2f}x (target >= 0.4)")
     print(f"ratio vs kafka-python:          {ours / rates['kafka-python']:.2f}x")

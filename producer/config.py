@@ -33,7 +33,8 @@ class ProducerConfig:
     replication_timeout_ms: int = 10_000  # Bruce --replication_timeout: the broker's wait for replicas
     request_timeout_ms: int = 30_000  # our wait for a produce or metadata response
     produce_request_data_limit: int = 1024 * 1024  # Σ key+value per request; first message always; 0 ⇒ 1 message
-    message_max_bytes: int = 1_000_000  # the broker's message.max.bytes: caps a compressed set (Bruce §7)
+    message_max_bytes: int = 1_000_000  # the broker's message.max.bytes: caps a record batch, a compressed set (Bruce)
+    empty_as_null: bool = False  # write an empty key or value as null (Bruce's rule; the daemon sets it)
     compression_codec: str = "none"  # the library path's codec; the daemon supplies a per-topic policy instead
     max_in_flight_per_broker: int = 1  # never more than one in-flight batch per partition, whatever this is
     # Accumulation (library path)
@@ -76,6 +77,9 @@ class ProducerConfig:
             raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
         if not -1 <= self.acks <= 32767:
             raise ConfigError(f"acks: {self.acks} must be -1 (all replicas), 0 (none) or a replica count")
+        for name in ("empty_as_null", "topic_autocreate"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name}: {getattr(self, name)!r} must be true or false")
         if not isinstance(self.client_id, str) or len(self.client_id.encode()) > 32767:
             raise ConfigError("client_id: a string of at most 32767 bytes")
         for name in ("produce_request_data_limit", "pause_rate_limit_max_double", "max_failed_delivery_attempts"):

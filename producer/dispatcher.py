@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from .acks import Action, Failure, classify
 from .cluster import ClusterView, Topic
@@ -69,9 +70,10 @@ class Dispatcher:
 
     def admit(self, messages: Sequence[Message]) -> None:
         """Count messages as held (accepted); every one must later reach a fate."""
-        self.accepted += len(messages)
-        self.held_messages += len(messages)
-        self.held_bytes += sum(m.size for m in messages)
+        n = len(messages)
+        self.accepted += n
+        self.held_messages += n
+        self.held_bytes += messages[0].size if n == 1 else sum(map(_size, messages))
 
     def queue(self, topic: str, partition: int) -> PartitionQueue:
         queues = self.queues.get(topic)
@@ -96,12 +98,16 @@ class Dispatcher:
 
     def route(self, topic: str, messages: list[Message], *, hold_unknown: bool = True) -> None:
         """Put ready messages on their partitions' queues (a batch from the daemon, or messages being rerouted)."""
-        info = self.view.topic(topic) if self.view is not None else None
+        view = self.view
+        info = view.topics.get(topic) if view is not None else None
         if info is None:
             if hold_unknown:
                 self._hold_unknown(topic, messages)
             else:
                 self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic no longer in metadata")
+            return
+        if len(messages) == 1:
+            self._route_one(topic, info, messages[0])
             return
         by_partition: dict[int, list[Message]] = {}
         keyless: list[Message] = []
@@ -123,10 +129,32 @@ class Dispatcher:
                 by_partition.setdefault(p, []).extend(keyless)
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
-            pq.add_ready(ms, sum(m.size for m in ms))
+            pq.add_ready(ms, sum(map(_size, ms)))
             self.mark_ready(pq)
         if lost:
             self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
+
+    def _route_one(self, topic: str, info: Topic, m: Message) -> None:
+        """:meth:`route` for a lone message (a topic not batched by the daemon): the same choice, nothing allocated,
+        no wake-up when its partition is already marked ready (its broker's sender will look at it anyway)."""
+        key = m.partition_key
+        if key is None:
+            p = self.cycle.next(info)
+        elif m.pinned:
+            p = key if key in info.leaders else None
+        else:
+            p = partition_for_key(key, info)
+        if p is None:
+            self.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
+            return
+        queues = self.queues.get(topic)
+        pq = queues.get(p) if queues is not None else None
+        if pq is None:
+            pq = self.queue(topic, p)
+        pq.append_ready(m)
+        ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]
+        if ready is None or pq not in ready:
+            self.mark_ready(pq)
 
     def _hold_unknown(self, topic: str, messages: list[Message]) -> None:
         held = self.unknown.get(topic)
@@ -305,7 +333,7 @@ class Dispatcher:
 
     def _release(self, messages: Sequence[Message]) -> None:
         self.held_messages -= len(messages)
-        self.held_bytes -= sum(m.size for m in messages)
+        self.held_bytes -= sum(map(_size, messages))
 
     # ---------------------------------------------------------------- views
 
@@ -376,6 +404,9 @@ class Dispatcher:
             self.discard(pq.topic, pq.drain(), reason, detail)
         for topic in list(self.unknown):
             self.fail_unknown(topic, reason, detail)
+
+
+_size = attrgetter("size")
 
 
 def _labels(broker: int, pq: PartitionQueue) -> tuple[tuple[str, str], ...]:

@@ -51,18 +51,21 @@ class AnyPartitionCycle:
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
-        self._cycles: dict[str, tuple[tuple[int, ...], list[int], int]] = {}
+        self._cycles: dict[str, list] = {}  # topic → [available partitions, shuffled order, next position]
 
     def next(self, topic: Topic) -> int | None:
         """The next partition for a keyless batch of ``topic``, or None when none is available."""
         available = topic.available
-        if not available:
-            return None
         cycle = self._cycles.get(topic.name)
-        if cycle is None or cycle[0] != available:
-            order = list(available)
-            self._rng.shuffle(order)
-            cycle = (available, order, 0)
-        _, order, position = cycle
-        self._cycles[topic.name] = (available, order, (position + 1) % len(order))
+        if cycle is None or cycle[0] is not available:
+            if not available:
+                return None
+            if cycle is None or cycle[0] != available:  # a new view with the same partitions keeps its order
+                order = list(available)
+                self._rng.shuffle(order)
+                cycle = self._cycles[topic.name] = [available, order, 0]
+            cycle[0] = available
+        order = cycle[1]
+        position = cycle[2]
+        cycle[2] = position + 1 if position + 1 < len(order) else 0
         return order[position]

@@ -8,6 +8,8 @@ Rules:
   use PartitionKey routing on CRC-32 of the key; an explicit partition is used as given.
 - A batch is ready when it holds ``batch_num_messages`` or ``batch_size`` bytes, when its first message is
   ``linger_ms`` old, or on ``flush``/``close``.
+- :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
+  sent to an unknown topic).
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
   that crashes ends the producer with its exception. The producer starts without waiting for Kafka: messages for topics
   not yet known wait for the first metadata (``await producer.ready()`` waits for it).
@@ -28,6 +30,7 @@ from typing import Any
 from bruce.wire.compression import Codec
 from bruce.wire.errors import UsageError
 
+from . import metadata
 from .backoff import PauseBackoff
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
@@ -35,7 +38,7 @@ from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import ProducerClosed, QueueFull
 from .message import Message, OutcomeSink
-from .metadata import AUTOCREATE_CHECKS, MetadataFetcher, MetadataUnavailable
+from .metadata import MetadataFetcher, MetadataUnavailable
 from .partitioner import explicit_partition, key_to_partition_key, partition_for_key
 from .pause import PauseController
 from .queues import PartitionQueue
@@ -306,6 +309,35 @@ class Producer:
             lingering.popleft()
             d.seal(pq)
 
+    # ---------------------------------------------------------------- topics
+
+    async def create_topic(self, topic: str) -> DiscardReason | None:
+        """Ask the brokers to create ``topic`` and wait until the metadata shows it (Bruce's auto-creation: a
+        single-topic Metadata request allowing creation to each known broker in turn; then a refresh after 3, 6 and
+        12 s until the topic appears). Returns None once the topic is in the cluster view (at once if it already
+        is), TOPIC_AUTOCREATE_FAIL when no broker agreed, BAD_TOPIC when it never appeared. Never raises for a
+        broker failure; counted as ``TopicAutocreateOk/Fail/NoAnswer``."""
+        if self._first_view is None or self._group is None:
+            raise ProducerClosed("the producer is not running")
+        d = self._dispatcher
+        if d.topic_info(topic) is not None:
+            return None
+        if not await self._fetcher.autocreate(topic):
+            return DiscardReason.TOPIC_AUTOCREATE_FAIL
+        for delay in metadata.AUTOCREATE_CHECKS:
+            await asyncio.sleep(delay)
+            if d.topic_info(topic) is not None:  # another refresh found it meanwhile
+                return None
+            started = self._loop.time()
+            try:
+                view = await self._fetcher.fetch()
+            except MetadataUnavailable:
+                continue
+            self._apply_view(view, started)
+            if view.topic(topic) is not None:
+                return None
+        return DiscardReason.BAD_TOPIC
+
     # ---------------------------------------------------------------- the daemon's queries
 
     def cluster(self) -> ClusterView | None:
@@ -392,21 +424,16 @@ class Producer:
             self._spawn(self._autocreate(topic))
 
     async def _autocreate(self, topic: str) -> None:
-        d = self._dispatcher
         try:
-            if not await self._fetcher.autocreate(topic):
-                d.fail_unknown(topic, DiscardReason.TOPIC_AUTOCREATE_FAIL, "the broker refused to create the topic")
-                return
-            for delay in AUTOCREATE_CHECKS:
-                await asyncio.sleep(delay)
-                started = self._loop.time()
-                try:
-                    view = await self._fetcher.fetch()
-                except MetadataUnavailable:
-                    continue
-                self._apply_view(view, started)
-                if topic not in d.unknown:
-                    return
-            d.fail_unknown(topic, DiscardReason.BAD_TOPIC, "auto-created topic never appeared in metadata")
+            failure = await self.create_topic(topic)
         finally:
             self._autocreating.discard(topic)
+        if failure is not None:  # None: the new view has routed the topic's messages
+            detail = _AUTOCREATE_DETAIL[failure]
+            self._dispatcher.fail_unknown(topic, failure, detail)
+
+
+_AUTOCREATE_DETAIL = {
+    DiscardReason.TOPIC_AUTOCREATE_FAIL: "no broker agreed to create the topic",
+    DiscardReason.BAD_TOPIC: "the created topic never appeared in metadata",
+}

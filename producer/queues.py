@@ -8,7 +8,9 @@ Rules:
   (one in-flight batch per partition: per-partition order without idempotence). ``staged``: messages already taken
   for the next request; nothing newer is sent before them.
 - Ready batches are lists of messages with their byte size (Σ key + value); ``take`` splits a batch when a request's
-  data limit ends inside it.
+  data limit ends inside it. A message queued alone (:meth:`PartitionQueue.append_ready`) joins the last ready batch
+  instead of making one of its own (batches only speed up ``take``: where they end changes nothing). The queue owns
+  the lists in ``ready``: it copies what it is given back (:meth:`PartitionQueue.push_front`).
 - Pure: no clocks (times are passed in), no asyncio.
 """
 
@@ -69,9 +71,20 @@ class PartitionQueue:
         self.ready.append((messages, size))
         self.ready_count += len(messages)
 
+    def append_ready(self, m: Message) -> None:
+        """Append one ready message (to the last ready batch: no batch per message)."""
+        ready = self.ready
+        if ready:
+            batch, size = ready[-1]
+            batch.append(m)
+            ready[-1] = (batch, size + m.size)
+        else:
+            ready.append(([m], m.size))
+        self.ready_count += 1
+
     def push_front(self, messages: list[Message]) -> None:
         """Requeue messages that came back from a request, ahead of everything else."""
-        self.ready.appendleft((messages, sum(m.size for m in messages)))
+        self.ready.appendleft((list(messages), sum(m.size for m in messages)))
         self.ready_count += len(messages)
 
     def take(self, budget: int, first: bool) -> tuple[list[Message], int]:

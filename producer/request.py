@@ -5,8 +5,15 @@ Rules (Bruce's produce request factory, bruce-behaviour.md §7):
   (0 ⇒ one message per request). What does not fit waits for the next request.
 - One message set (record batch) per partition per request; partitions are visited round-robin from where the previous
   request stopped, so none starves.
-- A compressed set may not exceed ``message_max_bytes`` counted as Σ(key + value + 26) (uncompressed); when it would,
-  the set is cut there and the *whole request* closes.
+- Message sets (magic 0/1, Bruce's rule): a compressed set may not exceed ``message_max_bytes`` counted as
+  Σ(key + value + 26) (uncompressed); when it would, the set is cut there and the *whole request* closes.
+- Record batches (magic 2): the broker checks each batch's size, as sent, against its ``message.max.bytes`` whether
+  it is compressed or not (the whole batch is one "message"). Assembly cuts a partition's messages where the batch's
+  estimated size before compression (header + Σ(key + value + :data:`RECORD_OVERHEAD`)) would exceed
+  ``message_max_bytes``; encoding checks the real size and, in the rare case it is still over, encodes fewer
+  messages. Messages cut off go back to the front of their queue for the next request; the request goes on with the
+  other partitions. A message too large for any batch still goes alone (the broker decides).
+- ``empty_as_null``: an empty key or value is written as null (length -1), Bruce's rule, in every format.
 - The codec comes from a policy (per topic, per set). A codec the broker cannot take (zstd below Produce v7, or on
   message sets) or one that fails is replaced by no compression, and reported so it can be counted. With a threshold
   below 100 %, the compressed set is sent only if it is at most that percentage of the plain one (else plain).
@@ -21,11 +28,13 @@ from bruce.wire.compression import Codec
 from bruce.wire.messageset import build_message_set
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.recordbatch import build_record_batch
+from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .message import Message
 from .queues import PartitionQueue
 
 LEGACY_MESSAGE_OVERHEAD = 26  # Bruce's per-message overhead of a v0 message (8+4+4+1+1+4+4)
+RECORD_OVERHEAD = 12  # what a record typically adds to its key and value in a batch (length, deltas, lengths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +64,10 @@ def assemble(
     data_limit: int,
     message_max_bytes: int,
     policy: CompressionPolicy,
+    magic: int,
 ) -> tuple[list[Part], dict[PartitionQueue, Compression]]:
-    """Take messages from ``queues`` (ready, not busy, in visiting order) for one request."""
+    """Take messages from ``queues`` (ready, not busy, in visiting order) for one request in message format
+    ``magic``."""
     parts: list[Part] = []
     chosen: dict[PartitionQueue, Compression] = {}
     remaining = data_limit
@@ -67,9 +78,17 @@ def assemble(
         messages, size = queue.take(max(remaining, 0), first)
         if not messages:
             continue
+        if magic == 2:
+            estimate = HEADER_SIZE + size + RECORD_OVERHEAD * len(messages)
+            if estimate > message_max_bytes and len(messages) > 1:
+                keep = max(1, len(messages) * (message_max_bytes - HEADER_SIZE) // (estimate - HEADER_SIZE))
+                rest = messages[keep:]
+                queue.push_front(rest)
+                messages = messages[:keep]
+                size -= sum(m.size for m in rest)
         compression = policy(queue.topic, messages)
         closes = False
-        if compression.codec != Codec.NONE:
+        if compression.codec != Codec.NONE and magic < 2:
             cut, total = 0, 0
             for m in messages:
                 total += m.size + LEGACY_MESSAGE_OVERHEAD
@@ -93,9 +112,9 @@ def assemble(
 
 
 def encode_records(
-    messages: Sequence[Message], compression: Compression, *, magic: int, zstd: bool
+    messages: Sequence[Message], compression: Compression, *, magic: int, zstd: bool, empty_as_null: bool = False
 ) -> tuple[bytes, Codec, str]:
-    """The records bytes of one part, the codec used, and what happened to the requested codec ("" = as asked,
+    """The records bytes of ``messages``, the codec used, and what happened to the requested codec ("" = as asked,
     "Unsupported", "Error" or "NotCompressible", for counters)."""
     codec = compression.codec
     note = ""
@@ -103,17 +122,44 @@ def encode_records(
         codec, note = Codec.NONE, "Unsupported"
     if codec != Codec.NONE:
         try:
-            data = _build(messages, codec, compression.level, magic)
+            data = _build(messages, codec, compression.level, magic, empty_as_null)
         except Exception:  # any codec failure: send plain and count it (Bruce §7)
             codec, note = Codec.NONE, "Error"
         else:
             if compression.threshold_percent >= 100:
                 return data, codec, note
-            plain = _build(messages, Codec.NONE, None, magic)
+            plain = _build(messages, Codec.NONE, None, magic, empty_as_null)
             if len(data) * 100 <= len(plain) * compression.threshold_percent:
                 return data, codec, note
             return plain, Codec.NONE, "NotCompressible"
-    return _build(messages, Codec.NONE, None, magic), Codec.NONE, note
+    return _build(messages, Codec.NONE, None, magic, empty_as_null), Codec.NONE, note
+
+
+def encode_part(
+    part: Part, compression: Compression, *, magic: int, zstd: bool, max_bytes: int, empty_as_null: bool
+) -> tuple[bytes, str]:
+    """Encode one part's records (:func:`encode_records`), setting its codec; returns the bytes and the codec note.
+
+    A record batch larger than ``max_bytes`` as encoded (what the broker checks) is encoded again with fewer messages
+    — first in proportion, then halving, so it ends — unless it holds one message; the messages left out go back to
+    the front of the part's queue. Assembly's estimate makes this rare."""
+    messages = part.messages
+    shrink = len(messages) - 1  # the most the next attempt may keep
+    while True:
+        data, part.codec, note = encode_records(
+            messages, compression, magic=magic, zstd=zstd, empty_as_null=empty_as_null
+        )
+        if magic < 2 or len(data) <= max_bytes or len(messages) == 1:
+            break
+        in_proportion = len(messages) * (max_bytes - HEADER_SIZE) // (len(data) - HEADER_SIZE)
+        messages = messages[: max(1, min(in_proportion, shrink))]
+        shrink = len(messages) // 2
+    if len(messages) < len(part.messages):
+        rest = part.messages[len(messages) :]
+        part.messages = messages
+        part.size -= sum(m.size for m in rest)
+        part.queue.push_front(rest)
+    return data, note
 
 
 def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int, timeout_ms: int) -> ProduceRequest:
@@ -125,27 +171,32 @@ def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int,
     return ProduceRequest(topic_data=data, acks=acks, timeout_ms=timeout_ms)
 
 
-def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int) -> bytes:
+def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int, empty: bool) -> bytes:
     if magic == 2:
-        return build_record_batch(_Records(messages), codec=codec, compression_level=level)
-    return build_message_set(_Records(messages), magic=magic, codec=codec, empty_as_null=True)
+        return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)
+    return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)
 
 
 class _Records:
     """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, made one at a time as they are
-    read (no list of tuples to build and collect)."""
+    read (no list of tuples to build and collect); with ``empty_as_null`` an empty key or value reads as None."""
 
-    __slots__ = ("_messages",)
+    __slots__ = ("_empty_as_null", "_messages")
 
-    def __init__(self, messages: Sequence[Message]) -> None:
+    def __init__(self, messages: Sequence[Message], empty_as_null: bool) -> None:
         self._messages = messages
+        self._empty_as_null = empty_as_null
 
     def __len__(self) -> int:
         return len(self._messages)
 
     def __getitem__(self, index: int) -> tuple:
         m = self._messages[index]
+        if self._empty_as_null:
+            return m.key or None, m.value or None, m.timestamp, m.headers
         return m.key, m.value, m.timestamp, m.headers
 
     def __iter__(self) -> Iterator[tuple]:
+        if self._empty_as_null:
+            return ((m.key or None, m.value or None, m.timestamp, m.headers) for m in self._messages)
         return ((m.key, m.value, m.timestamp, m.headers) for m in self._messages)

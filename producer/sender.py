@@ -32,7 +32,7 @@ from .backoff import ExponentialBackoff
 from .dispatcher import Dispatcher
 from .errors import TransportError
 from .queues import PartitionQueue
-from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_records
+from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_part
 from .transport import BrokerConnection, Timeouts, open_connection
 
 
@@ -158,16 +158,17 @@ class Sender:
 
     def _prepare(self, conn: BrokerConnection, queues: list[PartitionQueue]) -> Prepared | None:
         config = self.config
+        choice = conn.versions
+        assert choice is not None
         parts, chosen = assemble(
             queues,
             data_limit=config.produce_request_data_limit,
             message_max_bytes=config.message_max_bytes,
             policy=self.policy,
+            magic=choice.magic,
         )
         if not parts:
             return None
-        choice = conn.versions
-        assert choice is not None
         encoded = [self._encode(part, chosen[part.queue], choice.magic, choice.zstd) for part in parts]
         request = build_request(parts, encoded, acks=config.acks, timeout_ms=config.replication_timeout_ms)
         return Prepared(conn, parts, request)
@@ -245,10 +246,17 @@ class Sender:
             self.unstage()
 
     def _encode(self, part: Part, compression: Compression, magic: int, zstd: bool) -> bytes:
-        data, codec, note = encode_records(part.messages, compression, magic=magic, zstd=zstd)
-        part.codec = codec
+        config = self.config
+        data, note = encode_part(
+            part,
+            compression,
+            magic=magic,
+            zstd=zstd,
+            max_bytes=config.message_max_bytes,
+            empty_as_null=config.empty_as_null,
+        )
         if compression.codec != Codec.NONE:
-            self.counters.inc("MsgSetCompression" + ("Yes" if codec != Codec.NONE else "No"))
+            self.counters.inc("MsgSetCompression" + ("Yes" if part.codec != Codec.NONE else "No"))
             if note:
                 self.counters.inc("MsgSetCompression" + note, labels=(("codec", compression.codec.name.lower()),))
         return data

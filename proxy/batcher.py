@@ -14,9 +14,10 @@ Rules:
   timestamp: a stale or future client clock changes nothing. (Bruce used the client timestamp.)
 - Complete batches go to ``submit(topic, messages)`` (the producer's ``submit``) at once. Batches whose time is up
   ship in deadline order (ties: the order they started). :meth:`Batcher.add` first handles its own topic's batch, then
-  ships every batch whose time is up, so a late timer never holds one back; :meth:`Batcher.next_deadline` tells the
-  daemon exactly when to call :meth:`Batcher.expire` (no polling). :meth:`Batcher.flush_all` ships everything,
-  limits ignored (shutdown).
+  ships every batch whose time is up, so a late timer never holds one back. The daemon sleeps exactly until
+  :meth:`Batcher.next_deadline` and then calls :meth:`Batcher.expire` (no polling); ``on_deadline(when)`` tells it
+  when a new batch's deadline comes before every pending one (once per batch, not per message), so it can set its
+  timer earlier. :meth:`Batcher.flush_all` ships everything, limits ignored (shutdown).
 - Bruce batches AnyPartition messages per topic before choosing a broker and PartitionKey messages per topic and
   broker after; here both kinds share the topic's batch (the producer then routes each message by its own key).
 - Bounded: the messages (the memory budget bounds them), one batch per topic seen (the router passes only topics in
@@ -31,9 +32,8 @@ import itertools
 import sys
 from collections.abc import Callable
 
-from bruce.producer.message import Message
-
 from .config.model import BatchingPolicy, BatchLimits, TopicAction
+from .message import Message
 
 Submit = Callable[[str, list[Message]], None]
 BatchingLookup = Callable[[str], BatchingPolicy]
@@ -48,28 +48,43 @@ class _Batch:
 
     __slots__ = ("bytes", "max_bytes", "max_messages", "messages", "oldest", "seq", "time", "topic")
 
-    def __init__(self, topic: str | None, limits: BatchLimits | None) -> None:
+    def __init__(self, topic: str | None, limits: BatchLimits) -> None:
         self.topic = topic
         self.messages: list[Message] = []
         self.bytes = 0
         self.oldest = _NEVER  # the oldest receive time in the batch
         self.seq = 0  # the live heap entry's sequence number; 0: none
-        if limits is None:  # unbatched: every limit is reached by one message
-            self.max_messages, self.max_bytes, self.time = 1, _UNLIMITED, _NEVER
-        else:
-            self.max_messages = limits.messages or _UNLIMITED
-            self.max_bytes = limits.bytes or _UNLIMITED
-            self.time = _NEVER if limits.time_ms is None else limits.time_ms / 1000
+        self.max_messages = limits.messages or _UNLIMITED
+        self.max_bytes = limits.bytes or _UNLIMITED
+        self.time = _NEVER if limits.time_ms is None else limits.time_ms / 1000
 
 
 class Batcher:
     """``Batcher(config.batching_for, producer.submit)``; then ``add(msg, now)`` per routed message."""
 
-    __slots__ = ("_by_topic", "_combined", "_heap", "_live", "_lookup", "_max_topics", "_seq", "_submit")
+    __slots__ = (
+        "_by_topic",
+        "_combined",
+        "_heap",
+        "_live",
+        "_lookup",
+        "_max_topics",
+        "_on_deadline",
+        "_seq",
+        "_submit",
+    )
 
-    def __init__(self, batching_for: BatchingLookup, submit: Submit, *, max_topics: int = DEFAULT_MAX_TOPICS) -> None:
+    def __init__(
+        self,
+        batching_for: BatchingLookup,
+        submit: Submit,
+        *,
+        on_deadline: Callable[[float], None] | None = None,
+        max_topics: int = DEFAULT_MAX_TOPICS,
+    ) -> None:
         self._lookup = batching_for
         self._submit = submit
+        self._on_deadline = on_deadline
         self._max_topics = max_topics
         self._by_topic: dict[str, _Batch] = {}  # topic → its batch, the combined batch, or _DIRECT
         self._combined: _Batch | None = None
@@ -82,7 +97,7 @@ class Batcher:
     def add(self, msg: Message, now: float) -> None:
         """Batch one routed message at monotonic time ``now``; ships whatever completes (this topic's batch first,
         then every batch whose time is up)."""
-        topic = msg.topic  # type: ignore[attr-defined]
+        topic = msg.topic
         batch = self._by_topic.get(topic)
         if batch is None:
             batch = self._batch_for(topic)
@@ -96,7 +111,7 @@ class Batcher:
                 messages = batch.messages
                 messages.append(msg)
                 batch.bytes = total
-                received = msg.received  # type: ignore[attr-defined]
+                received = msg.received
                 if received < batch.oldest:
                     self._set_oldest(batch, received)
                 if len(messages) >= batch.max_messages or now >= batch.oldest + batch.time:
@@ -110,13 +125,13 @@ class Batcher:
         if size >= batch.max_bytes:  # too big for any batch: after the current batch, alone
             if batch.messages:
                 self._ship(batch)
-            self._submit(msg.topic, [msg])  # type: ignore[attr-defined]
+            self._submit(msg.topic, [msg])
             return
         if total > batch.max_bytes:  # would exceed: the batch ships and the message starts the next one
             self._ship(batch)
-            received = msg.received  # type: ignore[attr-defined]
+            received = msg.received
             if batch.max_messages <= 1 or now >= received + batch.time:
-                self._submit(msg.topic, [msg])  # type: ignore[attr-defined]
+                self._submit(msg.topic, [msg])
                 return
             batch.messages.append(msg)
             batch.bytes = size
@@ -132,7 +147,11 @@ class Batcher:
         if not batch.seq:
             self._live += 1
         batch.seq = seq = next(self._seq)
-        heapq.heappush(self._heap, (received + batch.time, seq, batch))
+        deadline = received + batch.time
+        heap = self._heap
+        heapq.heappush(heap, (deadline, seq, batch))
+        if self._on_deadline is not None and heap[0][1] == seq:
+            self._on_deadline(deadline)
 
     def _ship(self, batch: _Batch) -> None:
         messages = batch.messages
@@ -149,9 +168,9 @@ class Batcher:
             return
         parts: dict[str, list[Message]] = {}
         for m in messages:
-            part = parts.get(m.topic)  # type: ignore[attr-defined]
+            part = parts.get(m.topic)
             if part is None:
-                parts[m.topic] = [m]  # type: ignore[attr-defined]
+                parts[m.topic] = [m]
             else:
                 part.append(m)
         for topic, part in parts.items():
@@ -188,7 +207,7 @@ class Batcher:
         counts: dict[str, int] = {}
         for batch in self._open_batches():
             for m in batch.messages:
-                counts[m.topic] = counts.get(m.topic, 0) + 1  # type: ignore[attr-defined]
+                counts[m.topic] = counts.get(m.topic, 0) + 1
         return counts
 
     @property
@@ -202,7 +221,7 @@ class Batcher:
         if len(self._by_topic) >= self._max_topics:
             self._forget_idle()
         policy = self._lookup(topic)
-        if policy.action is TopicAction.PER_TOPIC:
+        if policy.action is TopicAction.PER_TOPIC and policy.limits is not None:
             batch = _Batch(topic, policy.limits)
         elif policy.action is TopicAction.COMBINED_TOPICS and policy.limits is not None:
             if self._combined is None:
@@ -230,4 +249,4 @@ class Batcher:
         self._live = len(self._heap)
 
 
-_DIRECT = _Batch("", None)  # marks unbatched topics; never holds a message
+_DIRECT = _Batch("", BatchLimits(time_ms=None, messages=1, bytes=None))  # marks unbatched topics; holds nothing

@@ -19,7 +19,10 @@ Rules:
   per topic and ``park_topics`` topics at once (beyond: BAD_TOPIC, counted ``RouterParkOverflow`` /
   ``RouterParkTopicsFull``) — until :meth:`Router.creation_done` reports the outcome, the metadata shows the topic,
   or ``park_timeout`` seconds pass (then BAD_TOPIC, ``RouterParkTimeout``). A refused creation discards them with
-  the reason reported (TOPIC_AUTOCREATE_FAIL). Released messages go through checks 2-4 at release time.
+  the reason reported (TOPIC_AUTOCREATE_FAIL). Released messages go through checks 2-4 at release time. A new
+  deadline appears only when ``create_topic`` is called: the daemon then sets its timer for
+  :meth:`Router.next_deadline` and calls :meth:`Router.expire` when it fires. :func:`autocreate` runs the creation
+  through the producer.
 - Every discard goes to ``discard(msg, reason)`` exactly once (the daemon counts it, reports it and releases the
   message's budget); Bruce's router counters are counted here.
 - Cheap per message: the view is compared by identity, per-topic availability is cached per view, and nothing is
@@ -28,17 +31,16 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import Callable
 
 from bruce.producer.cluster import ClusterView
 from bruce.producer.counters import Counters
-from bruce.producer.message import Message
 from bruce.producer.producer import Producer
 from bruce.producer.reasons import DiscardReason
 
 from .batcher import Batcher
+from .message import Message
 from .msg_debug import MessageDebugLog
 from .ratelimit import RateLimiter
 
@@ -128,11 +130,11 @@ class Router:
         """Validate one message (received at ``msg.received``; ``now`` for a message routed later) and batch it or
         discard it. The daemon's ``IntakeSink.on_message``."""
         if now is None:
-            now = msg.received  # type: ignore[attr-defined]
+            now = msg.received
         view = self._cluster()
         if view is not self._view:
             self._new_view(view, now)
-        topic = msg.topic  # type: ignore[attr-defined]
+        topic = msg.topic
         usable = self._usable.get(topic)
         if usable is None:
             usable = self._look_up(topic)
@@ -160,7 +162,9 @@ class Router:
         return usable
 
     def _drop(self, msg: Message, reason: DiscardReason) -> None:
-        self.counters.inc(_COUNTER[reason])
+        counter = _COUNTER.get(reason)
+        if counter is not None:
+            self.counters.inc(counter)
         self._discard(msg, reason)
 
     # ---------------------------------------------------------------- unknown topics
@@ -169,7 +173,7 @@ class Router:
         if self._view is None:
             self._waiting.append(msg)
             return
-        topic = msg.topic  # type: ignore[attr-defined]
+        topic = msg.topic
         if self._create_topic is None:
             self._drop(msg, _BAD_TOPIC)
             return
@@ -238,7 +242,7 @@ class Router:
         """Messages waiting for the first metadata or parked while their topic is created, per topic (/queues)."""
         counts: dict[str, int] = {}
         for msg in self._waiting:
-            counts[msg.topic] = counts.get(msg.topic, 0) + 1  # type: ignore[attr-defined]
+            counts[msg.topic] = counts.get(msg.topic, 0) + 1
         for topic, parked in self._parked.items():
             counts[topic] = counts.get(topic, 0) + len(parked.messages)
         return counts
@@ -268,28 +272,7 @@ class Router:
         self._batcher.expire(now)
 
 
-async def create_topic(producer: Producer, topic: str) -> DiscardReason | None:
-    """Ask the brokers to create ``topic`` and wait until the producer's metadata shows it (Bruce §9: a single-topic
-    request to each broker in turn, then refreshes after 3, 6 and 12 s). Returns None once the topic is known,
-    TOPIC_AUTOCREATE_FAIL when no broker accepted, BAD_TOPIC when it never appeared. The daemon runs it in its task
-    group for each ``create_topic`` callback and reports the result with :meth:`Router.creation_done`.
-
-    Interim: this drives the producer's metadata fetcher directly until the producer offers the same flow as a public
-    ``Producer.create_topic(topic)``; then this becomes a one-line call."""
-    from bruce.producer import metadata
-
-    fetcher = producer._fetcher  # interim, see above
-    if not await fetcher.autocreate(topic):
-        return DiscardReason.TOPIC_AUTOCREATE_FAIL
-    loop = asyncio.get_running_loop()
-    for delay in metadata.AUTOCREATE_CHECKS:
-        await asyncio.sleep(delay)
-        started = loop.time()
-        try:
-            view = await fetcher.fetch()
-        except metadata.MetadataUnavailable:
-            continue
-        producer._apply_view(view, started)  # interim, see above
-        if topic in view.topics:
-            return None
-    return DiscardReason.BAD_TOPIC
+async def autocreate(producer: Producer, topic: str) -> DiscardReason | None:
+    """Create ``topic`` through the producer (:meth:`Producer.create_topic`: Bruce §9) and return the outcome for
+    :meth:`Router.creation_done`. The daemon runs it in its task group for each ``create_topic`` callback."""
+    return await producer.create_topic(topic)

@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from .delivery import DeliveryFailed, WriteSummary
+from .delivery import DeliveryFailed, KafkaUnavailable, WriteSummary
 from .kafka_reader import KafkaReader, KafkaReadError
 from .options import OptionError, WriteOptions, read_options, write_options
 from .reader import BruceReader
@@ -34,6 +34,7 @@ __all__ = [
     "DeliveryFailed",
     "KafkaReadError",
     "KafkaReader",
+    "KafkaUnavailable",
     "OptionError",
     "WriteSummary",
     "register",

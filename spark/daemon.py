@@ -4,11 +4,13 @@ Rules:
 - One datagram per row, through the client library (``bruce.proxy.client.BruceClient``): a row with a
   ``partition_key`` is a PartitionKey datagram; a row with a key (and no ``partition_key``) is a PartitionKey
   datagram on the key's CRC-32, so keyed rows land where a direct write would put them; any other row is an
-  AnyPartition datagram. The record key travels as the datagram's key; a null value cannot (datagrams have none).
+  AnyPartition datagram. The record key travels as the datagram's key (a null key arrives as an empty one: datagrams
+  cannot tell them apart); a null value cannot travel at all.
 - "Delivered" here means handed to the daemon: from then on the daemon delivers or discards and counts each message
   (its status pages and discard log). The daemon never blocks its clients, so this is as far as a task can know.
-- A full socket queue is waited out with a growing sleep (0.5 ms to 50 ms), for at most ``delivery.timeout.ms`` per
-  row. No daemon at the socket path, a datagram too large, or the timeout: the row is counted as discarded with the
+- The kernel queues only a few datagrams per socket (``net.unix.max_dgram_qlen``, 10 by default on Linux), so a
+  full queue is normal: it is waited out with a growing sleep (50 µs to 50 ms), for at most ``delivery.timeout.ms``
+  per row. No daemon at the socket path, a datagram too large, or the timeout: the row is counted as discarded with the
   client's reason and the task stops taking input (it fails; Spark retries it).
 """
 
@@ -28,7 +30,7 @@ from .delivery import WriteSummary
 from .options import WriteOptions
 from .schema import BadRow, arrow_rows
 
-_FIRST_PAUSE, _LONGEST_PAUSE = 0.0005, 0.05
+_FIRST_PAUSE, _LONGEST_PAUSE = 0.00005, 0.05
 
 
 def send_to_daemon(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> WriteSummary:

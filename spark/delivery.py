@@ -8,10 +8,14 @@ Rules:
 - The result is a :class:`WriteSummary`, the task's commit message: ``rows = delivered + discarded``.
 - A summary with any discard becomes :class:`DeliveryFailed` in the task: Spark then retries the task (its rows are
   sent again, including those already delivered: at-least-once) or fails the job with the reasons.
+- :func:`report` is how commits and aborts speak: the ``bruce.spark`` logger when logging is configured in the
+  process, else one line on standard error (Spark's Python workers rarely configure logging).
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -21,6 +25,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 from bruce.wire.errors import BruceError
 
 from .options import WriteOptions
+
+log = logging.getLogger("bruce.spark")
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,12 @@ class DeliveryFailed(BruceError):
         self.summary = summary
 
 
+class KafkaUnavailable(BruceError):
+    """No broker answered within ``delivery.timeout.ms``; the task took no row."""
+
+    reason = "KAFKA_UNAVAILABLE"
+
+
 def combine(summaries: Iterable[WriterCommitMessage | None], mode: str) -> WriteSummary:
     """The job's summary from its tasks' commit messages (None: a task that failed and reported nothing)."""
     rows = delivered = duplicates = tasks = 0
@@ -99,3 +111,11 @@ def deliver(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> WriteSu
     if not summary.complete:
         raise DeliveryFailed(summary)
     return summary
+
+
+def report(message: str, *, warning: bool = False) -> None:
+    """One line about a write: on the ``bruce.spark`` logger if logging is configured here, else on stderr."""
+    if log.hasHandlers():
+        log.log(logging.WARNING if warning else logging.INFO, message)
+    else:
+        print(message, file=sys.stderr, flush=True)

@@ -5,6 +5,8 @@ Rules:
   per topic per batch: keyless rows of a group share a partition, as sticky partitioning does). Routing per row:
   ``partition`` as given; else ``partition_key`` with Bruce's PartitionKey semantics; else the key's CRC-32 through
   the same PartitionKey rule; else any partition.
+- The task first waits (up to ``delivery.timeout.ms``) for the producer's first cluster view; without one it fails
+  with :class:`KafkaUnavailable` before taking any row.
 - Bounded: at most ``queue_buffering_max_messages`` (``kafka.queue.buffering.max.messages``) rows are held; beyond
   that the task waits for acknowledgements, and every wait — and the final flush — is bounded by
   ``delivery.timeout.ms``. What is still held then is discarded as MESSAGE_TIMEOUT.
@@ -27,7 +29,7 @@ import pyarrow as pa
 from bruce.producer import DeliveryError, DiscardReason, Message, Producer
 from bruce.producer.partitioner import key_to_partition_key
 
-from .delivery import WriteSummary
+from .delivery import KafkaUnavailable, WriteSummary
 from .options import WriteOptions
 from .schema import BadRow, Rows, arrow_rows
 
@@ -68,6 +70,13 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
     room = True
     await producer.start()
     try:
+        try:
+            await producer.ready(timeout)  # the cluster view first: no row is taken from Spark without it
+        except TimeoutError:
+            raise KafkaUnavailable(
+                f"no broker of {', '.join(config.bootstrap_servers)} answered Metadata within {timeout:.1f} s "
+                "(delivery.timeout.ms); no row was sent"
+            ) from None
         for batch in batches:
             groups = messages_by_topic(arrow_rows(batch), options.topic)
             rows += batch.num_rows

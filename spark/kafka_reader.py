@@ -19,7 +19,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import struct
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -79,7 +78,7 @@ class KafkaReader:
             socket=config.request_timeout_ms / 1000,
             request=config.request_timeout_ms / 1000,
         )
-        self._runner = asyncio.Runner(loop_factory=new_event_loop)
+        self._loop = new_event_loop()  # run_until_complete, not asyncio.Runner: no SIGINT handler swapped per call
         self._view: ClusterView | None = None
         self._connections: dict[int, BrokerConnection] = {}
 
@@ -93,7 +92,7 @@ class KafkaReader:
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
-        self._runner.close()
+        self._loop.close()
 
     # ---------------------------------------------------------------- the public calls
 
@@ -142,7 +141,10 @@ class KafkaReader:
             empty_answers = 0
             if after <= offset:
                 raise KafkaReadError(f"fetch {where}: the broker returned only records before the offset asked for")
-            wanted = [r for r in records if offset <= r.offset < end]
+            if records and records[0].offset >= offset and records[-1].offset < end:
+                wanted = records  # the usual case: the whole answer is in range
+            else:
+                wanted = [r for r in records if offset <= r.offset < end]
             offset = after
             if wanted:
                 yield wanted
@@ -154,7 +156,7 @@ class KafkaReader:
         retries = self.config.retries
         for n in range(retries + 1):
             try:
-                return self._runner.run(attempt())
+                return self._loop.run_until_complete(attempt())
             except (Retry, TransportError) as e:
                 if n == retries:
                     raise KafkaReadError(f"{what}: {e} (gave up after {retries} retries)") from None

@@ -75,16 +75,20 @@ class BadRow(UsageError):
 def records_to_arrow(topic: str, partition: int, records: Sequence[Record]) -> pa.RecordBatch:
     """One Arrow batch in the read schema for ``records`` of one partition."""
     n = len(records)
-    headers = [[{"key": k, "value": v} for k, v in r.headers] if r.headers else [] for r in records]
+    headers_type = ARROW_READ_SCHEMA.field("headers").type
+    if any(r.headers for r in records):
+        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], headers_type)
+    else:  # the common case: n empty lists, built without a Python object per row
+        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], _HEADER), headers_type)
     columns = [
         pa.array([r.key for r in records], pa.binary()),
         pa.array([r.value for r in records], pa.binary()),
-        pa.array([topic] * n, pa.string()),
-        pa.array([partition] * n, pa.int32()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
         pa.array([r.offset for r in records], pa.int64()),
         pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records], pa.timestamp("us", tz="UTC")),
         pa.array([r.timestamp_type for r in records], pa.int32()),
-        pa.array(headers, ARROW_READ_SCHEMA.field("headers").type),
+        headers,
     ]
     return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA)
 

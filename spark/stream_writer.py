@@ -2,21 +2,18 @@
 
 Rules: each micro-batch is a batch write (:mod:`bruce.spark.writer`): every task delivers its rows or fails, and
 Spark retries a failed micro-batch from its checkpoint, so rows may be written again (at-least-once). The commit of
-each micro-batch logs its summary with the batch id on the ``bruce.spark`` logger.
+each micro-batch reports its summary with the batch id (:func:`bruce.spark.delivery.report`).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from .delivery import WriteSummary, combine, deliver
+from .delivery import WriteSummary, combine, deliver, report
 from .options import WriteOptions
-
-log = logging.getLogger("bruce.spark")
 
 
 class BruceStreamWriter(DataSourceStreamArrowWriter):
@@ -28,8 +25,11 @@ class BruceStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         summary = combine(messages, self.options.mode)
-        log.info("bruce: micro-batch %d committed: %s", batchId, summary.describe())
+        report(f"bruce: micro-batch {batchId} committed: {summary.describe()}")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         summary = combine(messages, self.options.mode)
-        log.warning("bruce: micro-batch %d aborted; tasks that succeeded had delivered %s", batchId, summary.describe())
+        report(
+            f"bruce: micro-batch {batchId} aborted; tasks that succeeded had delivered {summary.describe()}",
+            warning=True,
+        )

@@ -4,22 +4,20 @@ Rules:
 - The writer receives Arrow batches (no per-row Python objects from Spark). Each task delivers its rows
   (:func:`bruce.spark.delivery.deliver`) and returns its :class:`WriteSummary` as the commit message; a task that
   could not deliver every row raises :class:`DeliveryFailed` instead.
-- The job's commit logs the combined summary on the ``bruce.spark`` logger (INFO); an abort logs (WARNING) what the
-  tasks that succeeded had already delivered — those rows stay in Kafka (at-least-once, no transactions).
+- The job's commit reports the combined summary (:func:`bruce.spark.delivery.report`: the ``bruce.spark`` logger at
+  INFO, or stderr); an abort reports (WARNING) what the tasks that succeeded had already delivered — those rows stay
+  in Kafka (at-least-once, no transactions).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from .delivery import WriteSummary, combine, deliver
+from .delivery import WriteSummary, combine, deliver, report
 from .options import WriteOptions
-
-log = logging.getLogger("bruce.spark")
 
 
 class BruceWriter(DataSourceArrowWriter):
@@ -31,8 +29,8 @@ class BruceWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         summary = combine(messages, self.options.mode)
-        log.info("bruce: write committed: %s", summary.describe())
+        report(f"bruce: write committed: {summary.describe()}")
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         summary = combine(messages, self.options.mode)
-        log.warning("bruce: write aborted; the tasks that succeeded had delivered %s", summary.describe())
+        report(f"bruce: write aborted; the tasks that succeeded had delivered {summary.describe()}", warning=True)

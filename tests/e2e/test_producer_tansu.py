@@ -1,16 +1,21 @@
 """bruce.producer against a real broker (tansu): everything sent is read back by confluent-kafka with CRC checks, each
 partition in the order it was sent, with every codec; acks=0 (tansu answers anyway: tolerated); handles report the
-offsets the consumer sees."""
+offsets the consumer sees. Also: empty keys and values (empty or null, ``empty_as_null``), record batches cut at
+message.max.bytes (tansu itself does not enforce it), and topic creation."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import time
 from collections.abc import Callable
 
 import pytest
+from kafkaclient import KafkaClient
 
 from bruce.producer import Producer, ProducerConfig
 from bruce.proxy.embedded import EmbeddedBroker
+from bruce.wire.records import entry_spans
 
 pytestmark = pytest.mark.e2e
 
@@ -88,3 +93,111 @@ def test_acks_zero_tolerates_tansus_answers(
     sent = _produce(tansu.address, topic, 4_000, acks=0, batch_num_messages=100)
     assert {offset for _, offset, _ in sent} == {-1}
     _check_read_back(confluent_consume, topic, sent, acks0=True)
+
+
+@pytest.mark.parametrize("empty_as_null", [False, True])
+def test_empty_key_and_value_read_back_as_empty_or_null(
+    empty_as_null: bool,
+    tansu: EmbeddedBroker,
+    new_topic: Callable[..., str],
+    confluent_consume: Callable[..., tuple[list, list[str]]],
+) -> None:
+    topic = new_topic(partitions=1)
+    combos = [(b"", b""), (b"k", b""), (b"", b"v"), (None, None), (None, b"v"), (b"k", None)]
+
+    async def main() -> None:
+        config = ProducerConfig(bootstrap_servers=(tansu.address,), empty_as_null=empty_as_null)
+        async with Producer(config) as producer:
+            await producer.ready(10)
+            for key, value in combos:
+                producer.send(topic, value, key=key)
+            assert await producer.flush(30) == 0 and producer.delivered == len(combos)
+
+    asyncio.run(main())
+    messages, errors = confluent_consume(topic, 0, len(combos))
+    assert errors == []
+    got = [(m.key, m.value) for m in messages]
+    if empty_as_null:  # Bruce's rule: empty means absent
+        assert got == [(None, None), (b"k", None), (None, b"v"), (None, None), (None, b"v"), (b"k", None)]
+    else:  # a library user's b"" stays empty, None stays null
+        assert got == combos
+
+
+def test_record_batches_are_cut_at_message_max_bytes_and_read_back_in_order(
+    tansu: EmbeddedBroker,
+    new_topic: Callable[..., str],
+    confluent_consume: Callable[..., tuple[list, list[str]]],
+    client: KafkaClient,
+) -> None:
+    """tansu 0.6 does not enforce message.max.bytes (see the next test), so this checks what it stored: batches no
+    larger than the limit, and every message once, in order."""
+    topic = new_topic(partitions=1)
+    limit = 20_000
+    count = 2_000
+
+    async def main() -> None:
+        config = ProducerConfig(
+            bootstrap_servers=(tansu.address,),
+            message_max_bytes=limit,
+            linger_ms=10_000,  # one batch of everything, sent by flush
+            queue_buffering_max_messages=count + 1,
+        )
+        async with Producer(config) as producer:
+            await producer.ready(10)
+            for i in range(count):
+                producer.send(topic, b"%06d-" % i + b"v" * 93, partition=0)
+            assert await producer.flush(30) == 0 and producer.delivered == count
+
+    asyncio.run(main())
+    messages, errors = confluent_consume(topic, 0, count)
+    assert errors == []
+    assert [m.value[:6] for m in messages] == [b"%06d" % i for i in range(count)]
+    stored = client.fetch(topic, 0, 0, max_bytes=10 << 20).records or b""
+    sizes = [end - start for start, end, _ in entry_spans(stored)]
+    assert len(sizes) >= 11 and max(sizes) <= limit  # 2000 records of ~112 bytes need at least 11 batches
+
+
+def test_tansu_does_not_enforce_message_max_bytes(tansu: EmbeddedBroker) -> None:
+    """A documented quirk: tansu accepts a record batch far above Kafka's default message.max.bytes (1048588), even
+    on a topic created with max.message.bytes=1000. Enforcement is therefore tested against the fake broker."""
+    topic = f"limited-{time.monotonic_ns()}"
+    command = [str(tansu.binary), "topic", "create", topic, "--partitions", "1", "--broker", tansu.url]
+    created = subprocess.run(
+        [*command, "--config", "max.message.bytes=1000"],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert created.returncode == 0, created.stderr
+
+    async def main() -> tuple[int, int]:
+        config = ProducerConfig(bootstrap_servers=(tansu.address,), message_max_bytes=10 << 20)
+        async with Producer(config) as producer:
+            await producer.ready(10)
+            return await producer.send(topic, b"x" * (2 << 20))
+
+    assert asyncio.run(main()) == (0, 0)
+
+
+def test_create_topic_on_tansu(
+    tansu: EmbeddedBroker, confluent_consume: Callable[..., tuple[list, list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tansu creates a topic named in a Metadata request that allows it (4 partitions): the producer asks, then
+    finds it at the first refresh; messages sent to it are read back."""
+    monkeypatch.setattr("bruce.producer.metadata.AUTOCREATE_CHECKS", (0.1, 0.2, 0.4))
+    topic = f"created-{time.monotonic_ns()}"
+
+    async def main() -> list[tuple[int, int]]:
+        async with Producer(ProducerConfig(bootstrap_servers=(tansu.address,))) as producer:
+            await producer.ready(10)
+            assert producer.available_partitions(topic) is None
+            assert await producer.create_topic(topic) is None
+            assert producer.available_partitions(topic) == (0, 1, 2, 3)
+            assert producer.counters.get("TopicAutocreateOk") == 1
+            handles = [producer.send(topic, b"m%d" % i, partition=0) for i in range(3)]
+            assert await producer.flush(30) == 0
+            return [h.result() for h in handles]
+
+    assert asyncio.run(main()) == [(0, 0), (0, 1), (0, 2)]
+    messages, errors = confluent_consume(topic, 0, 3)
+    assert errors == [] and [m.value for m in messages] == [b"m0", b"m1", b"m2"]

@@ -4,7 +4,9 @@ Rules:
 - Several :class:`FakeBroker` form a :class:`FakeCluster` that owns the topics (partition → leader broker id) and the
   stored records. Every broker answers ApiVersions, Metadata and Produce from that shared state; a produce to a
   partition the broker does not lead gets NOT_LEADER_OR_FOLLOWER (6), to an unknown topic or partition
-  UNKNOWN_TOPIC_OR_PARTITION (3), as real brokers (and Bruce's mock) do.
+  UNKNOWN_TOPIC_OR_PARTITION (3), as real brokers (and Bruce's mock) do. Like Kafka, it refuses with
+  MESSAGE_TOO_LARGE (10) a partition's records when one of their log entries (a record batch, or a magic 0/1 message
+  or compressed wrapper, each with its 12-byte offset and size) is larger than :attr:`FakeCluster.message_max_bytes`.
 - Faults are scripted per broker and API, consumed one per request in order (:class:`Fault`). A broker may play Kafka
   0.8 (``legacy=True``): it closes the connection on ApiVersions and speaks version 0 only.
 - Every request is kept in :attr:`FakeCluster.history`. Any request of an API nobody scripted a handler for is a test
@@ -22,9 +24,10 @@ from typing import Any
 
 from bruce.wire.protocol import api_versions, metadata, produce
 from bruce.wire.protocol.base import REGISTRY, decode_request, encode_response
-from bruce.wire.records import Record, decode_records
+from bruce.wire.records import Record, decode_records, entry_spans
 
 SERVED = {api_versions.KEY, metadata.KEY, produce.KEY}
+KAFKA_MESSAGE_MAX_BYTES = 1_048_588  # Kafka's default message.max.bytes (1 MiB + the 12-byte log overhead)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,7 @@ class Seen:
     body: Any
     outcome: str = "ok"  # "ok", "error <code>", "disconnect", "no response"
     produced: list[tuple[str, int, list[Record]]] = field(default_factory=list)
+    entry_sizes: list[int] = field(default_factory=list)  # produce: the size of each log entry received
 
     def __str__(self) -> str:
         return f"broker {self.broker}: {self.api} v{self.version} (correlation {self.correlation_id}) → {self.outcome}"
@@ -180,8 +184,16 @@ class FakeBroker:
 class FakeCluster:
     """Brokers, topics and stored records. ``async with FakeCluster(brokers=2) as c: c.add_topic("t", [1, 2])``."""
 
-    def __init__(self, brokers: int = 2, *, legacy: bool = False, autocreate: bool = False) -> None:
+    def __init__(
+        self,
+        brokers: int = 2,
+        *,
+        legacy: bool = False,
+        autocreate: bool = False,
+        message_max_bytes: int = KAFKA_MESSAGE_MAX_BYTES,
+    ) -> None:
         self.autocreate = autocreate  # like auto.create.topics.enable: a Metadata request for a topic creates it
+        self.message_max_bytes = message_max_bytes  # like message.max.bytes: the largest log entry accepted
         self.brokers = {i: FakeBroker(self, i, legacy=legacy) for i in range(1, brokers + 1)}
         self.topics: dict[str, dict[int, int]] = {}  # topic → partition → leader (-1: none)
         self.log: dict[tuple[str, int], list[Record]] = {}
@@ -289,12 +301,16 @@ class FakeCluster:
             for p in t.partition_data:
                 records = decode_records(p.records or b"")
                 leader = self.topics.get(t.name, {}).get(p.index)
+                sizes = [end - start for start, end, _ in entry_spans(p.records or b"")]
+                seen.entry_sizes.extend(sizes)
                 if fault.kind == "error" and fault.topic in (None, t.name):
                     code = fault.code
                 elif leader is None:
                     code = 3
                 elif leader != node:
                     code = 6
+                elif max(sizes, default=0) > self.message_max_bytes:
+                    code = 10
                 else:
                     code = 0
                 base = -1

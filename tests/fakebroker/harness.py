@@ -13,7 +13,7 @@ from typing import Any
 
 from bruce.producer import DiscardReason, Message, Producer, ProducerConfig
 
-from .cluster import FakeCluster
+from .cluster import KAFKA_MESSAGE_MAX_BYTES, FakeCluster
 
 FAST = dict(
     min_pause_delay_ms=50,
@@ -90,12 +90,14 @@ def scenario(
     brokers: int = 2,
     legacy: bool = False,
     autocreate: bool = False,
+    message_max_bytes: int = KAFKA_MESSAGE_MAX_BYTES,
     limit: float = 60,
 ) -> None:
     """Run ``body(cluster)`` on a fresh fake cluster in a new event loop, then verify the cluster."""
 
     async def main() -> FakeCluster:
-        async with FakeCluster(brokers, legacy=legacy, autocreate=autocreate) as cluster:
+        cluster = FakeCluster(brokers, legacy=legacy, autocreate=autocreate, message_max_bytes=message_max_bytes)
+        async with cluster:
             async with asyncio.timeout(limit):
                 await body(cluster)
             return cluster

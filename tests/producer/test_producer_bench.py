@@ -24,5 +24,7 @@ def test_producer_bench_quick_prints_its_figures() -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     for client in ("bruce.producer", "confluent-kafka", "aiokafka (await send)", "kafka-python"):
         assert re.search(rf"^{re.escape(client)}\s+[\d,]+ msgs/s$", result.stdout, re.M), result.stdout
+    no_gc = r"^bruce.producer, no gc\s+[\d,]+ msgs/s \(the garbage collector's share: -?\d+%\)$"
+    assert re.search(no_gc, result.stdout, re.M), result.stdout
     assert re.search(r"ratio vs aiokafka \(await send\): [\d.]+x", result.stdout)
     assert re.search(r"ratio vs confluent-kafka:\s+[\d.]+x", result.stdout)

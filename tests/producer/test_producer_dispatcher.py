@@ -3,10 +3,14 @@ failures, the attempt limit, rerouting on a new view — and the accounting inva
 
 from __future__ import annotations
 
+import gc
 import itertools
+import random
 from types import SimpleNamespace as NS
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bruce.producer.acks import Failure
 from bruce.producer.cluster import build_view
@@ -14,8 +18,9 @@ from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.message import Message
+from bruce.producer.partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from bruce.producer.reasons import DiscardReason
-from bruce.producer.request import NO_COMPRESSION, assemble
+from bruce.producer.request import NO_COMPRESSION, Part, assemble
 
 
 def view(leaders: dict[str, list[int | None]]):
@@ -74,7 +79,9 @@ def submit(d: Dispatcher, n: int, partition: int = 0) -> list[Message]:
 
 def send_request(d: Dispatcher, broker: int):
     candidates, _ = d.candidates(broker, 0.0)
-    parts, _ = assemble(candidates, data_limit=10**6, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION)
+    parts, _ = assemble(
+        candidates, data_limit=10**6, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION, magic=2
+    )
     d.started(broker, parts, expect_ack=True)
     check(d)
     return parts
@@ -220,8 +227,88 @@ def test_acks_zero_delivers_on_write() -> None:
     d, _sink, _, _ = make()
     messages = submit(d, 2)
     candidates, _ = d.candidates(1, 0.0)
-    parts, _ = assemble(candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION)
+    parts, _ = assemble(candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION, magic=2)
     d.started(1, parts, expect_ack=False)
     d.on_written_no_ack(1, parts)
     check(d)
     assert [(m.partition, m.offset) for m in messages] == [(0, -1), (0, -1)]
+
+
+# ---------------------------------------------------------------- lone messages (topics the daemon does not batch)
+
+
+kinds = st.lists(st.sampled_from(["any", "key", "pin"]) | st.integers(0, 7), min_size=1, max_size=60)
+
+
+@settings(max_examples=200)
+@given(kinds, st.integers(0, 2**32 - 1))
+def test_lone_messages_go_where_the_partitioning_rules_say_in_order(sequence, seed) -> None:
+    leaders = {"t": [1, None, 2, 1, 3, None]}
+    d = Dispatcher(ProducerConfig(), Counters(), None, cycle=AnyPartitionCycle(random.Random(seed)))
+    d.apply_view(view(leaders), 0.0)
+    info = d.view.topic("t")
+    model = AnyPartitionCycle(random.Random(seed))
+    expected: dict[int, list[Message]] = {}
+    lost: list[Message] = []
+    for i, kind in enumerate(sequence):
+        if kind == "any":
+            m = Message(None, b"%d" % i, 0)
+            p = model.next(info)
+        elif kind == "key":
+            m = Message(None, b"%d" % i, 0, partition_key=i * 2654435761)
+            p = partition_for_key(m.partition_key, info)
+        else:
+            partition = 3 if kind == "pin" else kind
+            m = Message(None, b"%d" % i, 0, partition_key=partition, pinned=True)
+            p = explicit_partition(partition, info)
+        (lost if p is None else expected.setdefault(p, [])).append(m)
+        d.admit([m])
+        d.route("t", [m])
+        check(d)
+    got = {pq.partition: [m for batch, _ in pq.ready for m in batch] for pq in d.all_queues() if pq.ready_count}
+    assert got == expected
+    assert all(m.error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS for m in lost)
+    assert d.held_bytes == sum(m.size for ms in expected.values() for m in ms)
+
+
+def test_lone_messages_join_the_last_ready_batch_and_wake_the_broker_once() -> None:
+    d, _sink, woken, _ = make({"t": [1]})
+    first = submit(d, 3)  # a batch of three
+    lone = [Message(None, b"x%d" % i, 0) for i in range(4)]
+    for m in lone:
+        d.admit([m])
+        d.route("t", [m])
+    check(d)
+    pq = d.queue("t", 0)
+    assert len(pq.ready) == 1 and pq.ready[0] == ([*first, *lone], sum(m.size for m in first + lone))
+    assert woken == [1]  # the partition was already marked ready for broker 1: its sender will look anyway
+    messages, size = pq.take(10**6, True)
+    assert messages == [*first, *lone] and size == sum(m.size for m in messages)
+    d.started(1, [Part(pq, messages, size)], expect_ack=True)
+    later = Message(None, b"later", 0)
+    d.admit([later])
+    d.route("t", [later])
+    assert woken == [1, 1]  # not marked any more: woken again
+    assert list(pq.ready) == [([later], 5)]
+
+
+@pytest.mark.parametrize("batch", [1, 100])
+def test_a_queued_message_costs_one_gc_tracked_object(batch: int) -> None:
+    """The garbage collector walks every container held: a queued message adds only itself (no list or tuple per
+    lone message; one list and one tuple per batch)."""
+    d, _sink, _, _ = make({"t": [1, 2]})
+    messages = [Message(None, b"v", 0) for _ in range(2000)]
+    groups = [messages[i : i + batch] for i in range(0, len(messages), batch)]
+    for group in groups[:2]:  # the queues exist from here on
+        d.admit(group)
+        d.route("t", group)
+    gc.collect()
+    before = len(gc.get_objects())
+    for group in groups[2:]:
+        d.admit(group)
+        d.route("t", group)
+    del group
+    gc.collect()
+    assert d.held_messages == 2000
+    per_batch = 2 if batch > 1 else 0
+    assert len(gc.get_objects()) - before <= 2 + per_batch * (len(groups) - 2)

@@ -72,3 +72,13 @@ def test_any_partition_reshuffles_when_availability_changes() -> None:
     shrunk = topic([1, None, 1])
     assert {cycle.next(shrunk) for _ in range(10)} == {0, 2}
     assert cycle.next(topic([None, None])) is None
+
+
+def test_a_new_view_with_the_same_available_partitions_keeps_the_cycle_going() -> None:
+    cycle = AnyPartitionCycle(random.Random(3))
+    first = [cycle.next(topic([1, 2, 1, 2])) for _ in range(2)]
+    rest = [cycle.next(topic([2, 2, 1, 1])) for _ in range(2)]  # leaders moved, same partitions available
+    assert sorted(first + rest) == [0, 1, 2, 3]
+    assert cycle.next(topic([None, None])) is None
+    again = [cycle.next(topic([1, 2, 1, 2])) for _ in range(4)]
+    assert sorted(again) == [0, 1, 2, 3]  # back to the same partitions: a full round again

@@ -19,20 +19,22 @@ PRODUCE = produce.KEY
 COMBOS = [(b"", b""), (b"key", b""), (b"", b"value"), (b"key", b"value")]
 
 
+@pytest.mark.parametrize("empty_as_null", [False, True])
 @pytest.mark.parametrize("legacy", [False, True], ids=["modern", "legacy"])
-def test_key_value_emptiness_round_trips(legacy: bool) -> None:
+def test_key_value_emptiness_round_trips(legacy: bool, empty_as_null: bool) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
+        async with Producer(bruce_config(cluster.bootstrap, empty_as_null=empty_as_null)) as p:
             await p.ready(5)
             for key, value in COMBOS * 2:
                 p.send("t", value, key=key, partition=0)
+            p.send("t", None, key=None, partition=0)
             assert await p.flush(5) == 0
             assert_accounting(p, held=0)
         got = [(r.key, r.value) for r in cluster.records("t", 0)]
-        # Bruce writes an empty key or value as null (length -1)
-        expected = [(k or None, v or None) for k, v in COMBOS * 2] if legacy else COMBOS * 2
-        assert got == expected
+        # Bruce writes an empty key or value as null (length -1); a library user's b"" stays empty by default
+        expected = [(k or None, v or None) for k, v in COMBOS * 2] if empty_as_null else COMBOS * 2
+        assert got == [*expected, (None, None)]
 
     scenario(body, legacy=legacy, brokers=1)
 
@@ -171,7 +173,7 @@ def test_codec_policy_and_zstd_fallback(legacy: bool) -> None:
     scenario(body, brokers=1, legacy=legacy)
 
 
-def test_compressed_set_is_capped_by_message_max_bytes() -> None:
+def test_compressed_message_set_is_capped_by_message_max_bytes() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         config = bruce_config(
@@ -187,9 +189,9 @@ def test_compressed_set_is_capped_by_message_max_bytes() -> None:
                 p.send("t", b"x" * 20)  # 20 + 26 per message: two fit in 100 bytes
             assert await p.flush(5) == 0
             assert_accounting(p, held=0)
-        assert [len(s.produced[0][2]) for s in cluster.requests("Produce")] == [2] * 5
+        assert [len(s.produced[0][2]) for s in cluster.requests("Produce")] == [2] * 5  # Bruce's rule
 
-    scenario(body, brokers=1)
+    scenario(body, brokers=1, legacy=True)
 
 
 def test_several_requests_in_flight_never_two_for_one_partition() -> None:

@@ -6,10 +6,18 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fakebroker import FakeCluster
+from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario, wait_for
 
-from bruce.producer import DeliveryError, DiscardReason, Producer
+from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerClosed
+from bruce.wire.protocol import metadata
+
+FAST_CHECKS = (0.05, 0.1, 0.2)  # instead of Bruce's 3, 6 and 12 s between refreshes after a creation
+
+
+@pytest.fixture
+def fast_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("bruce.producer.metadata.AUTOCREATE_CHECKS", FAST_CHECKS)
 
 
 def test_bootstrap_skips_a_dead_broker() -> None:
@@ -80,7 +88,7 @@ def test_forcing_v0_never_sends_api_versions() -> None:
     scenario(body, brokers=1)
 
 
-def test_topic_autocreate() -> None:
+def test_topic_autocreate(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
@@ -109,3 +117,86 @@ def test_topic_autocreate_refused() -> None:
             assert_accounting(p, held=0)
 
     scenario(body, brokers=1, autocreate=False)
+
+
+def test_create_topic_asks_then_refreshes_until_the_topic_shows(fast_checks: None) -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap)) as p:
+            await p.ready(5)
+            assert await p.create_topic("fresh") is None
+            assert p.available_partitions("fresh") == (0,)
+            assert p.counters.get("TopicAutocreateOk") == 1
+            assert await p.send("fresh", b"x") == (0, 0)
+            requests = len(cluster.requests("Metadata"))
+            assert await p.create_topic("fresh") is None  # known: nothing to ask
+            assert len(cluster.requests("Metadata")) == requests
+        created = [s for s in cluster.requests("Metadata") if s.outcome == "created"]
+        assert len(created) == 1 and [t.name for t in created[0].body.topics] == ["fresh"]
+        assert created[0].body.allow_auto_topic_creation
+
+    scenario(body, brokers=1, autocreate=True)
+
+
+def test_create_topic_refused_is_topic_autocreate_fail() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap)) as p:
+            await p.ready(5)
+            assert await p.create_topic("fresh") == DiscardReason.TOPIC_AUTOCREATE_FAIL
+            assert p.counters.snapshot()["TopicAutocreateFail{code=3}"] == 1
+
+    scenario(body, brokers=1, autocreate=False)
+
+
+def test_create_topic_that_never_shows_is_bad_topic(fast_checks: None) -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap)) as p:
+            await p.ready(5)
+            cluster.add_topic("fresh", [1])
+            # the creation request and the three refreshes all see the topic still being created (error 5)
+            cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 4)
+            assert await p.create_topic("fresh") == DiscardReason.BAD_TOPIC
+            assert p.available_partitions("fresh") is None
+            assert p.counters.get("TopicAutocreateOk") == 1
+
+    scenario(body, brokers=1)
+
+
+def test_create_topic_tries_each_broker_and_survives_a_dead_one(fast_checks: None) -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [2])
+        async with Producer(bruce_config(cluster.bootstrap)) as p:
+            await p.ready(5)
+            cluster.brokers[1].script(metadata.KEY, Fault.disconnect())
+            assert await p.create_topic("fresh") is None
+        asked = [(s.broker, s.outcome) for s in cluster.requests("Metadata") if s.body.topics]
+        assert asked[:2] == [(1, "disconnect"), (2, "created")]
+
+    scenario(body, brokers=2, autocreate=True)
+
+
+def test_create_topic_needs_a_running_producer() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        p = Producer(bruce_config(cluster.bootstrap))
+        with pytest.raises(ProducerClosed):
+            await p.create_topic("fresh")
+
+    scenario(body, brokers=1)
+
+
+def test_topic_autocreate_that_never_shows_discards_as_bad_topic(fast_checks: None) -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with Producer(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
+            await p.ready(5)
+            cluster.add_topic("fresh", [1])
+            # the on-demand refresh, the creation request and the three checks all see the topic being created
+            cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 5)
+            with pytest.raises(DeliveryError) as caught:
+                await p.send("fresh", b"x")
+            assert caught.value.reason == DiscardReason.BAD_TOPIC and "never appeared" in str(caught.value)
+            assert_accounting(p, held=0)
+
+    scenario(body, brokers=1)

@@ -13,7 +13,7 @@ from bruce.producer import run
 from bruce.producer.cluster import Partition, Topic
 from bruce.producer.partitioner import partition_for_key
 from bruce.proxy.embedded import free_port
-from bruce.spark.delivery import DeliveryFailed, deliver
+from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable, deliver
 from bruce.spark.direct import messages_by_topic, produce_batches
 from bruce.spark.options import write_options
 from bruce.spark.schema import BadRow, arrow_rows
@@ -91,21 +91,38 @@ def test_every_row_delivered_and_read_back(tansu, new_topic) -> None:
     assert all(len(parts) == 1 for parts in by_key.values())  # one key, one partition
 
 
-def test_unreachable_broker_discards_on_delivery_timeout() -> None:
+def test_unreachable_broker_fails_before_taking_rows() -> None:
+    port = free_port()
     options = write_options(
         {
-            "bootstrap.servers": f"127.0.0.1:{free_port()}",
+            "bootstrap.servers": f"127.0.0.1:{port}",
             "topic": "t",
             "delivery.timeout.ms": "1500",
             "kafka.connect.timeout.ms": "200",
         }
     )
-    with pytest.raises(DeliveryFailed) as failed:
-        deliver(iter(_batches(300, 100)), options)
-    summary = failed.value.summary
+    batches = iter(_batches(300, 100))
+    with pytest.raises(KafkaUnavailable, match=f"no broker of 127.0.0.1:{port} answered Metadata within 1.5 s"):
+        deliver(batches, options)
+    assert len(list(batches)) == 3  # no row was taken
+
+
+def test_broker_lost_after_metadata_discards_on_delivery_timeout() -> None:
+    async def scenario():
+        cluster = FakeCluster(brokers=1)
+        async with cluster:
+            cluster.add_topic("t", [1])
+            cluster.brokers[1].script(0, *[Fault.delay(5)] * 20)  # produce answers never arrive in time
+            options = write_options(
+                {"bootstrap.servers": cluster.bootstrap[0], "topic": "t", "delivery.timeout.ms": "1000"}
+            )
+            return await produce_batches(iter(_batches(300, 100)), options)
+
+    summary = run(scenario())
     assert (summary.rows, summary.delivered, summary.discarded) == (300, 0, {"MESSAGE_TIMEOUT": 300})
-    assert failed.value.reason == "MESSAGE_TIMEOUT"
-    assert "not every row was delivered" in str(failed.value) and "at-least-once" in str(failed.value)
+    failed = DeliveryFailed(summary)
+    assert failed.reason == "MESSAGE_TIMEOUT"
+    assert "not every row was delivered" in str(failed) and "at-least-once" in str(failed)
 
 
 def test_broker_refusing_writes_fails_fast() -> None:
@@ -122,3 +139,11 @@ def test_broker_refusing_writes_fails_fast() -> None:
     assert summary.rows == summary.discarded_total < 50_000  # stopped taking input after the first discard
     assert "INVALID_RECORD" in summary.first_error
     assert cluster.unexpected == [] and all(s.outcome == "error 87" for s in cluster.requests("Produce"))
+
+
+def test_unknown_topic_is_a_bad_topic_discard(tansu) -> None:
+    options = write_options({"bootstrap.servers": tansu.address, "topic": "never-created-topic"})
+    with pytest.raises(DeliveryFailed) as failed:
+        deliver(iter(_batches(10, 10)), options)
+    assert failed.value.summary.discarded == {"BAD_TOPIC": 10}
+    assert "never-created-topic" in str(failed.value)

@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+from reference_files import BRUCE_EXAMPLE_CONF
 from xml_samples import VALID_XML
 
 from bruce.proxy.config import (
@@ -25,7 +26,7 @@ from bruce.proxy.config import (
     parse_command_line,
 )
 
-EXAMPLE_CONF = Path("/work/shared/reference/bruce_example_conf.xml")
+EXAMPLE_CONF = BRUCE_EXAMPLE_CONF
 
 # Bruce's defaults (bruce-behaviour.md §15, config.cc), and ours for the options Bruce does not have.
 DEFAULTS = {

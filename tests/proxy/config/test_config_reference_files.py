@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from reference_files import BRUCE_CONF, BRUCE_EXAMPLE_CONF
 
 from bruce.proxy.config import (
     BatchingConfig,
@@ -30,9 +31,7 @@ from bruce.proxy.config import (
     to_toml,
 )
 
-REFERENCE = Path("/work/shared/reference")
-BRUCE_CONF = REFERENCE / "bruce_conf.xml"
-EXAMPLE_CONF = REFERENCE / "bruce_example_conf.xml"
+EXAMPLE_CONF = BRUCE_EXAMPLE_CONF
 
 KIB = 1024
 

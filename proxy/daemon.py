@@ -1,0 +1,435 @@
+"""The daemon: the input socket, router, batcher, producer, accounting and status server wired together and run.
+
+Rules:
+- Startup in Bruce's order (bruce-behaviour.md §1): :meth:`Daemon.preflight` (the large-datagram check, then the
+  status port test-bind) runs before anything starts, before ``--daemon`` forks; :meth:`Daemon.run` then opens the
+  input socket (it accepts at once, before Kafka is reachable: messages wait in the router, bounded by the budget),
+  starts the producer (the first metadata is fetched in the background, with backoff, until it succeeds or the daemon
+  stops), the router and the status server. Unlike Bruce, the status server does not wait for the first metadata:
+  a daemon that cannot reach Kafka is visible on its pages.
+- Every long-lived task (the intake, the timers, topic creations) lives in one ``asyncio.TaskGroup``; the producer's
+  tasks live in its own group, entered by the same task. A task that crashes stops the daemon: what is held is counted
+  as SERVER_SHUTDOWN, everything is closed, and :meth:`Daemon.run` raises the error (the command exits non-zero).
+- Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT): stop accepting input → drain
+  what the kernel still holds → flush the batches (messages still waiting for the first metadata wait for it within
+  the deadline) → wait for ACKs until ``shutdown_max_delay`` after the request → count what is left as
+  SERVER_SHUTDOWN → close the broker connections → stop the status server. A second request skips the waiting but
+  still drains and accounts.
+- Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
+  in flight`` holds between callbacks (:meth:`Daemon.accounting`).
+- Inputs: the datagram intake today. Another input (the plog listeners) is added the same way: it creates messages
+  with the same budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and
+  registers its read count with ``outcomes.add_input``.
+- With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
+  is off and unknown topics are created on first use (tansu creates them with 4 partitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bruce.producer.config import ProducerConfig
+from bruce.producer.counters import Counters
+from bruce.producer.message import Message
+from bruce.producer.producer import Producer
+from bruce.producer.reasons import DiscardReason
+
+from .batcher import Batcher
+from .budget import MessageBudget
+from .compression_policy import TopicCompression
+from .config import Config, ConfigError, Options
+from .discard_log import DiscardLog
+from .discards import DiscardTracker
+from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
+from .msg_debug import MessageDebugLog
+from .outcomes import Accounting, Outcomes
+from .ratelimit import RateLimiter
+from .router import Router, autocreate, message_overhead
+from .status import StatusServer, check_status_port
+from .status_source import DaemonStatus
+
+log = logging.getLogger("bruce.proxy.daemon")
+
+MAX_TICK_S = 0.05  # the timer task's longest sleep (see _timers)
+SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def producer_config(options: Options, config: Config) -> ProducerConfig:
+    """The producer settings the command line and config file give (Bruce's names on both sides). Topic creation is
+    the router's (it parks the topic's messages meanwhile), so the producer's own is off."""
+    return ProducerConfig(
+        bootstrap_servers=tuple(broker.address for broker in config.initial_brokers),
+        client_id=options.client_id,
+        protocol=options.kafka_protocol,
+        acks=options.required_acks,
+        replication_timeout_ms=options.replication_timeout,
+        produce_request_data_limit=config.batching.produce_request_data_limit,
+        message_max_bytes=max(1, config.batching.message_max_bytes),
+        max_failed_delivery_attempts=options.max_failed_delivery_attempts,
+        socket_timeout_ms=options.kafka_socket_timeout_ms,
+        min_pause_delay_ms=options.min_pause_delay,
+        pause_rate_limit_initial_ms=max(1, options.pause_rate_limit_initial),
+        pause_rate_limit_max_double=options.pause_rate_limit_max_double,
+        dispatcher_restart_max_delay_ms=options.dispatcher_restart_max_delay,
+        metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
+        topic_autocreate=False,
+        shutdown_max_delay_ms=options.shutdown_max_delay,
+    )
+
+
+def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> Callable[[Message], None]:
+    """``--use_old_output_format``: each value becomes ``"<ts> <topic> <value>"`` (``"<topic> <value>"`` with
+    ``--omit_timestamp``) before routing. The budget charge stays what was reserved."""
+
+    def rewrite(msg: Message) -> None:
+        topic = msg.topic.encode("utf-8", "surrogateescape")  # type: ignore[attr-defined]
+        prefix = topic if omit_timestamp else b"%d %s" % (msg.timestamp, topic)
+        msg.value = prefix + b" " + msg.value  # type: ignore[operator]
+        msg.size = len(msg.key or b"") + len(msg.value)
+        route(msg)
+
+    return rewrite
+
+
+class Daemon:
+    """One bruce daemon. ``Daemon(options, config)``; ``preflight()``; ``await run()`` until shut down."""
+
+    def __init__(self, options: Options, config: Config, *, reader: str = DEFAULT_READER) -> None:
+        self.options = options
+        self.config = config
+        _check_debug_limits(options)
+        embedded = options.use_embedded_broker
+        self.counters = counters = Counters()
+        self.budget = MessageBudget(options.msg_buffer_max_bytes, counters=counters)
+        self.discard_log = (
+            DiscardLog(
+                options.discard_log_path,
+                prefix_size=options.discard_log_bad_msg_prefix_size,
+                max_file_bytes=options.discard_log_max_file_size_bytes,
+                max_archive_bytes=options.discard_log_max_archive_size_bytes,
+                counters=counters,
+            )
+            if options.discard_log_path
+            else None
+        )
+        self.tracker = DiscardTracker(
+            interval_s=options.discard_report_interval,
+            prefix_size=options.discard_report_bad_msg_prefix_size,
+            counters=counters,
+            discard_log=self.discard_log,
+            log_discards=not options.no_log_discard,
+        )
+        self.debug = MessageDebugLog(
+            options.debug_dir,
+            time_limit_s=options.msg_debug_time_limit,
+            byte_limit=options.msg_debug_byte_limit,
+            counters=counters,
+        )
+        self.outcomes = outcomes = Outcomes(self.budget, self.tracker, self.debug)
+        self.producer = Producer(
+            producer_config(options, config),
+            sink=outcomes,
+            compression=TopicCompression(config),
+            require_topics=not embedded,
+        )
+        self.batcher = Batcher(config.batching_for, self.producer.submit)
+        self.autocreate = options.topic_autocreate or embedded
+        self.router = Router(
+            cluster=self.producer.cluster,
+            batcher=self.batcher,
+            discard=outcomes.discard_routed,
+            message_max_bytes=config.batching.message_max_bytes,
+            message_overhead=message_overhead(options.kafka_protocol),
+            rate_limiter=RateLimiter.from_limits(
+                config.rate_limit_for, config.topic_rate_limiting.named_configs.values()
+            ),
+            create_topic=self._create_topic if self.autocreate else None,
+            debug=self.debug,
+            counters=counters,
+        )
+        route = self.router.route
+        if options.use_old_output_format:
+            route = legacy_output(route, omit_timestamp=options.omit_timestamp)
+        outcomes.on_message = route
+        self.intake = DatagramIntake(
+            options.receive_socket_name,
+            sink=outcomes,
+            budget=self.budget,
+            counters=counters,
+            mode=options.receive_socket_mode,
+            max_input_msg_size=options.max_input_msg_size,
+            reader=reader,
+        )
+        outcomes.add_input(lambda: self.intake.datagrams)
+        self.status_source = DaemonStatus(
+            counters=counters,
+            outcomes=outcomes,
+            tracker=self.tracker,
+            debug=self.debug,
+            router=self.router,
+            batcher=self.batcher,
+            producer=self.producer,
+        )
+        self.status = StatusServer(self.status_source, metrics=not options.no_metrics)
+        self.ready = asyncio.Event()  # set once the socket accepts and the status server answers
+        self._stop = asyncio.Event()
+        self._force = asyncio.Event()
+        self._group: asyncio.TaskGroup | None = None
+        self._creations: set[asyncio.Task[Any]] = set()
+        self._tick = _tick_for(config)
+
+    # -- public --------------------------------------------------------------------------------------------------------
+
+    def preflight(self) -> None:
+        """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
+        (:class:`~bruce.proxy.intake.IntakeError`), and is the status port free (``StatusBindError``: another
+        daemon is probably running)."""
+        options = self.options
+        if options.use_old_input_format:
+            raise ConfigError(
+                'Bruce\'s oldest input format ("topic<space>body" datagrams) is not supported; clients must send '
+                "AnyPartition or PartitionKey datagrams (docs/migrating-from-bruce.md)",
+                where="--use_old_input_format",
+            )
+        check_large_datagrams(options.max_input_msg_size, allow_large_unix_datagrams=options.allow_large_unix_datagrams)
+        if options.status_port:
+            check_status_port(options.status_bind_host, options.status_port)
+
+    def accounting(self) -> Accounting:
+        """``received``, ``delivered``, ``discarded`` and ``in_flight``, read together."""
+        return self.outcomes.snapshot()
+
+    @property
+    def status_url(self) -> str:
+        """``http://host:port`` of the status server (once :attr:`ready`)."""
+        return self.status.url
+
+    @property
+    def socket_path(self) -> str:
+        return str(self.intake.path)
+
+    @property
+    def stopping(self) -> bool:
+        """A shutdown was requested."""
+        return self._stop.is_set()
+
+    def request_shutdown(self) -> None:
+        """Begin the orderly shutdown; a second call stops waiting for ACKs (everything is still accounted for)."""
+        if self._stop.is_set():
+            if not self._force.is_set():
+                log.warning("second stop request: no longer waiting for acknowledgements")
+                self._force.set()
+            return
+        log.info("shutting down: up to %d ms to deliver what is held", self.options.shutdown_max_delay)
+        self._stop.set()
+
+    async def run(self, *, handle_signals: bool = False) -> None:
+        """Start, serve until :meth:`request_shutdown` (or SIGTERM/SIGINT with ``handle_signals``), shut down in
+        order. Raises the error of a task that crashed."""
+        loop = asyncio.get_running_loop()
+        if handle_signals:
+            for sig in SHUTDOWN_SIGNALS:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        try:
+            await self._run()
+        finally:
+            if handle_signals:
+                for sig in SHUTDOWN_SIGNALS:
+                    loop.remove_signal_handler(sig)
+
+    # -- running -------------------------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        self.intake.open()  # the first thing that can fail here: nothing else has started
+        self.debug.start()
+        if self.discard_log is not None:
+            self.discard_log.start()
+        try:
+            await self.producer.start()
+        except BaseException:
+            await self._close_local()
+            raise
+        try:
+            await self.status.start(self.options.status_bind_host, self.options.status_port)
+        except BaseException:
+            await self.producer.shutdown(0)
+            await self._close_local()
+            raise
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                group.create_task(self.intake.serve(), name="bruce-intake")
+                timers = group.create_task(self._timers(), name="bruce-timers")
+                first = group.create_task(self._first_metadata(), name="bruce-first-metadata")
+                self.ready.set()
+                await self._stop.wait()
+                await self._shutdown(loop_time=asyncio.get_running_loop().time)
+                for task in (timers, first, *self._creations):
+                    task.cancel()
+        except asyncio.CancelledError:
+            # A producer task crashed (its group cancels this task), or this task was cancelled: the producer's
+            # group raises the crash, if there is one, once it is handed the cancellation.
+            self._settle_held()
+            try:
+                await self.producer.__aexit__(asyncio.CancelledError, asyncio.CancelledError(), None)
+            finally:
+                await self._close_local()
+            raise
+        except BaseException as error:
+            log.error("a daemon task failed; stopping", exc_info=error)
+            self._settle_held()
+            with _logged("the producer"):
+                await self.producer.shutdown(0)
+            await self._close_local()
+            raise
+        finally:
+            self._group = None
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.log(25, "received %s", sig.name)
+        self.request_shutdown()
+
+    async def _first_metadata(self) -> None:
+        """Route the messages that arrived before the first metadata as soon as it is there."""
+        view = await self.producer.ready()
+        self.router.refresh(time.monotonic())
+        topics = len(view.topics)
+        log.log(25, "connected to Kafka: %d brokers, %d topics", len(view.brokers), topics)
+
+    async def _timers(self) -> None:
+        """Batch deadlines, parked-topic deadlines, the debug log's tick and the discard-query watchdog.
+
+        Sleeps until the next batch deadline, but never longer than the shortest batch time (and 50 ms): a batch
+        opened meanwhile cannot have an earlier deadline than one tick away, so every batch ships on time without a
+        hook on the hot path."""
+        batcher, router = self.batcher, self.router
+        now = time.monotonic()
+        next_second = now + 1.0
+        watchdog_every = self.options.discard_report_interval + 1
+        next_watchdog = now + watchdog_every
+        while True:
+            now = time.monotonic()
+            batcher.expire(now)
+            router.refresh(now)
+            parked = router.next_deadline()
+            if parked is not None and parked <= now:
+                router.expire(now)
+            if now >= next_second:
+                next_second = now + 1.0
+                self.debug.tick()
+                if now >= next_watchdog:
+                    next_watchdog = now + watchdog_every
+                    self.tracker.check_query_rate()
+            wake = min(now + self._tick, next_second)
+            for deadline in (batcher.next_deadline(), router.next_deadline()):
+                if deadline is not None and deadline < wake:
+                    wake = deadline
+            await asyncio.sleep(max(0.0, wake - time.monotonic()))
+
+    def _create_topic(self, topic: str) -> None:
+        """The router's callback for a topic to create (``--topic_autocreate``)."""
+        if self._group is None:
+            self.router.creation_done(topic, DiscardReason.SERVER_SHUTDOWN, time.monotonic())
+            return
+        task = self._group.create_task(self._create(topic), name=f"bruce-create-topic-{topic}")
+        self._creations.add(task)
+        task.add_done_callback(self._creations.discard)
+
+    async def _create(self, topic: str) -> None:
+        log.info("creating topic %r", topic)
+        failure = await autocreate(self.producer, topic)
+        self.router.creation_done(topic, failure, time.monotonic())
+
+    # -- stopping ------------------------------------------------------------------------------------------------------
+
+    async def _shutdown(self, *, loop_time: Callable[[], float]) -> None:
+        """DESIGN principle 7, in order (see the module rules)."""
+        deadline = loop_time() + self.options.shutdown_max_delay / 1000
+        self.intake.stop_accepting()  # 1. stop accepting input
+        drained = await self.intake.drain()  # 2. what the kernel still holds
+        log.info("read %d datagrams still queued at shutdown", drained)
+        router = self.router  # 3. flush: waiting messages get the first metadata if it comes in time
+        if router.held and self.producer.cluster() is None:
+            await self._until(self.producer.ready(), deadline, loop_time)
+        router.refresh(time.monotonic())
+        for task in self._creations:
+            task.cancel()
+        router.discard_held(DiscardReason.SERVER_SHUTDOWN)
+        self.batcher.flush_all()
+        held = self.producer.held  # 4. wait for ACKs until the deadline
+        if held:
+            log.info("waiting up to %.1f s for %d messages to be acknowledged", deadline - loop_time(), held)
+            await self._until(self.producer.flush(), deadline, loop_time)
+        left = self.producer.held  # 5. count what is left, 6. close the connections
+        await self.producer.shutdown(0)
+        if left:
+            log.warning("%d messages were not acknowledged in time: discarded as SERVER_SHUTDOWN", left)
+        await self.status.stop()  # 7. stop the status server
+        await self._close_local()
+        a = self.accounting()
+        summary = f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight"
+        if a.balanced and not a.in_flight:
+            log.log(25, "stopped: %s", summary)
+        else:
+            log.error("stopped, but the accounting does not balance (a bug, please report it): %s", summary)
+
+    async def _until(self, awaitable: Any, deadline: float, loop_time: Callable[[], float]) -> None:
+        """Await ``awaitable`` until ``deadline`` (loop time) or a forced stop, whichever comes first."""
+        task = asyncio.ensure_future(awaitable)
+        force = asyncio.ensure_future(self._force.wait())
+        try:
+            await asyncio.wait(
+                {task, force}, timeout=max(0.0, deadline - loop_time()), return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for t in (task, force):
+                t.cancel()
+            await asyncio.gather(task, force, return_exceptions=True)
+
+    def _settle_held(self) -> None:
+        """After a crash: the router's and the batcher's messages get their fate (SERVER_SHUTDOWN) through the
+        producer's shutdown, or here if it cannot take them."""
+        self.intake.stop_accepting()
+        self.router.discard_held(DiscardReason.SERVER_SHUTDOWN)
+        try:
+            self.batcher.flush_all()
+        except Exception:  # the producer no longer accepts: nothing else can hold these messages
+            log.exception("could not hand the open batches to the producer")
+
+    async def _close_local(self) -> None:
+        """Close what is the daemon's own: the socket, the status server, the debug files, the discard log."""
+        self.intake.close()
+        with _logged("the status server"):
+            await self.status.stop()
+        self.debug.close()
+        if self.discard_log is not None:
+            await asyncio.to_thread(self.discard_log.close)
+
+
+@contextlib.contextmanager
+def _logged(what: str) -> Any:
+    """While stopping after a failure: log a further error from ``what`` rather than hide the first one."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        raise
+    except BaseException:
+        log.exception("%s also failed while stopping", what)
+
+
+def _tick_for(config: Config) -> float:
+    """The timer task's longest sleep: the shortest batch time of the config, at most :data:`MAX_TICK_S`."""
+    times = [limits.time_ms for limits in config.batching.named_configs.values() if limits.time_ms]
+    return min([MAX_TICK_S, *(t / 1000 for t in times)])
+
+
+def _check_debug_limits(options: Options) -> None:
+    for name in ("msg_debug_time_limit", "msg_debug_byte_limit"):
+        if getattr(options, name) < 1:
+            raise ConfigError("must be at least 1: message debugging needs a positive limit", where=f"--{name}")

@@ -1,0 +1,142 @@
+"""Settling every message's fate: the one place the daemon's accounting happens.
+
+Rules:
+- :class:`Outcomes` is at once the intake's :class:`~bruce.proxy.intake.IntakeSink`, the router's ``discard``
+  callback and the producer's :class:`~bruce.producer.message.OutcomeSink`. Every datagram read ends here exactly
+  once: as a discard at intake (no budget held), as a discard by the router or the producer, or as a delivery.
+- A message's budget charge is released exactly once, when its fate is known (delivered or discarded); discards are
+  counted, reported and logged only through the :class:`~bruce.proxy.discards.DiscardTracker` (``Discard{reason}``),
+  possible duplicates through ``record_possible_duplicate``. The acknowledged messages go to the ``msg_got_ack``
+  debug file when message debugging is on.
+- The accounting invariant (DESIGN principle 5) — ``received = delivered + discarded + in flight`` — holds whenever
+  the event loop is between callbacks: ``received`` is what the inputs read (:meth:`Outcomes.add_input`),
+  ``in flight`` is what holds a budget reservation. :meth:`Outcomes.snapshot` reads the four numbers together;
+  :class:`AccountingCounters` shows the totals on ``/counters`` and ``/metrics`` (``MsgReceived``, ``MsgDelivered``,
+  ``MsgDiscarded``); in flight is Bruce's ``MsgCreate - MsgDestroy`` beside them (and the ``MsgInFlight`` gauge).
+- ``on_message`` is the router's ``route`` itself (set by the daemon), so a valid message costs no extra call here.
+- Synchronous, for the event loop's thread; never raises for a well-formed call (the tracker and the debug log
+  contain their own failures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from bruce.producer.counters import Labels
+from bruce.producer.message import Message
+from bruce.producer.reasons import DiscardReason
+
+from .budget import MessageBudget
+from .discards import DiscardTracker
+from .msg_debug import MessageDebugLog
+
+
+@dataclass(frozen=True, slots=True)
+class Accounting:
+    """One consistent reading of the daemon's accounting."""
+
+    received: int  # datagrams and messages read by every input
+    delivered: int  # acknowledged by a broker (or written, with acks=0)
+    discarded: int  # discarded with a reason, at any stage
+    in_flight: int  # holding a budget reservation: routing, batching, sending, awaiting an ACK
+
+    @property
+    def balanced(self) -> bool:
+        """``received == delivered + discarded + in_flight``."""
+        return self.received == self.delivered + self.discarded + self.in_flight
+
+
+class Outcomes:
+    """Every message's fate: release its budget, count it, report it. See the module rules."""
+
+    def __init__(self, budget: MessageBudget, tracker: DiscardTracker, debug: MessageDebugLog | None = None) -> None:
+        self.budget = budget
+        self.tracker = tracker
+        self.debug = debug
+        self.delivered_total = 0
+        self.discarded_total = 0
+        self.duplicates_total = 0
+        self._inputs: list[Callable[[], int]] = []
+        self.on_message: Callable[[Message], None] = self._no_router
+
+    def add_input(self, received: Callable[[], int]) -> None:
+        """Register an input by a callable giving how many datagrams or messages it has read so far."""
+        self._inputs.append(received)
+
+    @staticmethod
+    def _no_router(msg: Message) -> None:
+        raise RuntimeError("Outcomes.on_message used before the daemon connected the router")
+
+    # -- the intake's sink (IntakeSink) ------------------------------------------------------------------------------
+
+    def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
+        """A parsed datagram discarded at intake (NO_MEM): it never held a reservation."""
+        self.discarded_total += 1
+        self.tracker.record(reason, topic, key, value, client_ts)
+
+    def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
+        """A datagram that did not parse (MALFORMED, API_KEY, VERSION, LONG_MSG)."""
+        self.discarded_total += 1
+        self.tracker.record_unparsed(reason, datagram, detail=detail)
+
+    # -- the router's discard callback ---------------------------------------------------------------------------------
+
+    def discard_routed(self, msg: Message, reason: DiscardReason) -> None:
+        """A held message discarded before it reached the producer (router checks, shutdown)."""
+        self.discarded_total += 1
+        self.budget.release(msg.charge)  # type: ignore[attr-defined]
+        self.tracker.record(reason, msg.topic, msg.key, msg.value, msg.timestamp)  # type: ignore[attr-defined]
+
+    # -- the producer's sink (OutcomeSink) -----------------------------------------------------------------------------
+
+    def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
+        charge = 0
+        for m in messages:
+            charge += m.charge  # type: ignore[attr-defined]
+        self.budget.release(charge, len(messages))
+        self.delivered_total += len(messages)
+        debug = self.debug
+        if debug is not None and debug.active:
+            for m in messages:
+                debug.on_ack(topic, m.key, m.value, m.timestamp)
+
+    def discarded(self, topic: str, messages: Sequence[Message], reason: DiscardReason) -> None:
+        record = self.tracker.record
+        charge = 0
+        for m in messages:
+            charge += m.charge  # type: ignore[attr-defined]
+            record(reason, topic, m.key, m.value, m.timestamp)
+        self.budget.release(charge, len(messages))
+        self.discarded_total += len(messages)
+
+    def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
+        record = self.tracker.record_possible_duplicate
+        for m in messages:
+            record(topic, m.key, m.value, m.timestamp)
+        self.duplicates_total += len(messages)
+
+    # -- reading -------------------------------------------------------------------------------------------------------
+
+    @property
+    def received_total(self) -> int:
+        return sum(received() for received in self._inputs)
+
+    def snapshot(self) -> Accounting:
+        """The four accounting numbers, read together."""
+        return Accounting(self.received_total, self.delivered_total, self.discarded_total, self.budget.held)
+
+
+class AccountingCounters:
+    """The accounting totals as a counter set for the status pages (location ``bruce.proxy.accounting``)."""
+
+    __slots__ = ("_outcomes",)
+
+    def __init__(self, outcomes: Outcomes) -> None:
+        self._outcomes = outcomes
+
+    def items(self) -> Iterator[tuple[str, Labels, int]]:
+        a = self._outcomes.snapshot()
+        yield "MsgDelivered", (), a.delivered
+        yield "MsgDiscarded", (), a.discarded
+        yield "MsgReceived", (), a.received

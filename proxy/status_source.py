@@ -1,0 +1,111 @@
+"""The daemon's answers to the status pages: a :class:`~bruce.proxy.status.source.StatusSource` over its parts.
+
+Rules:
+- Snapshots only, read synchronously on the event loop (the status server's rule). Nothing here changes the daemon's
+  state except what the pages are for: a metadata refresh request and the message debug commands.
+- ``/queues``: ``batch`` is the daemon's open batches plus the producer's; ``send_wait`` and ``ack_wait`` are the
+  producer's; ``new`` is what the router still holds (waiting for the first metadata, or parked while its topic is
+  created). Their sum is every message in flight, so ``/queues`` agrees with the accounting.
+- Counter sets, in display order: ``bruce.proxy`` (intake, budget, router, discards, debug log),
+  ``bruce.proxy.accounting`` (received / delivered / discarded totals), ``bruce.producer``; the status server adds
+  its own.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from importlib import metadata
+
+from bruce.producer.counters import Counters
+from bruce.producer.producer import Producer
+from bruce.proxy.discards import DiscardReport, DiscardTracker
+
+from .batcher import Batcher
+from .msg_debug import MessageDebugLog
+from .outcomes import AccountingCounters, Outcomes
+from .router import Router
+from .status.source import CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
+
+
+def package_version() -> str:
+    """The installed bruce-kafka version ("unknown" when run from a bare source tree)."""
+    try:
+        return metadata.version("bruce-kafka")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class DaemonStatus:
+    """The :class:`StatusSource` of one running daemon."""
+
+    def __init__(
+        self,
+        *,
+        counters: Counters,
+        outcomes: Outcomes,
+        tracker: DiscardTracker,
+        debug: MessageDebugLog,
+        router: Router,
+        batcher: Batcher,
+        producer: Producer,
+        extra_gauges: Callable[[], Iterable[Gauge]] = tuple,
+        start_time: float | None = None,
+    ) -> None:
+        self._info = ServerInfo(os.getpid(), package_version(), time.time() if start_time is None else start_time)
+        self._counters = counters
+        self._accounting = AccountingCounters(outcomes)
+        self._outcomes = outcomes
+        self._tracker = tracker
+        self._debug = debug
+        self._router = router
+        self._batcher = batcher
+        self._producer = producer
+        self._extra_gauges = extra_gauges
+
+    def server_info(self) -> ServerInfo:
+        return self._info
+
+    def counter_sets(self) -> Iterable[tuple[str, CounterSet]]:
+        return [
+            ("bruce.proxy", self._counters),
+            ("bruce.proxy.accounting", self._accounting),
+            ("bruce.producer", self._producer.counters),
+        ]
+
+    def discard_report(self) -> DiscardReport:
+        return self._tracker.report()
+
+    def queue_stats(self) -> QueueStats:
+        rows: dict[str, list[int]] = {}
+        for topic, n in self._batcher.batching_counts().items():
+            rows.setdefault(topic, [0, 0, 0])[0] += n
+        for topic, q in self._producer.queue_stats().items():
+            row = rows.setdefault(topic, [0, 0, 0])
+            row[0] += q.batching
+            row[1] += q.send_wait
+            row[2] += q.ack_wait
+        topics = tuple(TopicQueue(topic, *row) for topic, row in sorted(rows.items()))
+        return QueueStats(topics=topics, new=self._router.held)
+
+    def metadata_times(self) -> MetadataTimes:
+        updated, modified = self._producer.metadata_times()
+        return MetadataTimes(updated, modified)
+
+    def request_metadata_update(self) -> None:
+        self._producer.request_metadata_refresh()
+
+    def msg_debug_command(self, command: str) -> str | None:
+        return self._debug.handle_command(command)
+
+    def gauges(self) -> Iterable[Gauge]:
+        budget = self._outcomes.budget
+        return [
+            Gauge("MsgInFlight", "Messages received and not yet delivered or discarded.", budget.held),
+            Gauge("MsgBufferUsedBytes", "Bytes of the message budget held by messages in flight.", budget.used),
+            Gauge("MsgBufferCapacityBytes", "The message budget (--msg_buffer_max), in bytes.", budget.capacity),
+            Gauge("MsgBufferHighWaterBytes", "The most bytes of the budget ever held at once.", budget.high_water),
+            Gauge("MsgDebugActive", "1 while message debug logging is on.", int(self._debug.active)),
+            *self._extra_gauges(),
+        ]

@@ -1,0 +1,42 @@
+"""One object per message end to end: the daemon's Message is the producer's Message plus topic, receive time and
+budget charge, and its fast constructor sets every producer field exactly as the producer's constructor does."""
+
+from __future__ import annotations
+
+import pytest
+
+from bruce.producer.message import Message as ProducerMessage
+from bruce.producer.message import resolve_delivered, resolve_failed
+from bruce.producer.reasons import DiscardReason
+from bruce.proxy.message import MESSAGE_OVERHEAD, Message, message_charge
+
+
+def producer_slots() -> list[str]:
+    return [s for cls in ProducerMessage.__mro__ for s in getattr(cls, "__slots__", ())]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "partition_key"), [(b"", b"", None), (b"k", b"value", None), (b"", b"v" * 300, 0x444)]
+)
+def test_every_producer_field_is_set_as_the_producer_does(key: bytes, value: bytes, partition_key: int | None) -> None:
+    ours = Message("clicks", key, value, 0x123, partition_key, 12.5, message_charge(key, value))
+    theirs = ProducerMessage(key, value, 0x123, None, partition_key)
+    for name in producer_slots():
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert (ours.topic, ours.received, ours.charge) == ("clicks", 12.5, len(key) + len(value) + MESSAGE_OVERHEAD)
+    assert isinstance(ours, ProducerMessage)
+
+
+def test_the_producer_resolves_it_like_its_own() -> None:
+    delivered = Message("t", b"", b"a", 1, None, 0.0, 0)
+    failed = Message("t", b"", b"b", 1, None, 0.0, 0)
+    resolve_delivered([delivered], 3, 0x444)
+    resolve_failed([failed], DiscardReason.KAFKA_ERROR_ACK, "t")
+    assert delivered.done and delivered.result() == (3, 0x444)
+    assert failed.done and failed.error is not None and failed.error.reason == DiscardReason.KAFKA_ERROR_ACK
+
+
+def test_no_instance_dict() -> None:
+    m = Message("t", b"", b"", 1, None, 0.0, 0)
+    with pytest.raises(AttributeError):
+        m.extra = 1  # type: ignore[attr-defined]

@@ -1,0 +1,151 @@
+"""The router's checks in Bruce's order (bruce-behaviour.md §4) against a cluster view built from a Metadata answer:
+bad topic, too long, no available partitions, rate limit; the LONG_MSG boundary per protocol; waiting for the first
+metadata; view changes; counters; the debug log; shutdown."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+
+from bruce.producer.reasons import DiscardReason
+from bruce.proxy.config.model import RateLimit
+from bruce.proxy.ratelimit import RateLimiter
+from bruce.proxy.router import LEGACY_MESSAGE_OVERHEAD, RECORD_BATCH_OVERHEAD, message_overhead
+
+from .helpers import CLUSTER, Rig, config, view
+
+BAD_TOPIC = DiscardReason.BAD_TOPIC
+LONG_MSG = DiscardReason.LONG_MSG
+NO_PARTITIONS = DiscardReason.NO_AVAILABLE_PARTITIONS
+RATE_LIMIT = DiscardReason.RATE_LIMIT
+
+
+def test_checks_in_bruces_order_first_failure_wins() -> None:
+    cfg = config(message_max_bytes=26 + 10, rate_limits={"dead": RateLimit(1000, 0), "good": RateLimit(1000, 1)})
+    limiter = RateLimiter.from_limits(cfg.rate_limit_for, cfg.topic_rate_limiting.named_configs.values())
+    rig = Rig(cfg=cfg, rate_limiter=limiter)
+    rig.send("nope", "x" * 11)  # unknown and too long: bad topic wins
+    rig.send("dead", "x" * 11)  # too long and no partition: too long wins
+    rig.send("dead", "short")  # no partition (and over its rate limit of 0): no partition wins
+    rig.send("good", "first")  # passes: the rate limit allows 1 per second
+    rig.send("good", "second")  # over the rate limit
+    rig.send("good", "x" * 11)  # too long is checked before the rate limit (and does not count against it)
+    assert rig.take_discards() == [
+        (BAD_TOPIC, "nope", "x" * 11),
+        (LONG_MSG, "dead", "x" * 11),
+        (NO_PARTITIONS, "dead", "short"),
+        (RATE_LIMIT, "good", "second"),
+        (LONG_MSG, "good", "x" * 11),
+    ]
+    assert rig.out.take() == [("good", ["first"])]
+    assert rig.counters.snapshot() == {
+        "DiscardBadTopicMsgOnRoute": 1,
+        "DiscardLongMsg": 2,
+        "DiscardNoAvailablePartition": 1,
+        "DiscardDueToRateLimit": 1,
+    }
+
+
+def test_a_discarded_message_does_not_count_against_the_rate_limit() -> None:
+    cfg = config(message_max_bytes=100, rate_limits={"good": RateLimit(1000, 1)})
+    limiter = RateLimiter.from_limits(cfg.rate_limit_for, cfg.topic_rate_limiting.named_configs.values())
+    rig = Rig(cfg=cfg, rate_limiter=limiter)
+    rig.send("good", "x" * 100, now=1.0)  # LONG_MSG: stops before the rate limiter
+    rig.send("good", "ok", now=1.5)  # so the first window is anchored here, not at 1.0
+    rig.send("good", "over", now=2.0)  # same window [1.5, 2.5): over the limit of 1
+    rig.send("good", "next", now=2.6)  # the next window
+    assert [(r, v) for r, _, v in rig.take_discards()] == [(LONG_MSG, "x" * 100), (RATE_LIMIT, "over")]
+    assert rig.out.take() == [("good", ["ok"]), ("good", ["next"])]
+
+
+def test_topic_with_a_topic_level_metadata_error_is_a_bad_topic() -> None:
+    rig = Rig(errors={"half": 29})  # TOPIC_AUTHORIZATION_FAILED: Bruce drops the topic at parse
+    rig.send("half", "v")
+    rig.send("good", "v")
+    assert rig.take_discards() == [(BAD_TOPIC, "half", "v")]
+    assert rig.out.take() == [("good", ["v"])]
+
+
+def test_a_partly_available_topic_routes() -> None:
+    rig = Rig()
+    rig.send("half", "v")
+    assert rig.out.take() == [("half", ["v"])] and rig.take_discards() == []
+
+
+@pytest.mark.parametrize(
+    ("protocol", "overhead"), [("v0", LEGACY_MESSAGE_OVERHEAD), ("auto", RECORD_BATCH_OVERHEAD), ("modern", 80)]
+)
+def test_too_long_boundary_per_protocol(protocol: str, overhead: int) -> None:
+    assert message_overhead(protocol) == overhead
+    limit = 1000
+    rig = Rig(message_max_bytes=limit, message_overhead=message_overhead(protocol))
+    fits = limit - overhead  # key + value + overhead == message_max_bytes: allowed
+    rig.send("good", b"v" * (fits - 3), key=b"key")
+    rig.send("good", b"v" * (fits - 2), key=b"key")  # one byte more: too long (the key counts)
+    rig.send("good", b"v" * (fits + 1))
+    assert [(r, len(v)) for r, _, v in rig.take_discards()] == [(LONG_MSG, fits - 2), (LONG_MSG, fits + 1)]
+    assert [len(vs[0]) for _, vs in rig.out.take()] == [fits - 3]
+
+
+def test_bruce_long_message_rule_is_key_plus_value_plus_26() -> None:
+    rig = Rig(message_max_bytes=1_000_000)  # the default overhead is Bruce's
+    rig.send("good", b"v" * (1_000_000 - 26))
+    rig.send("good", b"v" * (1_000_000 - 25))
+    assert [(r, len(v)) for r, _, v in rig.take_discards()] == [(LONG_MSG, 1_000_000 - 25)]
+
+
+def test_messages_wait_for_the_first_metadata_then_route_in_order() -> None:
+    rig = Rig(cluster=None)
+    for topic, value in [("good", "1"), ("nope", "2"), ("dead", "3"), ("good", "4")]:
+        rig.send(topic, value)
+    assert rig.out.take() == [] and rig.discards == []
+    assert rig.router.held == 4 and rig.router.held_counts() == {"good": 2, "nope": 1, "dead": 1}
+    rig.router.refresh(2.0)  # still no view: nothing changes
+    assert rig.router.held == 4
+    rig.state.view = view(CLUSTER)
+    rig.router.refresh(3.0)
+    assert rig.out.take() == [("good", ["1"]), ("good", ["4"])]
+    assert rig.take_discards() == [(BAD_TOPIC, "nope", "2"), (NO_PARTITIONS, "dead", "3")]
+    assert rig.router.held == 0
+
+
+def test_the_next_message_notices_a_new_view() -> None:
+    rig = Rig(cluster=None)
+    rig.send("good", "early")
+    rig.state.view = view(CLUSTER)
+    rig.send("good", "late")
+    assert rig.out.take() == [("good", ["early"]), ("good", ["late"])]
+
+
+def test_a_new_view_replaces_what_was_known() -> None:
+    rig = Rig()
+    rig.send("good", "a")
+    rig.send("half", "a")
+    rig.state.view = view({"good": [None, None], "new": [3]})  # good lost its partitions, half was deleted
+    rig.send("good", "b")
+    rig.send("half", "b")
+    rig.send("new", "b")
+    assert rig.out.take() == [("good", ["a"]), ("half", ["a"]), ("new", ["b"])]
+    assert rig.take_discards() == [(NO_PARTITIONS, "good", "b"), (BAD_TOPIC, "half", "b")]
+
+
+def test_the_debug_log_sees_only_validated_messages() -> None:
+    seen: list[tuple[str, bytes]] = []
+    debug = NS(active=True, on_receive=lambda topic, key, value, ts: seen.append((topic, value)))
+    rig = Rig(debug=debug, message_max_bytes=100)
+    rig.send("good", "ok")
+    rig.send("nope", "bad")
+    rig.send("good", "x" * 200)
+    debug.active = False
+    rig.send("good", "quiet")
+    assert seen == [("good", b"ok")]
+
+
+def test_shutdown_discards_what_the_router_holds() -> None:
+    rig = Rig(cluster=None)
+    rig.send("good", "1")
+    rig.send("other", "2")
+    assert rig.router.discard_held(DiscardReason.SERVER_SHUTDOWN) == 2
+    assert [r for r, *_ in rig.take_discards()] == [DiscardReason.SERVER_SHUTDOWN] * 2
+    assert rig.router.held == 0 and rig.router.held_counts() == {}

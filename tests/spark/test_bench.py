@@ -1,0 +1,26 @@
+"""bench/spark_bench.py keeps running: its --quick mode prints every figure (no time is asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "spark_bench.py"
+
+
+def test_spark_bench_quick() -> None:
+    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    for line in (
+        r"write  bruce data source +[\d,]+ rows/s",
+        r"write  confluent foreachPartition +[\d,]+ rows/s",
+        r"ratio  data source / confluent foreachPartition: [\d.]+x",
+        r"read   bruce data source +[\d,]+ rows/s",
+    ):
+        assert re.search(line, out), f"missing {line!r} in:\n{out}"
