@@ -5,7 +5,8 @@ Rules:
   ``record_unparsed`` for datagrams that did not). Each call increments ``Discard{reason=<NAME>}``, updates the
   current report, writes the discard log line (when a :class:`~bruce.proxy.discard_log.DiscardLog` is attached) and
   logs a warning at most once per 30 s per reason. Possible duplicates go through ``record_possible_duplicate``
-  (``PossibleDuplicateMsg``, a ``DUP`` log line). Call sites must not increment these counters themselves.
+  (the report and a ``DUP`` log line; the producer counts ``PossibleDuplicateMsg``). Call sites must not increment
+  ``Discard{reason}`` themselves.
 - Reports cover periods of ``interval_s`` seconds on the injected wall clock (``start + n·interval``). A query sees
   the current (unfinished) period and the last finished one. If an event or query comes two or more periods after
   the current period started, Bruce's rule applies: the current data is dropped and both reports become empty
@@ -283,7 +284,6 @@ class DiscardTracker:
         if now - period.start >= self.interval:
             period = self._advance(now)
         self._update_topic(period.duplicate_topics, _topic_str(topic), client_ts)
-        self.counters.inc("PossibleDuplicateMsg")
         if self.discard_log is not None:
             self.discard_log.duplicate(topic, key, value, client_ts)
 

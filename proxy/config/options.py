@@ -246,10 +246,10 @@ class Options:
         "/home/bruce/debug", "DIR", "Absolute directory for the message debug files.", DEBUG, path(allow_empty=True)
     )
     msg_debug_time_limit: int = option(
-        3600, "LIMIT_SECONDS", "Message debugging turns itself off after this many seconds.", DEBUG, integer()
+        3600, "LIMIT_SECONDS", "Message debugging turns itself off after this many seconds.", DEBUG, integer(1)
     )
     msg_debug_byte_limit: int = option(
-        2 * 1024**3, "MAX_BYTES", "Message debugging turns itself off after writing this many bytes.", DEBUG, integer()
+        2 * 1024**3, "MAX_BYTES", "Message debugging turns itself off after writing this many bytes.", DEBUG, integer(1)
     )
     # Logging and process
     log_level: str = option(

@@ -324,4 +324,4 @@ def test_every_event_reaches_the_discard_log_with_bruce_info_text() -> None:
         ("DISC", "MALFORMED", b"", None, b"datagram", None),
         ("DUP", "t", b"k", b"v", 18),
     ]
-    assert counters.get("PossibleDuplicateMsg") == 1
+    assert counters.get("PossibleDuplicateMsg") == 0  # the producer counts duplicates; the tracker only reports them
