@@ -162,7 +162,6 @@ def _thread_reader(sock: socket.socket, intake: DatagramIntake, loop: asyncio.Ab
 
 
 def _feed_burst(intake: DatagramIntake, batch: list[bytes]) -> None:
-    intake.wakeups += 1
     intake.feed(batch, time.monotonic())
 
 

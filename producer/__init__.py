@@ -5,35 +5,54 @@ Library use::
     async with Producer(ProducerConfig(bootstrap_servers=("127.0.0.1:9092",))) as producer:
         handle = producer.send("topic", b"value")
         partition, offset = await handle
+
+Besides the producer, the pieces other Kafka clients build on (a reader, tools) are public too: a negotiated broker
+connection (:func:`open_connection`, :class:`BrokerConnection`, :class:`Timeouts`, :class:`TransportError`), the cluster
+view of a Metadata answer (:func:`build_view`, :class:`ClusterView`, :class:`BadMetadata`), ``host:port`` parsing
+(:func:`parse_host_port`) and Bruce's partitioning (:func:`key_to_partition_key`, :func:`partition_for_key`).
 """
 
 from __future__ import annotations
 
 from .aio import new_event_loop, run
-from .cluster import ClusterView, Topic
-from .config import ProducerConfig
+from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_view
+from .config import ProducerConfig, parse_host_port
 from .counters import Counters
-from .errors import DeliveryError, ProducerClosed, QueueFull
+from .errors import ConfigError, DeliveryError, ProducerClosed, QueueFull, TransportError
 from .message import Message, OutcomeSink
+from .partitioner import key_to_partition_key, partition_for_key
 from .producer import Producer, QueueStats
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
+from .transport import BrokerConnection, Timeouts, open_connection
 
 __all__ = [
+    "BadMetadata",
+    "Broker",
+    "BrokerConnection",
     "ClusterView",
     "Compression",
     "CompressionPolicy",
+    "ConfigError",
     "Counters",
     "DeliveryError",
     "DiscardReason",
     "Message",
     "OutcomeSink",
+    "Partition",
     "Producer",
     "ProducerClosed",
     "ProducerConfig",
     "QueueFull",
     "QueueStats",
+    "Timeouts",
     "Topic",
+    "TransportError",
+    "build_view",
+    "key_to_partition_key",
     "new_event_loop",
+    "open_connection",
+    "parse_host_port",
+    "partition_for_key",
     "run",
 ]

@@ -13,6 +13,9 @@ Rules:
   messages of a partition that became unavailable are routed again (AnyPartition: the next partition of the cycle,
   PartitionKey: the next available partition, explicit partition: discarded NO_AVAILABLE_PARTITIONS); a topic that
   disappeared discards its messages as BAD_TOPIC.
+- A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
+  numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
+  auto-creation). The answer of a fetch begun earlier asks for another fetch.
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -25,7 +28,7 @@ from .acks import Action, Failure, classify
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
-from .message import Message, OutcomeSink, resolve_delivered, resolve_failed
+from .message import Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from .queues import PartitionQueue
 from .reasons import DiscardReason
@@ -45,13 +48,15 @@ class Dispatcher:
         self.config = config
         self.counters = counters
         self.sink = sink
+        self.on_sent = sent_hook(sink)  # the sink's optional ``sent``, looked up once
         self.cycle = cycle or AnyPartitionCycle()
         self.clock = clock  # loop time in seconds
         self.view: ClusterView | None = None
         self.queues: dict[str, dict[int, PartitionQueue]] = {}
         self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
-        self.unknown: dict[str, tuple[list[Message], float]] = {}  # topic → (messages, first arrival time)
+        # topic → (messages, fetches begun when the topic became wanted): only a later fetch can answer for it
+        self.unknown: dict[str, tuple[list[Message], int]] = {}
         self.paused = False
         self.accepted = 0
         self.delivered = 0
@@ -65,6 +70,7 @@ class Dispatcher:
         self.on_autocreate: Callable[[str], None] = lambda topic: None  # topic_autocreate: ask brokers to create it
         self.on_drained: Callable[[], None] = lambda: None
         self.on_progress: Callable[[], None] = lambda: None  # a request was answered or failed
+        self.fetches_begun: Callable[[], int] = lambda: 0  # metadata fetches begun so far (the last one's number)
 
     # ---------------------------------------------------------------- intake
 
@@ -159,7 +165,7 @@ class Dispatcher:
     def _hold_unknown(self, topic: str, messages: list[Message]) -> None:
         held = self.unknown.get(topic)
         if held is None:
-            self.unknown[topic] = (list(messages), self.clock())
+            self.unknown[topic] = (list(messages), self.fetches_begun())
             self.on_unknown_topic(topic)
         else:
             held[0].extend(messages)
@@ -202,8 +208,10 @@ class Dispatcher:
         return out, later
 
     def started(self, broker: int, parts: Sequence[Part], expect_ack: bool) -> None:
-        """A request with ``parts`` was written. Rotate the broker's queues (fairness) and mark partitions busy."""
+        """A request with ``parts`` was written. Rotate the broker's queues (fairness), mark partitions busy and tell
+        the sink's ``sent`` hook."""
         ready = self.ready_by_broker.get(broker, {})
+        on_sent = self.on_sent
         for part in parts:
             pq = part.queue
             if pq in ready:
@@ -214,6 +222,8 @@ class Dispatcher:
                 pq.busy = True
                 pq.in_flight = len(part.messages)
             self.counters.inc("MsgSent", len(part.messages), _labels(broker, pq))
+            if on_sent is not None:
+                on_sent(pq.topic, pq.partition, part.messages)
 
     # ---------------------------------------------------------------- outcomes
 
@@ -337,8 +347,10 @@ class Dispatcher:
 
     # ---------------------------------------------------------------- views
 
-    def apply_view(self, view: ClusterView, fetched_at: float) -> None:
-        """Install a new cluster view (fetched by a request sent at loop time ``fetched_at``) and reroute."""
+    def apply_view(self, view: ClusterView, fetch: int) -> None:
+        """Install a new cluster view, the answer to metadata fetch number ``fetch`` (see :attr:`fetches_begun`), and
+        reroute. A topic held as unknown is settled (routed, created or BAD_TOPIC) only by a fetch begun after it
+        became wanted; an earlier fetch's answer asks for another fetch instead."""
         self.view = view
         self.sticky.clear()
         for topic, queues in list(self.queues.items()):
@@ -352,16 +364,17 @@ class Dispatcher:
                     self.route(topic, pq.drain(), hold_unknown=False)
                 elif pq.ready_count:
                     self.mark_ready(pq)
-        for topic, (messages, since) in list(self.unknown.items()):
+        for topic, (messages, wanted_after) in list(self.unknown.items()):
             if view.topic(topic) is not None:
                 del self.unknown[topic]
                 self.route(topic, messages)
-            elif fetched_at > since:
-                if self.config.topic_autocreate:
-                    self.on_autocreate(topic)
-                else:
-                    del self.unknown[topic]
-                    self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
+            elif fetch <= wanted_after:  # begun before the topic was wanted: it cannot tell
+                self.on_unknown_topic(topic)
+            elif self.config.topic_autocreate:
+                self.on_autocreate(topic)
+            else:
+                del self.unknown[topic]
+                self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
 
     def fail_unknown(self, topic: str, reason: DiscardReason, detail: str) -> None:
         held = self.unknown.pop(topic, None)

@@ -9,13 +9,13 @@ Rules:
   explicit partition); neither ⇒ AnyPartition. ``size`` (key + value bytes) is what queue limits and Bruce's produce
   request data limit count.
 - The :class:`OutcomeSink` (implemented by the daemon) hears about every message's fate, per batch, in the event loop;
-  it must not block or raise.
+  it must not block or raise. Its ``sent`` hook is optional: the producer looks for it once, at construction.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 from .errors import DeliveryError
@@ -123,7 +123,14 @@ def resolve_failed(messages: Sequence[Message], reason: DiscardReason, topic: st
 
 
 class OutcomeSink(Protocol):
-    """Where the producer reports each message's fate, one call per batch (the daemon's accounting)."""
+    """Where the producer reports each message's fate, one call per batch (the daemon's accounting).
+
+    ``sent`` is optional: a sink without it (or one that inherits this class's no-op) is not called per request."""
+
+    def sent(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        """Optional. A produce request carrying ``messages`` was written to the broker's connection (handed to the
+        socket; the kernel may still hold part of it). Called again for each resend; before ``delivered`` with
+        acks=0."""
 
     def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
         """Acknowledged by the broker (``base_offset`` -1 when acks=0). Each message's offset is set."""
@@ -133,3 +140,11 @@ class OutcomeSink(Protocol):
 
     def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
         """Written, then the connection failed before the ACK: they will be sent again (Bruce's DUP)."""
+
+
+def sent_hook(sink: object) -> Callable[[str, int, Sequence[Message]], None] | None:
+    """The sink's ``sent`` method, or None when it has none (or only :class:`OutcomeSink`'s no-op)."""
+    hook = getattr(sink, "sent", None)
+    if hook is None or getattr(type(sink), "sent", None) is OutcomeSink.sent:
+        return None
+    return hook

@@ -6,6 +6,9 @@ Rules:
   the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next broker.
 - :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with the reconnect backoff (``reconnect_backoff_ms``
   doubling to ``reconnect_backoff_max_ms``, jittered) until it succeeds or is cancelled.
+- Fetches are numbered as they begin (:attr:`MetadataFetcher.begun`); each answer comes with its fetch's number, so
+  whoever applies it can tell whether the fetch began after something it waits for (see the dispatcher's unknown
+  topics), whatever the clocks say.
 - Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
   than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
   failure backs off like a retry. No storm is possible: at most one fetch is under way.
@@ -57,6 +60,7 @@ class MetadataFetcher:
         self.require_topics = require_topics
         self.known: list[tuple[str, int]] = list(config.brokers)
         self.view: ClusterView | None = None
+        self.begun = 0  # fetches begun so far: the last one's number
         self.last_updated_ms = 0  # wall clock of the last good answer
         self.last_modified_ms = 0  # wall clock of the last answer that changed the view
         self._wanted = asyncio.Event()
@@ -67,9 +71,11 @@ class MetadataFetcher:
         """Ask for a refresh soon (merged with others, rate-limited)."""
         self._wanted.set()
 
-    async def fetch(self) -> ClusterView:
-        """One round over the known brokers; raises :class:`MetadataUnavailable`."""
+    async def fetch(self) -> tuple[ClusterView, int]:
+        """One round over the known brokers: the view and the fetch's number; raises :class:`MetadataUnavailable`."""
         async with self._busy:
+            self.begun += 1
+            number = self.begun
             order = list(self.known)
             if len(order) > 1:
                 first = order.pop(self.rng.randrange(len(order)))
@@ -83,10 +89,10 @@ class MetadataFetcher:
                     errors.append(f"{host}:{port}: {e}")
                     continue
                 self._accept(view)
-                return view
+                return view, number
             raise MetadataUnavailable("; ".join(errors) or "no brokers known")
 
-    async def fetch_with_retry(self) -> ClusterView:
+    async def fetch_with_retry(self) -> tuple[ClusterView, int]:
         backoff = ExponentialBackoff(self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms, self.rng)
         while True:
             try:
@@ -94,7 +100,7 @@ class MetadataFetcher:
             except MetadataUnavailable:
                 await asyncio.sleep(backoff.next_delay() / 1000)
 
-    async def refresh_loop(self, apply: Callable[[ClusterView, float], None], paused: Callable[[], bool]) -> None:
+    async def refresh_loop(self, apply: Callable[[ClusterView, int], None], paused: Callable[[], bool]) -> None:
         """Periodic and on-demand refreshes, for the producer's task group."""
         loop = asyncio.get_running_loop()
         backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
@@ -115,16 +121,15 @@ class MetadataFetcher:
             if paused():
                 self._last = loop.time()  # the pause fetches metadata itself
                 continue
-            started = loop.time()
             try:
-                view = await self.fetch()
+                view, number = await self.fetch()
             except MetadataUnavailable:
                 self._last = loop.time() + backoff.next_delay() / 1000
                 self._wanted.set()  # retry after the backoff
                 continue
             backoff.reset()
             self._last = loop.time()
-            apply(view, started)
+            apply(view, number)
 
     def restart_timer(self) -> None:
         """A successful pause refreshed metadata: the periodic timer starts over (Bruce)."""

@@ -33,7 +33,10 @@ def partition_for_key(partition_key: int, topic: Topic) -> int | None:
         return None
     index = (partition_key & 0xFFFFFFFF) % count
     leaders = topic.leaders
-    for step in range(count):
+    pid = partitions[index].id
+    if pid in leaders:  # the usual case: the key's own partition is available
+        return pid
+    for step in range(1, count):
         pid = partitions[(index + step) % count].id
         if pid in leaders:
             return pid

@@ -29,7 +29,7 @@ class PauseController:
         dispatcher: Dispatcher,
         fetcher: MetadataFetcher,
         senders: Callable[[], Iterable[Sender]],
-        apply: Callable[[ClusterView, float], None],
+        apply: Callable[[ClusterView, int], None],
         counters: Counters,
         backoff: PauseBackoff,
     ) -> None:
@@ -71,9 +71,8 @@ class PauseController:
                 sender.close_connection()
             await asyncio.sleep(self.backoff.next_delay(loop.time() * 1000) / 1000)
             self.wanted.clear()  # triggers until now are served by this pause
-            started = loop.time()
-            view = await self.fetcher.fetch_with_retry()
-            self.apply(view, started)
-            self.fetcher.restart_timer()
+            view, number = await self.fetcher.fetch_with_retry()
+            self.fetcher.restart_timer()  # before applying: a refresh the view asks for must survive it
+            self.apply(view, number)
             self.pausing = False
             self.dispatcher.resume()

@@ -4,8 +4,9 @@ Rules:
 - ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
   once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`UsageError` for bad arguments). No future and no task is
   created per message.
-- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); keyed messages
-  use PartitionKey routing on CRC-32 of the key; an explicit partition is used as given.
+- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
+  ``partition_key`` routes with PartitionKey semantics, and so does a key (its CRC-32); an explicit partition is used
+  as given.
 - A batch is ready when it holds ``batch_num_messages`` or ``batch_size`` bytes, when its first message is
   ``linger_ms`` old, or on ``flush``/``close``.
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
@@ -13,8 +14,8 @@ Rules:
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
   that crashes ends the producer with its exception. The producer starts without waiting for Kafka: messages for topics
   not yet known wait for the first metadata (``await producer.ready()`` waits for it).
-- ``close(deadline)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left with the
-  close reason (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` uses SERVER_SHUTDOWN).
+- ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
+  with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from bruce.wire.errors import UsageError
 
 from . import metadata
 from .backoff import PauseBackoff
-from .cluster import ClusterView, Topic
+from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import ProducerClosed, QueueFull
 from .message import Message, OutcomeSink
 from .metadata import MetadataFetcher, MetadataUnavailable
-from .partitioner import explicit_partition, key_to_partition_key, partition_for_key
+from .partitioner import key_to_partition_key, partition_for_key
 from .pause import PauseController
 from .queues import PartitionQueue
 from .reasons import DiscardReason
@@ -53,6 +54,13 @@ _BYTES = (bytes, bytearray, memoryview)
 def _check_bytes(data: object, what: str) -> None:
     if not isinstance(data, _BYTES):
         raise UsageError(f"{what} must be bytes, bytearray, memoryview or None, not {type(data).__name__}")
+
+
+def _check_partition_key(partition_key: object, partition: object) -> None:
+    if partition is not None:
+        raise UsageError("give a partition or a partition_key, not both")
+    if type(partition_key) is not int or not -(2**31) <= partition_key < 2**32:
+        raise UsageError(f"partition_key must be an int of 32 bits (signed or not), not {partition_key!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +121,7 @@ class Producer:
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # A crashed task cancels the body: hand the cancellation to the task group so it raises the crash. Any other
-        # exception from the body propagates as it is.
-        crashed = exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
-        await self.close(None if exc_type is None else 0.0, _exc=(exc_type, exc, tb) if crashed else (None, None, None))
+        await self.close(None if exc is None else 0.0, error=exc)
 
     async def start(self) -> None:
         """Start the producer's tasks (metadata is fetched in the background; see :meth:`ready`)."""
@@ -141,6 +146,8 @@ class Producer:
         d.on_autocreate = self._start_autocreate
         d.on_drained = self._drained
         d.on_progress = self._pause.progress
+        fetcher = self._fetcher
+        d.fetches_begun = lambda: fetcher.begun
         self._first_view = loop.create_future()
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
@@ -179,17 +186,22 @@ class Producer:
         deadline: float | None = None,
         reason: DiscardReason = DiscardReason.PRODUCER_CLOSED,
         *,
-        _exc: tuple[Any, Any, Any] = (None, None, None),
+        error: BaseException | None = None,
     ) -> None:
         """Stop accepting, flush, wait up to ``deadline`` s (default ``shutdown_max_delay_ms``) for ACKs, then discard
-        what is left with ``reason`` and stop every task and connection."""
+        what is left with ``reason`` (the daemon: SERVER_SHUTDOWN) and stop every task and connection.
+
+        ``error`` is the exception that is ending the caller, if any: nothing is flushed or awaited then. A
+        ``CancelledError`` (how a crashed producer task stops the task running the producer) goes to the task group,
+        so ``close`` raises the crash (an ``ExceptionGroup``) or the cancellation; any other error is the caller's
+        to raise. A task that crashed is raised by ``close`` in every case. Closing twice does nothing."""
         group = self._group
         if group is None:
             return
         self._accepting = False
         if deadline is None:
             deadline = self.config.shutdown_max_delay_ms / 1000
-        if _exc[0] is None and self._tasks_alive():
+        if error is None and self._tasks_alive():
             await self.flush(deadline)
         d = self._dispatcher
         # From here on nothing may start: no sender, pause, fetch or auto-creation (the task group is ending).
@@ -207,7 +219,10 @@ class Producer:
                 d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
-        await group.__aexit__(*_exc)
+        if isinstance(error, asyncio.CancelledError):
+            await group.__aexit__(type(error), error, error.__traceback__)
+        else:
+            await group.__aexit__(None, None, None)
 
     async def shutdown(self, deadline: float | None = None) -> None:
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""
@@ -223,8 +238,14 @@ class Producer:
         partition: int | None = None,
         timestamp: int | None = None,
         headers: Sequence[tuple[str, bytes | None]] | None = None,
+        *,
+        partition_key: int | None = None,
     ) -> Message:
-        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``)."""
+        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
+
+        Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
+        not, modulo all partitions, moving on to the next available one); else the key's CRC-32 the same way; else
+        any partition. ``partition`` and ``partition_key`` exclude each other (:class:`UsageError`)."""
         d = self._dispatcher
         if d.held_messages >= self._max_messages or not self._accepting:
             self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
@@ -232,6 +253,8 @@ class Producer:
             _check_bytes(value, "value")
         if key is not None and type(key) is not bytes:
             _check_bytes(key, "key")
+        if partition_key is not None:
+            _check_partition_key(partition_key, partition)
         m = Message(key, value, time.time_ns() // 1_000_000 if timestamp is None else timestamp, headers)
         size = m.size
         if d.held_bytes + size > self._max_bytes:
@@ -239,7 +262,7 @@ class Producer:
         d.accepted += 1
         d.held_messages += 1
         d.held_bytes += size
-        if key is None and partition is None:
+        if key is None and partition is None and partition_key is None:
             pq = d.sticky.get(topic)
             if pq is None:
                 pq = d.next_sticky(topic)
@@ -248,13 +271,24 @@ class Producer:
                 if type(partition) is not int or partition < 0:
                     d.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, f"bad partition {partition!r}")
                     return m
-                m.partition_key, m.pinned = partition, True
+                m.partition_key = pkey = partition
+                m.pinned = True
             else:
-                m.partition_key = key_to_partition_key(key)  # type: ignore[arg-type]
-            info = d.topic_info(topic)
-            pq = None if info is None else self._keyed_queue(topic, info, m)
-            if info is not None and pq is None:
-                return m
+                m.partition_key = pkey = key_to_partition_key(key) if partition_key is None else partition_key  # type: ignore[arg-type]
+            view = d.view
+            info = view.topics.get(topic) if view is not None else None
+            if info is None:
+                pq = None
+            else:
+                p = (pkey if pkey in info.leaders else None) if m.pinned else partition_for_key(pkey, info)
+                if p is None:
+                    detail = f"partition {pkey} unavailable" if m.pinned else "no partition available"
+                    d.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
+                    return m
+                queues = d.queues.get(topic)
+                pq = queues.get(p) if queues is not None else None
+                if pq is None:
+                    pq = d.queue(topic, p)
         if pq is None:
             d.route(topic, [m])
             return m
@@ -285,15 +319,6 @@ class Producer:
         d = self._dispatcher
         d.admit(messages)
         d.route(topic, messages)
-
-    def _keyed_queue(self, topic: str, info: Topic, m: Message) -> PartitionQueue | None:
-        assert m.partition_key is not None
-        p = explicit_partition(m.partition_key, info) if m.pinned else partition_for_key(m.partition_key, info)
-        if p is None:
-            detail = f"partition {m.partition_key} unavailable" if m.pinned else "no partition available"
-            self._dispatcher.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
-            return None
-        return self._dispatcher.queue(topic, p)
 
     def _linger_expired(self) -> None:
         self._linger_timer = None
@@ -328,12 +353,11 @@ class Producer:
             await asyncio.sleep(delay)
             if d.topic_info(topic) is not None:  # another refresh found it meanwhile
                 return None
-            started = self._loop.time()
             try:
-                view = await self._fetcher.fetch()
+                view, number = await self._fetcher.fetch()
             except MetadataUnavailable:
                 continue
-            self._apply_view(view, started)
+            self._apply_view(view, number)
             if view.topic(topic) is not None:
                 return None
         return DiscardReason.BAD_TOPIC
@@ -357,7 +381,16 @@ class Producer:
         """(last updated, last modified) in epoch ms; 0 before the first metadata."""
         return self._fetcher.last_updated_ms, self._fetcher.last_modified_ms
 
+    def connected_brokers(self) -> int:
+        """Brokers with an open produce connection (metadata connections are short-lived and not counted)."""
+        return sum(1 for s in self._senders.values() if s.connection is not None and s.connection.alive)
+
+    def requests_in_flight(self) -> int:
+        """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
+        return sum(s.outstanding for s in self._senders.values())
+
     def queue_stats(self) -> dict[str, QueueStats]:
+        """Held messages per topic and state (Bruce's ``/queues``)."""
         out: dict[str, list[int]] = {}
         d = self._dispatcher
         for pq in d.all_queues():
@@ -403,9 +436,9 @@ class Producer:
             self._spawn(sender.run())
         sender.wake()
 
-    def _apply_view(self, view: ClusterView, fetched_at: float) -> None:
+    def _apply_view(self, view: ClusterView, fetch: int) -> None:
         d = self._dispatcher
-        d.apply_view(view, fetched_at)
+        d.apply_view(view, fetch)
         for broker, sender in self._senders.items():
             if broker not in view.brokers:
                 sender.close_connection()

@@ -35,6 +35,9 @@ API_VERSIONS_VERSION = 3  # the version we ask with (flexible; brokers that lack
 
 @dataclass(frozen=True, slots=True)
 class Timeouts:
+    """A connection's limits, in seconds: connecting, no progress while a request is outstanding (Bruce's
+    ``kafka_socket_timeout``), and waiting for one response."""
+
     connect: float  # seconds
     socket: float
     request: float

@@ -7,6 +7,8 @@ Rules:
   the budget. Bruce counts 128-byte blocks of key + value instead; the overhead plays the role of its block rounding.
 - Full means full: :meth:`MessageBudget.try_reserve` refuses a charge that does not fit, and the input discards that
   new message with NO_MEM. Nothing already held is evicted, and clients never wait for space.
+  :meth:`MessageBudget.try_reserve_many` reserves a whole read burst in one step when all of it fits (then every
+  message of it fits, in any order), else nothing: the input then reserves message by message.
 - Inputs that can pause (the TCP listeners) ask to be told when space is back with
   :meth:`MessageBudget.notify_when_free`; the callbacks run once, from :meth:`release`, when usage falls to the resume
   level (7/8 of the capacity by default), so a paused input does not flap at the boundary.
@@ -73,6 +75,18 @@ class MessageBudget:
             return False
         self.used = used
         self.held += 1
+        if used > self.high_water:
+            self.high_water = used
+        return True
+
+    def try_reserve_many(self, charge: int, count: int) -> bool:
+        """Reserve ``charge`` bytes for ``count`` new messages at once, or nothing (``False``, nothing counted as
+        refused) when they do not all fit: the caller then reserves them one by one to find which do."""
+        used = self.used + charge
+        if used > self.capacity:
+            return False
+        self.used = used
+        self.held += count
         if used > self.high_water:
             self.high_water = used
         return True

@@ -5,21 +5,25 @@ Rules:
   status port test-bind) runs before anything starts, before ``--daemon`` forks; :meth:`Daemon.run` then opens the
   input socket (it accepts at once, before Kafka is reachable: messages wait in the router, bounded by the budget),
   starts the producer (the first metadata is fetched in the background, with backoff, until it succeeds or the daemon
-  stops), the router and the status server. Unlike Bruce, the status server does not wait for the first metadata:
-  a daemon that cannot reach Kafka is visible on its pages.
+  stops), the plog listeners (a port that cannot be bound stops the start with
+  :class:`~bruce.proxy.plog.inputs.PlogStartError`), the router and the status server. Unlike Bruce, the status
+  server does not wait for the first metadata: a daemon that cannot reach Kafka is visible on its pages.
 - Every long-lived task (the intake, the timers, topic creations) lives in one ``asyncio.TaskGroup``; the producer's
   tasks live in its own group, entered by the same task. A task that crashes stops the daemon: what is held is counted
   as SERVER_SHUTDOWN, everything is closed, and :meth:`Daemon.run` raises the error (the command exits non-zero).
-- Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT): stop accepting input → drain
-  what the kernel still holds → flush the batches (messages still waiting for the first metadata wait for it within
+- Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT, or a plog ``KILL`` on a
+  listener that enables it): stop accepting input → drain what the kernel still holds (the datagram socket, then the
+  plog listeners: their sockets, the lines TCP connections hold; incomplete multipart messages are discarded) → flush
+  the batches (messages still waiting for the first metadata wait for it within
   the deadline) → wait for ACKs until ``shutdown_max_delay`` after the request → count what is left as
   SERVER_SHUTDOWN → close the broker connections → stop the status server. A second request skips the waiting but
   still drains and accounts.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
-- Inputs: the datagram intake today. Another input (the plog listeners) is added the same way: it creates messages
-  with the same budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and
-  registers its read count with ``outcomes.add_input``.
+- Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config
+  file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
+  budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
+  read count with ``outcomes.add_input``.
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """
@@ -49,6 +53,8 @@ from .discards import DiscardTracker
 from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
+from .plog.config import PlogConfigError, check_unique
+from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, autocreate, message_overhead
 from .status import StatusServer, check_status_port
@@ -80,6 +86,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
         topic_autocreate=False,
         shutdown_max_delay_ms=options.shutdown_max_delay,
+        empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
     )
 
 
@@ -167,6 +174,14 @@ class Daemon:
             reader=reader,
         )
         outcomes.add_input(lambda: self.intake.datagrams)
+        self.plog = PlogInputs(
+            _plog_listeners(options, config),
+            budget=self.budget,
+            outcomes=outcomes,
+            counters=counters,
+            on_kill=self.request_shutdown,
+        )
+        outcomes.add_input(lambda: self.plog.received)
         self.status_source = DaemonStatus(
             counters=counters,
             outcomes=outcomes,
@@ -175,6 +190,8 @@ class Daemon:
             router=self.router,
             batcher=self.batcher,
             producer=self.producer,
+            extra_gauges=self.plog.gauges,
+            extra_counter_sets=[("bruce.proxy.plog", self.plog.counter_set())] if self.plog.listeners else (),
         )
         self.status = StatusServer(self.status_source, metrics=not options.no_metrics)
         self.ready = asyncio.Event()  # set once the socket accepts and the status server answers
@@ -256,8 +273,10 @@ class Daemon:
             await self._close_local()
             raise
         try:
+            await self.plog.start()
             await self.status.start(self.options.status_bind_host, self.options.status_port)
         except BaseException:
+            self._settle_held()
             await self.producer.shutdown(0)
             await self._close_local()
             raise
@@ -272,12 +291,12 @@ class Daemon:
                 await self._shutdown(loop_time=asyncio.get_running_loop().time)
                 for task in (timers, first, *self._creations):
                     task.cancel()
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as cancelled:
             # A producer task crashed (its group cancels this task), or this task was cancelled: the producer's
             # group raises the crash, if there is one, once it is handed the cancellation.
             self._settle_held()
             try:
-                await self.producer.__aexit__(asyncio.CancelledError, asyncio.CancelledError(), None)
+                await self.producer.close(0.0, DiscardReason.SERVER_SHUTDOWN, error=cancelled)
             finally:
                 await self._close_local()
             raise
@@ -354,6 +373,7 @@ class Daemon:
         self.intake.stop_accepting()  # 1. stop accepting input
         drained = await self.intake.drain()  # 2. what the kernel still holds
         log.info("read %d datagrams still queued at shutdown", drained)
+        await self.plog.stop()  # (the plog listeners: stop, read what is queued, then refuse)
         router = self.router  # 3. flush: waiting messages get the first metadata if it comes in time
         if router.held and self.producer.cluster() is None:
             await self._until(self.producer.ready(), deadline, loop_time)
@@ -396,6 +416,7 @@ class Daemon:
         """After a crash: the router's and the batcher's messages get their fate (SERVER_SHUTDOWN) through the
         producer's shutdown, or here if it cannot take them."""
         self.intake.stop_accepting()
+        self.plog.refuse()
         self.router.discard_held(DiscardReason.SERVER_SHUTDOWN)
         try:
             self.batcher.flush_all()
@@ -403,8 +424,10 @@ class Daemon:
             log.exception("could not hand the open batches to the producer")
 
     async def _close_local(self) -> None:
-        """Close what is the daemon's own: the socket, the status server, the debug files, the discard log."""
+        """Close what is the daemon's own: the sockets, the status server, the debug files, the discard log."""
         self.intake.close()
+        with _logged("the plog listeners"):
+            await self.plog.stop()  # after a failure: refused already, so what they still hold is discarded
         with _logged("the status server"):
             await self.status.stop()
         self.debug.close()
@@ -421,6 +444,21 @@ def _logged(what: str) -> Any:
         raise
     except BaseException:
         log.exception("%s also failed while stopping", what)
+
+
+def _plog_listeners(options: Options, config: Config) -> tuple:
+    """The config file's plog listeners, then the command line's; no two may share a port or a name."""
+    listeners = (*config.plog_listeners, *options.plog_udp, *options.plog_tcp)
+    places = [
+        *(f"plog.listener[{i + 1}]" for i in range(len(config.plog_listeners))),
+        *(["--plog_udp"] * len(options.plog_udp)),
+        *(["--plog_tcp"] * len(options.plog_tcp)),
+    ]
+    try:
+        check_unique(listeners, places)
+    except PlogConfigError as error:
+        raise ConfigError(str(error)) from None
+    return listeners
 
 
 def _tick_for(config: Config) -> float:

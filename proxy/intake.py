@@ -371,45 +371,84 @@ class DatagramIntake:
             except BlockingIOError:
                 break
         if batch:
-            self.wakeups += 1
             self.feed(batch, self.clock())
         return len(batch)
 
     def feed(self, datagrams: Iterable[bytes], now: float) -> int:
         """Process datagrams (each as received, up to ``max_input_msg_size + 1`` bytes) received at monotonic time
-        ``now``: every one becomes a message for ``sink.on_message`` or a discard. Returns the messages created."""
+        ``now``: every one becomes a message for ``sink.on_message`` or a discard, in order. Returns the messages
+        created.
+
+        The burst is parsed first; when it has no discard and all of it fits the budget (then every message fits),
+        its charge is reserved in one step and its messages are handed over. Otherwise each message is reserved in
+        turn, so exactly those that do not fit are discarded as NO_MEM."""
         max_size = self.max_input_msg_size
-        reserve = self.budget.try_reserve
-        deliver = self.sink.on_message
-        topics = self._topics
-        count = ok = 0
+        topic_for = self._topics.get
+        messages: list[Message] = []
+        append = messages.append
+        unparsed: list[_Unparsed] = []
+        charges = 0
         for data in datagrams:
-            count += 1
             if len(data) > max_size:
-                self._discard_unparsed(DiscardReason.LONG_MSG, data, None, "InputAgentDiscardMsgTooLong")
+                unparsed.append((len(messages), DiscardReason.LONG_MSG, None, "InputAgentDiscardMsgTooLong", data))
                 continue
             try:
-                d = parse_datagram(data)
+                _, raw_topic, timestamp, key, value, partition_key = parse_datagram(data)
             except MalformedInput as e:
-                self._discard_malformed(data, e)
+                unparsed.append((len(messages), *_classify(e), data))
                 continue
-            topic = topics.get(d.topic)
+            topic = topic_for(raw_topic)
             if topic is None:
-                topic = self._topic_name(d.topic)
-            key = d.key
-            value = d.value
+                topic = self._topic_name(raw_topic)
             charge = len(key) + len(value) + MESSAGE_OVERHEAD
-            if not reserve(charge):
-                self.counters.inc("InputAgentDiscardMsgNoMem")
-                self.sink.on_discard(DiscardReason.NO_MEM, topic, key, value, d.timestamp)
-                continue
-            deliver(Message(topic, key, value, d.timestamp, d.partition_key, now, charge))
-            ok += 1
-        self.datagrams += count
-        if ok:
-            self.counters.inc("InputAgentGotOkMsg", ok)
-            self.counters.inc("MsgCreate", ok)
+            charges += charge
+            append(Message(topic, key, value, timestamp, partition_key, now, charge))
+        self.wakeups += 1
+        self.datagrams += len(messages) + len(unparsed)
+        if unparsed or not self.budget.try_reserve_many(charges, len(messages)):
+            return self._admit_in_order(messages, unparsed)
+        self._count_created(len(messages))
+        deliver = self.sink.on_message
+        try:
+            for msg in messages:
+                deliver(msg)
+        except BaseException:  # the sink failed (serve() raises it): the messages after this one never got a fate
+            rest = messages[next(i for i, m in enumerate(messages) if m is msg) + 1 :]
+            if rest:
+                self.budget.release(sum(m.charge for m in rest), len(rest))
+            raise
+        return len(messages)
+
+    def _admit_in_order(self, messages: list[Message], unparsed: list[_Unparsed]) -> int:
+        """The slow path: the discards reported and the messages between them reserved one by one, in order."""
+        ok = start = 0
+        for position, reason, detail, counter, data in unparsed:
+            ok += self._admit_each(messages[start:position])
+            start = position
+            self.counters.inc(counter)
+            self.sink.on_unparsed(reason, data, detail=detail)
+        return ok + self._admit_each(messages[start:])
+
+    def _admit_each(self, messages: list[Message]) -> int:
+        reserve = self.budget.try_reserve
+        deliver = self.sink.on_message
+        ok = 0
+        try:
+            for msg in messages:
+                if not reserve(msg.charge):
+                    self.counters.inc("InputAgentDiscardMsgNoMem")
+                    self.sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
+                    continue
+                ok += 1
+                deliver(msg)
+        finally:
+            self._count_created(ok)
         return ok
+
+    def _count_created(self, n: int) -> None:
+        if n:
+            self.counters.inc("InputAgentGotOkMsg", n)
+            self.counters.inc("MsgCreate", n)
 
     def _topic_name(self, raw: bytes) -> str:
         """The shared ``str`` for a topic's bytes (bounded cache). Bytes that are not UTF-8 keep their bytes through
@@ -419,20 +458,20 @@ class DatagramIntake:
         name = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
         return name
 
-    def _discard_malformed(self, data: bytes, error: MalformedInput) -> None:
-        if isinstance(error, UnsupportedApiKey):
-            self._discard_unparsed(DiscardReason.API_KEY, data, error.api_key, "InputAgentDiscardMsgUnsupportedApiKey")
-        elif isinstance(error, UnsupportedVersion):
-            if error.api_key is None:
-                counter = "InputAgentDiscardMsgUnsupportedVersion"  # a legacy-format datagram
-            elif error.api_key == 256:
-                counter = "InputAgentDiscardAnyPartitionMsgUnsupportedApiVersion"
-            else:
-                counter = "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion"
-            self._discard_unparsed(DiscardReason.VERSION, data, error.version, counter)
-        else:
-            self._discard_unparsed(DiscardReason.MALFORMED, data, None, "InputAgentDiscardMsgMalformed")
 
-    def _discard_unparsed(self, reason: DiscardReason, data: bytes, detail: int | None, counter: str) -> None:
-        self.counters.inc(counter)
-        self.sink.on_unparsed(reason, data, detail=detail)
+_Unparsed = tuple[int, DiscardReason, int | None, str, bytes]  # position, reason, detail, counter, datagram
+
+
+def _classify(error: MalformedInput) -> tuple[DiscardReason, int | None, str]:
+    """A parse failure as (reason, detail, counter): Bruce's outcome class and ``InputAgent*`` counter for it."""
+    if isinstance(error, UnsupportedApiKey):
+        return DiscardReason.API_KEY, error.api_key, "InputAgentDiscardMsgUnsupportedApiKey"
+    if isinstance(error, UnsupportedVersion):
+        if error.api_key is None:
+            counter = "InputAgentDiscardMsgUnsupportedVersion"  # a legacy-format datagram
+        elif error.api_key == 256:
+            counter = "InputAgentDiscardAnyPartitionMsgUnsupportedApiVersion"
+        else:
+            counter = "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion"
+        return DiscardReason.VERSION, error.version, counter
+    return DiscardReason.MALFORMED, None, "InputAgentDiscardMsgMalformed"

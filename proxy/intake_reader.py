@@ -1,13 +1,15 @@
-"""The reader process's program: empty the daemon's input socket into a pipe, so clients never wait for its loop.
+"""The reader process's program: empty the daemon's input socket, parse what it read, and pass it to the event loop
+through a pipe, so clients never wait for the loop and the loop never parses.
 
 Run by :class:`bruce.proxy.intake_process.ReaderProcess` as ``python -m bruce.proxy.intake_reader SOCKET_FD PIPE_FD
-BUFSIZE PARENT_PID``; it imports almost nothing, so it starts fast and stays small.
+BUFSIZE PARENT_PID``; it imports only ``bruce.wire`` and the parse step, so it starts fast and stays small.
 
 Rules:
-- Blocking ``recv`` of one datagram (truncated at ``max_input_msg_size + 1`` bytes, so the parent still sees too-long
-  ones), then the rest of the queue with ``MSG_DONTWAIT``, up to 256 datagrams or 256 KiB, written to the pipe as
-  frames ``length:u32 | datagram``. The socket's file description stays blocking: the parent reads it only with
-  ``MSG_DONTWAIT``.
+- Blocking ``recv`` of one datagram (truncated at ``max_input_msg_size + 1`` bytes, so too-long ones are still told
+  apart), then the rest of the queue with ``MSG_DONTWAIT``, up to 256 datagrams or 256 KiB: one burst. The socket's
+  file description stays blocking: the parent reads it only with ``MSG_DONTWAIT``.
+- Each burst is parsed by :class:`bruce.proxy.intake_parse.BurstParser` (records and discards, in order) and written
+  to the pipe as one frame, ``length:u32 | pickle of the burst``. The parent unpickles only what its own child wrote.
 - Ignores SIGINT and SIGTERM (the daemon orders shutdown); dies with its parent (``PR_SET_PDEATHSIG``, and a write to a
   pipe nobody reads ends it); exits 0 once the socket is shut for reading and its queue is empty, which is how the
   parent's ``stop_accepting`` ends it. An empty read is told apart from a zero-length datagram by ``POLLRDHUP``.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import select
 import signal
 import socket
@@ -25,20 +28,23 @@ import struct
 import sys
 
 FRAME = struct.Struct(">I")
-BURST = 256  # datagrams per pipe write, at most
-BURST_BYTES = 256 * 1024  # bytes per pipe write, at most (a single larger datagram goes alone)
+BURST = 256  # datagrams per frame, at most
+BURST_BYTES = 256 * 1024  # datagram bytes per frame, at most (a single larger datagram goes alone)
 
 
 def forward(sock: socket.socket, pipe_fd: int, bufsize: int) -> None:
-    """Copy datagrams from ``sock`` to ``pipe_fd`` as frames until the socket is shut for reading and empty."""
+    """Read ``sock`` in bursts and write each burst, parsed, to ``pipe_fd`` until the socket is shut for reading and
+    empty."""
     recv = sock.recv
-    pack = FRAME.pack
     dontwait = socket.MSG_DONTWAIT
+    dumps = pickle.dumps
+    protocol = pickle.HIGHEST_PROTOCOL
+    pack = FRAME.pack
     while True:
         data = recv(bufsize)
         if not data and _shut_for_reading(sock):
             return
-        parts = [pack(len(data)), data]
+        burst = [data]
         size = len(data)
         for _ in range(BURST - 1):
             if size >= BURST_BYTES:
@@ -47,16 +53,16 @@ def forward(sock: socket.socket, pipe_fd: int, bufsize: int) -> None:
                 data = recv(bufsize, dontwait)
             except BlockingIOError:
                 break
-            parts.append(pack(len(data)))
-            parts.append(data)
+            burst.append(data)
             size += len(data)
-        view = memoryview(b"".join(parts))
+        payload = dumps(burst, protocol)
+        view = memoryview(pack(len(payload)) + payload)
         while view:
             view = view[os.write(pipe_fd, view) :]
 
 
 def _shut_for_reading(sock: socket.socket) -> bool:
-    """After an empty read: was it the shutdown, or a zero-length datagram (which the parent discards as malformed)?"""
+    """After an empty read: was it the shutdown, or a zero-length datagram (which is parsed as malformed)?"""
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLRDHUP)
     return any(event & select.POLLRDHUP for _, event in poller.poll(0))

@@ -6,8 +6,9 @@ Rules:
   once: as a discard at intake (no budget held), as a discard by the router or the producer, or as a delivery.
 - A message's budget charge is released exactly once, when its fate is known (delivered or discarded); discards are
   counted, reported and logged only through the :class:`~bruce.proxy.discards.DiscardTracker` (``Discard{reason}``),
-  possible duplicates through ``record_possible_duplicate``. The acknowledged messages go to the ``msg_got_ack``
-  debug file when message debugging is on.
+  possible duplicates through ``record_possible_duplicate``. When message debugging is on, messages written in a
+  produce request go to the ``msg_send`` debug file (the producer's ``sent`` hook) and acknowledged ones to
+  ``msg_got_ack``.
 - The accounting invariant (DESIGN principle 5) — ``received = delivered + discarded + in flight`` — holds whenever
   the event loop is between callbacks: ``received`` is what the inputs read (:meth:`Outcomes.add_input`),
   ``in flight`` is what holds a budget reservation. :meth:`Outcomes.snapshot` reads the four numbers together;
@@ -89,6 +90,13 @@ class Outcomes:
         self.tracker.record(reason, msg.topic, msg.key, msg.value, msg.timestamp)  # type: ignore[attr-defined]
 
     # -- the producer's sink (OutcomeSink) -----------------------------------------------------------------------------
+
+    def sent(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+        """Written in a produce request: the ``msg_send`` debug file, when message debugging is on."""
+        debug = self.debug
+        if debug is not None and debug.active:
+            for m in messages:
+                debug.on_send(topic, m.key, m.value, m.timestamp)
 
     def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
         charge = 0

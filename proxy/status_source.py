@@ -7,8 +7,8 @@ Rules:
   producer's; ``new`` is what the router still holds (waiting for the first metadata, or parked while its topic is
   created). Their sum is every message in flight, so ``/queues`` agrees with the accounting.
 - Counter sets, in display order: ``bruce.proxy`` (intake, budget, router, discards, debug log),
-  ``bruce.proxy.accounting`` (received / delivered / discarded totals), ``bruce.producer``; the status server adds
-  its own.
+  ``bruce.proxy.accounting`` (received / delivered / discarded totals), the inputs' own (``bruce.proxy.plog``: per
+  plog listener), ``bruce.producer``; the status server adds its own.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class DaemonStatus:
         batcher: Batcher,
         producer: Producer,
         extra_gauges: Callable[[], Iterable[Gauge]] = tuple,
+        extra_counter_sets: Iterable[tuple[str, CounterSet]] = (),
         start_time: float | None = None,
     ) -> None:
         self._info = ServerInfo(os.getpid(), package_version(), time.time() if start_time is None else start_time)
@@ -63,6 +64,7 @@ class DaemonStatus:
         self._batcher = batcher
         self._producer = producer
         self._extra_gauges = extra_gauges
+        self._extra_counter_sets = tuple(extra_counter_sets)
 
     def server_info(self) -> ServerInfo:
         return self._info
@@ -71,6 +73,7 @@ class DaemonStatus:
         return [
             ("bruce.proxy", self._counters),
             ("bruce.proxy.accounting", self._accounting),
+            *self._extra_counter_sets,
             ("bruce.producer", self._producer.counters),
         ]
 
@@ -101,11 +104,14 @@ class DaemonStatus:
 
     def gauges(self) -> Iterable[Gauge]:
         budget = self._outcomes.budget
+        producer = self._producer
         return [
             Gauge("MsgInFlight", "Messages received and not yet delivered or discarded.", budget.held),
             Gauge("MsgBufferUsedBytes", "Bytes of the message budget held by messages in flight.", budget.used),
             Gauge("MsgBufferCapacityBytes", "The message budget (--msg_buffer_max), in bytes.", budget.capacity),
             Gauge("MsgBufferHighWaterBytes", "The most bytes of the budget ever held at once.", budget.high_water),
             Gauge("MsgDebugActive", "1 while message debug logging is on.", int(self._debug.active)),
+            Gauge("ConnectedBrokers", "Brokers with an open produce connection.", producer.connected_brokers()),
+            Gauge("InFlightRequests", "Produce requests written and not yet answered.", producer.requests_in_flight()),
             *self._extra_gauges(),
         ]

@@ -1,15 +1,16 @@
 """Direct delivery: one task's Arrow batches produced to the brokers with ``bruce.producer``.
 
 Rules:
-- Each batch's rows become producer messages, grouped by topic and handed over with ``Producer.submit`` (one group
-  per topic per batch: keyless rows of a group share a partition, as sticky partitioning does). Routing per row:
-  ``partition`` as given; else ``partition_key`` with Bruce's PartitionKey semantics; else the key's CRC-32 through
-  the same PartitionKey rule; else any partition.
+- Each row is one ``Producer.send``; the producer batches per partition (keyless rows fill one partition's batch at a
+  time). Routing per row: ``partition`` as given; else ``partition_key`` with Bruce's PartitionKey semantics; else
+  the key's CRC-32 through the same PartitionKey rule; else any partition.
 - The task first waits (up to ``delivery.timeout.ms``) for the producer's first cluster view; without one it fails
   with :class:`KafkaUnavailable` before taking any row.
-- Bounded: at most ``queue_buffering_max_messages`` (``kafka.queue.buffering.max.messages``) rows are held; beyond
-  that the task waits for acknowledgements, and every wait — and the final flush — is bounded by
-  ``delivery.timeout.ms``. What is still held then is discarded as MESSAGE_TIMEOUT.
+- Bounded by the producer's own limits (``kafka.queue.buffering.max.messages`` and ``.max.kbytes``): when ``send``
+  refuses a row (``QueueFull``), the task waits for acknowledgements, oldest batch first, and sends the row again.
+  Every wait — and the final flush — is bounded by ``delivery.timeout.ms``; what is still held then is discarded as
+  MESSAGE_TIMEOUT, and rows never handed over count as NOT_SENT. A row larger than the whole byte limit is a
+  :class:`BadRow`.
 - Fail fast: after the first discard no more input is taken (the task will fail anyway; fewer rows are sent twice
   when Spark retries it).
 - The producer's outcome sink counts every fate, so ``rows = delivered + discarded`` when the producer has closed.
@@ -26,14 +27,17 @@ from itertools import repeat
 
 import pyarrow as pa
 
-from bruce.producer import DeliveryError, DiscardReason, Message, Producer
-from bruce.producer.partitioner import key_to_partition_key
+from bruce.producer import DeliveryError, DiscardReason, Message, Producer, QueueFull, key_to_partition_key
 
 from .delivery import KafkaUnavailable, WriteSummary
 from .options import WriteOptions
 from .schema import BadRow, Rows, arrow_rows
 
 _PARTITION_KEY_RANGE = range(-(2**31), 2**32)
+
+# One row as Producer.send's arguments: topic, value, key, partition, timestamp, headers, partition_key
+Headers = Sequence[tuple[str, bytes | None]] | None
+Send = tuple[str, bytes | None, bytes | None, int | None, int, Headers, int | None]
 
 
 class Tally:
@@ -63,9 +67,8 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
     assert config is not None
     tally = Tally()
     timeout = options.delivery_timeout_ms / 1000
-    limit = config.queue_buffering_max_messages
     producer = Producer(config, sink=tally)
-    waits: deque[Message] = deque()  # the last message of each group handed over: what to wait on for room
+    waits: deque[Message] = deque()  # the last message of each batch handed over: what to wait on for room
     rows = 0
     room = True
     await producer.start()
@@ -77,15 +80,23 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
                 f"no broker of {', '.join(config.bootstrap_servers)} answered Metadata within {timeout:.1f} s "
                 "(delivery.timeout.ms); no row was sent"
             ) from None
+        send = producer.send
         for batch in batches:
-            groups = messages_by_topic(arrow_rows(batch), options.topic)
             rows += batch.num_rows
-            for topic, messages in groups.items():
-                room = await _make_room(producer, waits, len(messages), limit, timeout)
-                if not room:
-                    break
-                producer.submit(topic, messages)
-                waits.append(messages[-1])
+            last = None
+            for topic, value, key, partition, timestamp, headers, partition_key in row_sends(
+                arrow_rows(batch), options.topic
+            ):
+                try:
+                    last = send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+                except QueueFull:
+                    row = (topic, value, key, partition, timestamp, headers, partition_key)
+                    last = await _send_when_room(producer, waits, row, timeout)
+                    if last is None:
+                        room = False
+                        break
+            if last is not None:
+                waits.append(last)
             if tally.discards or not room:
                 break  # a discard (fail fast), or no room within the delivery timeout
             await asyncio.sleep(0)  # let the senders write what is ready while Spark prepares the next batch
@@ -108,38 +119,45 @@ def _untaken(rows: int, accepted: int) -> dict[str, int]:
     return {"NOT_SENT": rows - accepted} if rows > accepted else {}
 
 
-async def _make_room(producer: Producer, waits: deque[Message], n: int, limit: int, timeout: float) -> bool:
-    """Wait until ``n`` more messages fit under ``limit`` (a group larger than the limit waits for an empty
-    producer); False when the delivery timeout passed first."""
+async def _send_when_room(producer: Producer, waits: deque[Message], row: Send, timeout: float) -> Message | None:
+    """Send a row the producer refused (QueueFull) once acknowledgements have made room for it; None when the
+    delivery timeout passed first."""
+    topic, value, key, partition, timestamp, headers, partition_key = row
     try:
         async with asyncio.timeout(timeout):
-            while producer.held and producer.held + n > limit:
-                if not waits:
+            while True:
+                if waits:
+                    with contextlib.suppress(DeliveryError):  # a failed message also frees room
+                        await waits.popleft()
+                elif producer.held:
                     await producer.flush()
+                else:
+                    size = (len(key) if key else 0) + (len(value) if value else 0)
+                    raise BadRow(f"a row of {size} bytes does not fit in kafka.queue.buffering.max.kbytes")
+                try:
+                    return producer.send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+                except QueueFull:
                     continue
-                with contextlib.suppress(DeliveryError):  # a failed message also frees room
-                    await waits.popleft()
     except TimeoutError:
-        return False
-    return True
+        return None
 
 
-def messages_by_topic(rows: Rows, default_topic: str | None) -> dict[str, list[Message]]:
-    """Producer messages for one batch's rows, grouped by topic (routing per the module rules)."""
+def row_sends(rows: Rows, default_topic: str | None) -> Iterator[Send]:
+    """Each row of one batch as ``Producer.send``'s arguments (routing per the module rules; no timestamp: now).
+    Raises :class:`BadRow` for a row that cannot be written."""
     n = rows.count
     now = time.time_ns() // 1_000_000
     timestamps = repeat(now, n) if rows.timestamp is None else (now if t is None else t for t in rows.timestamp)
     if rows.topic is None and rows.partition is None and rows.partition_key is None and rows.headers is None:
-        assert default_topic is not None
+        if default_topic is None:
+            raise BadRow("a row has a null topic and the write has no 'topic' option")
         if rows.key is None:
-            return {default_topic: [Message(None, v, t) for v, t in zip(rows.value, timestamps, strict=False)]}
-        return {
-            default_topic: [
-                Message(k, v, t, None, None if k is None else key_to_partition_key(k))
-                for k, v, t in zip(rows.key, rows.value, timestamps, strict=False)
-            ]
-        }
-    groups: dict[str, list[Message]] = {}
+            for v, t in zip(rows.value, timestamps, strict=False):
+                yield default_topic, v, None, None, t, None, None
+            return
+        for k, v, t in zip(rows.key, rows.value, timestamps, strict=False):
+            yield default_topic, v, k, None, t, None, None if k is None else key_to_partition_key(k)
+        return
     columns = zip(
         rows.value,
         timestamps,
@@ -157,16 +175,21 @@ def messages_by_topic(rows: Rows, default_topic: str | None) -> dict[str, list[M
         if partition is not None:
             if partition < 0:
                 raise BadRow(f"partition {partition} is negative")
-            m = Message(key, value, ts, headers, partition, pinned=True)
+            yield topic, value, key, partition, ts, headers, None
         elif partition_key is not None:
             if partition_key not in _PARTITION_KEY_RANGE:
                 raise BadRow(f"partition_key {partition_key} does not fit in 32 bits")
-            m = Message(key, value, ts, headers, partition_key)
+            yield topic, value, key, None, ts, headers, partition_key
         else:
-            m = Message(key, value, ts, headers, None if key is None else key_to_partition_key(key))
-        group = groups.get(topic)
-        if group is None:
-            groups[topic] = [m]
-        else:
-            group.append(m)
+            yield topic, value, key, None, ts, headers, None if key is None else key_to_partition_key(key)
+
+
+def messages_by_topic(rows: Rows, default_topic: str | None) -> dict[str, list[Message]]:
+    """The rows as the producer's messages, grouped by topic: what :func:`row_sends` hands to ``send`` (an explicit
+    partition is a pinned partition key)."""
+    groups: dict[str, list[Message]] = {}
+    for topic, value, key, partition, ts, headers, partition_key in row_sends(rows, default_topic):
+        pinned = partition is not None
+        message = Message(key, value, ts, headers, partition if pinned else partition_key, pinned)
+        groups.setdefault(topic, []).append(message)
     return groups

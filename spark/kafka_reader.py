@@ -1,7 +1,7 @@
 """A small blocking client for reading topics: Metadata (leaders), ListOffsets (earliest/latest), Fetch by partition.
 
 Rules:
-- Built on bruce.wire and the producer's connection shell (``open_connection``: ApiVersions negotiation through
+- Built on bruce.wire and the producer's public connection (``open_connection``: ApiVersions negotiation through
   ``bruce.wire.versions``, the Kafka 0.8 fallback, connect/request timeouts). One connection per leader, opened on
   demand; each public call runs its own coroutine on the reader's event loop, and no request is ever left in flight
   between calls (the loop does not run while Spark consumes what a call returned).
@@ -24,11 +24,17 @@ import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
-from bruce.producer.aio import new_event_loop
-from bruce.producer.cluster import BadMetadata, ClusterView, build_view
-from bruce.producer.config import parse_host_port
-from bruce.producer.errors import TransportError
-from bruce.producer.transport import BrokerConnection, Timeouts, open_connection
+from bruce.producer import (
+    BadMetadata,
+    BrokerConnection,
+    ClusterView,
+    Timeouts,
+    TransportError,
+    build_view,
+    new_event_loop,
+    open_connection,
+    parse_host_port,
+)
 from bruce.wire import errorcodes
 from bruce.wire.errors import BruceError, MalformedInput
 from bruce.wire.protocol.fetch import (

@@ -19,6 +19,9 @@ Rules:
   its index, the same header as its siblings, the checksum) is the reassembler's concern, not the parser's.
 - Reserved bytes are ignored on input and written as zeros. Empty tags (``\\0\\0``) are skipped, as plog does.
 - Builders raise :class:`UsageError` for values that do not fit the format.
+- Keys: plog hands ``pk:<key>`` to Kafka's Java producer, whose default partitioner puts a keyed record in partition
+  ``(murmur2(key) & 0x7fffffff) % partitions``. :func:`plog_partition_key` gives that number for a key, so the
+  daemon's PartitionKey routing (key modulo all partitions) places plog's keyed messages where plog did.
 - Pure: no I/O, clocks or threads.
 """
 
@@ -110,6 +113,42 @@ def last_tag(tags: tuple[str, ...], prefix: str) -> str | None:
 def murmur3_32(data: bytes) -> int:
     """MurmurHash3 x86 32-bit, seed 0, as an unsigned int: plog's checksum of a whole message (tags excluded)."""
     return mmh3.hash(data, 0, signed=False)
+
+
+_MURMUR2_M = 0x5BD1E995
+_MASK32 = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """MurmurHash2 as Kafka's Java client computes it (``Utils.murmur2``, seed 0x9747b28c), as an unsigned int."""
+    length = len(data)
+    m = _MURMUR2_M
+    h = (0x9747B28C ^ length) & _MASK32
+    words = length // 4
+    for k in struct.unpack_from(f"<{words}I", data) if words else ():
+        k = (k * m) & _MASK32
+        k ^= k >> 24
+        k = (k * m) & _MASK32
+        h = ((h * m) & _MASK32) ^ k
+    tail = length & 3
+    if tail:
+        rest = data[length - tail :]
+        if tail == 3:
+            h ^= rest[2] << 16
+        if tail >= 2:
+            h ^= rest[1] << 8
+        h ^= rest[0]
+        h = (h * m) & _MASK32
+    h ^= h >> 13
+    h = (h * m) & _MASK32
+    h ^= h >> 15
+    return h
+
+
+def plog_partition_key(key: bytes) -> int:
+    """The partition key that places a message keyed ``key`` where plog's Java producer would: the positive murmur2
+    hash (partition = this % partitions)."""
+    return murmur2(key) & 0x7FFFFFFF
 
 
 # ---------------------------------------------------------------- schemas (the spec)

@@ -5,6 +5,8 @@ holding raw values — strings from XML attributes, typed values from TOML. Each
 elements, attributes, duplicates, stray text; TOML: the parser) and hands this shape over.
 
 Rules:
+- The ``[plog]`` section (TOML only: Bruce's XML has none) is read by :func:`bruce.proxy.plog.listeners_from_section`,
+  whose messages already name the table and key.
 - Here: which keys exist and which are required, unknown keys (with a suggestion), value syntax (``values.py``), what
   Bruce ignores (the config of a disabled combined-topics entry or of a ``disable`` action, ``min_size`` of type
   ``none``) and the defaults (``size_threshold_percent`` 100, port 9092, no rate limiting).
@@ -18,6 +20,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
+
+from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
 
 from .errors import ConfigError, Path
 from .model import (
@@ -46,7 +50,7 @@ COMPRESSION_TYPES = {kind.value: kind for kind in CompressionType}
 def build_config(raw: object, *, actions: Mapping[str, TopicAction]) -> Config:
     """The :class:`Config` described by ``raw``. ``actions`` maps the format's spellings of the batching actions."""
     top = _table(raw, ())
-    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers"))
+    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers", "plog"))
     rate_limiting = top.get("topic_rate_limiting")
     return Config(
         batching=_batching(_required(top, (), "batching"), ("batching",), actions),
@@ -57,7 +61,15 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction]) -> Config:
             else _rate_limiting(rate_limiting, ("topic_rate_limiting",))
         ),
         initial_brokers=_brokers(_required(top, (), "initial_brokers"), ("initial_brokers",)),
+        plog_listeners=_plog(top.get("plog", {})),
     )
+
+
+def _plog(raw: object) -> tuple[ListenerConfig, ...]:
+    try:
+        return listeners_from_section(raw)  # type: ignore[arg-type]
+    except PlogConfigError as error:
+        raise ConfigError(str(error)) from None
 
 
 # -- sections ------------------------------------------------------------------------------------

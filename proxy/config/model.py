@@ -2,7 +2,9 @@
 
 Rules:
 - One :class:`Config` holds everything Bruce's XML config file says: batching, compression, per-topic rate limiting
-  and the initial brokers. The XML and TOML loaders both produce it; ``to_toml`` renders it back.
+  and the initial brokers; and, from TOML files only, the plog listeners (``[[plog.listener]]``, each a
+  :class:`~bruce.proxy.plog.config.ListenerConfig` that validated itself). The XML and TOML loaders both produce it;
+  ``to_toml`` renders it back.
 - Named configs keep their names and topics refer to them by name, as in the files; the lookups
   (:meth:`Config.batching_for`, :meth:`Config.compression_for`, :meth:`Config.rate_limit_for`) resolve a topic to
   plain values.
@@ -13,7 +15,7 @@ Rules:
   loaders translate it into their own syntax. The parts are checked as part of the whole, not on their own.
 - Numbers are integers: times in milliseconds, sizes in bytes, ``None`` where the file says "disable" or
   "unlimited". Mappings are immutable (:class:`FrozenMap`) and keep the file's order.
-- To add a section (the listeners will need one): a frozen dataclass here with a default, a field on
+- To add a section: a frozen dataclass here with a default, a field on
   :class:`Config`, its checks in :meth:`Config._problems`, its keys in ``build.py``, its element in
   ``xml_config.py`` if Bruce's XML should carry it, and its rendering in ``toml_config.py``.
 """
@@ -25,6 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
+
+from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError, Path
 
@@ -206,9 +210,11 @@ class Config:
     compression: CompressionConfig
     initial_brokers: tuple[Broker, ...]
     topic_rate_limiting: RateLimitingConfig = field(default_factory=RateLimitingConfig.unlimited)
+    plog_listeners: tuple[ListenerConfig, ...] = ()  # [[plog.listener]] (docs/plog.md)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "initial_brokers", tuple(self.initial_brokers))
+        object.__setattr__(self, "plog_listeners", tuple(self.plog_listeners))
         for path, problem in self._problems():
             raise ConfigError(problem, where=dotted(path), path=path)
 
@@ -249,6 +255,9 @@ class Config:
         yield from _compression_problems(self.compression)
         yield from _rate_limiting_problems(self.topic_rate_limiting)
         yield from _broker_problems(self.initial_brokers)
+        for index, listener in enumerate(self.plog_listeners):
+            if not isinstance(listener, ListenerConfig):
+                yield ("plog", "listener", index), f"{listener!r} is not a ListenerConfig"
 
 
 def dotted(path: Path) -> str:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from bruce.proxy.plog.config import listeners_from_option
+
 from .model import DEFAULT_BROKER_PORT, Broker
 
 MAX_NUMBER = 2**63 - 1
@@ -104,6 +106,15 @@ def broker_list(value: str) -> tuple[Broker, ...]:
             raise ValueError(f'"{item}": the port must be a number from 1 to 65535')
         brokers.append(Broker(host, int(port)))
     return tuple(brokers)
+
+
+def plog_listeners(protocol: str) -> Reader:
+    """``[HOST:]PORT[:TOPIC],...``: plog listeners of ``protocol`` with default settings (docs/plog.md)."""
+
+    def read(value: str) -> tuple:
+        return listeners_from_option(protocol, value)
+
+    return read
 
 
 def default_receive_socket_name() -> str:

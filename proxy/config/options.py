@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bruce.proxy.plog.config import ListenerConfig
+
 from .errors import ConfigError
 from .model import Broker
 from .option_values import (
@@ -34,6 +36,7 @@ from .option_values import (
     file_mode,
     integer,
     path,
+    plog_listeners,
     text,
 )
 
@@ -138,6 +141,22 @@ class Options:
     )
     allow_large_unix_datagrams: bool = switch(
         "Allow a --max_input_msg_size that needs clients to raise SO_SNDBUF.", INPUT
+    )
+    plog_udp: tuple[ListenerConfig, ...] = option(
+        (),
+        "[HOST:]PORT[:TOPIC],...",
+        "plog UDP listeners (unboxed and multipart messages, commands), each with its default topic; without a "
+        "topic only kt:-tagged messages are sent. HOST defaults to 127.0.0.1. Other settings: [[plog.listener]] "
+        "in a TOML config (docs/plog.md).",
+        INPUT,
+        plog_listeners("udp"),
+    )
+    plog_tcp: tuple[ListenerConfig, ...] = option(
+        (),
+        "[HOST:]PORT:TOPIC,...",
+        "plog TCP listeners (one message per line) with their topic; HOST defaults to 127.0.0.1.",
+        INPUT,
+        plog_listeners("tcp"),
     )
     # Kafka
     kafka_protocol: str = option(

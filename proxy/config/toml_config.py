@@ -4,12 +4,13 @@ Rules:
 - The layout (docs/configuration.md) follows the XML element by element, with TOML's snake_case names:
   ``[batching]``, ``[batching.named_configs.NAME]``, ``[batching.topic_configs]``, ``[compression]``,
   ``[topic_rate_limiting]``, ``[[initial_brokers]]``. Batching actions are ``per_topic``, ``combined_topics``,
-  ``disable``.
+  ``disable``. Only TOML has ``[[plog.listener]]`` tables (docs/plog.md).
 - Values are TOML integers, or strings parsed exactly like the XML attributes (``"256k"``, ``"disable"``,
   ``"unlimited"``); the keys, requirements and every rule are the XML loader's (``build.py``, the model).
 - Errors name the file and the key path (``batching.named_configs.low_latency.time``); syntax errors also the line.
 - ``to_toml`` writes a file that loads back to an equal :class:`Config`: sizes that are whole KiB as ``"Nk"``,
-  keys quoted when they are not bare TOML keys, and no ``[topic_rate_limiting]`` when nothing is limited.
+  keys quoted when they are not bare TOML keys, no ``[topic_rate_limiting]`` when nothing is limited, and in each
+  ``[[plog.listener]]`` only the settings that differ from their defaults (protocol, port and topic always).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
+from dataclasses import fields
 from pathlib import Path as FilePath
+
+from bruce.proxy.plog.config import ListenerConfig
 
 from .build import build_config
 from .errors import ConfigError
@@ -105,7 +109,25 @@ def to_toml(config: Config, *, comment: str | None = None) -> str:
 
     for broker in config.initial_brokers:
         lines += ["", "[[initial_brokers]]", f"host = {_string(broker.host)}", f"port = {broker.port}"]
+    for listener in config.plog_listeners:
+        lines += ["", "[[plog.listener]]", *_listener(listener)]
     return "\n".join(lines) + "\n"
+
+
+def _listener(listener: ListenerConfig) -> list[str]:
+    default = ListenerConfig(protocol=listener.protocol, port=listener.port, topic=listener.topic)
+    out = []
+    for f in fields(ListenerConfig):
+        value = getattr(listener, f.name)
+        if value is None or (value == getattr(default, f.name) and f.name not in ("protocol", "port", "topic")):
+            continue
+        if isinstance(value, bool):
+            out.append(f"{f.name} = {_bool(value)}")
+        elif isinstance(value, int | float):
+            out.append(f"{f.name} = {value!r}")
+        else:
+            out.append(f"{f.name} = {_string(value)}")
+    return out
 
 
 def _limits(limits: BatchLimits) -> list[str]:

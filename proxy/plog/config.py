@@ -9,12 +9,17 @@ Rules:
   ``"null"``) on a UDP listener: then only multipart messages tagged ``kt:<topic>`` are delivered and the rest are
   counted as ``no_topic``. A TCP listener has no tags, so it needs a topic.
 - ``enable_kill`` (default false) lets the ``KILL`` command stop the daemon (an orderly shutdown, not plog's crash).
-- Two listeners may not share a protocol, address and port, nor a name.
+- Two listeners may not share a protocol, address and port, nor a name (:func:`check_unique`; the daemon checks the
+  file's listeners and the command line's together).
+- Tables are numbered from 1 in messages (``plog.listener[1]`` is the first), as everywhere in the configuration.
+- The command line's short form (``--plog_udp`` / ``--plog_tcp``) is :func:`listeners_from_option`:
+  ``[HOST:]PORT[:TOPIC]``, comma-separated, every other setting at its default.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -113,17 +118,47 @@ def listeners_from_section(plog: Mapping[str, Any]) -> tuple[ListenerConfig, ...
     tables = plog.get("listener", [])
     if not isinstance(tables, Sequence) or isinstance(tables, str | bytes):
         raise PlogConfigError("plog.listener: must be an array of tables ([[plog.listener]])")
-    configs = tuple(listener_from_table(t, f"plog.listener[{i}]") for i, t in enumerate(tables))
+    configs = tuple(listener_from_table(t, f"plog.listener[{i + 1}]") for i, t in enumerate(tables))
+    check_unique(configs, [f"plog.listener[{i + 1}]" for i in range(len(configs))])
+    return configs
+
+
+def check_unique(configs: Sequence[ListenerConfig], places: Sequence[str] | None = None) -> None:
+    """No two listeners share a protocol, address and port (other than 0), nor a name. ``places`` names each config
+    in the error (default: ``plog.listener[n]``)."""
+    where = list(places) if places is not None else [f"plog.listener[{i + 1}]" for i in range(len(configs))]
     seen_names: set[str] = set()
     seen_binds: set[tuple[str, str, int]] = set()
-    for i, cfg in enumerate(configs):
+    for place, cfg in zip(where, configs, strict=True):
         bind = (cfg.protocol, cfg.address, cfg.port)
         if cfg.port and bind in seen_binds:
-            raise PlogConfigError(
-                f"plog.listener[{i}]: another listener already uses {cfg.protocol} {cfg.address}:{cfg.port}"
-            )
+            raise PlogConfigError(f"{place}: another listener already uses {cfg.protocol} {cfg.address}:{cfg.port}")
         if cfg.name in seen_names:
-            raise PlogConfigError(f"plog.listener[{i}].name: {cfg.name!r} is already used by another listener")
+            raise PlogConfigError(f"{place}.name: {cfg.name!r} is already used by another listener")
         seen_binds.add(bind)
         seen_names.add(cfg.name)
-    return configs
+
+
+_SHORT_FORM = re.compile(r"(?:(?P<host>\[[^\]]+\]|[^:\[\]]+):)??(?P<port>[0-9]+)(?::(?P<topic>[^:]*))?")
+
+
+def listeners_from_option(protocol: str, text: str) -> tuple[ListenerConfig, ...]:
+    """``--plog_udp`` / ``--plog_tcp``: ``[HOST:]PORT[:TOPIC],...`` → listeners (IPv6 hosts in brackets). Raises
+    ``ValueError`` with the problem in words (the option parser adds the option's name)."""
+    configs = []
+    for item in (part.strip() for part in text.split(",")):
+        match = _SHORT_FORM.fullmatch(item)
+        if match is None:
+            raise ValueError(f'"{item}" is not [HOST:]PORT[:TOPIC]')
+        host = (match["host"] or "127.0.0.1").strip("[]")
+        topic = match["topic"] or None
+        try:
+            configs.append(ListenerConfig(protocol=protocol, port=int(match["port"]), topic=topic, address=host))
+        except PlogConfigError as e:
+            raise ValueError(f'"{item}": {str(e).split(": ", 1)[1]}') from None
+    return tuple(configs)
+
+
+def describe(configs: Iterable[ListenerConfig]) -> str:
+    """``udp 127.0.0.1:23456 → events, ...`` for logs."""
+    return ", ".join(f"{c.protocol} {c.address}:{c.port} → {c.topic or 'kt: tags only'}" for c in configs)

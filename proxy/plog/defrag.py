@@ -15,7 +15,12 @@ Rules:
   a duplicate and ignored. The message's tags are those of the last fragment that carried any (plog's client puts
   them on the last fragment).
 - A complete message is delivered only if its MurmurHash3 matches the header; otherwise ``v0_invalid_checksum``.
-- Every dropped message counts its missing fragments in ``dropped_fragments``. Pure: the clock is injected.
+- Every dropped message counts its missing fragments in ``dropped_fragments``.
+- Every message ends exactly once: delivered (returned by :meth:`Defragmenter.add`), or reported to ``on_drop`` with
+  what ended it (:data:`INVALID_CHECKSUM`, :data:`INCOMPLETE` — expired, evicted for room or cleared —,
+  :data:`TOO_LARGE`) and a sample of its bytes; an invalid fragment is reported too (:data:`INVALID_FRAGMENT`), as
+  one bad packet. So ``begun == delivered + dropped messages + len(defragmenter)`` at every moment.
+- Pure: the clock is injected.
 """
 
 from __future__ import annotations
@@ -39,6 +44,14 @@ DEFAULT_EXPIRY = 10.0  # plog's defrag expire_time, seconds after a message was 
 # dict slot for a fragment (~100 B). Rounded up.
 ENTRY_OVERHEAD = 768
 FRAGMENT_OVERHEAD = 128
+
+# What ends a message (or a packet) without delivering it, as reported to ``on_drop``.
+INVALID_FRAGMENT = "invalid_fragment"  # a fragment that does not fit its message (the packet, not the message)
+INVALID_CHECKSUM = "invalid_checksum"  # complete, but its MurmurHash3 does not match
+INCOMPLETE = "incomplete"  # expired, evicted to make room, or cleared at shutdown
+TOO_LARGE = "too_large"  # could never fit the buffer
+
+OnDrop = Callable[[str, bytes], object]
 
 Sender = tuple[str, int]
 
@@ -110,7 +123,10 @@ class Defragmenter:
         capacity: int = DEFAULT_CAPACITY,
         expiry: float = DEFAULT_EXPIRY,
         clock: Callable[[], float] = time.monotonic,
+        on_drop: OnDrop | None = None,
     ) -> None:
+        """``on_drop(what, sample)`` hears of every message (or invalid fragment) dropped; ``sample`` holds its first
+        received bytes."""
         if capacity < ENTRY_OVERHEAD + FRAGMENT_OVERHEAD:
             raise ValueError(f"defragmenter capacity {capacity} is below one fragment's overhead")
         if expiry <= 0:
@@ -119,6 +135,8 @@ class Defragmenter:
         self.capacity = capacity
         self.expiry = expiry
         self._clock = clock
+        self._on_drop = on_drop
+        self.begun = 0  # messages whose first fragment arrived (a lone fragment included)
         self._pending: OrderedDict[tuple[str, int, int], _Pending] = OrderedDict()  # least recently touched first
         self.used = 0  # bytes charged by pending messages
 
@@ -130,19 +148,22 @@ class Defragmenter:
         now = self._clock()
         self.expire(now)
         if not payload_fits(fragment):
-            self.stats.invalid_fragment(fragment.fragment_index, fragment.fragment_count)
+            self._invalid(fragment)
             return None
         if fragment.fragment_count == 1:
+            self.begun += 1
             return self._verified(fragment.payload, fragment.checksum, fragment.tags, 1)
         key = (sender[0], sender[1], fragment.message_id)
         entry = self._pending.get(key)
         if entry is None:
             self.stats.defrag_misses += 1
+            self.begun += 1
             worst = ENTRY_OVERHEAD + fragment.total_length + fragment.fragment_count * FRAGMENT_OVERHEAD
             if worst + _tags_charge(fragment.tags) > self.capacity:
                 self.stats.defrag_too_large += 1
                 self.stats.defrag_evictions += 1
                 self.stats.dropped(fragment.fragment_count, (fragment.fragment_index,))
+                self._report(TOO_LARGE, fragment.payload)
                 return None
             entry = _Pending(fragment, now)
             self._pending[key] = entry
@@ -150,7 +171,7 @@ class Defragmenter:
         else:
             self.stats.defrag_hits += 1
             if not entry.matches(fragment):
-                self.stats.invalid_fragment(fragment.fragment_index, fragment.fragment_count)
+                self._invalid(fragment)
                 return None
             entry.last_seen = now
             self._pending.move_to_end(key)
@@ -159,7 +180,7 @@ class Defragmenter:
                 return None
         self._store(entry, fragment)
         if entry.charge > self.capacity:  # only bigger tags on a later fragment can do this
-            self._drop(key)
+            self._drop(key, TOO_LARGE)
             self.stats.defrag_too_large += 1
             return None
         if len(entry.parts) < entry.count:
@@ -180,7 +201,7 @@ class Defragmenter:
             key, entry = next(iter(self._pending.items()))
             if entry.last_seen > deadline:
                 break
-            self._drop(key)
+            self._drop(key, INCOMPLETE)
             self.stats.defrag_expired += 1
             dropped += 1
         return dropped
@@ -188,7 +209,7 @@ class Defragmenter:
     def clear(self) -> None:
         """Drop every pending message (at shutdown), counting them as evicted."""
         while self._pending:
-            self._drop(next(iter(self._pending)))
+            self._drop(next(iter(self._pending)), INCOMPLETE)
 
     def _store(self, entry: _Pending, fragment: Fragment) -> None:
         entry.parts[fragment.fragment_index] = fragment.payload
@@ -206,17 +227,28 @@ class Defragmenter:
             oldest = next(iter(self._pending))
             if oldest == keep:  # cannot happen: a message's own charge is within capacity (checked above)
                 break
-            self._drop(oldest)
+            self._drop(oldest, INCOMPLETE)
 
-    def _drop(self, key: tuple[str, int, int]) -> None:
+    def _drop(self, key: tuple[str, int, int], what: str) -> None:
         entry = self._pending.pop(key)
         self.used -= entry.charge
         self.stats.defrag_evictions += 1
         self.stats.dropped(entry.count, entry.parts)
+        parts = entry.parts
+        self._report(what, parts[min(parts)] if parts else b"")
+
+    def _invalid(self, fragment: Fragment) -> None:
+        self.stats.invalid_fragment(fragment.fragment_index, fragment.fragment_count)
+        self._report(INVALID_FRAGMENT, fragment.payload)
+
+    def _report(self, what: str, sample: bytes) -> None:
+        if self._on_drop is not None:
+            self._on_drop(what, sample)
 
     def _verified(self, message: bytes, checksum: int, tags: tuple[str, ...], count: int) -> Reassembled | None:
         if murmur3_32(message) != checksum:
             self.stats.invalid_checksum(count)
+            self._report(INVALID_CHECKSUM, message)
             return None
         self.stats.v0_multipart_messages += 1
         return Reassembled(message, tags, count)

@@ -3,9 +3,15 @@
 Rules:
 - Each listener has its own :class:`PlogStats` (what ``STAT`` reports, as in plog) and hands every message it takes in
   to the :class:`PlogSink` exactly once, with its default topic or the message's ``kt:`` tag (the topic ``"null"``
-  means none, as in plog: the message is counted as ``no_topic``). ``pk:<key>`` becomes the Kafka record key.
+  means none, as in plog: the message is counted as ``no_topic`` and rejected as BAD_TOPIC). ``pk:<key>`` becomes the
+  Kafka record key, and its partition key is plog's (:func:`bruce.wire.plog.plog_partition_key`). Whatever the
+  listener drops itself is counted in its stats *and* rejected to the sink with a discard reason (see
+  :mod:`.sink`).
 - UDP cannot push back: a datagram is parsed (:func:`bruce.wire.plog.parse_packet`), counted, and submitted or
-  dropped with a counter at once. Commands are answered to the sender: ``PING`` → ``PONG`` + the trailing payload,
+  dropped with a counter at once. The socket is read in bursts: when it is readable, up to :data:`UDP_BURST`
+  datagrams are read with non-blocking ``recvfrom`` calls in one callback (bench/plog_bench.py measures it against
+  asyncio's datagram transport, which reads one per callback). Commands are answered to the sender: ``PING`` →
+  ``PONG`` + the trailing payload,
   ``STAT`` → the JSON statistics, ``ENVI`` → the listener's configuration as JSON; ``KILL`` calls the daemon's
   shutdown callback only when the listener enables it, and is otherwise refused and counted. Unknown commands are
   counted.
@@ -13,7 +19,8 @@ Rules:
   stops reading (``pause_reading``), keeps what it already read, and resumes when the sink calls back. A line is at
   most ``max_line`` bytes without its ``\\n`` (a ``\\r`` before it is stripped); a longer one is counted and skipped up
   to the next newline without being buffered. A last line without newline is delivered at a clean end of stream and
-  counted as ``tcp_partial_lines`` (lost) when the connection is reset or the listener stops. At most
+  counted as ``tcp_partial_lines`` (lost: rejected as MALFORMED) when the connection is reset or the listener stops.
+  A line that could never fit the budget is submitted anyway (the sink discards it) rather than waited for. At most
   ``max_connections`` connections are served; more are closed at once and counted.
 - Stopping is ordered and bounded: stop accepting, read what the kernel still holds for the UDP socket (at most
   :data:`DRAIN_MAX_DATAGRAMS`), submit the complete lines TCP connections still hold, close, drop incomplete
@@ -32,17 +39,21 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
+from bruce.producer.reasons import DiscardReason
 from bruce.wire.errors import MalformedInput, UsageError
-from bruce.wire.plog import Command, Fragment, Unboxed, parse_packet
+from bruce.wire.plog import Command, Fragment, Unboxed, parse_packet, plog_partition_key
 
 from .config import ListenerConfig
-from .defrag import Defragmenter
+from .defrag import TOO_LARGE, Defragmenter
 from .sink import PlogSink
 from .stats import PlogStats
 
 log = logging.getLogger("bruce.proxy.plog")
 
 DRAIN_MAX_DATAGRAMS = 65536  # read at most this many queued datagrams when a UDP listener stops
+UDP_BURST = 256  # datagrams read per wake-up before yielding to the rest of the loop
+MAX_PACKET = 1 << 16  # a UDP payload is at most 65,507 bytes over IPv4 (65,535 over IPv6)
+REJECT_SAMPLE = 4096  # bytes of an over-long TCP line handed to the sink's discard report
 SWEEP_INTERVAL = 1.0  # seconds between expiry sweeps of the reassembly buffer
 STOP_TIMEOUT = 2.0  # seconds a stopping TCP listener waits for its connections to close before aborting them
 NULL_TOPIC = "null"  # plog: a message whose topic resolves to "null" is not sent
@@ -71,16 +82,25 @@ class _Listener:
     def _submit(self, topic: str | None, key: bytes | None, value: bytes) -> None:
         if topic is None or topic == NULL_TOPIC:
             self.stats.no_topic += 1
+            self._reject(DiscardReason.BAD_TOPIC, value, topic=NULL_TOPIC)
             return
         self.stats.seen_messages += 1
+        partition_key = None if key is None else plog_partition_key(key)
         try:
-            accepted = self.sink.submit(topic, key, value, partition_key=None, listener=self.config.name)
+            accepted = self.sink.submit(topic, key, value, partition_key=partition_key, listener=self.config.name)
         except Exception:  # a bug in the sink: counted and logged, never fatal to the listener
             self.stats.exceptions += 1
             log.exception("plog listener %s: the sink failed on a message for %s", self.config.name, topic)
             return
         if not accepted:
             self.stats.failed_to_send += 1
+
+    def _reject(self, reason: DiscardReason, data: bytes, *, topic: str | None = None) -> None:
+        try:
+            self.sink.reject(reason, data, topic=topic, listener=self.config.name)
+        except Exception:  # a bug in the sink
+            self.stats.exceptions += 1
+            log.exception("plog listener %s: the sink failed on a %s discard", self.config.name, reason)
 
 
 # ---------------------------------------------------------------- UDP
@@ -103,15 +123,21 @@ class UdpListener(_Listener):
             raise UsageError(f"plog listener {config.name} enables KILL but no shutdown callback was given")
         super().__init__(config, sink, clock=clock)
         self.defrag = Defragmenter(
-            self.stats, capacity=config.defrag_capacity, expiry=config.defrag_expiry, clock=clock
+            self.stats,
+            capacity=config.defrag_capacity,
+            expiry=config.defrag_expiry,
+            clock=clock,
+            on_drop=self._dropped,
         )
         self._on_kill = on_kill
-        self._transport: asyncio.DatagramTransport | None = None
-        self._drain_sock: socket.socket | None = None
+        self._sock: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.TimerHandle | None = None
 
     async def start(self) -> None:
         """Bind the socket and start serving."""
+        if self._sock is not None:
+            raise UsageError(f"plog listener {self.name} is already started")
         loop = asyncio.get_running_loop()
         cfg = self.config
         family, _, _, _, sockaddr = (await loop.getaddrinfo(cfg.address, cfg.port, type=socket.SOCK_DGRAM))[0]
@@ -120,39 +146,63 @@ class UdpListener(_Listener):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg.receive_buffer)
             sock.bind(sockaddr)
             sock.setblocking(False)
-            self._drain_sock = sock.dup()  # the same socket, readable at stop whatever the loop does with `sock`
-            self._transport, _ = await loop.create_datagram_endpoint(lambda: _UdpProtocol(self), sock=sock)
+            loop.add_reader(sock.fileno(), self._on_readable)
         except BaseException:
             sock.close()
-            if self._drain_sock is not None:
-                self._drain_sock.close()
-                self._drain_sock = None
             raise
-        self._address = self._drain_sock.getsockname()[:2]
+        self._sock, self._loop = sock, loop
+        self._address = sock.getsockname()[:2]
         self._sweeper = loop.call_later(SWEEP_INTERVAL, self._sweep)
         log.info("plog udp listener %s on %s:%d", cfg.name, *self._address)
 
     async def stop(self) -> None:
-        """Stop: handle the datagrams the kernel still holds, close, drop incomplete messages."""
-        if self._transport is None:
+        """Stop: handle the datagrams the kernel still holds, close, drop incomplete messages (rejected)."""
+        sock, loop = self._sock, self._loop
+        if sock is None or loop is None:
             return
         if self._sweeper is not None:
             self._sweeper.cancel()
-        transport, self._transport = self._transport, None
-        assert self._drain_sock is not None
-        for _ in range(DRAIN_MAX_DATAGRAMS):
+        loop.remove_reader(sock.fileno())
+        self._read_burst(DRAIN_MAX_DATAGRAMS)
+        self._sock = self._loop = None
+        sock.close()
+        self.defrag.clear()
+
+    def _on_readable(self) -> None:
+        self._read_burst(UDP_BURST)
+
+    def _read_burst(self, limit: int) -> int:
+        """Read and handle up to ``limit`` queued datagrams without blocking; returns how many were read."""
+        sock = self._sock
+        if sock is None:
+            return 0
+        recvfrom = sock.recvfrom
+        handle = self.handle
+        count = 0
+        while count < limit:
             try:
-                data, addr = self._drain_sock.recvfrom(1 << 16)
+                data, addr = recvfrom(MAX_PACKET)
             except (BlockingIOError, InterruptedError):
                 break
-            reply = self.handle(data, addr)
+            except OSError as e:  # e.g. ECONNREFUSED: an ICMP error about an earlier reply
+                log.debug("plog listener %s: %s", self.name, e)
+                continue
+            count += 1
+            reply = handle(data, addr)
             if reply is not None:
-                transport.sendto(reply, addr)
-        transport.close()
-        self._drain_sock.close()
-        self._drain_sock = None
-        self.defrag.clear()
-        await asyncio.sleep(0)  # let the transport finish closing
+                self._reply(sock, reply, addr)
+        return count
+
+    def _reply(self, sock: socket.socket, reply: bytes, addr: tuple) -> None:
+        try:
+            sock.sendto(reply, addr)
+        except OSError as e:  # the send buffer is full, or the reply is too large for a datagram
+            self.stats.reply_failures += 1
+            log.debug("plog listener %s: reply to %s not sent: %s", self.name, addr, e)
+
+    def _dropped(self, what: str, sample: bytes) -> None:
+        """The reassembly buffer dropped a message or an invalid fragment."""
+        self._reject(DiscardReason.LONG_MSG if what == TOO_LARGE else DiscardReason.MALFORMED, sample)
 
     def _sweep(self) -> None:
         self.defrag.expire()
@@ -172,6 +222,7 @@ class UdpListener(_Listener):
             packet = parse_packet(data)
         except MalformedInput as e:
             self.stats.malformed(e.reason)
+            self._reject(DiscardReason.MALFORMED, data)
             return None
         if type(packet) is Unboxed:
             self.stats.udp_simple_messages += 1
@@ -210,23 +261,6 @@ class UdpListener(_Listener):
             log.warning("plog listener %s: KILL refused (enable_kill is off)", self.config.name)
         self.stats.unknown_command += 1
         return None
-
-
-class _UdpProtocol(asyncio.DatagramProtocol):
-    def __init__(self, listener: UdpListener) -> None:
-        self.listener = listener
-        self.transport: asyncio.DatagramTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def datagram_received(self, data: bytes, addr: tuple) -> None:
-        reply = self.listener.handle(data, addr)
-        if reply is not None and self.transport is not None:
-            self.transport.sendto(reply, addr)
-
-    def error_received(self, exc: Exception) -> None:  # e.g. ICMP port unreachable after a reply
-        log.debug("plog listener %s: %s", self.listener.name, exc)
 
 
 # ---------------------------------------------------------------- TCP
@@ -319,10 +353,13 @@ class _LineConnection(asyncio.Protocol):
         self.listener.sink.cancel_notify(self._on_budget_free)
         self._process(force=True)  # lines already read get a fate: the sink takes or refuses them
         if self._buffer and not self._discarding:
-            if self._eof and exc is None and len(self._buffer) <= self.max_line:
+            if len(self._buffer) > self.max_line:
+                self._too_long(self._buffer, 0)
+            elif self._eof and exc is None:
                 self._submit_line(bytes(self._buffer))  # the peer ended its last line cleanly
             else:
                 self.stats.tcp_partial_lines += 1
+                self.listener._reject(DiscardReason.MALFORMED, bytes(self._buffer[:REJECT_SAMPLE]))
         self._buffer.clear()
 
     # control from the listener
@@ -347,17 +384,17 @@ class _LineConnection(asyncio.Protocol):
             if newline < 0:
                 self._searched = len(buf)
                 if len(buf) - start > self.max_line + 1:  # room for a "\r" before the newline
-                    self.stats.tcp_line_too_long += 1
+                    self._too_long(buf, start)
                     self._discarding = True
                     start = len(buf)
                 break
             end = newline - 1 if newline > start and buf[newline - 1] == 0x0D else newline
             if end - start > self.max_line:
-                self.stats.tcp_line_too_long += 1
+                self._too_long(buf, start)
                 start = newline + 1
                 continue
-            if not force and not sink.budget_available():
-                self._pause()
+            if not force and not sink.budget_available(end - start):
+                self._pause(end - start)
                 break
             self._submit_line(bytes(buf[start:end]))
             start = newline + 1
@@ -369,14 +406,18 @@ class _LineConnection(asyncio.Protocol):
         self.stats.tcp_lines += 1
         self.listener._submit(self.listener.config.topic, None, line)
 
-    def _pause(self) -> None:
+    def _too_long(self, buf: bytearray, start: int) -> None:
+        self.stats.tcp_line_too_long += 1
+        self.listener._reject(DiscardReason.LONG_MSG, bytes(buf[start : start + REJECT_SAMPLE]))
+
+    def _pause(self, size: int) -> None:
         if self._paused:
             return
         self._paused = True
         self.stats.tcp_pauses += 1
         if self.transport is not None:
             self.transport.pause_reading()
-        self.listener.sink.notify_when_free(self._on_budget_free)
+        self.listener.sink.notify_when_free(self._on_budget_free, size)
 
     def _on_budget_free(self) -> None:
         asyncio.get_running_loop().call_soon(self._resume)  # never re-enter _process from inside the sink
@@ -400,9 +441,9 @@ class _LineConnection(asyncio.Protocol):
             return
         if self._buffer and not self._discarding:
             if len(self._buffer) > self.max_line:
-                self.stats.tcp_line_too_long += 1
-            elif not self.listener.sink.budget_available():
-                self._pause()
+                self._too_long(self._buffer, 0)
+            elif not self.listener.sink.budget_available(len(self._buffer)):
+                self._pause(len(self._buffer))
                 return
             else:
                 self._submit_line(bytes(self._buffer))

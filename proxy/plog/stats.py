@@ -12,15 +12,17 @@ Rules:
   reported as 0, as plog reports them when detection is disabled; ``unhandled_objects`` (a plog pipeline artefact)
   likewise.
 - Every malformed packet is counted under exactly one field, chosen by its ``reason`` (:meth:`PlogStats.malformed`).
-- Plain counters for one event loop; no I/O. :meth:`PlogStats.to_json` renders the STAT reply.
+- Plain counters for one event loop; no I/O. :meth:`PlogStats.to_json` renders the STAT reply;
+  :meth:`PlogStats.counters` gives every counter flat, as the status pages show them (``PlogUdpSimpleMessages``,
+  bucketed arrays summed).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, fields
 from importlib import metadata
 from typing import Any
 
@@ -100,6 +102,7 @@ class PlogStats:
     tcp_connections: int = 0
     tcp_rejected_connections: int = 0  # refused because the listener had max_connections open
     tcp_pauses: int = 0  # times a connection stopped reading because the budget was full
+    reply_failures: int = 0  # command replies the socket would not send (buffer full, too large)
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -143,6 +146,7 @@ class PlogStats:
             "unknown_command": self.unknown_command,
             "kill_refused": self.kill_refused,
             "v0_commands": self.v0_commands,
+            "reply_failures": self.reply_failures,
             "exceptions": self.exceptions,
             "unhandled_objects": 0,
             "holes_from_dead_port": 0,
@@ -183,6 +187,24 @@ class PlogStats:
     def to_json(self, **pending: int) -> bytes:
         """The STAT reply: compact UTF-8 JSON."""
         return json.dumps(self.to_dict(**pending), separators=(",", ":")).encode()
+
+    def counters(self) -> Iterator[tuple[str, int]]:
+        """Every counter as ``(CamelCaseName, value)``: ``udp_simple_messages`` → ``PlogUdpSimpleMessages``; the
+        bucketed arrays as their totals."""
+        for name, label in _COUNTER_NAMES:
+            value = getattr(self, name)
+            if type(value) is list:
+                value = sum(sum(v) if type(v) is list else v for v in value)
+            yield label, value
+
+
+def _camel(name: str) -> str:
+    return "Plog" + "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
+_COUNTER_NAMES = tuple(
+    (f.name, _camel(f.name)) for f in fields(PlogStats) if f.name not in ("listener", "clock", "started")
+)
 
 
 def _version() -> str:

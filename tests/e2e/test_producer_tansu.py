@@ -201,3 +201,27 @@ def test_create_topic_on_tansu(
     assert asyncio.run(main()) == [(0, 0), (0, 1), (0, 2)]
     messages, errors = confluent_consume(topic, 0, 3)
     assert errors == [] and [m.value for m in messages] == [b"m0", b"m1", b"m2"]
+
+
+def test_partition_keys_land_where_bruces_rule_says(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], confluent_consume: Callable[..., tuple[list, list[str]]]
+) -> None:
+    """``send(partition_key=k)``: partition ``k % 4`` (signed keys as their unsigned 32 bits), the record's own key
+    untouched; read back per partition in order."""
+    topic = new_topic(partitions=4)
+    keys = [0, 1, 2, 3, 4, 7, 2**32 - 1, -1, -(2**31), 123_456_789]
+
+    async def main() -> list[tuple[int, int]]:
+        async with Producer(ProducerConfig(bootstrap_servers=(tansu.address,))) as producer:
+            await producer.ready(10)
+            handles = [producer.send(topic, b"pk-%d" % k, key=b"record-key", partition_key=k) for k in keys]
+            assert await producer.flush(30) == 0
+            return [h.result() for h in handles]
+
+    placed = asyncio.run(main())
+    assert [p for p, _ in placed] == [(k & 0xFFFFFFFF) % 4 for k in keys]
+    for partition in range(4):
+        expected = [b"pk-%d" % k for k, (p, _) in zip(keys, placed, strict=True) if p == partition]
+        messages, errors = confluent_consume(topic, partition, len(expected))
+        assert errors == [] and [m.value for m in messages] == expected
+        assert all(m.key == b"record-key" for m in messages)

@@ -12,38 +12,47 @@ from typing import Any
 import pytest
 import uvloop
 
+from bruce.producer.reasons import DiscardReason
+
 TIMEOUT = 10.0
 
 
 @dataclass
 class FakeSink:
-    """Records what the listeners submit. ``full`` makes the budget full: submissions are refused and recorded."""
+    """Records what the listeners submit and reject. ``full`` makes the budget full: submissions are refused and
+    recorded."""
 
     full: bool = False
     refuse_topics: set[str] = field(default_factory=set)
     messages: list[tuple[str, bytes | None, bytes, str]] = field(default_factory=list)
+    partition_keys: list[int | None] = field(default_factory=list)
     refused: list[tuple[str, bytes | None, bytes, str]] = field(default_factory=list)
-    waiters: dict[Callable[[], object], None] = field(default_factory=dict)
+    rejected: list[tuple[DiscardReason, bytes, str | None, str]] = field(default_factory=list)
+    waiters: dict[Callable[[], object], int] = field(default_factory=dict)
     availability_checks: int = 0
 
     def submit(self, topic: str, key: bytes | None, value: bytes, *, partition_key: int | None, listener: str) -> bool:
-        assert partition_key is None
+        assert (partition_key is None) == (key is None)
         entry = (topic, key, value, listener)
         if self.full or topic in self.refuse_topics:
             self.refused.append(entry)
             return False
         self.messages.append(entry)
+        self.partition_keys.append(partition_key)
         return True
 
-    def budget_available(self) -> bool:
+    def reject(self, reason: DiscardReason, data: bytes, *, topic: str | None, listener: str) -> None:
+        self.rejected.append((reason, bytes(data), topic, listener))
+
+    def budget_available(self, size: int) -> bool:
         self.availability_checks += 1
         return not self.full
 
-    def notify_when_free(self, callback: Callable[[], object]) -> None:
+    def notify_when_free(self, callback: Callable[[], object], size: int) -> None:
         if self.full:
-            self.waiters[callback] = None
+            self.waiters[callback] = size
         else:
-            callback()
+            asyncio.get_running_loop().call_soon(callback)
 
     def cancel_notify(self, callback: Callable[[], object]) -> None:
         self.waiters.pop(callback, None)
@@ -58,6 +67,10 @@ class FakeSink:
     @property
     def values(self) -> list[bytes]:
         return [m[2] for m in self.messages]
+
+    @property
+    def reasons(self) -> list[str]:
+        return [r[0].value for r in self.rejected]
 
 
 @pytest.fixture

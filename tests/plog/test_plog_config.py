@@ -1,4 +1,5 @@
-"""[[plog.listener]] tables: defaults, validation with messages naming the key, and the listener factory."""
+"""[[plog.listener]] tables: defaults, validation with messages naming the key, the listener factory; the tables in
+the daemon's TOML file, the command line's --plog_udp / --plog_tcp, and the daemon's check across both."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import tomllib
 
 import pytest
 
-from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
+from bruce.proxy.config import ConfigError, Options, load_toml, parse_command_line, to_toml
+from bruce.proxy.config.command_line import help_text
+from bruce.proxy.daemon import Daemon
+from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_option, listeners_from_section
 from bruce.proxy.plog.listeners import TcpListener, UdpListener, make_listener
 
 EXAMPLE = """
@@ -67,13 +71,13 @@ def test_plog_defaults() -> None:
 @pytest.mark.parametrize(
     ("tables", "message"),
     [
-        ([{"protocol": "udp", "prot": 1}], r"plog\.listener\[0\]\.prot: unknown key"),
-        ([{"port": 1}], r"plog\.listener\[0\]\.protocol: missing"),
-        ([{"protocol": "sctp"}], r"plog\.listener\[0\]\.protocol: must be one of udp, tcp"),
-        ([{"protocol": "udp", "port": 70000}], r"plog\.listener\[0\]\.port: must be an integer in 0\.\.65535"),
+        ([{"protocol": "udp", "prot": 1}], r"plog\.listener\[1\]\.prot: unknown key"),
+        ([{"port": 1}], r"plog\.listener\[1\]\.protocol: missing"),
+        ([{"protocol": "sctp"}], r"plog\.listener\[1\]\.protocol: must be one of udp, tcp"),
+        ([{"protocol": "udp", "port": 70000}], r"plog\.listener\[1\]\.port: must be an integer in 0\.\.65535"),
         ([{"protocol": "udp", "port": "80"}], r"\.port: must be an integer"),
         ([{"protocol": "udp", "port": True}], r"\.port: must be an integer"),
-        ([{"protocol": "tcp", "port": 1}], r"plog\.listener\[0\]\.topic: a tcp listener needs a topic"),
+        ([{"protocol": "tcp", "port": 1}], r"plog\.listener\[1\]\.topic: a tcp listener needs a topic"),
         ([{"protocol": "udp", "topic": ""}], r"\.topic: must be a non-empty string"),
         ([{"protocol": "tcp", "topic": "t", "max_line": 0}], r"\.max_line: must be a positive integer"),
         ([{"protocol": "udp", "defrag_capacity": 100}], r"\.defrag_capacity: must be at least 4096"),
@@ -82,14 +86,14 @@ def test_plog_defaults() -> None:
         ([{"protocol": "udp", "address": ""}], r"\.address: must be a host address"),
         (
             [{"protocol": "udp", "port": 5000}, {"protocol": "udp", "port": 5000}],
-            r"plog\.listener\[1\]: another listener already uses udp 127\.0\.0\.1:5000",
+            r"plog\.listener\[2\]: another listener already uses udp 127\.0\.0\.1:5000",
         ),
         (
             [{"protocol": "udp", "port": 5000, "name": "a"}, {"protocol": "udp", "port": 5001, "name": "a"}],
-            r"plog\.listener\[1\]\.name: 'a' is already used",
+            r"plog\.listener\[2\]\.name: 'a' is already used",
         ),
         ("not a list", r"plog\.listener: must be an array of tables"),
-        ([3], r"plog\.listener\[0\]: must be a table"),
+        ([3], r"plog\.listener\[1\]: must be a table"),
     ],
 )
 def test_bad_tables_name_the_key(tables, message: str) -> None:
@@ -112,3 +116,90 @@ def test_same_port_different_protocols_is_fine() -> None:
 def test_make_listener_builds_the_right_kind(sink) -> None:
     assert isinstance(make_listener(ListenerConfig(protocol="udp"), sink), UdpListener)
     assert isinstance(make_listener(ListenerConfig(protocol="tcp", topic="t"), sink), TcpListener)
+
+
+# ---------------------------------------------------------------- in the daemon's configuration
+
+BASE_TOML = """
+[batching]
+produce_request_data_limit = "1024k"
+message_max_bytes = 1000000
+combined_topics = { enable = false }
+default_topic = { action = "disable" }
+
+[compression]
+default_topic = "none"
+
+[compression.named_configs]
+none = { type = "none" }
+
+[[initial_brokers]]
+host = "kafka1"
+"""
+
+
+def test_a_toml_config_file_carries_plog_listeners_and_renders_them_back() -> None:
+    config = load_toml(BASE_TOML + EXAMPLE)
+    assert config.plog_listeners == listeners_from_section(tomllib.loads(EXAMPLE)["plog"])
+    text = to_toml(config)
+    assert "[[plog.listener]]" in text and 'name = "tagged-only"' in text
+    assert "receive_buffer" not in text  # defaults are left out
+    assert load_toml(text) == config
+    assert load_toml(BASE_TOML).plog_listeners == ()
+
+
+def test_a_bad_plog_table_in_a_file_names_the_file_and_the_key() -> None:
+    bad = BASE_TOML + '[[plog.listener]]\nprotocol = "udp"\n\n[[plog.listener]]\nprotocol = "udp"\nport = -1\n'
+    with pytest.raises(ConfigError, match=r"^bruce\.toml: plog\.listener\[2\]\.port: must be an integer"):
+        load_toml(bad, source="bruce.toml")
+    with pytest.raises(ConfigError, match=r"plog\.listenr: unknown key"):
+        load_toml(BASE_TOML + "[plog]\nlistenr = []\n")
+
+
+@pytest.mark.parametrize(
+    ("words", "udp", "tcp"),
+    [
+        (["--plog_udp", "23456:events"], [("127.0.0.1", 23456, "events")], []),
+        (["--plog_udp", "23456"], [("127.0.0.1", 23456, None)], []),
+        (
+            ["--plog_udp", "0.0.0.0:23456:events,5000:null"],
+            [("0.0.0.0", 23456, "events"), ("127.0.0.1", 5000, None)],
+            [],
+        ),
+        (["--plog-tcp=[::1]:23457:lines"], [], [("::1", 23457, "lines")]),
+        (["--plog_tcp", "localhost:1:l", "--plog_udp", "2:u"], [("127.0.0.1", 2, "u")], [("localhost", 1, "l")]),
+    ],
+)
+def test_command_line_listeners(words: list[str], udp, tcp) -> None:
+    options = parse_command_line(words)
+    assert [(c.address, c.port, c.topic) for c in options.plog_udp] == udp
+    assert [(c.address, c.port, c.topic) for c in options.plog_tcp] == tcp
+    assert {c.protocol for c in options.plog_udp} <= {"udp"} and {c.protocol for c in options.plog_tcp} <= {"tcp"}
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--plog_tcp", "23457"], r'--plog_tcp: "23457": a tcp listener needs a topic'),
+        (["--plog_udp", "99999:t"], r'--plog_udp: "99999:t": must be an integer in 0\.\.65535'),
+        (["--plog_udp", "a:b:c"], r'--plog_udp: "a:b:c" is not \[HOST:\]PORT\[:TOPIC\]'),
+        (["--plog_udp", ""], r'--plog_udp: "" is not'),
+    ],
+)
+def test_bad_command_line_listeners_name_the_option(words: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_command_line(words)
+
+
+def test_help_lists_the_plog_options() -> None:
+    text = help_text()
+    assert "--plog_udp [HOST:]PORT[:TOPIC],..." in text and "--plog_tcp [HOST:]PORT:TOPIC,..." in text
+
+
+def test_the_daemon_refuses_a_port_used_twice_across_file_and_command_line(tmp_path) -> None:
+    config = load_toml(BASE_TOML + '[[plog.listener]]\nprotocol = "udp"\nport = 23456\ntopic = "a"\n')
+    options = Options(receive_socket_name=str(tmp_path / "s"), plog_udp=listeners_from_option("udp", "23456:b"))
+    with pytest.raises(ConfigError, match=r"--plog_udp: another listener already uses udp 127\.0\.0\.1:23456"):
+        Daemon(options, config)
+    fine = Options(receive_socket_name=str(tmp_path / "s"), plog_tcp=listeners_from_option("tcp", "23456:b"))
+    assert [listener.config.protocol for listener in Daemon(fine, config).plog.listeners] == ["udp", "tcp"]

@@ -1,4 +1,5 @@
-"""The reassembly buffer: order, duplicates, expiry, checksums, inconsistent fragments, and its memory bound."""
+"""The reassembly buffer: order, duplicates, expiry, checksums, inconsistent fragments, its memory bound, and the
+report of every message it drops (begun = delivered + dropped + pending)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bruce.proxy.plog.defrag import ENTRY_OVERHEAD, FRAGMENT_OVERHEAD, Defragmenter, Reassembled
+from bruce.proxy.plog.defrag import (
+    ENTRY_OVERHEAD,
+    FRAGMENT_OVERHEAD,
+    INCOMPLETE,
+    INVALID_CHECKSUM,
+    INVALID_FRAGMENT,
+    TOO_LARGE,
+    Defragmenter,
+    Reassembled,
+)
 from bruce.proxy.plog.stats import PlogStats
 from bruce.wire.plog import Fragment, build_fragment, build_fragments, murmur3_32, parse_packet
 
@@ -27,9 +37,24 @@ class Clock:
         return self.now
 
 
+class Drops(list):
+    """What ``on_drop`` reported: ``(what, sample)`` pairs."""
+
+    def __call__(self, what: str, sample: bytes) -> None:
+        self.append((what, bytes(sample)))
+
+    def kinds(self) -> list[str]:
+        return [what for what, _ in self]
+
+
 def make(capacity: int = 1 << 20, expiry: float = 10.0) -> tuple[Defragmenter, PlogStats, Clock]:
     stats, clock = PlogStats("test"), Clock()
-    return Defragmenter(stats, capacity=capacity, expiry=expiry, clock=clock), stats, clock
+    d = Defragmenter(stats, capacity=capacity, expiry=expiry, clock=clock, on_drop=Drops())
+    return d, stats, clock
+
+
+def drops(d: Defragmenter) -> Drops:
+    return d._on_drop  # type: ignore[return-value]
 
 
 def pieces(message: bytes, size: int, message_id: int = 0x444, **tags) -> list[Fragment]:
@@ -103,7 +128,9 @@ def test_missing_fragment_expires_and_is_counted() -> None:
     assert (len(d), d.used, stats.defrag_expired, stats.defrag_evictions) == (0, 0, 1, 1)
     row = stats.dropped_fragments[(11 - 1).bit_length()]
     assert row == [0, 0, 0, 1, 0]  # fragment 5 is in bucket 3 (indices 4-7)
+    assert drops(d) == [(INCOMPLETE, parts[0].payload)]  # reported once, with its first bytes
     assert d.add(A, parts[5]) is None  # the late fragment starts over
+    assert (d.begun, len(d)) == (2, 1)
 
 
 def test_bad_checksum_is_not_delivered() -> None:
@@ -118,6 +145,9 @@ def test_bad_checksum_is_not_delivered() -> None:
     bad = Fragment(1, 0, 10, 1, 4, single.checksum ^ 1, (), b"solo")
     assert d.add(A, bad) is None
     assert stats.v0_invalid_checksum[0] == 1
+    corrupted = MESSAGE[:400] + b"X" * 100 + MESSAGE[500:]
+    assert drops(d) == [(INVALID_CHECKSUM, corrupted), (INVALID_CHECKSUM, b"solo")]
+    assert d.begun == 2
 
 
 def test_inconsistent_fragments_are_counted_and_ignored() -> None:
@@ -140,6 +170,8 @@ def test_inconsistent_fragments_are_counted_and_ignored() -> None:
     wrong_single = Fragment(1, 0, 10, 9, 5, murmur3_32(b"abcd"), (), b"abcd")
     assert d.add(A, wrong_single) is None  # a lone fragment must carry the whole total length
     assert stats.v0_invalid_fragments[0][0] == 1
+    assert drops(d).kinds() == [INVALID_FRAGMENT] * 6  # each bad packet once; the message itself was delivered
+    assert d.begun == 1
 
 
 # ---------------------------------------------------------------- senders written for plog
@@ -186,6 +218,7 @@ def test_a_message_that_can_never_fit_is_refused_at_once() -> None:
     assert d.add(A, first) is None
     assert (len(d), d.used, stats.defrag_too_large, stats.defrag_evictions) == (0, 0, 1, 1)
     assert stats.dropped_fragments[(999).bit_length()] == [1, 1, 1, 4, 8, 16, 32, 64, 128, 256, 488]
+    assert drops(d) == [(TOO_LARGE, b"x" * 65000)]
 
 
 def test_least_recently_touched_messages_make_room() -> None:
@@ -198,6 +231,16 @@ def test_least_recently_touched_messages_make_room() -> None:
     assert d.add(A, messages[5][2]).message == bytes([5]) * 3000  # the newest survived
     assert d.add(A, messages[0][1]) is None and d.add(A, messages[0][2]) is None  # the oldest was dropped
     assert d.used <= d.capacity
+    assert set(drops(d).kinds()) == {INCOMPLETE} and len(drops(d)) >= 3
+
+
+def test_clear_reports_every_pending_message() -> None:
+    d, stats, _ = make()
+    for i in range(3):
+        d.add(A, pieces(bytes([65 + i]) * 30, 10, message_id=i)[1])
+    d.clear()
+    assert drops(d) == [(INCOMPLETE, b"A" * 10), (INCOMPLETE, b"B" * 10), (INCOMPLETE, b"C" * 10)]
+    assert (len(d), d.used, d.begun, stats.defrag_evictions) == (0, 0, 3, 3)
 
 
 def test_later_bigger_tags_cannot_push_past_capacity() -> None:
@@ -206,6 +249,7 @@ def test_later_bigger_tags_cannot_push_past_capacity() -> None:
     d.add(A, Fragment(2, 1, 1000, 1, 2000, 0, ("kt:" + "t" * 60000,), b"b" * 1000))
     assert d.used <= d.capacity
     assert (len(d), stats.defrag_too_large) == (0, 1)
+    assert drops(d) == [(TOO_LARGE, b"a" * 1000)]
 
 
 adversarial = st.lists(
@@ -228,15 +272,18 @@ adversarial = st.lists(
 @given(adversarial, st.lists(st.sampled_from([0.0, 0.0, 0.5, 11.0]), min_size=1))
 def test_no_sequence_exceeds_the_capacity(fragments: list[Fragment], steps: list[float]) -> None:
     d, _, clock = make(capacity=32 * 1024)
+    delivered = 0
     for i, f in enumerate(fragments):
         index = min(f.fragment_index, f.fragment_count - 1)
         total = f.fragment_size * f.fragment_count
         payload = b"p" * (f.fragment_size if index < f.fragment_count - 1 else total - f.fragment_size * index)
         fragment = Fragment(f.fragment_count, index, f.fragment_size, f.message_id, total, f.checksum, f.tags, payload)
-        d.add((A[0], 40000 + i % 3), fragment)
+        delivered += d.add((A[0], 40000 + i % 3), fragment) is not None
         clock.now += steps[i % len(steps)]
         assert d.used <= d.capacity
         assert d.used == sum(e.charge for e in d._pending.values())
+        dropped = sum(1 for what in drops(d).kinds() if what != INVALID_FRAGMENT)
+        assert d.begun == delivered + dropped + len(d)  # every message ends exactly once
 
 
 def _fill(d: Defragmenter, make_fragment, n: int) -> int:
@@ -267,7 +314,8 @@ def _fill(d: Defragmenter, make_fragment, n: int) -> int:
     ],
 )
 def test_real_memory_stays_within_capacity(shape) -> None:
-    d, stats, _ = make(capacity=256 * 1024)
+    stats = PlogStats("test")
+    d = Defragmenter(stats, capacity=256 * 1024, clock=Clock(), on_drop=lambda what, sample: None)
     held = _fill(d, lambda i: build_fragment(shape(i)), 5000)
     assert stats.defrag_evictions > 0  # the buffer was full and had to drop
     assert d.used <= d.capacity

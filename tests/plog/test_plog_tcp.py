@@ -1,5 +1,6 @@
 """The TCP listener over real loopback connections, with a fake sink: line splitting, over-long lines, many
-connections, the connection limit, and backpressure (pause while the budget is full, resume when it frees)."""
+connections, the connection limit, backpressure (pause while the budget is full, resume when it frees), and every
+lost line reported to the sink."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import socket
 import struct
 
+from bruce.producer.reasons import DiscardReason
 from bruce.proxy.plog.config import ListenerConfig
 from bruce.proxy.plog.listeners import TcpListener
 
@@ -64,6 +66,10 @@ def test_over_long_lines_are_counted_and_skipped_without_buffering(run, sink, wa
         await wait_for(lambda: len(sink.messages) == 3, "the line after the long one")
         assert sink.values == [b"0123456789", b"ok", b"after"]
         assert listener.stats.tcp_line_too_long == 2
+        assert [(r[0], r[1][:11]) for r in sink.rejected] == [
+            (DiscardReason.LONG_MSG, b"x" * 11),
+            (DiscardReason.LONG_MSG, b"y" * 11),
+        ]
         writer.close()
         await listener.stop()
 
@@ -122,6 +128,7 @@ def test_a_full_budget_pauses_reading_until_it_frees(run, sink, wait_for) -> Non
         writer.write(line * 3)
         await wait_for(lambda: listener.stats.tcp_pauses == 1, "a pause")
         assert sink.messages == [] and sink.refused == []  # held, not refused
+        assert list(sink.waiters.values()) == [999]  # it waits for room for its next line
         writer.write(line * 20_000)  # 20 MB: the kernel buffers fill and the client must wait
         stalled = asyncio.ensure_future(writer.drain())
         await asyncio.sleep(0.3)
@@ -170,6 +177,7 @@ def test_a_reset_loses_only_the_unterminated_line(run, sink, wait_for) -> None:
         writer.transport.abort()
         await wait_for(lambda: listener.stats.tcp_partial_lines == 1, "the partial line counted")
         assert sink.values == [b"complete"]
+        assert sink.rejected == [(DiscardReason.MALFORMED, b"half a li", None, "tcp-test")]
         await listener.stop()
 
     run(main())
@@ -185,6 +193,7 @@ def test_stop_gives_held_lines_a_fate(run, sink, wait_for) -> None:
         await listener.stop()
         assert [r[2] for r in sink.refused] == [b"held 1", b"held 2"]  # the sink saw them (and counts the discard)
         assert (listener.stats.failed_to_send, listener.stats.tcp_partial_lines) == (2, 1)
+        assert sink.rejected == [(DiscardReason.MALFORMED, b"unterminated", None, "tcp-test")]
         assert sink.waiters == {}  # the paused connection withdrew its callback
         assert await asyncio.wait_for(reader.read(), 5) == b""
         writer.close()
@@ -207,6 +216,18 @@ def test_a_failing_sink_is_counted_and_the_connection_goes_on(run, sink, wait_fo
         writer.write(b"one\nbad\ntwo\n")
         await wait_for(lambda: sink.values == [b"one", b"two"], "the lines around the failure")
         assert listener.stats.exceptions == 1
+        writer.close()
+        await listener.stop()
+
+    run(main())
+
+
+def test_an_over_long_last_line_at_the_end_of_the_stream_is_rejected(run, sink, wait_for) -> None:
+    async def main() -> None:
+        listener = await started(tcp(max_line=5), sink)
+        _, writer = await send_in_pieces(listener.address, [b"fine\n", b"toolong"])
+        await wait_for(lambda: sink.rejected != [], "the rejection")
+        assert (sink.values, sink.rejected) == ([b"fine"], [(DiscardReason.LONG_MSG, b"toolong", None, "tcp-test")])
         writer.close()
         await listener.stop()
 

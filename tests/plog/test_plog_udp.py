@@ -1,5 +1,6 @@
-"""The UDP listener over real loopback sockets, with a fake sink: unboxed messages, multipart messages, commands,
-malformed packets, and an orderly stop."""
+"""The UDP listener over real loopback sockets, with a fake sink: unboxed messages, multipart messages (keys placed as
+plog's producer places them), commands, malformed packets and every other drop reported to the sink, bursts, and an
+orderly stop."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import socket
 
 import pytest
 
+from bruce.producer.reasons import DiscardReason
 from bruce.proxy.plog import listeners
 from bruce.proxy.plog.config import ListenerConfig
 from bruce.proxy.plog.listeners import UdpListener
 from bruce.wire.errors import UsageError
-from bruce.wire.plog import build_command, build_fragments
+from bruce.wire.plog import Fragment, build_command, build_fragment, build_fragments, plog_partition_key
+
+MALFORMED, LONG_MSG, BAD_TOPIC = DiscardReason.MALFORMED, DiscardReason.LONG_MSG, DiscardReason.BAD_TOPIC
 
 
 def udp(**overrides) -> ListenerConfig:
@@ -58,6 +62,8 @@ def test_multipart_messages_are_reassembled_out_of_order(run, sink, udp_client, 
             ("default-topic", None, b"x" * 2500, "udp-test"),
             ("tagged", b"user-7", big, "udp-test"),
         ]
+        keys = dict(zip([m[1] for m in sink.messages], sink.partition_keys, strict=True))
+        assert keys == {None: None, b"user-7": plog_partition_key(b"user-7")}  # placed as plog's producer did
         assert sum(listener.stats.v0_fragments) == 29
         assert listener.stats.v0_fragments[(25).bit_length()] == 10  # indices 16..25
         assert listener.stats.v0_multipart_messages == 2
@@ -115,6 +121,11 @@ def test_stat_reports_plog_fields(run, sink, udp_client, wait_for) -> None:
         ):
             assert field in stats
         assert len(stats["v0_invalid_fragments"]) == 17 and len(stats["v0_invalid_fragments"][16]) == 17
+        assert sink.rejected == [  # each bad packet reported to the sink, as it came
+            (MALFORMED, b"\x05 invalid version", None, "udp-test"),
+            (MALFORMED, b"\x00\x09", None, "udp-test"),
+            (MALFORMED, b"\x00\x01short", None, "udp-test"),
+        ]
         client.close()
         await listener.stop()
 
@@ -148,6 +159,7 @@ def test_unknown_commands_are_counted_and_not_answered(run, sink, udp_client) ->
         client.send(build_command("PING", b"after"))
         assert await client.reply() == b"PONGafter"  # the first reply: nothing answered the unknown ones
         assert (listener.stats.unknown_command, listener.stats.v0_commands) == (2, 1)
+        assert sink.rejected == [(MALFORMED, b"\x00\x00PI", None, "udp-test")]  # a command, unknown: not a message
         client.close()
         await listener.stop()
 
@@ -206,6 +218,8 @@ def test_malformed_packets_are_counted_by_reason(run, sink, udp_client, wait_for
         assert (s.udp_empty_packets, s.udp_invalid_version, s.v0_invalid_type) == (1, 1, 1)
         assert s.v0_invalid_multipart_header == 2  # both fragment headers say 0 fragments
         assert (s.exceptions, sink.messages) == (0, [])
+        assert sink.reasons == ["MALFORMED"] * 5
+        assert sorted(r[1] for r in sink.rejected)[:2] == [b"", b"\x00"]
         client.close()
         await listener.stop()
 
@@ -223,6 +237,10 @@ def test_without_a_topic_only_tagged_messages_are_sent(run, sink, udp_client, wa
             client.send(packet)
         await wait_for(lambda: listener.stats.no_topic == 2, "two messages without topic")
         assert sink.messages == [("chosen", None, b"tagged", "udp-test")]
+        assert sink.rejected == [
+            (BAD_TOPIC, b"untagged", "null", "udp-test"),
+            (BAD_TOPIC, b"to null", "null", "udp-test"),
+        ]
         client.close()
         await listener.stop()
 
@@ -267,8 +285,76 @@ def test_incomplete_messages_expire_and_are_counted(run, sink, udp_client, wait_
         await wait_for(lambda: listener.stats.defrag_expired == 1, "the expiry sweep")
         assert listener.stats.dropped_fragments[2] == [0, 1, 0]  # fragment 1 of 3 never came
         assert (len(listener.defrag), listener.defrag.used, sink.messages) == (0, 0, [])
+        assert sink.rejected == [(MALFORMED, b"abc", None, "udp-test")]  # the message, with its first bytes
         client.close()
         await listener.stop()
+
+
+def test_bad_checksums_invalid_fragments_and_oversized_messages_are_rejected(run, sink, udp_client, wait_for) -> None:
+    async def main() -> None:
+        listener = await started(udp(defrag_capacity=8192), sink)
+        client = await udp_client.connect(listener.address)
+        good = build_fragments(b"0123456789", message_id=1, fragment_size=5)
+        corrupt = Fragment(2, 1, 5, 1, 10, int.from_bytes(good[0][16:20], "big"), (), b"XXXXX")
+        client.send(good[0])
+        client.send(build_fragment(corrupt))  # completes message 1 with the wrong bytes
+        client.send(build_fragment(Fragment(2, 0, 5, 2, 10, 0, (), b"abc")))  # payload shorter than promised
+        client.send(build_fragment(Fragment(3, 0, 9000, 3, 27000, 0, (), b"y" * 9000)))  # cannot fit 8 KiB
+        await wait_for(lambda: len(sink.rejected) == 3, "three rejections")
+        assert sink.rejected == [
+            (MALFORMED, b"01234XXXXX", None, "udp-test"),
+            (MALFORMED, b"abc", None, "udp-test"),
+            (LONG_MSG, b"y" * 9000, None, "udp-test"),
+        ]
+        s = listener.stats
+        assert (sum(s.v0_invalid_checksum), sum(map(sum, s.v0_invalid_fragments)), s.defrag_too_large) == (1, 1, 1)
+        assert sink.messages == []
+        client.close()
+        await listener.stop()
+
+    run(main())
+
+
+def test_stop_rejects_incomplete_messages(run, sink, udp_client, wait_for) -> None:
+    async def main() -> None:
+        listener = await started(udp(), sink)
+        client = await udp_client.connect(listener.address)
+        client.send(build_fragments(b"never completed", message_id=5, fragment_size=5)[0])
+        await wait_for(lambda: len(listener.defrag) == 1, "a pending message")
+        await listener.stop()
+        assert sink.rejected == [(MALFORMED, b"never", None, "udp-test")]
+        client.close()
+
+    run(main())
+
+
+def test_bursts_larger_than_one_wakeup_are_all_read(run, sink, wait_for) -> None:
+    async def main() -> None:
+        listener = await started(udp(), sink)
+        count = 3 * listeners.UDP_BURST + 17
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            for i in range(count):  # queued without yielding: several wake-ups must read them
+                s.sendto(b"burst %d" % i, listener.address)
+        await wait_for(lambda: len(sink.messages) == count, f"{count} datagrams")
+        assert sink.values == [b"burst %d" % i for i in range(count)]
+        await listener.stop()
+
+    run(main())
+
+
+def test_a_reply_the_socket_refuses_is_counted(run, sink) -> None:
+    class FullSocket:
+        def sendto(self, data: bytes, addr: tuple) -> int:
+            raise BlockingIOError("send buffer full")
+
+    async def main() -> None:
+        listener = await started(udp(), sink)
+        listener._reply(FullSocket(), b"PONG", ("127.0.0.1", 9))  # type: ignore[arg-type]
+        assert listener.stats.reply_failures == 1
+        await listener.stop()
+
+    run(main())
 
     run(main())
 

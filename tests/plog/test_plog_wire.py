@@ -65,6 +65,28 @@ def test_murmur3_matches_reference(data: bytes) -> None:
     assert plog.murmur3_32(data) == murmur3_reference(data)
 
 
+# ---------------------------------------------------------------- Kafka's murmur2 (plog's producer places keys with it)
+
+
+@pytest.mark.parametrize(
+    ("key", "partition"),
+    [(b"", 681), (b"a", 524), (b"ab", 434), (b"abc", 107), (b"123456789", 566), (b"\x00 ", 742)],
+)
+def test_partition_keys_place_as_kafkas_java_producer_over_1000_partitions(key: bytes, partition: int) -> None:
+    """The partitions Kafka's Java DefaultPartitioner gives these keys for a 1000-partition topic."""
+    assert plog.plog_partition_key(key) % 1000 == partition
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # kafka-python's package loads its schemas on import
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_murmur2_matches_kafka_python(data: bytes) -> None:
+    from kafka.partitioner.default import murmur2 as kafka_python_murmur2  # an independent implementation
+
+    assert plog.murmur2(data) == kafka_python_murmur2(data)
+    assert 0 <= plog.plog_partition_key(data) < 2**31
+
+
 def test_murmur3_all_tail_lengths_of_plogs_own_test_input() -> None:
     raw = b"abcdefghijklmnopqrstuvwxyz"
     for n in range(21):

@@ -4,7 +4,6 @@ failures, the attempt limit, rerouting on a new view — and the accounting inva
 from __future__ import annotations
 
 import gc
-import itertools
 import random
 from types import SimpleNamespace as NS
 
@@ -17,7 +16,7 @@ from bruce.producer.cluster import build_view
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.dispatcher import Dispatcher
-from bruce.producer.message import Message
+from bruce.producer.message import Message, OutcomeSink
 from bruce.producer.partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from bruce.producer.reasons import DiscardReason
 from bruce.producer.request import NO_COMPRESSION, Part, assemble
@@ -55,7 +54,7 @@ class Sink:
 
 def make(leaders=None, **config):
     d = Dispatcher(ProducerConfig(**config), Counters(), sink := Sink())
-    d.apply_view(view(leaders or {"t": [1, 2]}), 0.0)
+    d.apply_view(view(leaders or {"t": [1, 2]}), 0)
     woken, pauses = [], []
     d.wake_broker = woken.append
     d.on_pause = pauses.append
@@ -191,7 +190,7 @@ def test_reroute_on_a_new_view() -> None:
     new_leaders[0] = None  # partition 0 loses its leader
     if keyless_partition != 0:
         new_leaders[keyless_partition] = 3  # a leader change: messages stay, now for broker 3
-    d.apply_view(view({"t": new_leaders}), 1.0)
+    d.apply_view(view({"t": new_leaders}), 1)
     check(d)
     assert doomed[0].error.reason == DiscardReason.BAD_TOPIC
     assert pinned[0].error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS
@@ -200,9 +199,11 @@ def test_reroute_on_a_new_view() -> None:
     assert len({where[m] for m in keyless}) == 1 and where[keyless[0]] != 0
 
 
-def test_unknown_topics_wait_for_a_fetch_that_started_after_them() -> None:
+def test_unknown_topics_wait_for_a_fetch_that_began_after_them() -> None:
     d, _sink, _, _ = make()
-    d.clock = itertools.count(10).__next__  # type: ignore[assignment]
+    d.clock = lambda: 100.0  # type: ignore[assignment]  # a frozen clock: every time reading is equal
+    begun = [1]
+    d.fetches_begun = lambda: begun[0]
     asked = []
     d.on_unknown_topic = asked.append
     (m,) = [Message(None, b"x", 0)]
@@ -210,17 +211,38 @@ def test_unknown_topics_wait_for_a_fetch_that_started_after_them() -> None:
     d.route("new", [m])
     check(d)
     assert asked == ["new"]
-    d.apply_view(view({"t": [1]}), 5.0)  # fetched before the message arrived: keep waiting
-    assert m.error is None
-    d.apply_view(view({"t": [1], "new": [2]}), 20.0)
+    d.apply_view(view({"t": [1]}), 1)  # fetch 1 began before the message arrived: keep waiting, ask for another
+    assert m.error is None and asked == ["new", "new"]
+    begun[0] = 2
+    d.apply_view(view({"t": [1], "new": [2]}), 2)
     check(d)
-    assert d.queue("new", 0).ready_count == 1
+    assert d.queue("new", 0).ready_count == 1 and not d.unknown
     (m2,) = [Message(None, b"y", 0)]
     d.admit([m2])
     d.route("other", [m2])
-    d.apply_view(view({"t": [1]}), 99.0)
+    begun[0] = 3
+    d.apply_view(view({"t": [1]}), 3)
     check(d)
     assert m2.error.reason == DiscardReason.BAD_TOPIC
+
+
+def test_a_fetch_begun_at_the_same_clock_reading_as_the_arrival_settles_an_unknown_topic() -> None:
+    """Regression: with a millisecond loop clock a message and the metadata fetch it triggers often share one
+    reading. The fetch began after the message was held, so its answer settles the topic at once (it used to wait
+    for the periodic refresh, 15 minutes later)."""
+    d, _sink, _, _ = make()
+    d.clock = lambda: 100.0  # type: ignore[assignment]
+    begun = [0]
+    d.fetches_begun = lambda: begun[0]
+    d.on_unknown_topic = lambda topic: begun.__setitem__(0, begun[0] + 1)  # the fetch begins at once
+    m = Message(None, b"x", 0)
+    d.admit([m])
+    d.route("missing", [m])
+    assert begun == [1] and m.error is None
+    d.apply_view(view({"t": [1]}), 1)
+    check(d)
+    assert m.error is not None and m.error.reason == DiscardReason.BAD_TOPIC
+    assert not d.unknown
 
 
 def test_acks_zero_delivers_on_write() -> None:
@@ -234,6 +256,46 @@ def test_acks_zero_delivers_on_write() -> None:
     assert [(m.partition, m.offset) for m in messages] == [(0, -1), (0, -1)]
 
 
+class SendingSink(Sink):
+    def sent(self, topic, partition, messages):
+        self.events.append(("sent", topic, partition, [m.value for m in messages]))
+
+
+@pytest.mark.parametrize("acks", [-1, 0])
+def test_the_sent_hook_hears_each_written_request_before_its_outcome(acks: int) -> None:
+    d = Dispatcher(ProducerConfig(acks=acks), Counters(), sink := SendingSink())
+    d.apply_view(view({"t": [1, 2]}), 0)
+    submit(d, 2)
+    parts = send_request(d, 1) if acks else None
+    if acks:
+        d.on_failure(1, parts, Failure.BROKER_CLOSE, written=True)  # resent later: heard again
+        d.on_response(1, send_request(d, 1), response(parts, 0), legacy=False)
+    else:
+        candidates, _ = d.candidates(1, 0.0)
+        parts, _ = assemble(
+            candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION, magic=2
+        )
+        d.started(1, parts, expect_ack=False)
+        d.on_written_no_ack(1, parts)
+    check(d)
+    kinds = [e[0] for e in sink.events]
+    assert kinds == (["sent", "dup", "sent", "delivered"] if acks else ["sent", "delivered"])
+    assert sink.events[0] == ("sent", "t", 0, [b"v0", b"v1"])
+
+
+def test_a_sink_without_the_sent_hook_or_with_the_protocols_no_op_is_not_called() -> None:
+    class Plain(OutcomeSink):  # inherits the protocol's no-op ``sent``
+        def delivered(self, topic, partition, base_offset, messages): ...
+        def discarded(self, topic, messages, reason): ...
+        def possible_duplicates(self, topic, messages): ...
+
+    assert Dispatcher(ProducerConfig(), Counters(), Sink()).on_sent is None
+    assert Dispatcher(ProducerConfig(), Counters(), Plain()).on_sent is None
+    assert Dispatcher(ProducerConfig(), Counters(), None).on_sent is None
+    sink = SendingSink()
+    assert Dispatcher(ProducerConfig(), Counters(), sink).on_sent == sink.sent
+
+
 # ---------------------------------------------------------------- lone messages (topics the daemon does not batch)
 
 
@@ -245,7 +307,7 @@ kinds = st.lists(st.sampled_from(["any", "key", "pin"]) | st.integers(0, 7), min
 def test_lone_messages_go_where_the_partitioning_rules_say_in_order(sequence, seed) -> None:
     leaders = {"t": [1, None, 2, 1, 3, None]}
     d = Dispatcher(ProducerConfig(), Counters(), None, cycle=AnyPartitionCycle(random.Random(seed)))
-    d.apply_view(view(leaders), 0.0)
+    d.apply_view(view(leaders), 0)
     info = d.view.topic("t")
     model = AnyPartitionCycle(random.Random(seed))
     expected: dict[int, list[Message]] = {}

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from reference_files import BRUCE_CONF, BRUCE_EXAMPLE_CONF
 
 from bruce.proxy.client import BruceClient, SocketFullError
 from bruce.proxy.embedded import EmbeddedBroker
 
-from .harness import REFERENCE, BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
+from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +61,7 @@ def test_readme_flow_on_the_embedded_broker(bruce_process: Callable[..., BrucePr
     sent = subprocess.run(shlex.split(command), capture_output=True, timeout=30, check=False)
     assert sent.returncode == 0, sent.stderr
     reads = consume_topic(broker, "test", 4, 1, timeout=60)  # created on first use, with 4 partitions
-    assert [(r.key, r.value) for r in reads] == [(b"", b"hello")]
+    assert [(r.key, r.value) for r in reads] == [(None, b"hello")]
     assert http_get(status_url + "/server_info/json")[0] == 200
     bruce.signal(signal.SIGINT)
     assert bruce.wait() == 0
@@ -143,7 +144,7 @@ def test_bruce_conf_xml_unchanged_delivers_on_shutdown_flush(
     the open batch and waits for the ACKs, so everything is delivered long before the batch time."""
     topic = new_topic(partitions=3)
     sock = str(workdir / "conf.sock")
-    config = REFERENCE / "bruce_conf.xml"
+    config = BRUCE_CONF
     assert config.exists(), f"{config} is missing"
     args = ["--config_path", str(config), "--initial_brokers", tansu.address]
     bruce = bruce_process([*args, "--receive_socket_name", sock, "--status_port", "0"])
@@ -169,7 +170,7 @@ def test_bruce_example_conf_xml_starts_without_a_reachable_broker(
     SERVER_SHUTDOWN."""
     sock = str(workdir / "example.sock")
     log_path = workdir / "example-discards.log"
-    config = REFERENCE / "bruce_example_conf.xml"
+    config = BRUCE_EXAMPLE_CONF
     assert config.exists(), f"{config} is missing"
     args = ["--config_path", str(config), "--shutdown_max_delay", "1000", "--discard_log_path", str(log_path)]
     bruce = bruce_process([*args, "--receive_socket_name", sock, "--status_port", "0"])

@@ -44,7 +44,8 @@ def test_a_crashed_producer_task_stops_the_daemon_and_accounts(
     start_daemon: Callable[..., DaemonThread], new_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The producer's sender task fails on its first request: the daemon stops, ``run`` raises the failure, and the
-    messages it held are discarded with a reason (received = delivered + discarded, nothing in flight)."""
+    messages it held are discarded as SERVER_SHUTDOWN, wherever they were (received = delivered + discarded, nothing in
+    flight)."""
     topic = new_topic(partitions=1)
 
     async def broken(self: object) -> None:
@@ -60,6 +61,8 @@ def test_a_crashed_producer_task_stops_the_daemon_and_accounts(
     assert "sender failed on purpose" in repr(d.error.exceptions if hasattr(d.error, "exceptions") else d.error)
     a = d.daemon.accounting()
     assert a.balanced and a.in_flight == 0 and a.received == 10 and a.discarded == 10, a
+    assert d.discards("SERVER_SHUTDOWN") == 10
+    assert d.daemon.producer.counters.get("MsgDiscard", (("reason", "SERVER_SHUTDOWN"), ("topic", topic))) > 0
     d.error = None  # checked: let the fixture's stop pass
 
 

@@ -25,6 +25,7 @@ from bruce.proxy.config import (
     option_specs,
     parse_command_line,
 )
+from bruce.proxy.plog.config import ListenerConfig
 
 EXAMPLE_CONF = BRUCE_EXAMPLE_CONF
 
@@ -37,6 +38,8 @@ DEFAULTS = {
     "msg_buffer_max": 262144,
     "max_input_msg_size": 65536,
     "allow_large_unix_datagrams": False,
+    "plog_udp": (),
+    "plog_tcp": (),
     "kafka_protocol": "auto",
     "protocol_version": 0,
     "client_id": "",
@@ -87,6 +90,8 @@ SAMPLES = {
     "msg_buffer_max": (["--msg_buffer_max", "65536"], 65536),
     "max_input_msg_size": (["--max_input_msg_size", "100000"], 100000),
     "allow_large_unix_datagrams": (["--allow_large_unix_datagrams"], True),
+    "plog_udp": (["--plog_udp", "23456:events"], (ListenerConfig("udp", 23456, "events"),)),
+    "plog_tcp": (["--plog_tcp", "23457:lines"], (ListenerConfig("tcp", 23457, "lines"),)),
     "kafka_protocol": (["--kafka_protocol", "v0"], "v0"),
     "protocol_version": (["--protocol_version", "0"], 0),
     "client_id": (["--client_id", "host-17"], "host-17"),
