@@ -19,7 +19,7 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -157,8 +157,3 @@ def listeners_from_option(protocol: str, text: str) -> tuple[ListenerConfig, ...
         except PlogConfigError as e:
             raise ValueError(f'"{item}": {str(e).split(": ", 1)[1]}') from None
     return tuple(configs)
-
-
-def describe(configs: Iterable[ListenerConfig]) -> str:
-    """``udp 127.0.0.1:23456 → events, ...`` for logs."""
-    return ", ".join(f"{c.protocol} {c.address}:{c.port} → {c.topic or 'kt: tags only'}" for c in configs)

@@ -38,11 +38,12 @@ from ..budget import MessageBudget
 from ..message import MESSAGE_OVERHEAD, Message
 from ..outcomes import Outcomes
 from ..status.source import Gauge
-from .config import ListenerConfig, describe
+from .config import ListenerConfig
 from .listeners import Listener, TcpListener, UdpListener, make_listener
 
 log = logging.getLogger("bruce.proxy.plog")
 
+NOTICE = 25  # the log level of Bruce's LOG_NOTICE, the daemon's default
 RECHECK_S = 0.01  # how often paused connections are re-checked while the budget is below its resume level
 
 _NO_MEM = DiscardReason.NO_MEM
@@ -104,7 +105,10 @@ class PlogInputs:
             started.append(listener)
         self._started = bool(started)
         if started:
-            log.info("plog listeners: %s", describe(c.config for c in started))
+            described = (
+                f"{x.config.protocol} {x.address[0]}:{x.address[1]} → {x.config.topic or '(kt: tags)'}" for x in started
+            )
+            log.log(NOTICE, "plog listeners: %s", ", ".join(described))
 
     async def stop(self) -> None:
         """Orderly stop: every listener submits what it still holds and closes; then later submissions are refused."""

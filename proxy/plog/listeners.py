@@ -11,10 +11,9 @@ Rules:
   dropped with a counter at once. The socket is read in bursts: when it is readable, up to :data:`UDP_BURST`
   datagrams are read with non-blocking ``recvfrom`` calls in one callback (bench/plog_bench.py measures it against
   asyncio's datagram transport, which reads one per callback). Commands are answered to the sender: ``PING`` →
-  ``PONG`` + the trailing payload,
-  ``STAT`` → the JSON statistics, ``ENVI`` → the listener's configuration as JSON; ``KILL`` calls the daemon's
-  shutdown callback only when the listener enables it, and is otherwise refused and counted. Unknown commands are
-  counted.
+  ``PONG`` + the trailing payload, ``STAT`` → the JSON statistics, ``ENVI`` → the listener's configuration as JSON;
+  ``KILL`` calls the daemon's shutdown callback only when the listener enables it, and is otherwise refused and
+  counted. Unknown commands are counted; a reply the socket refuses is counted (``reply_failures``).
 - TCP can push back: before each line the listener asks the sink whether the budget has room; if not, the connection
   stops reading (``pause_reading``), keeps what it already read, and resumes when the sink calls back. A line is at
   most ``max_line`` bytes without its ``\\n`` (a ``\\r`` before it is stripped); a longer one is counted and skipped up
@@ -179,7 +178,7 @@ class UdpListener(_Listener):
         recvfrom = sock.recvfrom
         handle = self.handle
         count = 0
-        while count < limit:
+        for _ in range(limit):
             try:
                 data, addr = recvfrom(MAX_PACKET)
             except (BlockingIOError, InterruptedError):

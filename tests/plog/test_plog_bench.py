@@ -12,5 +12,5 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "plog_bench.py"
 def test_plog_bench_quick_runs_and_prints_its_figures() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    for figure in ("schema/fast", "MiB/s", "messages/s", "datagrams/s", "lines/s"):
+    for figure in ("schema/fast", "MiB/s", "messages/s", "burst/transport", "datagrams/s", "lines/s", "ns/datagram"):
         assert figure in done.stdout, done.stdout

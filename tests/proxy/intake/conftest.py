@@ -27,20 +27,25 @@ TIMEOUT = 10.0
 
 @dataclass
 class RecordingSink:
-    """Records every outcome the intake reports, in order."""
+    """Records every outcome the intake reports, by kind and (``log``) all of them in the order reported: a message's
+    value, or a discard's ``(reason, detail)``."""
 
     messages: list[Message] = field(default_factory=list)
     discards: list[tuple[DiscardReason, str, bytes, bytes, int]] = field(default_factory=list)
     unparsed: list[tuple[DiscardReason, bytes, int | None]] = field(default_factory=list)
+    log: list[bytes | tuple[DiscardReason, int | None]] = field(default_factory=list)
 
     def on_message(self, msg: Message) -> None:
         self.messages.append(msg)
+        self.log.append(msg.value)
 
     def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
         self.discards.append((reason, topic, key, value, client_ts))
+        self.log.append((reason, None))
 
     def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
         self.unparsed.append((reason, datagram, detail))
+        self.log.append((reason, detail))
 
     @property
     def outcomes(self) -> int:
