@@ -1,16 +1,17 @@
 """Intake benchmark: sender processes → Bruce's UNIX datagram socket → the daemon's reader with a no-op sink.
 
 For each reader design it prints datagrams/s received, the daemon's CPU µs per datagram (reader process, plus its
-forwarder child for ``process``; simulated loop work excluded), mean datagrams per wake-up, and what the clients felt:
-how often a blocking sender blocked and its off-CPU time, or how many sends a non-blocking (fire-and-forget) sender
-had to drop because the socket was full (EAGAIN). Ratios compare each design with ``uvloop`` in the same run.
+forwarder child for ``process``; simulated loop work excluded) split between the event loop's process and the child,
+mean datagrams per burst processed, and what the clients felt: how often a blocking sender blocked and its off-CPU
+time, or how many sends a non-blocking (fire-and-forget) sender had to drop because the socket was full (EAGAIN).
+Ratios compare each design with ``uvloop`` in the same run.
 
 Designs:
   asyncio  DatagramIntake in the stock asyncio loop: add_reader, read a burst non-blocking, then process it
   uvloop   the same in uvloop (the daemon's loop)
   thread   a reader thread (blocking recv) handing bursts to the loop with call_soon_threadsafe
   process  DatagramIntake with its reader process (bruce.proxy.intake_process): a child reads the socket and forwards
-           length-prefixed bursts over a pipe that the loop reads (the daemon's default)
+           each burst as one pickled list over a pipe that the loop reads (the daemon's default)
 
 ``--stall-ms X`` makes the loop busy for X ms every ``--stall-every-ms`` ms, the way batching, compression and produce
 work occupy the daemon: it shows which design keeps clients from blocking while the loop is away.
@@ -375,8 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         f"loop stalls every {args.stall_every_ms:g} ms\n"
     )
     header = (
-        f"{'design':8} {'stall':>6} {'received':>9} {'dg/s':>9} {'cpu µs/dg':>9} {'loop µs':>7} {'dg/wake':>7} "
-        f"{'blocked':>8} {'off-cpu s':>9} {'dropped':>8} {'rate x':>6} {'cpu x':>6}"
+        f"{'design':8} {'stall':>6} {'received':>9} {'dg/s':>9} {'cpu µs/dg':>9} {'loop µs':>7} {'child µs':>8} "
+        f"{'dg/wake':>7} {'blocked':>8} {'off-cpu s':>9} {'dropped':>8} {'rate x':>6} {'cpu x':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -399,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             lost = "" if r.received + r.dropped == r.sent else f"  LOST {r.sent - r.dropped - r.received}"
             print(
                 f"{r.design:8} {r.stall_ms:>4g}ms {r.received:>9} {r.rate:>9,.0f} {r.cpu_us:>9.2f} {r.main_us:>7.2f} "
+                f"{r.cpu_us - r.main_us:>8.2f} "
                 f"{r.per_wakeup:>7.1f} "
                 f"{r.blocked:>8} {r.off_cpu_s:>9.2f} {r.dropped:>8} {r.rate / base.rate if base.rate else 0:>6.2f} "
                 f"{r.cpu_us / base.cpu_us if base.cpu_us else 0:>6.2f}{lost}"

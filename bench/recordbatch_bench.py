@@ -1,10 +1,9 @@
-"""RecordBatch v2 build cost and CRC-32C throughput, against peers in the same run.
+"""RecordBatch v2 build and decode cost, against peers in the same run.
 
 Prints ns per record to build one batch of 100-byte values (uncompressed and lz4) with bruce.wire's fast builder,
-its construct schema, kafka-python (pure Python) and aiokafka (C extension); the same to decode an lz4 batch; and
-CRC-32C MB/s on 64 KiB with the
-hardware ``crc32c`` package, crcmod, and kafka-python's pure-Python fallback. Ratios compare within this run.
-Figures to reach: <= 2 us per record uncompressed; CRC-32C >= 2 GB/s.
+its construct schema, kafka-python (pure Python) and aiokafka (C extension), and the same to decode an lz4 batch.
+Ratios compare within this run. Figures to reach: <= 2 us per record to build or decode. Checksum throughput is in
+``bench/wire_bench.py``.
 
 Usage: python bench/recordbatch_bench.py [--quick]
 """
@@ -17,12 +16,10 @@ from collections.abc import Callable
 
 from aiokafka.record.default_records import DefaultRecordBatch as AioBatch
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
-from kafka.record._crc32c import crc as kafka_python_crc32c
 from kafka.record.default_records import DefaultRecordBatch as KafkaPythonBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
 
 from bruce.wire.compression import Codec
-from bruce.wire.crc import crc32c, crc32c_crcmod
 from bruce.wire.recordbatch import (
     build_record_batch,
     build_record_batch_with_schema,
@@ -92,25 +89,6 @@ def bench_decode(count: int, repeat: int) -> None:
         print(f"  {name:26s} {ns:10.0f} ns/record   {ns / ours:6.2f}x bruce")
 
 
-def bench_crc(repeat: int) -> None:
-    data = bytes(range(256)) * 256  # 64 KiB
-    print("CRC-32C of 64 KiB: MB/s")
-    peers = {
-        "crc32c (hardware)": lambda: crc32c(data),
-        "crcmod (C table)": lambda: crc32c_crcmod(data),
-        "kafka-python (pure Python)": lambda: kafka_python_crc32c(data),
-    }
-    results = {}
-    for name, fn in peers.items():
-        runs = 1 if "pure" in name else repeat
-        inner = 1 if "pure" in name else 50
-        seconds = best_seconds(lambda fn=fn, inner=inner: [fn() for _ in range(inner)], runs) / inner
-        results[name] = len(data) / seconds / 1e6
-    ours = results["crc32c (hardware)"]
-    for name, mbs in results.items():
-        print(f"  {name:26s} {mbs:10.0f} MB/s        {mbs / ours:8.4f}x hardware")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny run that only checks the benchmark works")
@@ -118,7 +96,6 @@ def main() -> None:
     count, repeat = (50, 2) if args.quick else (1000, 30)
     bench_build(count, repeat)
     bench_decode(count, repeat)
-    bench_crc(2 if args.quick else 20)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,29 +22,11 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import bruce.spark
 from bruce.proxy.embedded import EmbeddedBroker
-from bruce.spark import KafkaReader
+from bruce.spark import KafkaReader, local_session
 from bruce.spark.options import ClientConfig
 
 _topics = itertools.count(1)
-
-
-def session() -> SparkSession:
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("bruce-spark-bench")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    bruce.spark.register(spark)
-    return spark
 
 
 def write_with_data_source(df: DataFrame, address: str, topic: str) -> None:
@@ -140,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, repeat = (20_000, 1) if args.quick else (args.rows, args.repeat)
     python = sys.version.split()[0]
     print(f"writing {rows:,} x {args.size}-byte rows, {args.partitions} partitions, local[2], python {python}")
-    spark = session()
+    spark = local_session("bruce-spark-bench")
     try:
         with EmbeddedBroker() as broker:
             run(spark, broker, rows, args.size, args.partitions, repeat)

@@ -53,7 +53,7 @@ def _frames(data: bytes):
         pos += length
 
 
-def TestOneInput(data: bytes) -> None:
+def test_one_input(data: bytes) -> None:
     _parse_both(data)
     now = [0.0]
     dropped = [0]
@@ -84,7 +84,7 @@ def TestOneInput(data: bytes) -> None:
 
 
 def main() -> None:
-    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()
 
 

@@ -67,10 +67,6 @@ class ClusterView:
         info = self.topics.get(topic)
         return None if info is None else info.leaders.get(partition)
 
-    def brokers_in_service(self) -> frozenset[int]:
-        """Brokers that lead at least one available partition (Bruce gives each of them a connector)."""
-        return frozenset(leader for t in self.topics.values() for leader in t.leaders.values())
-
     def same_as(self, other: ClusterView | None) -> bool:
         return other is not None and self.brokers == other.brokers and self.topics == other.topics
 

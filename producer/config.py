@@ -82,7 +82,7 @@ class ProducerConfig:
                 raise ConfigError(f"{name}: {getattr(self, name)!r} must be true or false")
         if not isinstance(self.client_id, str) or len(self.client_id.encode()) > 32767:
             raise ConfigError("client_id: a string of at most 32767 bytes")
-        for name in ("produce_request_data_limit", "pause_rate_limit_max_double", "max_failed_delivery_attempts"):
+        for name in ("produce_request_data_limit", "max_failed_delivery_attempts"):
             _require(self, name, 0)
         _require(self, "replication_timeout_ms", 0, 2**31 - 1)
         _require(self, "pause_rate_limit_max_double", 0, 30)

@@ -5,9 +5,11 @@ Rules:
   2**31-1) and, unless the request expects no response (Produce with acks=0), appends it to the in-flight FIFO.
 - :meth:`Connection.receive_data` takes any slice of the byte stream and returns the responses it completes, in order,
   each paired with the request it answers and decoded for that request's API and version.
-- Protocol errors (:class:`BrokerProtocolError`) are final — the connection is dead afterwards: a frame size that is
-  negative, smaller than a correlation id or above the cap; a response whose correlation id is not the oldest
-  outstanding one (Kafka answers in order); a response with nothing outstanding; a body that does not decode.
+- Protocol errors (:class:`BrokerProtocolError`) are final: a frame size that is negative, smaller than a correlation
+  id or above the cap; a response whose correlation id is not the oldest outstanding one (Kafka answers in order); a
+  response with nothing outstanding; a body that does not decode. The feed stops at the bad frame: the responses
+  completed before it are still returned (each has exactly one outcome), :attr:`Connection.error` is set, and every
+  later call raises the error.
 - ``tolerate_unsolicited``: a response whose correlation id belongs to a request sent without expecting an answer
   (tansu answers acks=0 produce requests) is dropped instead of failing.
 - No I/O, no clocks, no asyncio.
@@ -67,7 +69,8 @@ class Connection:
         return frame
 
     def receive_data(self, data: bytes, *, tolerate_unsolicited: bool = False) -> list[tuple[Pending, Any]]:
-        """Feed received bytes; return every response they complete as ``(pending, decoded body)``, oldest first."""
+        """Feed received bytes; return every response they complete as ``(pending, decoded body)``, oldest first.
+        After a protocol error (see the module rules) check :attr:`error`: the responses before it are returned."""
         self._check_alive()
         buffer = self._buffer
         buffer += data
@@ -86,11 +89,19 @@ class Connection:
                 answered = self._match(frame, tolerate_unsolicited)
                 if answered is not None:
                     done.append(answered)
+        except BrokerProtocolError:
+            pass  # the feed stops at the bad frame; self.error holds the error for the caller
         finally:
             del buffer[:position]
         return done
 
+    @property
+    def error(self) -> BrokerProtocolError | None:
+        """The error that ended the connection (a protocol error, or one given to :meth:`fail`), or None."""
+        return self._dead
+
     def fail(self, error: BrokerProtocolError) -> None:
+        """End the connection with ``error`` (the shell's transport failed): every later call raises it."""
         self._dead = error
 
     @property
@@ -120,6 +131,7 @@ class Connection:
         return pending, body
 
     def _die(self, message: str) -> None:
+        """The connection is dead from this frame on: record why and stop the feed."""
         self._dead = BrokerProtocolError(message)
         raise self._dead
 

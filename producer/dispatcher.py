@@ -12,7 +12,8 @@ Rules:
 - Rerouting after a new view: a partition whose leader changed keeps its messages (they follow the new leader); the
   messages of a partition that became unavailable are routed again (AnyPartition: the next partition of the cycle,
   PartitionKey: the next available partition, explicit partition: discarded NO_AVAILABLE_PARTITIONS); a topic that
-  disappeared discards its messages as BAD_TOPIC.
+  disappeared discards its messages as BAD_TOPIC, and its queues are dropped once nothing of it is in flight (so
+  topics that come and go leave nothing behind).
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
   auto-creation). The answer of a fetch begun earlier asks for another fetch.
@@ -28,7 +29,7 @@ from .acks import Action, Failure, classify
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
-from .message import Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
+from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from .queues import PartitionQueue
 from .reasons import DiscardReason
@@ -81,6 +82,15 @@ class Dispatcher:
         self.held_messages += n
         self.held_bytes += messages[0].size if n == 1 else sum(map(_size, messages))
 
+    def discard_bad_timestamps(self, topic: str, messages: list[Message]) -> list[Message]:
+        """Discard the admitted messages whose timestamp is out of range (MALFORMED); return the others."""
+        good: list[Message] = []
+        bad: list[Message] = []
+        for m in messages:
+            (good if TIMESTAMP_MIN <= m.timestamp <= TIMESTAMP_MAX else bad).append(m)
+        self.discard(topic, bad, DiscardReason.MALFORMED, "timestamp outside ±2**62 ms")
+        return good
+
     def queue(self, topic: str, partition: int) -> PartitionQueue:
         queues = self.queues.get(topic)
         if queues is None:
@@ -90,6 +100,19 @@ class Dispatcher:
             assert self.view is not None
             pq = queues[partition] = PartitionQueue(topic, partition, self.view.leader(topic, partition))
         return pq
+
+    def keyed_queue(self, topic: str, m: Message) -> PartitionQueue | None:
+        """The queue a keyed or pinned message of ``send`` accumulates in. None when it is not queued: held until the
+        topic is known, or discarded (NO_AVAILABLE_PARTITIONS)."""
+        info = self.view.topics.get(topic) if self.view is not None else None
+        if info is None:
+            self._hold_unknown(topic, [m])
+            return None
+        p = _keyed_partition(m, info)
+        if p is None:
+            self.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info, m))
+            return None
+        return self.queue(topic, p)
 
     def next_sticky(self, topic: str) -> PartitionQueue | None:
         """The partition that keyless library messages of ``topic`` fill next (None: topic unknown or unavailable)."""
@@ -143,15 +166,9 @@ class Dispatcher:
     def _route_one(self, topic: str, info: Topic, m: Message) -> None:
         """:meth:`route` for a lone message (a topic not batched by the daemon): the same choice, nothing allocated,
         no wake-up when its partition is already marked ready (its broker's sender will look at it anyway)."""
-        key = m.partition_key
-        if key is None:
-            p = self.cycle.next(info)
-        elif m.pinned:
-            p = key if key in info.leaders else None
-        else:
-            p = partition_for_key(key, info)
+        p = self.cycle.next(info) if m.partition_key is None else _keyed_partition(m, info)
         if p is None:
-            self.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
+            self.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info, m))
             return
         queues = self.queues.get(topic)
         pq = queues.get(p) if queues is not None else None
@@ -364,6 +381,8 @@ class Dispatcher:
                     self.route(topic, pq.drain(), hold_unknown=False)
                 elif pq.ready_count:
                     self.mark_ready(pq)
+            if info is None and not any(pq.busy or pq.staged for pq in queues.values()):
+                del self.queues[topic]  # gone from the cluster, nothing of it in flight: its queues go too
         for topic, (messages, wanted_after) in list(self.unknown.items()):
             if view.topic(topic) is not None:
                 del self.unknown[topic]
@@ -426,5 +445,15 @@ def _labels(broker: int, pq: PartitionQueue) -> tuple[tuple[str, str], ...]:
     return (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
 
 
-def _no_partition_detail(info: Topic) -> str:
+def _keyed_partition(m: Message, info: Topic) -> int | None:
+    """A keyed message's partition: its pinned partition if available, else PartitionKey's choice."""
+    key = m.partition_key
+    if m.pinned:
+        return key if key in info.leaders else None
+    return partition_for_key(key, info)  # type: ignore[arg-type]
+
+
+def _no_partition_detail(info: Topic, m: Message | None = None) -> str:
+    if m is not None and m.pinned:
+        return f"partition {m.partition_key} unavailable"
     return f"{len(info.available)} of {info.partition_count} partitions available"

@@ -8,6 +8,10 @@ Rules:
 - ``partition_key`` routes with PartitionKey semantics; ``pinned`` means ``partition_key`` *is* the partition (an
   explicit partition); neither ⇒ AnyPartition. ``size`` (key + value bytes) is what queue limits and Bruce's produce
   request data limit count.
+- ``send``'s arguments are checked here (``check_*``), each raising :class:`UsageError` with what is wrong.
+- ``timestamp`` (epoch ms) lies in [:data:`TIMESTAMP_MIN`, :data:`TIMESTAMP_MAX`], ±2**62: any two such timestamps
+  fit in one record batch (whose timestamp deltas are varlongs). ``send`` refuses others; ``submit`` discards them
+  as MALFORMED.
 - The :class:`OutcomeSink` (implemented by the daemon) hears about every message's fate, per batch, in the event loop;
   it must not block or raise. Its ``sent`` hook is optional: the producer looks for it once, at construction.
 """
@@ -18,8 +22,12 @@ import asyncio
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
+from bruce.wire.errors import UsageError
+
 from .errors import DeliveryError
 from .reasons import DiscardReason
+
+TIMESTAMP_MIN, TIMESTAMP_MAX = -(2**62), 2**62 - 1
 
 
 class Message:
@@ -98,6 +106,54 @@ class Message:
         error = self.error
         state = f"error={error.reason}" if error else f"p={self.partition} o={self.offset}"
         return f"<Message {self.size} B attempts={self.attempts} {state}>"
+
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def check_bytes(data: object, what: str) -> None:
+    """``send``'s check of a key or value (None aside): :class:`UsageError` unless bytes-like."""
+    if not isinstance(data, _BYTES):
+        raise UsageError(f"{what} must be bytes, bytearray, memoryview or None, not {type(data).__name__}")
+
+
+def check_partition(partition: object, partition_key: object) -> None:
+    """``send``'s check of an explicit partition: an int ≥ 0, and no ``partition_key`` beside it."""
+    if partition_key is not None:
+        raise UsageError("give a partition or a partition_key, not both")
+    if type(partition) is not int or partition < 0:
+        raise UsageError(f"partition must be an int ≥ 0, not {partition!r}")
+
+
+def check_partition_key(partition_key: object) -> None:
+    """``send``'s check of a partition key: an int of 32 bits, signed or not."""
+    if type(partition_key) is not int or not -(2**31) <= partition_key < 2**32:
+        raise UsageError(f"partition_key must be an int of 32 bits (signed or not), not {partition_key!r}")
+
+
+def check_timestamp(timestamp: object) -> None:
+    """``send``'s check of a given timestamp: an int within [TIMESTAMP_MIN, TIMESTAMP_MAX]."""
+    if type(timestamp) is not int or not TIMESTAMP_MIN <= timestamp <= TIMESTAMP_MAX:
+        raise UsageError(f"timestamp must be an int of epoch milliseconds within ±2**62, not {timestamp!r}")
+
+
+def check_headers(headers: object) -> None:
+    """``send``'s check of headers: (str, bytes-like or None) pairs, each name encodable as UTF-8."""
+    try:
+        for name, value in headers:  # type: ignore[attr-defined]
+            name.encode()
+            if value is not None and not isinstance(value, _BYTES):
+                raise TypeError
+    except (TypeError, ValueError, AttributeError):
+        raise UsageError(f"headers must be (str, bytes or None) pairs, not {headers!r}") from None
+
+
+def timestamps_in_range(messages: Sequence[Message]) -> bool:
+    """Whether every message's timestamp lies in [TIMESTAMP_MIN, TIMESTAMP_MAX] (see the module rules)."""
+    if len(messages) == 1:
+        return TIMESTAMP_MIN <= messages[0].timestamp <= TIMESTAMP_MAX
+    stamps = [m.timestamp for m in messages]
+    return min(stamps) >= TIMESTAMP_MIN and max(stamps) <= TIMESTAMP_MAX
 
 
 def resolve_delivered(messages: Sequence[Message], partition: int, base_offset: int) -> None:

@@ -8,11 +8,13 @@ Rules:
   duplicates) → wait ``PauseBackoff.next_delay`` → fetch metadata, retrying with backoff → install the view (reroute)
   → resume.
 - Every wait is bounded except the metadata retry, which backs off up to its cap and ends with the producer.
+- Each pause is logged (WARNING, logger ``bruce.producer``) with the trigger that started it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable
 
 from .backoff import PauseBackoff
@@ -21,6 +23,8 @@ from .counters import Counters
 from .dispatcher import Dispatcher
 from .metadata import MetadataFetcher
 from .sender import Sender
+
+log = logging.getLogger("bruce.producer")
 
 
 class PauseController:
@@ -41,11 +45,13 @@ class PauseController:
         self.backoff = backoff
         self.wanted = asyncio.Event()
         self.pausing = False
-        self.last_cause = ""
+        self.cause = ""  # what asked for the pause under way (or the next one)
         self._progress = asyncio.Event()
 
     def request(self, cause: str) -> None:
-        self.last_cause = cause
+        """Pause soon (merged with a pause that has not yet fetched metadata); ``cause`` is for the log."""
+        if not self.wanted.is_set():
+            self.cause = cause
         self.wanted.set()
 
     def progress(self) -> None:
@@ -59,6 +65,7 @@ class PauseController:
             await self.wanted.wait()
             self.pausing = True
             self.counters.inc("Pause")
+            log.warning("pause: %s", self.cause)
             deadline = loop.time() + config.dispatcher_restart_max_delay_ms / 1000
             while any(s.outstanding for s in self.senders()) and loop.time() < deadline:
                 self._progress.clear()

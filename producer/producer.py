@@ -38,29 +38,24 @@ from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import ProducerClosed, QueueFull
-from .message import Message, OutcomeSink
+from .message import (
+    Message,
+    OutcomeSink,
+    check_bytes,
+    check_headers,
+    check_partition,
+    check_partition_key,
+    check_timestamp,
+    timestamps_in_range,
+)
 from .metadata import MetadataFetcher, MetadataUnavailable
-from .partitioner import key_to_partition_key, partition_for_key
+from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .sender import Sender
 from .transport import Timeouts
-
-_BYTES = (bytes, bytearray, memoryview)
-
-
-def _check_bytes(data: object, what: str) -> None:
-    if not isinstance(data, _BYTES):
-        raise UsageError(f"{what} must be bytes, bytearray, memoryview or None, not {type(data).__name__}")
-
-
-def _check_partition_key(partition_key: object, partition: object) -> None:
-    if partition is not None:
-        raise UsageError("give a partition or a partition_key, not both")
-    if type(partition_key) is not int or not -(2**31) <= partition_key < 2**32:
-        raise UsageError(f"partition_key must be an int of 32 bits (signed or not), not {partition_key!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +86,6 @@ class Producer:
             fixed = Compression(Codec[config.compression_codec.upper()])
             compression = lambda topic, messages: fixed  # noqa: E731
         self._policy = compression
-        self._require_topics = require_topics
         self._timeouts = Timeouts(
             connect=config.connect_timeout_ms / 1000,
             socket=config.socket_timeout_ms / 1000,
@@ -104,15 +98,30 @@ class Producer:
         self._batch_messages = config.batch_num_messages
         self._batch_bytes = config.batch_size
         self._linger = config.linger_ms / 1000
-        self._lingering: deque[PartitionQueue] = deque()
+        self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
         self._linger_timer: asyncio.TimerHandle | None = None
-        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._drained_future: asyncio.Future[None] | None = None  # what flush() waits on, while someone does
         self._senders: dict[int, Sender] = {}
         self._tasks: list[asyncio.Task[Any]] = []
+        self._core: list[asyncio.Task[Any]] = []  # the refresh loop and the pause: alive as long as the producer
         self._group: asyncio.TaskGroup | None = None
         self._autocreating: set[str] = set()
         self._first_view: asyncio.Future[None] | None = None
-        self._dispatcher = Dispatcher(config, self.counters, sink)
+        self._dispatcher = d = Dispatcher(config, self.counters, sink, cycle=AnyPartitionCycle(self._rng))
+        self._fetcher = fetcher = MetadataFetcher(
+            config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics
+        )
+        backoff = PauseBackoff(
+            config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
+        )
+        self._pause = PauseController(d, fetcher, self._senders.values, self._apply_view, self.counters, backoff)
+        d.wake_broker = self._wake_broker
+        d.on_pause = self._pause.request
+        d.on_unknown_topic = lambda topic: fetcher.request()
+        d.on_autocreate = self._start_autocreate
+        d.on_drained = self._drained
+        d.on_progress = self._pause.progress
+        d.fetches_begun = lambda: fetcher.begun
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -128,26 +137,8 @@ class Producer:
         if self._started:
             raise UsageError("a Producer can be started once")
         self._started = True
-        loop = asyncio.get_running_loop()
-        self._loop = loop
-        d = self._dispatcher
-        d.clock = loop.time
-        self._fetcher = MetadataFetcher(
-            self.config, self.counters, self._timeouts, rng=self._rng, require_topics=self._require_topics
-        )
-        config = self.config
-        backoff = PauseBackoff(
-            config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
-        )
-        self._pause = PauseController(d, self._fetcher, self._senders.values, self._apply_view, self.counters, backoff)
-        d.wake_broker = self._wake_broker
-        d.on_pause = self._pause.request
-        d.on_unknown_topic = lambda topic: self._fetcher.request()
-        d.on_autocreate = self._start_autocreate
-        d.on_drained = self._drained
-        d.on_progress = self._pause.progress
-        fetcher = self._fetcher
-        d.fetches_begun = lambda: fetcher.begun
+        self._loop = loop = asyncio.get_running_loop()
+        self._dispatcher.clock = loop.time
         self._first_view = loop.create_future()
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
@@ -172,11 +163,11 @@ class Producer:
         d = self._dispatcher
         d.seal_all()
         if d.held_messages:
-            waiter = self._loop.create_future()
-            self._drain_waiters.append(waiter)
+            if self._drained_future is None:
+                self._drained_future = self._loop.create_future()
             try:
                 async with asyncio.timeout(timeout):
-                    await asyncio.shield(waiter)
+                    await asyncio.shield(self._drained_future)
             except TimeoutError:
                 pass
         return d.held_messages
@@ -245,59 +236,48 @@ class Producer:
 
         Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
         not, modulo all partitions, moving on to the next available one); else the key's CRC-32 the same way; else
-        any partition. ``partition`` and ``partition_key`` exclude each other (:class:`UsageError`)."""
+        any partition. A bad argument (``partition`` and ``partition_key`` together, a timestamp out of range,
+        malformed headers, ...) raises :class:`UsageError` and queues nothing."""
         d = self._dispatcher
         if d.held_messages >= self._max_messages or not self._accepting:
             self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
         if type(value) is not bytes and value is not None:
-            _check_bytes(value, "value")
+            check_bytes(value, "value")
         if key is not None and type(key) is not bytes:
-            _check_bytes(key, "key")
-        if partition_key is not None:
-            _check_partition_key(partition_key, partition)
-        m = Message(key, value, time.time_ns() // 1_000_000 if timestamp is None else timestamp, headers)
+            check_bytes(key, "key")
+        if partition is not None:
+            if partition_key is not None or type(partition) is not int or partition < 0:
+                check_partition(partition, partition_key)
+            pkey, pinned = partition, True
+        elif partition_key is not None:
+            check_partition_key(partition_key)
+            pkey, pinned = partition_key, False
+        else:
+            pkey, pinned = (None if key is None else key_to_partition_key(key)), False
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        else:
+            check_timestamp(timestamp)
+        if headers is not None:
+            check_headers(headers)
+        m = Message(key, value, timestamp, headers, pkey, pinned)
         size = m.size
         if d.held_bytes + size > self._max_bytes:
             self._refuse(f"{d.held_bytes} bytes held (queue_buffering_max_kbytes)")
         d.accepted += 1
         d.held_messages += 1
         d.held_bytes += size
-        if key is None and partition is None and partition_key is None:
-            pq = d.sticky.get(topic)
-            if pq is None:
-                pq = d.next_sticky(topic)
-        else:
-            if partition is not None:
-                if type(partition) is not int or partition < 0:
-                    d.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, f"bad partition {partition!r}")
-                    return m
-                m.partition_key = pkey = partition
-                m.pinned = True
-            else:
-                m.partition_key = pkey = key_to_partition_key(key) if partition_key is None else partition_key  # type: ignore[arg-type]
-            view = d.view
-            info = view.topics.get(topic) if view is not None else None
-            if info is None:
-                pq = None
-            else:
-                p = (pkey if pkey in info.leaders else None) if m.pinned else partition_for_key(pkey, info)
-                if p is None:
-                    detail = f"partition {pkey} unavailable" if m.pinned else "no partition available"
-                    d.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
-                    return m
-                queues = d.queues.get(topic)
-                pq = queues.get(p) if queues is not None else None
-                if pq is None:
-                    pq = d.queue(topic, p)
+        pq = (d.sticky.get(topic) or d.next_sticky(topic)) if pkey is None else d.keyed_queue(topic, m)
         if pq is None:
-            d.route(topic, [m])
-            return m
+            if pkey is None:
+                d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
+            return m  # a keyed message: held or discarded by keyed_queue
         open_batch = pq.open
         if not open_batch:
-            pq.open_since = self._loop.time()
-            self._lingering.append(pq)
+            pq.open_since = since = self._loop.time()
+            self._lingering.append((since, pq))
             if self._linger_timer is None:
-                self._linger_timer = self._loop.call_at(pq.open_since + self._linger, self._linger_expired)
+                self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
         open_batch.append(m)
         pq.open_bytes += size
         if len(open_batch) >= self._batch_messages or pq.open_bytes >= self._batch_bytes:
@@ -318,21 +298,27 @@ class Producer:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         d = self._dispatcher
         d.admit(messages)
-        d.route(topic, messages)
+        if not timestamps_in_range(messages):
+            messages = d.discard_bad_timestamps(topic, messages)
+        if messages:
+            d.route(topic, messages)
 
     def _linger_expired(self) -> None:
+        """Seal every open batch whose first message is ``linger_ms`` old; wake again for the next one. An entry whose
+        batch was sealed meanwhile (full, or flushed) is dropped when its time comes."""
         self._linger_timer = None
         now = self._loop.time()
         lingering = self._lingering
         linger = self._linger
         d = self._dispatcher
         while lingering:
-            pq = lingering[0]
-            if pq.open and pq.open_since + linger > now:
-                self._linger_timer = self._loop.call_at(pq.open_since + linger, self._linger_expired)
+            since, pq = lingering[0]
+            if since + linger > now:
+                self._linger_timer = self._loop.call_at(since + linger, self._linger_expired)
                 return
             lingering.popleft()
-            d.seal(pq)
+            if pq.open_since == since:
+                d.seal(pq)
 
     # ---------------------------------------------------------------- topics
 
@@ -446,10 +432,9 @@ class Producer:
             self._first_view.set_result(None)
 
     def _drained(self) -> None:
-        waiters, self._drain_waiters = self._drain_waiters, []
-        for w in waiters:
-            if not w.done():
-                w.set_result(None)
+        drained, self._drained_future = self._drained_future, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
 
     def _start_autocreate(self, topic: str) -> None:
         if topic not in self._autocreating:

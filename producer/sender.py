@@ -194,13 +194,8 @@ class Sender:
                     self._crash = e
                 self.wake()
 
-        try:
-            conn.send(prepared.request, choice.version(PRODUCE), on_result, expect_response=expect_ack)
-        except TransportError as e:
-            self.in_flight.pop(number, None)
-            self.connection = None
-            d.on_failure(self.broker, parts, Failure(e.reason), written=False)
-            return
+        # conn is alive (checked by the caller, nothing awaited since): send cannot fail
+        conn.send(prepared.request, choice.version(PRODUCE), on_result, expect_response=expect_ack)
         d.started(self.broker, parts, expect_ack)
         if not expect_ack:
             d.on_written_no_ack(self.broker, parts)

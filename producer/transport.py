@@ -62,7 +62,6 @@ class BrokerConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.writable = True  # False while the transport's write buffer is above its high-water mark
         self.on_writable: Callable[[], None] = lambda: None
-        self.closed = self._loop.create_future()  # resolved (with the failure or None) when the connection ends
 
     # ---------------------------------------------------------------- asyncio.Protocol
 
@@ -70,15 +69,15 @@ class BrokerConnection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        if self.failure is not None:
+            return  # bytes that were on their way when the connection failed
         self._last_progress = self._loop.time()
-        try:
-            done = self.core.receive_data(data, tolerate_unsolicited=self.tolerate_unsolicited)
-        except BrokerProtocolError as e:
-            self._fail(Failure.PROTOCOL_ERROR, str(e))
-            return
-        for pending, body in done:
+        core = self.core
+        for pending, body in core.receive_data(data, tolerate_unsolicited=self.tolerate_unsolicited):
             self._sent_at.pop(pending.correlation_id, None)
             pending.token(body)
+        if core.error is not None:
+            self._fail(Failure.PROTOCOL_ERROR, str(core.error))
 
     def pause_writing(self) -> None:
         self.writable = False
@@ -94,10 +93,6 @@ class BrokerConnection(asyncio.Protocol):
             self._fail(Failure.SOCKET_ERROR, f"socket error: {exc}")
 
     # ---------------------------------------------------------------- requests
-
-    @property
-    def outstanding(self) -> int:
-        return len(self.core.in_flight)
 
     @property
     def alive(self) -> bool:
@@ -177,8 +172,6 @@ class BrokerConnection(asyncio.Protocol):
         self._sent_at.clear()
         for p in pending:
             p.token(failure)
-        if not self.closed.done():
-            self.closed.set_result(failure)
 
 
 async def connect(host: str, port: int, client_id: str, timeouts: Timeouts, **kwargs: Any) -> BrokerConnection:

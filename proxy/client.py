@@ -4,8 +4,10 @@ Rules:
 - One datagram per message, built by :mod:`bruce.wire.datagram` (AnyPartition: the daemon picks the partition;
   PartitionKey: partition = key mod partitions). The timestamp defaults to now, in epoch milliseconds.
 - Blocking by default: when the daemon's socket queue is full, ``send`` waits (the daemon reads it within
-  microseconds). With ``blocking=False`` a full queue raises :class:`SocketFullError` at once and nothing is sent: the
-  caller decides whether to drop, retry or buffer.
+  microseconds). A ``timeout`` (seconds; per client, or per send) bounds that wait: when the queue is still full at
+  the end, :class:`SocketFullError` is raised and nothing is sent. ``blocking=False`` is ``timeout=0``: a full queue
+  raises at once. The caller decides whether to drop, retry or buffer. A bounded send uses ``MSG_DONTWAIT`` and waits
+  for room with ``poll``; an unbounded one is a plain blocking ``send``.
 - Limits are checked before anything is sent: an empty or over-long topic (over 32767 bytes) and a datagram over
   ``max_datagram_size`` (the daemon's ``max_input_msg_size``, 65536 by default) raise :class:`TopicTooLargeError` /
   :class:`MessageTooLargeError` (both ``UsageError``). A datagram larger than the kernel's default send buffer allows
@@ -19,7 +21,9 @@ Rules:
 from __future__ import annotations
 
 import errno
+import math
 import os
+import select
 import socket
 import time
 
@@ -33,7 +37,8 @@ _FULL = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
 
 
 class SocketFullError(BruceError):
-    """Non-blocking send: the daemon's socket queue is full (EAGAIN); the message was not sent."""
+    """The daemon's socket queue is full (EAGAIN) and stayed full for the send's timeout (none for a non-blocking
+    client); the message was not sent."""
 
     reason = "SOCKET_FULL"
 
@@ -75,6 +80,10 @@ class BruceClient:
             bruce.send_any_partition("metrics", line)
         except SocketFullError:
             dropped += 1
+
+    ``timeout`` (seconds, or ``None`` to wait as long as it takes) bounds how long a send waits for room in a full
+    socket queue before it raises :class:`SocketFullError`; every send method also takes ``timeout=`` for that send
+    alone (``None``: the client's). ``blocking=False`` means ``timeout=0``.
     """
 
     def __init__(
@@ -82,10 +91,14 @@ class BruceClient:
         socket_path: str | os.PathLike[str],
         *,
         blocking: bool = True,
+        timeout: float | None = None,
         max_datagram_size: int | None = DEFAULT_MAX_DATAGRAM_SIZE,
     ) -> None:
+        if not blocking and timeout:
+            raise UsageError("a non-blocking client never waits: give blocking=False or a timeout, not both")
         self.socket_path = os.fsencode(socket_path)
         self.blocking = blocking
+        self.timeout = _checked_timeout(timeout if blocking else 0.0)
         self.max_datagram_size = max_datagram_size
         self._sock: socket.socket | None = None
         self._sndbuf_raised = False
@@ -93,15 +106,29 @@ class BruceClient:
     # -- messages --------------------------------------------------------------------------------------------------
 
     def send_any_partition(
-        self, topic: str | bytes, value: bytes, key: bytes = b"", timestamp: int | None = None
+        self,
+        topic: str | bytes,
+        value: bytes,
+        key: bytes = b"",
+        timestamp: int | None = None,
+        *,
+        timeout: float | None = None,
     ) -> None:
         """Send one message; the daemon chooses the partition. ``timestamp``: epoch ms (default now)."""
         self.send_datagram(
-            build_any_partition(_topic(topic), value, key, timestamp=now_ms() if timestamp is None else timestamp)
+            build_any_partition(_topic(topic), value, key, timestamp=now_ms() if timestamp is None else timestamp),
+            timeout=timeout,
         )
 
     def send_partition_key(
-        self, topic: str | bytes, partition_key: int, value: bytes, key: bytes = b"", timestamp: int | None = None
+        self,
+        topic: str | bytes,
+        partition_key: int,
+        value: bytes,
+        key: bytes = b"",
+        timestamp: int | None = None,
+        *,
+        timeout: float | None = None,
     ) -> None:
         """Send one message to partition ``partition_key mod partitions`` (``partition_key``: a signed or unsigned
         32-bit integer). ``key`` is the Kafka record key, independent of ``partition_key``."""
@@ -116,23 +143,27 @@ class BruceClient:
                 key,
                 partition_key=partition_key,
                 timestamp=now_ms() if timestamp is None else timestamp,
-            )
+            ),
+            timeout=timeout,
         )
 
-    def send_datagram(self, datagram: bytes) -> None:
-        """Send one prepared datagram as is (the daemon validates it; malformed ones are discarded and counted)."""
+    def send_datagram(self, datagram: bytes, *, timeout: float | None = None) -> None:
+        """Send one prepared datagram as is (the daemon validates it; malformed ones are discarded and counted).
+        ``timeout``: the longest wait for room, for this send (``None``: the client's)."""
         if self.max_datagram_size is not None and len(datagram) > self.max_datagram_size:
             raise MessageTooLargeError(
                 f"datagram of {len(datagram)} bytes is larger than max_datagram_size={self.max_datagram_size} (the "
                 "daemon's max_input_msg_size); a larger one would be discarded as too long"
             )
+        wait = self.timeout if timeout is None else _checked_timeout(timeout)
+        deadline = None if wait is None else time.monotonic() + wait
         sock = self._sock or self._connect()
         try:
-            sock.send(datagram)
+            _send(sock, datagram, deadline)
             return
         except OSError as e:
             if e.errno in _FULL:
-                raise SocketFullError(f"the daemon's socket {self._path_str} is full; the message was not sent") from e
+                raise self._error(e, len(datagram), wait) from e
             if e.errno == errno.EMSGSIZE and not self._sndbuf_raised:
                 self._raise_sndbuf(len(datagram))
             elif e.errno in _GONE:
@@ -140,11 +171,11 @@ class BruceClient:
             else:
                 raise self._error(e, len(datagram)) from e
         try:  # once more, after raising SO_SNDBUF or reconnecting (the daemon may have restarted)
-            (self._sock or self._connect()).send(datagram)
+            _send(self._sock or self._connect(), datagram, deadline)
         except OSError as e:
             if e.errno in _GONE:
                 self.close()
-            raise self._error(e, len(datagram)) from e
+            raise self._error(e, len(datagram), wait) from e
 
     # -- the socket ------------------------------------------------------------------------------------------------
 
@@ -155,8 +186,7 @@ class BruceClient:
         except OSError as e:
             sock.close()
             raise self._error(e, 0) from e
-        sock.setblocking(self.blocking)
-        self._sock = sock
+        self._sock = sock  # blocking: a bounded send passes MSG_DONTWAIT
         self._sndbuf_raised = False
         return sock
 
@@ -165,9 +195,10 @@ class BruceClient:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2 * size + 4096)
         self._sndbuf_raised = True
 
-    def _error(self, e: OSError, size: int) -> BruceError:
+    def _error(self, e: OSError, size: int, wait: float | None = None) -> BruceError:
         if e.errno in _FULL:
-            return SocketFullError(f"the daemon's socket {self._path_str} is full; the message was not sent")
+            state = f"stayed full for {wait:g} s" if wait else "is full"
+            return SocketFullError(f"the daemon's socket {self._path_str} {state}; the message was not sent")
         if e.errno in _GONE:
             return DaemonUnavailableError(
                 f"no bruce daemon is listening at {self._path_str} ({e.strerror}); the message was not sent"
@@ -193,6 +224,31 @@ class BruceClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _send(sock: socket.socket, datagram: bytes, deadline: float | None) -> None:
+    """Send ``datagram``: blocking without a deadline; else waiting for room (``poll``) until ``deadline``, then the
+    last EAGAIN is raised."""
+    if deadline is None:
+        sock.send(datagram)
+        return
+    while True:
+        try:
+            sock.send(datagram, socket.MSG_DONTWAIT)
+            return
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        poller.poll(math.ceil(left * 1000))
+
+
+def _checked_timeout(timeout: float | None) -> float | None:
+    if timeout is not None and not timeout >= 0:
+        raise UsageError(f"timeout must be seconds >= 0, or None to wait as long as it takes; got {timeout}")
+    return timeout
 
 
 def _topic(topic: str | bytes) -> bytes:

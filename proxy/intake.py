@@ -7,23 +7,27 @@ Rules:
 - Reading: the kernel queues only ~11 datagrams for all clients together (``net.unix.max_dgram_qlen`` + 1; SO_RCVBUF
   does not change it), so clients block (or get EAGAIN) whenever the reader is away for longer than ~11 datagrams'
   worth of traffic. ``bench/intake_bench.py`` compared reading in the loop (stock asyncio, uvloop), a reader thread
-  and a reader process; on 2 CPUs with two flat-out senders (100-byte values) it measured, per datagram:
-  uvloop in the loop 2.8-3.1 µs of CPU, 250-310k datagrams/s; the reader process 2.9-3.6 µs in all but only
-  1.4-1.6 µs in the loop, 340-420k/s, and when the loop is busy 5 ms in every 10, 260-330k/s against 170-240k/s with
-  the clients off-CPU half as long. At a moderate paced rate (100k/s) the reader process costs more in all (3.5-5.4
-  against 2.3-3.5 µs: both sides wake for a few datagrams each time) but still less in the loop (2.0-3.0 µs). Stock
-  asyncio costs ~20% more than uvloop; a reader thread is the slowest (the GIL hands it the CPU only between the
-  loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake_process`) is the default on Linux: the loop's CPU
-  is the daemon's bottleneck. The loop reader (``add_reader``, then bursts of non-blocking reads) remains for other
-  systems and for low-rate hosts that prefer the least CPU. docs/client.md tells operators when to raise
-  ``net.unix.max_dgram_qlen``.
+  and a reader process; on 2 CPUs with two flat-out senders (100-byte values) it measured, per datagram: uvloop in
+  the loop 3.0-3.4 µs of CPU, 250-330k datagrams/s; the reader process 3.0-3.2 µs in all but only 1.4-1.5 µs in the
+  loop, 340-400k/s, and when the loop is busy 5 ms in every 10, 290-330k/s against 215k/s with the clients off-CPU
+  half as long. At a moderate paced rate (100k/s) the reader process costs more in all (both sides wake for a few
+  datagrams each time). Stock asyncio costs ~20% more than uvloop; a reader thread is the slowest (the GIL hands it
+  the CPU only between the loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake_process`) is the
+  default on Linux: clients wait only for the reader process's ``recv`` loop, never for the event loop. The loop
+  reader (``add_reader``, then bursts of non-blocking reads) remains for other systems and for low-rate hosts that
+  prefer the least CPU. docs/client.md tells operators when to raise ``net.unix.max_dgram_qlen``.
 - One ``recv`` of ``max_input_msg_size + 1`` bytes per datagram: a datagram of exactly the limit is accepted, one byte
   more arrives truncated to limit + 1 and is discarded as LONG_MSG (too long), never as malformed (Bruce's off-by-one,
   fixed).
-- Each datagram is parsed by :func:`bruce.wire.datagram.parse_datagram`; failures are discarded as MALFORMED,
-  API_KEY(n) or VERSION(n); a message whose charge does not fit the :class:`~bruce.proxy.budget.MessageBudget` is
-  discarded as NO_MEM. Every outcome reaches the :class:`IntakeSink` exactly once and is counted with Bruce's
-  ``InputAgent*`` names, once per burst rather than per datagram.
+- Each datagram is parsed by :func:`bruce.wire.datagram.parse_datagram` (in the loop, whichever the reader: see
+  :mod:`bruce.proxy.intake_reader` for why); failures are discarded as MALFORMED, API_KEY(n) or VERSION(n); a message
+  whose charge does not fit the :class:`~bruce.proxy.budget.MessageBudget` is discarded as NO_MEM. Every outcome
+  reaches the :class:`IntakeSink` exactly once, in the datagrams' order, and is counted with Bruce's ``InputAgent*``
+  names, once per burst rather than per datagram.
+- Cheap per datagram: a burst (one wake-up's datagrams) is parsed into messages first; when it has no discard and
+  fits the budget whole, its charge is reserved in one step (then every message of it fits) and its messages are
+  handed over; otherwise they are reserved one by one, so NO_MEM falls on exactly the messages a reservation per
+  message would refuse. tests/proxy/intake/test_intake_bursts.py checks that equivalence.
 - Shutdown: :meth:`DatagramIntake.stop_accepting` unlinks the path (new clients get ENOENT) and shuts the socket for
   reading (connected clients get EPIPE; blocked ones get EPIPE as soon as there is room), then
   :meth:`DatagramIntake.drain` processes everything the kernel had already accepted. So every ``send`` that succeeded
@@ -64,6 +68,9 @@ DRAIN_TIMEOUT_S = 5.0  # how long drain() waits for the reader process to forwar
 TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
 READERS = ("process", "loop")
 DEFAULT_READER = "process" if sys.platform == "linux" else "loop"
+
+# A datagram discarded before it became a message: its position in the burst, reason, detail, counter, bytes.
+_Unparsed = tuple[int, DiscardReason, int | None, str, bytes]
 
 
 class IntakeError(BruceError):
@@ -457,9 +464,6 @@ class DatagramIntake:
             self._topics.clear()
         name = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
         return name
-
-
-_Unparsed = tuple[int, DiscardReason, int | None, str, bytes]  # position, reason, detail, counter, datagram
 
 
 def _classify(error: MalformedInput) -> tuple[DiscardReason, int | None, str]:

@@ -1,15 +1,14 @@
-"""The parent side of the reader process: start it on the input socket, hand the bursts it forwards to the intake.
+"""The parent side of the reader process: start it on the input socket, feed what it forwards to the intake.
 
 Why a process: the kernel queues only ~11 datagrams per UNIX datagram socket, so whenever the daemon's event loop is
 busy for more than a few dozen microseconds (building a batch, compressing, parsing a response) clients block or get
-EAGAIN. The child (:mod:`bruce.proxy.intake_reader`) reads and parses: it is back in ``recv`` within microseconds,
-and its pipe (1 MiB where the system allows) holds thousands of parsed datagrams until the loop gets to them. The loop
-then reads the pipe in 64 KiB chunks, a few bursts of up to 256 datagrams per wake-up, and unpickles each burst in one
-C call: what is left per datagram in the loop is making the message (figures in :mod:`bruce.proxy.intake`, from
-bench/intake_bench.py).
+EAGAIN. The child (:mod:`bruce.proxy.intake_reader`) does nothing but read: it is back in ``recv`` within
+microseconds, and its pipe (1 MiB where the system allows) holds thousands of datagrams until the loop gets to them.
+The loop then reads the pipe in 64 KiB chunks, hundreds of datagrams per wake-up instead of ~11, each burst one
+unpickled list (figures in :mod:`bruce.proxy.intake`, from bench/intake_bench.py and bench/proxy_bench.py).
 
 Rules:
-- At most 64 KiB is read per wake-up (about half a millisecond of work) so other work in the loop keeps its turn; a
+- At most 64 KiB is read per wake-up (about a millisecond of processing) so other work in the loop keeps its turn; a
   frame split across reads is joined once complete.
 - End of the pipe before :meth:`ReaderProcess.wait_finished` asked for it means the child died: an
   :class:`~bruce.proxy.intake.IntakeError` goes to ``on_error`` (``serve()`` raises it).
@@ -27,6 +26,7 @@ import pickle
 import subprocess
 import sys
 from collections.abc import Callable
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from .intake_reader import FRAME
@@ -97,19 +97,18 @@ class ReaderProcess:
                 return
             chunk = b"".join(self._pending)
             self._pending = []
-        intake = self.intake
-        now = intake.clock()
         view = memoryview(chunk)
         unpack = FRAME.unpack_from
         end = len(chunk)
         off = 0
+        bursts = []
         try:
             while off + 4 <= end:
                 (size,) = unpack(chunk, off)
                 stop = off + 4 + size
                 if stop > end:
                     break
-                intake.feed(pickle.loads(view[off + 4 : stop]), now)
+                bursts.append(pickle.loads(view[off + 4 : stop]))
                 off = stop
         except BaseException as e:
             self._end(e)
@@ -119,6 +118,11 @@ class ReaderProcess:
             self._pending = [rest]
             self._pending_size = len(rest)
             self._need = 4 + unpack(rest)[0] if len(rest) >= 4 else 4
+        if bursts:
+            try:  # one feed for all the bursts of this read: its fixed costs are paid once
+                self.intake.feed(chain.from_iterable(bursts) if len(bursts) > 1 else bursts[0], self.intake.clock())
+            except BaseException as e:
+                self._end(e)
 
     def _end(self, error: BaseException | None) -> None:
         self._close_pipe()

@@ -14,8 +14,11 @@ bruce-kafka[spark] there, or ship it with ``spark.submit.pyFiles``).
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
@@ -37,6 +40,7 @@ __all__ = [
     "KafkaUnavailable",
     "OptionError",
     "WriteSummary",
+    "local_session",
     "register",
 ]
 
@@ -75,3 +79,23 @@ def _write_options(options: Any, schema: StructType, overwrite: bool) -> WriteOp
 def register(spark: Any) -> None:
     """Register ``format("bruce")`` with a SparkSession."""
     spark.dataSource.register(BruceDataSource)
+
+
+def local_session(app: str = "bruce") -> SparkSession:
+    """A ``local[2]`` session on loopback whose Python workers run this interpreter, with ``format("bruce")``
+    registered: for trying things out, tests and benchmarks on one machine (a cluster job builds its own session)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark

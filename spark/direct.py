@@ -1,9 +1,8 @@
 """Direct delivery: one task's Arrow batches produced to the brokers with ``bruce.producer``.
 
 Rules:
-- Each row is one ``Producer.send``; the producer batches per partition (keyless rows fill one partition's batch at a
-  time). Routing per row: ``partition`` as given; else ``partition_key`` with Bruce's PartitionKey semantics; else
-  the key's CRC-32 through the same PartitionKey rule; else any partition.
+- Each row is one ``Producer.send`` (routed per :func:`bruce.spark.schema.row_sends`); the producer batches per
+  partition (keyless rows fill one partition's batch at a time).
 - The task first waits (up to ``delivery.timeout.ms``) for the producer's first cluster view; without one it fails
   with :class:`KafkaUnavailable` before taking any row.
 - Bounded by the producer's own limits (``kafka.queue.buffering.max.messages`` and ``.max.kbytes``): when ``send``
@@ -20,24 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from itertools import repeat
 
 import pyarrow as pa
 
-from bruce.producer import DeliveryError, DiscardReason, Message, Producer, QueueFull, key_to_partition_key
+from bruce.producer import DeliveryError, DiscardReason, Message, Producer, QueueFull
 
 from .delivery import KafkaUnavailable, WriteSummary
 from .options import WriteOptions
-from .schema import BadRow, Rows, arrow_rows
-
-_PARTITION_KEY_RANGE = range(-(2**31), 2**32)
-
-# One row as Producer.send's arguments: topic, value, key, partition, timestamp, headers, partition_key
-Headers = Sequence[tuple[str, bytes | None]] | None
-Send = tuple[str, bytes | None, bytes | None, int | None, int, Headers, int | None]
+from .schema import BadRow, Send, arrow_rows, row_sends
 
 
 class Tally:
@@ -68,7 +59,7 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
     tally = Tally()
     timeout = options.delivery_timeout_ms / 1000
     producer = Producer(config, sink=tally)
-    waits: deque[Message] = deque()  # the last message of each batch handed over: what to wait on for room
+    waits: deque[Message] = deque()  # the last message of each batch still held: what to wait on for room
     rows = 0
     room = True
     await producer.start()
@@ -95,6 +86,8 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
                     if last is None:
                         room = False
                         break
+            while waits and waits[0].done:
+                waits.popleft()
             if last is not None:
                 waits.append(last)
             if tally.discards or not room:
@@ -140,56 +133,3 @@ async def _send_when_room(producer: Producer, waits: deque[Message], row: Send, 
                     continue
     except TimeoutError:
         return None
-
-
-def row_sends(rows: Rows, default_topic: str | None) -> Iterator[Send]:
-    """Each row of one batch as ``Producer.send``'s arguments (routing per the module rules; no timestamp: now).
-    Raises :class:`BadRow` for a row that cannot be written."""
-    n = rows.count
-    now = time.time_ns() // 1_000_000
-    timestamps = repeat(now, n) if rows.timestamp is None else (now if t is None else t for t in rows.timestamp)
-    if rows.topic is None and rows.partition is None and rows.partition_key is None and rows.headers is None:
-        if default_topic is None:
-            raise BadRow("a row has a null topic and the write has no 'topic' option")
-        if rows.key is None:
-            for v, t in zip(rows.value, timestamps, strict=False):
-                yield default_topic, v, None, None, t, None, None
-            return
-        for k, v, t in zip(rows.key, rows.value, timestamps, strict=False):
-            yield default_topic, v, k, None, t, None, None if k is None else key_to_partition_key(k)
-        return
-    columns = zip(
-        rows.value,
-        timestamps,
-        rows.key or repeat(None),
-        rows.topic or repeat(None),
-        rows.partition or repeat(None),
-        rows.partition_key or repeat(None),
-        rows.headers or repeat(None),
-        strict=False,
-    )
-    for value, ts, key, topic, partition, partition_key, headers in columns:
-        topic = topic or default_topic
-        if topic is None:
-            raise BadRow("a row has a null topic and the write has no 'topic' option")
-        if partition is not None:
-            if partition < 0:
-                raise BadRow(f"partition {partition} is negative")
-            yield topic, value, key, partition, ts, headers, None
-        elif partition_key is not None:
-            if partition_key not in _PARTITION_KEY_RANGE:
-                raise BadRow(f"partition_key {partition_key} does not fit in 32 bits")
-            yield topic, value, key, None, ts, headers, partition_key
-        else:
-            yield topic, value, key, None, ts, headers, None if key is None else key_to_partition_key(key)
-
-
-def messages_by_topic(rows: Rows, default_topic: str | None) -> dict[str, list[Message]]:
-    """The rows as the producer's messages, grouped by topic: what :func:`row_sends` hands to ``send`` (an explicit
-    partition is a pinned partition key)."""
-    groups: dict[str, list[Message]] = {}
-    for topic, value, key, partition, ts, headers, partition_key in row_sends(rows, default_topic):
-        pinned = partition is not None
-        message = Message(key, value, ts, headers, partition if pinned else partition_key, pinned)
-        groups.setdefault(topic, []).append(message)
-    return groups

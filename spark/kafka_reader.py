@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -98,6 +99,7 @@ class KafkaReader:
         for conn in self._connections.values():
             conn.close()
         self._connections.clear()
+        self._loop.run_until_complete(asyncio.sleep(0))  # one turn: the closed transports release their sockets
         self._loop.close()
 
     # ---------------------------------------------------------------- the public calls

@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.producer import ProducerConfig
-from bruce.producer.config import parse_host_port
+from bruce.producer import ProducerConfig, parse_host_port
 from bruce.wire.errors import BruceError, UsageError
 
 EARLIEST = -2  # Spark's JSON offset for "the log start"

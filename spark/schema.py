@@ -10,12 +10,17 @@ Rules:
   (timestamp, or long epoch milliseconds). Any other column, or a type not listed, is refused when the query is
   planned, naming the column — a misspelt ``partition_key`` must not silently change routing.
 - The daemon's datagrams carry no headers and no explicit partition: those columns are refused for ``socket`` writes.
+- Routing per row, both modes (:func:`row_sends`): ``partition`` as given; else ``partition_key`` (Bruce's
+  PartitionKey); else the key's CRC-32 through the same PartitionKey rule; else any partition. A null topic takes the
+  ``topic`` option; a null timestamp is now. A row that cannot be written raises :class:`BadRow`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +39,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from bruce.producer import key_to_partition_key
 from bruce.wire.errors import UsageError
 from bruce.wire.records import Record
 
@@ -58,6 +64,7 @@ ARROW_READ_SCHEMA = pa.schema(
     ]
 )
 
+_PARTITION_KEY_RANGE = range(-(2**31), 2**32)
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
 _BYTES_OR_TEXT = (BinaryType, StringType)
 WRITE_COLUMNS = ("value", "key", "topic", "partition", "partition_key", "headers", "timestamp")
@@ -187,3 +194,49 @@ def _headers(items: list[dict[str, Any]] | None) -> tuple[tuple[str, bytes | Non
         value = item["value"]
         out.append((item["key"], value.encode() if isinstance(value, str) else value))
     return tuple(out)
+
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+# One row as Producer.send's arguments: topic, value, key, partition, timestamp, headers, partition_key
+Send = tuple[str, bytes | None, bytes | None, int | None, int, Headers, int | None]
+
+
+def row_sends(rows: Rows, default_topic: str | None) -> Iterator[Send]:
+    """Each row of one batch as ``Producer.send``'s arguments, routed per the module rules."""
+    n = rows.count
+    now = time.time_ns() // 1_000_000
+    timestamps = repeat(now, n) if rows.timestamp is None else (now if t is None else t for t in rows.timestamp)
+    if rows.topic is None and rows.partition is None and rows.partition_key is None and rows.headers is None:
+        if default_topic is None:
+            raise BadRow("a row has a null topic and the write has no 'topic' option")
+        if rows.key is None:
+            for v, t in zip(rows.value, timestamps, strict=False):
+                yield default_topic, v, None, None, t, None, None
+            return
+        for k, v, t in zip(rows.key, rows.value, timestamps, strict=False):
+            yield default_topic, v, k, None, t, None, None if k is None else key_to_partition_key(k)
+        return
+    columns = zip(
+        rows.value,
+        timestamps,
+        rows.key or repeat(None),
+        rows.topic or repeat(None),
+        rows.partition or repeat(None),
+        rows.partition_key or repeat(None),
+        rows.headers or repeat(None),
+        strict=False,
+    )
+    for value, ts, key, topic, partition, partition_key, headers in columns:
+        topic = topic or default_topic
+        if topic is None:
+            raise BadRow("a row has a null topic and the write has no 'topic' option")
+        if partition is not None:
+            if partition < 0:
+                raise BadRow(f"partition {partition} is negative")
+            yield topic, value, key, partition, ts, headers, None
+        elif partition_key is not None:
+            if partition_key not in _PARTITION_KEY_RANGE:
+                raise BadRow(f"partition_key {partition_key} does not fit in 32 bits")
+            yield topic, value, key, None, ts, headers, partition_key
+        else:
+            yield topic, value, key, None, ts, headers, None if key is None else key_to_partition_key(key)

@@ -36,9 +36,11 @@ from .primitives import Int8, Int16, Int32, Int64, build, parse
 
 __all__ = [
     "DATAGRAM",
+    "OVERHEAD",
     "Datagram",
     "DatagramKind",
     "build_any_partition",
+    "build_datagram_schema",
     "build_old_v0",
     "build_partition_key",
     "datagram_size",

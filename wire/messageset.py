@@ -31,7 +31,7 @@ from construct import this
 from .compression import MAX_DECOMPRESSED_SIZE, Codec, compress, decompress
 from .errors import MalformedInput, UsageError
 from .primitives import Int8, Int32, Int64, NullableBytes, UInt32
-from .records import CREATE_TIME, LOG_APPEND_TIME, Record
+from .records import CREATE_TIME, LOG_APPEND_TIME, Record, new_record
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -226,7 +226,7 @@ def _decode_message(data: bytes, pos: int, end: int, offset: int, wrapper, budge
     codec = attributes & CODEC_MASK
     timestamp_type = LOG_APPEND_TIME if magic and attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
     if not codec:
-        return [Record(offset, timestamp, key, value, (), timestamp_type, magic)]
+        return [new_record(offset, timestamp, key, value, (), timestamp_type, magic)]
     if wrapper is not None:
         raise MalformedInput(f"message set: nested compression at offset {offset}")
     if codec == Codec.ZSTD or codec > Codec.ZSTD:
@@ -246,11 +246,10 @@ def _relocate(records: list[Record], wrapper: tuple[int, int, int, int]) -> None
     shift = wrapper_offset - records[-1].offset
     if shift < 0:  # a wrapper written with offset 0 by a producer: keep the inner offsets (as Kafka's reader does)
         shift = 0
+    log_append = wrapper_ts_type == LOG_APPEND_TIME
     for i, r in enumerate(records):
-        if wrapper_ts_type == LOG_APPEND_TIME:
-            records[i] = Record(r.offset + shift, wrapper_ts, r.key, r.value, (), LOG_APPEND_TIME, magic)
-        else:
-            records[i] = Record(r.offset + shift, r.timestamp, r.key, r.value, (), r.timestamp_type, magic)
+        timestamp, timestamp_type = (wrapper_ts, LOG_APPEND_TIME) if log_append else (r.timestamp, r.timestamp_type)
+        records[i] = new_record(r.offset + shift, timestamp, r.key, r.value, (), timestamp_type, magic)
 
 
 def _nullable_bytes(data: bytes, pos: int, end: int, offset: int) -> tuple[bytes | None, int]:

@@ -30,18 +30,12 @@ Boolean = c.Flag
 Uuid = c.Bytes(16)
 
 
-def _remaining(stream: io.BytesIO | Any, path: str) -> int:
+def _remaining(stream: Any) -> int:
     """Bytes left in a seekable stream (construct always parses from BytesIO here)."""
     pos = stream.tell()
     end = stream.seek(0, io.SEEK_END)
     stream.seek(pos)
     return end - pos
-
-
-def _read_exact(stream: Any, n: int, path: str) -> bytes:
-    if n > _remaining(stream, path):
-        raise c.StreamError(f"length {n} exceeds the remaining bytes", path=path)
-    return c.stream_read(stream, n, path)
 
 
 # ---------------------------------------------------------------- varints
@@ -114,20 +108,22 @@ def encode_varint(value: int) -> bytes:
     return encode_unsigned_varint((value << 1) ^ (value >> 63))
 
 
-# ---------------------------------------------------------------- strings and bytes
+# ---------------------------------------------------------------- strings, bytes and arrays
 
 
-class _Sized(c.Construct):
-    """A length-prefixed string or byte field. ``compact`` means the prefix is an unsigned varint of length + 1."""
+class _LengthPrefixed(c.Construct):
+    """What strings, bytes and arrays share: a length (or count) prefix, checked against the bytes that remain before
+    anything is read. ``compact`` prefixes hold length + 1; null is -1 (compact: 0) and allowed when ``nullable``."""
 
-    def __init__(self, prefix: c.Construct, *, compact: bool, nullable: bool, text: bool) -> None:
+    def __init__(self, prefix: c.Construct, *, compact: bool, nullable: bool) -> None:
         super().__init__()
         self.prefix = prefix
         self.compact = compact
         self.nullable = nullable
-        self.text = text
 
-    def _parse(self, stream, context, path):
+    def _parse_length(self, stream, context, path) -> int | None:
+        """The length that follows, or None for null. Every element takes at least one byte, so a length above the
+        remaining bytes is rejected here."""
         n = self.prefix._parsereport(stream, context, path)
         if self.compact:
             n -= 1
@@ -135,7 +131,33 @@ class _Sized(c.Construct):
             if n == -1 and self.nullable:
                 return None
             raise c.ValidationError(f"invalid length {n}", path=path)
-        data = _read_exact(stream, n, path)
+        if n > _remaining(stream):
+            raise c.StreamError(f"length {n} exceeds the remaining bytes", path=path)
+        return n
+
+    def _build_length(self, n: int | None, stream, context, path) -> None:
+        if n is None:
+            if not self.nullable:
+                raise c.ConstructError("null is not allowed here", path=path)
+            n = -1
+        self.prefix._build(n + 1 if self.compact else n, stream, context, path)
+
+    def _sizeof(self, context, path):
+        raise c.SizeofError("variable size", path=path)
+
+
+class _Sized(_LengthPrefixed):
+    """A length-prefixed string (``text``: UTF-8 ``str``) or byte field."""
+
+    def __init__(self, prefix: c.Construct, *, compact: bool, nullable: bool, text: bool) -> None:
+        super().__init__(prefix, compact=compact, nullable=nullable)
+        self.text = text
+
+    def _parse(self, stream, context, path):
+        n = self._parse_length(stream, context, path)
+        if n is None:
+            return None
+        data = c.stream_read(stream, n, path)
         if not self.text:
             return data
         try:
@@ -145,22 +167,37 @@ class _Sized(c.Construct):
 
     def _build(self, obj, stream, context, path):
         if obj is None:
-            if not self.nullable:
-                raise c.ConstructError("null is not allowed here", path=path)
-            self.prefix._build(0 if self.compact else -1, stream, context, path)
-            return obj
-        if self.text and isinstance(obj, str):
+            data = None
+        elif self.text and isinstance(obj, str):
             data = obj.encode("utf-8")
-        elif isinstance(obj, (bytes, bytearray, memoryview)):
+        elif not self.text and isinstance(obj, (bytes, bytearray, memoryview)):
             data = bytes(obj)
-        else:  # bytes(5) would silently write five zero bytes
+        else:  # a str for bytes, bytes for a str, or bytes(5), which would silently write five zero bytes
             raise c.ConstructError(f"expected {'str' if self.text else 'bytes'}, got {type(obj).__name__}", path=path)
-        self.prefix._build(len(data) + (1 if self.compact else 0), stream, context, path)
-        c.stream_write(stream, data, len(data), path)
+        self._build_length(None if data is None else len(data), stream, context, path)
+        if data:
+            c.stream_write(stream, data, len(data), path)
         return obj
 
-    def _sizeof(self, context, path):
-        raise c.SizeofError("variable size", path=path)
+
+class _Array(_LengthPrefixed):
+    """A count-prefixed array of ``subcon``; null parses as ``None`` when ``nullable``."""
+
+    def __init__(self, subcon: c.Construct, prefix: c.Construct, *, compact: bool, nullable: bool) -> None:
+        super().__init__(prefix, compact=compact, nullable=nullable)
+        self.subcon = subcon
+
+    def _parse(self, stream, context, path):
+        n = self._parse_length(stream, context, path)
+        if n is None:
+            return None
+        return c.ListContainer(self.subcon._parsereport(stream, context, f"{path} -> [{i}]") for i in range(n))
+
+    def _build(self, obj, stream, context, path):
+        self._build_length(None if obj is None else len(obj), stream, context, path)
+        for i, item in enumerate(obj or ()):
+            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
+        return obj
 
 
 String = _Sized(Int16, compact=False, nullable=False, text=True)
@@ -171,67 +208,34 @@ CompactString = _Sized(UnsignedVarint, compact=True, nullable=False, text=True)
 CompactNullableString = _Sized(UnsignedVarint, compact=True, nullable=True, text=True)
 CompactBytes = _Sized(UnsignedVarint, compact=True, nullable=False, text=False)
 CompactNullableBytes = _Sized(UnsignedVarint, compact=True, nullable=True, text=False)
-
-
-# ---------------------------------------------------------------- arrays
-
-
-class _Array(c.Construct):
-    """A count-prefixed array. Every Kafka element takes at least one byte, so a count above the remaining bytes is
-    rejected before any element is parsed. Null (count -1, or compact 0) parses as ``None`` when ``nullable``."""
-
-    def __init__(self, subcon: c.Construct, *, compact: bool, nullable: bool) -> None:
-        super().__init__()
-        self.subcon = subcon
-        self.prefix = UnsignedVarint if compact else Int32
-        self.compact = compact
-        self.nullable = nullable
-
-    def _parse(self, stream, context, path):
-        n = self.prefix._parsereport(stream, context, path)
-        if self.compact:
-            n -= 1
-        if n < 0:
-            if n == -1 and self.nullable:
-                return None
-            raise c.ValidationError(f"invalid array count {n}", path=path)
-        if n > _remaining(stream, path):
-            raise c.StreamError(f"array count {n} exceeds the remaining bytes", path=path)
-        return c.ListContainer(self.subcon._parsereport(stream, context, f"{path} -> [{i}]") for i in range(n))
-
-    def _build(self, obj, stream, context, path):
-        if obj is None:
-            if not self.nullable:
-                raise c.ConstructError("null array is not allowed here", path=path)
-            self.prefix._build(0 if self.compact else -1, stream, context, path)
-            return obj
-        self.prefix._build(len(obj) + (1 if self.compact else 0), stream, context, path)
-        for i, item in enumerate(obj):
-            self.subcon._build(item, stream, context, f"{path} -> [{i}]")
-        return obj
-
-    def _sizeof(self, context, path):
-        raise c.SizeofError("variable size", path=path)
+# Inside RecordBatch v2 records: a zigzag varint length, -1 = null.
+VarintString = _Sized(Varint, compact=False, nullable=False, text=True)
+VarintNullableBytes = _Sized(Varint, compact=False, nullable=True, text=False)
 
 
 def Array(subcon: c.Construct) -> c.Construct:
     """Classic array: int32 count."""
-    return _Array(subcon, compact=False, nullable=False)
+    return _Array(subcon, Int32, compact=False, nullable=False)
 
 
 def NullableArray(subcon: c.Construct) -> c.Construct:
     """Classic array whose count may be -1 (null)."""
-    return _Array(subcon, compact=False, nullable=True)
+    return _Array(subcon, Int32, compact=False, nullable=True)
 
 
 def CompactArray(subcon: c.Construct) -> c.Construct:
     """Flexible-version array: unsigned varint count + 1."""
-    return _Array(subcon, compact=True, nullable=False)
+    return _Array(subcon, UnsignedVarint, compact=True, nullable=False)
 
 
 def CompactNullableArray(subcon: c.Construct) -> c.Construct:
     """Flexible-version array whose count may be null (encoded 0)."""
-    return _Array(subcon, compact=True, nullable=True)
+    return _Array(subcon, UnsignedVarint, compact=True, nullable=True)
+
+
+def VarintArray(subcon: c.Construct) -> c.Construct:
+    """An array inside RecordBatch v2 records (record headers): zigzag varint count."""
+    return _Array(subcon, Varint, compact=False, nullable=False)
 
 
 # ---------------------------------------------------------------- tagged fields
@@ -246,7 +250,7 @@ class _TaggedFields(c.Construct):
 
     def _parse(self, stream, context, path):
         count = UnsignedVarint._parsereport(stream, context, path)
-        if count > _remaining(stream, path):
+        if count > _remaining(stream):
             raise c.StreamError(f"tagged field count {count} exceeds the remaining bytes", path=path)
         fields: dict[int, bytes] = {}
         last = -1
@@ -256,13 +260,17 @@ class _TaggedFields(c.Construct):
                 raise c.ValidationError(f"tagged field {tag} out of order", path=path)
             last = tag
             size = UnsignedVarint._parsereport(stream, context, path)
-            fields[tag] = _read_exact(stream, size, path)
+            if size > _remaining(stream):
+                raise c.StreamError(f"tagged field {tag} of {size} bytes exceeds the remaining bytes", path=path)
+            fields[tag] = c.stream_read(stream, size, path)
         return fields or None
 
     def _build(self, obj, stream, context, path):
         fields = dict(sorted((obj or {}).items()))
         out = bytearray(encode_unsigned_varint(len(fields)))
         for tag, raw in fields.items():
+            if not isinstance(tag, int) or tag < 0 or not isinstance(raw, (bytes, bytearray, memoryview)):
+                raise c.ConstructError(f"tagged field {tag!r}: expected an int tag and bytes", path=path)
             out += encode_unsigned_varint(tag) + encode_unsigned_varint(len(raw)) + bytes(raw)
         c.stream_write(stream, bytes(out), len(out), path)
         return obj
@@ -280,25 +288,24 @@ class _TaggedStruct(c.Adapter):
 
     def __init__(self, struct: c.Struct, tagged: dict[int, tuple[str, c.Construct]]) -> None:
         super().__init__(struct)
-        self.tagged = {
-            tag: (name, c.FocusedSeq("value", "value" / sub, c.Terminated)) for tag, (name, sub) in tagged.items()
-        }
+        self.tagged = tagged
+        self._exact = {tag: c.FocusedSeq("value", "value" / sub, c.Terminated) for tag, (_, sub) in tagged.items()}
 
     def _decode(self, obj, context, path):
         tags = dict(obj.tags or {})
-        for tag, (name, sub) in self.tagged.items():
+        for tag, (name, _) in self.tagged.items():
             raw = tags.pop(tag, None)
-            obj[name] = None if raw is None else sub.parse(raw)
+            obj[name] = None if raw is None else self._exact[tag].parse(raw)
         obj.tags = tags or None
         return obj
 
     def _encode(self, obj, context, path):
         obj = dict(obj)
         tags = dict(obj.get("tags") or {})
-        for tag, (name, sub) in self.tagged.items():
+        for tag, (name, _) in self.tagged.items():
             value = obj.pop(name, None)
             if value is not None:
-                tags[tag] = sub.build(value)
+                tags[tag] = self._exact[tag].build(value)
         obj["tags"] = tags or None
         return obj
 

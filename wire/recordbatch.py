@@ -37,7 +37,7 @@ from .recordbatch_schema import (
     build_record_batch_with_schema,
     decode_record_batch_with_schema,
 )
-from .records import CREATE_TIME, LOG_APPEND_TIME, Record, entry_spans
+from .records import CREATE_TIME, LOG_APPEND_TIME, Record, entry_spans, new_record
 
 __all__ = [
     "CODEC_MASK",
@@ -165,6 +165,7 @@ def build_record_batch(
 # ---------------------------------------------------------------- decoding
 
 _HEAD = struct.Struct(">qiibIhiqqqhii")  # the 61 bytes before the records
+_VARINT_BITS = {5: 32, 10: 64}  # the widest value a varint of this many bytes may hold
 
 
 def _uvarint(buf: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
@@ -181,20 +182,17 @@ def _uvarint(buf: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
     raise MalformedInput(f"varint at byte {pos} longer than {max_bytes} bytes")
 
 
-_VARINT_BITS = {5: 32, 10: 64}
-
-
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag varint (32-bit) at ``pos``: (value, next pos). The one-byte case is inlined by the caller."""
+    """Zigzag varint (32-bit) at ``pos``: (value, next pos)."""
     raw, pos = _uvarint(buf, pos, 5)
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def _headers(buf: bytes, pos: int, count: int, end: int) -> list:
-    """``count`` record headers from ``pos``, then (last item) the position after them."""
+def _headers(buf: bytes, pos: int, count: int, end: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """``count`` record headers from ``pos`` (the record ends at ``end``): (headers, the position after them)."""
     if not 0 <= count <= end - pos:
         raise MalformedInput(f"invalid header count {count}")
-    headers: list = []
+    headers = []
     for _ in range(count):
         size, pos = _varint(buf, pos)
         if size < 0:
@@ -206,18 +204,25 @@ def _headers(buf: bytes, pos: int, count: int, end: int) -> list:
             raise MalformedInput(f"invalid header value length {size}")
         headers.append((key, None if size == -1 else buf[pos : pos + size]))
         pos += max(size, 0)
-    headers.append(pos)
-    return headers
+    return tuple(headers), pos
 
 
 def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int]) -> list[Record]:
-    # Varints of one and two bytes (record and value lengths, deltas) are decoded inline: this loop is the hot path.
+    """``count`` records from ``buf[pos:]``, which they must fill exactly.
+
+    This loop is the hot path of every read. Each varint is decoded inline: its common one-byte (or, for lengths and
+    deltas, two-byte) form right here, anything longer by :func:`_uvarint`. An index past the end of ``buf`` raises
+    IndexError, which the caller turns into :class:`MalformedInput`.
+    """
     base_offset, base_ts, max_ts, ts_type = batch
     log_append = ts_type == LOG_APPEND_TIME
     end_of_buffer = len(buf)
+    if count > end_of_buffer - pos:  # every record takes at least one byte
+        raise MalformedInput(f"{count} records cannot fit in {end_of_buffer - pos} bytes")
     out = []
+    append = out.append
     for _ in range(count):
-        b = buf[pos]
+        b = buf[pos]  # record length
         if b < 0x80:
             raw, pos = b, pos + 1
         elif buf[pos + 1] < 0x80:
@@ -228,10 +233,10 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
         if length < 0 or pos + length > end_of_buffer:
             raise MalformedInput(f"record length {length} does not fit the batch")
         end = pos + length
-        b = buf[pos + 1]  # after the record's attributes (unused)
+        b = buf[pos + 1]  # timestamp delta, after the record's attributes (unused)
         raw, pos = (b, pos + 2) if b < 0x80 else _uvarint(buf, pos + 1, 10)
         ts_delta = (raw >> 1) ^ -(raw & 1)
-        b = buf[pos]
+        b = buf[pos]  # offset delta
         if b < 0x80:
             raw, pos = b, pos + 1
         elif buf[pos + 1] < 0x80:
@@ -239,7 +244,7 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
         else:
             raw, pos = _uvarint(buf, pos, 5)
         offset_delta = (raw >> 1) ^ -(raw & 1)
-        b = buf[pos]
+        b = buf[pos]  # key length
         n, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _varint(buf, pos)
         if n >= 0:
             key = buf[pos : pos + n]
@@ -248,7 +253,7 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
             key = None
         else:
             raise MalformedInput(f"invalid key length {n}")
-        b = buf[pos]
+        b = buf[pos]  # value length
         if b < 0x80:
             raw, pos = b, pos + 1
         elif buf[pos + 1] < 0x80:
@@ -263,22 +268,21 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
             value = None
         else:
             raise MalformedInput(f"invalid value length {n}")
-        b = buf[pos]
+        b = buf[pos]  # header count
         n, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _varint(buf, pos)
         if n:
-            headers = _headers(buf, pos, n, end)
-            pos = headers.pop()
+            headers, pos = _headers(buf, pos, n, end)
         else:
             headers = ()
         if pos != end:
             raise MalformedInput(f"record fields end at byte {pos}, its length says {end}")
-        out.append(
-            Record(
+        append(
+            new_record(
                 base_offset + offset_delta,
                 max_ts if log_append else base_ts + ts_delta,
                 key,
                 value,
-                tuple(headers),
+                headers,
                 ts_type,
                 MAGIC,
             )

@@ -27,14 +27,24 @@ from functools import partial
 import construct as c
 from construct import this
 
-from .compression import Codec, compress, decompress
+from .compression import MAX_DECOMPRESSED_SIZE, Codec, compress, decompress
 from .crc import crc32c
 from .errors import MalformedInput, UsageError
-from .primitives import Int8, Int16, Int32, Int64, UInt32, Varint, Varlong
+from .primitives import (
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    UInt32,
+    Varint,
+    VarintArray,
+    VarintNullableBytes,
+    VarintString,
+    Varlong,
+)
 from .records import CREATE_TIME, LOG_APPEND_TIME, Record
 
 MAGIC = 2
-MAX_DECOMPRESSED_SIZE = 64 << 20  # bytes one compressed batch may expand to
 HEADER_SIZE = 61  # bytes before the first record
 CODEC_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
@@ -44,73 +54,6 @@ CONTROL_BIT = 0x20
 RecordInput = tuple[bytes | None, bytes | None, int, Sequence[tuple[str, bytes | None]] | None]
 
 # ---------------------------------------------------------------- schema (the spec)
-
-
-class _VarBytes(c.Construct):
-    """Bytes with a zigzag varint length; -1 is null when ``nullable``. ``text`` decodes/encodes UTF-8 ``str``."""
-
-    def __init__(self, *, nullable: bool, text: bool) -> None:
-        super().__init__()
-        self.nullable = nullable
-        self.text = text
-
-    def _parse(self, stream, context, path):
-        n = Varint._parsereport(stream, context, path)
-        if n < 0:
-            if n == -1 and self.nullable:
-                return None
-            raise c.ValidationError(f"invalid length {n}", path=path)
-        data = c.stream_read(stream, n, path)
-        if not self.text:
-            return data
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise c.ValidationError(f"invalid UTF-8: {e}", path=path) from None
-
-    def _build(self, obj, stream, context, path):
-        if obj is None and self.nullable:
-            data = None
-        elif self.text and isinstance(obj, str):
-            data = obj.encode("utf-8")
-        elif not self.text and isinstance(obj, (bytes, bytearray, memoryview)):
-            data = bytes(obj)
-        else:
-            raise c.ConstructError(f"{type(obj).__name__} is not {'str' if self.text else 'bytes'}", path=path)
-        Varint._build(-1 if data is None else len(data), stream, context, path)
-        if data:
-            c.stream_write(stream, data, len(data), path)
-        return obj
-
-    def _sizeof(self, context, path):
-        raise c.SizeofError("variable size", path=path)
-
-
-class _VarArray(c.Construct):
-    """An array with a zigzag varint count (record headers). A count above the remaining bytes is rejected first."""
-
-    def __init__(self, subcon: c.Construct) -> None:
-        super().__init__()
-        self.subcon = subcon
-
-    def _parse(self, stream, context, path):
-        n = Varint._parsereport(stream, context, path)
-        pos = stream.tell()
-        remaining = stream.seek(0, io.SEEK_END) - pos
-        stream.seek(pos)
-        if not 0 <= n <= remaining:
-            raise c.ValidationError(f"invalid header count {n}", path=path)
-        return c.ListContainer(self.subcon._parsereport(stream, context, path) for _ in range(n))
-
-    def _build(self, obj, stream, context, path):
-        items = [] if obj is None else list(obj)
-        Varint._build(len(items), stream, context, path)
-        for item in items:
-            self.subcon._build(item, stream, context, path)
-        return obj
-
-    def _sizeof(self, context, path):
-        raise c.SizeofError("variable size", path=path)
 
 
 class _Crc32cChecked(c.Subconstruct):
@@ -135,7 +78,7 @@ class _Crc32cChecked(c.Subconstruct):
         return obj
 
 
-HEADER = c.Struct("key" / _VarBytes(nullable=False, text=True), "value" / _VarBytes(nullable=True, text=False))
+HEADER = c.Struct("key" / VarintString, "value" / VarintNullableBytes)
 
 RECORD = c.Prefixed(
     Varint,
@@ -143,9 +86,9 @@ RECORD = c.Prefixed(
         "attributes" / Int8,  # unused, 0
         "timestamp_delta" / Varlong,
         "offset_delta" / Varint,
-        "key" / _VarBytes(nullable=True, text=False),
-        "value" / _VarBytes(nullable=True, text=False),
-        "headers" / _VarArray(HEADER),
+        "key" / VarintNullableBytes,
+        "value" / VarintNullableBytes,
+        "headers" / VarintArray(HEADER),
         c.Terminated,
     ),
 )

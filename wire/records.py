@@ -2,6 +2,8 @@
 
 Rules:
 - A decoded record is a frozen :class:`Record`; timestamps are epoch milliseconds (-1 when the format has none).
+  Decoders create records with :func:`new_record`, which gives the same object as ``Record(...)`` in a quarter of
+  the time (reading is bound by it).
 - Both formats share one framing per log entry: offset (int64), size (int32), then ``size`` bytes whose fifth byte
   (absolute position 16) is the magic. :func:`entry_spans` walks that framing; an incomplete entry at the end of the
   buffer is a *partial tail* (a Fetch response may cut its last batch) and is ignored, not an error.
@@ -12,7 +14,7 @@ Rules:
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .errors import MalformedInput
@@ -38,6 +40,39 @@ class Record:
     magic: int = 2
 
 
+class _RecordUnderConstruction:
+    """A :class:`Record` being created: the same slots, without the frozen dataclass's ``__setattr__``. Its
+    ``__init__`` assigns the fields directly, then makes the object a Record (``__class__`` assignment, allowed
+    between classes of identical layout). The result is an ordinary Record: same type, equality, hash and
+    immutability; ``Record(...)`` would set each field through ``object.__setattr__``, four times slower."""
+
+    __slots__ = Record.__slots__
+
+    def __init__(
+        self,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, bytes | None], ...],
+        timestamp_type: int,
+        magic: int,
+    ) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp_type = timestamp_type
+        self.magic = magic
+        self.__class__ = Record  # type: ignore[assignment]
+
+
+new_record: Callable[[int, int, bytes | None, bytes | None, tuple, int, int], Record] = _RecordUnderConstruction
+"""``new_record(offset, timestamp, key, value, headers, timestamp_type, magic)``: ``Record(...)`` with every field
+given positionally, for decoders' loops."""
+
+
 def entry_spans(data: bytes) -> Iterator[tuple[int, int, int]]:
     """Yield ``(start, end, magic)`` for each complete log entry in ``data``; stop quietly at a partial tail.
 
@@ -57,7 +92,8 @@ def entry_spans(data: bytes) -> Iterator[tuple[int, int, int]]:
 
 def decode_records(data: bytes) -> list[Record]:
     """Every record in a Fetch response's record set (any magic, several entries, partial tail ignored)."""
-    from .recordbatch import decode_record_batch  # imported here: it imports Record from this module
+    from .messageset import decode_message_set  # imported here: both import Record from this module
+    from .recordbatch import decode_record_batch
 
     view = memoryview(data)
     records: list[Record] = []
@@ -67,9 +103,7 @@ def decode_records(data: bytes) -> list[Record]:
             if not batch.is_control:
                 records.extend(batch.records)
         elif magic in (0, 1):
-            from .messageset import decode_message_set  # imported here: it imports Record from this module
-
-            records.extend(decode_message_set(bytes(view[start:end])))
+            records.extend(decode_message_set(view[start:end]))
         else:
             raise MalformedInput(f"log entry at byte {start} has unknown magic {magic}", reason="MAGIC")
     return records

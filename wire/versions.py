@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .errors import BruceError
+from .errors import BruceError, UsageError
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
 
@@ -86,9 +86,13 @@ def choose_versions(
     """Pick each API's version for a broker.
 
     ``broker`` is ``{api_key: (min_version, max_version)}`` from its ApiVersions answer, or ``None`` when it closed the
-    connection on ApiVersions. ``ours`` defaults to :func:`our_versions`.
+    connection on ApiVersions. ``ours`` defaults to :func:`our_versions`. An unknown ``generation`` is a
+    :class:`UsageError`.
     """
-    generation = Generation(generation)
+    try:
+        generation = Generation(generation)
+    except ValueError:
+        raise UsageError(f"unknown protocol generation {generation!r}: auto, v0 or modern") from None
     if ours is None:
         ours = our_versions()
     if generation is Generation.V0 or (broker is None and generation is Generation.AUTO):

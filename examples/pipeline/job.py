@@ -12,33 +12,12 @@ exactly that).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 import bruce.spark
-
-
-def local_session() -> SparkSession:
-    """A local Spark session on loopback with ``format("bruce")`` registered (a cluster job would use its own)."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("page-view-counts")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    bruce.spark.register(spark)
-    return spark
 
 
 def page_view_counts(events: DataFrame) -> DataFrame:
@@ -109,7 +88,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", required=True, help="the query's checkpoint directory")
     parser.add_argument("--available-now", action="store_true", help="process what exists, then stop")
     args = parser.parse_args()
-    spark = local_session()
+    spark = bruce.spark.local_session("page-view-counts")  # a cluster job would build its own session
     query = start(spark, args.bootstrap, args.source, args.sink, args.checkpoint, available_now=args.available_now)
     query.awaitTermination()
 

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from job import latest_counts, local_session, start
+from job import latest_counts, start
 from sender import send_events
 
 from bruce.proxy.embedded import EmbeddedBroker
-from bruce.spark import KafkaReader
+from bruce.spark import KafkaReader, local_session
 from bruce.spark.options import ClientConfig
 
 SOURCE, SINK = "page-views", "page-view-counts"
@@ -85,7 +85,7 @@ def main() -> int:
             total = sum(sent.values())
             delivered = wait_until_delivered(broker.address, SOURCE, total)
             print(f"sender   {total} datagrams sent; {delivered} records in {SOURCE}")
-        spark = local_session()
+        spark = local_session("page-view-counts")
         query = start(spark, broker.address, SOURCE, SINK, str(work / "checkpoint"), available_now=True)
         query.awaitTermination(600)
         counts = latest_counts(spark, broker.address, SINK)

@@ -23,7 +23,7 @@ def send_events(socket_path: str, topic: str, events: int, minutes: int = 3) -> 
     now = time.time_ns() // 1_000_000
     span = minutes * 60_000
     sent: dict[tuple[str, int], int] = {}
-    with BruceClient(socket_path) as bruce:  # blocking: waits while the daemon's socket queue is full
+    with BruceClient(socket_path, timeout=30) as bruce:  # a full socket queue is waited out, 30 s at most per event
         for i in range(events):
             user = i * 7919 % 97
             page = PAGES[(i * 31 + user) % len(PAGES)]

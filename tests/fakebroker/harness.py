@@ -1,5 +1,5 @@
-"""Running a producer against a fake cluster: Bruce's test configuration, an outcome sink that records every report,
-and the accounting invariant every fault scenario asserts.
+"""Running a producer against a fake cluster: Bruce's test configuration, a started producer, an outcome sink that
+records every report, and the accounting invariant every fault scenario asserts.
 
 Rules: each scenario runs in its own event loop with a hard time limit; the cluster is verified at the end (no
 unscripted request, no unused fault) whatever the scenario asserted.
@@ -8,7 +8,8 @@ unscripted request, no unused fault) whatever the scenario asserted.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from bruce.producer import DiscardReason, Message, Producer, ProducerConfig
@@ -38,6 +39,14 @@ def bruce_config(bootstrap: Sequence[str], **overrides: Any) -> ProducerConfig:
     settings["batch_num_messages"] = 1
     settings.update(overrides)
     return ProducerConfig(**settings)
+
+
+@asynccontextmanager
+async def running(config: ProducerConfig, **kwargs: Any) -> AsyncIterator[Producer]:
+    """A started producer (``Producer(config, **kwargs)``) that has its first cluster view; closed on leaving."""
+    async with Producer(config, **kwargs) as producer:
+        await producer.ready(5)
+        yield producer
 
 
 class Outcomes:

@@ -30,7 +30,6 @@ def test_partitions_with_error_0_or_9_are_available_others_are_listed_only() -> 
     assert topic.available == (0, 2)
     assert topic.leaders == {0: 1, 2: 2}
     assert view.leader("t", 1) is None and view.leader("t", 2) == 2
-    assert view.brokers_in_service() == {1, 2}
 
 
 @pytest.mark.parametrize(

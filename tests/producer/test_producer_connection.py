@@ -3,12 +3,15 @@ anywhere, and every protocol error (after which the connection is dead)."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
 
 import pytest
 
+from bruce.producer.acks import Failure
 from bruce.producer.connection import Connection
-from bruce.producer.errors import BrokerProtocolError
+from bruce.producer.errors import BrokerProtocolError, TransportError
+from bruce.producer.transport import Timeouts, connect
 from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from bruce.wire.protocol.base import encode_response
 from bruce.wire.protocol.metadata import MetadataResponse, MetadataResponseBroker, metadata_request
@@ -79,9 +82,10 @@ def test_request_without_response_is_not_in_flight_and_its_answer_is_tolerated()
     from bruce.wire.protocol.produce import ProduceResponse
 
     stray = encode_response(ProduceResponse(responses=()), version=3, correlation_id=1)
-    assert conn.receive_data(stray, tolerate_unsolicited=True) == []
-    with pytest.raises(BrokerProtocolError, match="no request outstanding"):
-        Connection("bruce").receive_data(stray)
+    assert conn.receive_data(stray, tolerate_unsolicited=True) == [] and conn.error is None
+    strict = Connection("bruce")
+    assert strict.receive_data(stray) == []
+    assert "no request outstanding" in str(strict.error)
 
 
 @pytest.mark.parametrize(
@@ -98,13 +102,23 @@ def test_request_without_response_is_not_in_flight_and_its_answer_is_tolerated()
 def test_protocol_errors_are_final(frame: bytes, message: str) -> None:
     conn = Connection("bruce")
     conn.send_request(ApiVersionsRequest(), 0, token="t")
-    with pytest.raises(BrokerProtocolError, match=message):
-        conn.receive_data(frame)
+    assert conn.receive_data(frame) == []
+    assert isinstance(conn.error, BrokerProtocolError) and message in str(conn.error)
     assert [p.token for p in conn.in_flight] == ["t"]  # still there: the caller fails it
     with pytest.raises(BrokerProtocolError):
         conn.receive_data(b"")
     with pytest.raises(BrokerProtocolError):
         conn.send_request(ApiVersionsRequest(), 0)
+
+
+def test_responses_before_a_bad_frame_are_returned_and_the_rest_stay_in_flight() -> None:
+    """A good response and a bad frame in one read: the good one still gets its outcome, exactly once."""
+    conn = Connection("bruce")
+    a, _m = _pair(conn)
+    conn.send_request(ApiVersionsRequest(), 0, token="third")
+    assert _feed(conn, [a + struct.pack(">ii", 4, 77)]) == [("a", API)]
+    assert "correlation id 77" in str(conn.error)
+    assert [p.token for p in conn.in_flight] == ["m", "third"]  # the caller fails these
 
 
 def test_states_by_inputs() -> None:
@@ -120,8 +134,42 @@ def test_states_by_inputs() -> None:
                 "good": lambda c=conn, d=a: c.receive_data(d),
                 "bad": lambda c=conn: c.receive_data(struct.pack(">ii", 4, 77)),
             }[action]
-            if dead or action == "bad":
+            if dead:
                 with pytest.raises(BrokerProtocolError):
                     run()
             else:
                 run()
+                assert (conn.error is not None) == (action == "bad")
+
+
+def test_the_shell_resolves_a_response_that_arrived_with_a_bad_frame() -> None:
+    """Over loopback: one read holds the first answer and a bad frame; the first request succeeds, the second fails."""
+
+    async def main() -> tuple[object, BaseException | None]:
+        answered = asyncio.Event()
+
+        async def broker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            ids = []
+            for _ in range(2):
+                size = struct.unpack(">i", await reader.readexactly(4))[0]
+                ids.append(struct.unpack_from(">i", await reader.readexactly(size), 4)[0])
+            writer.write(encode_response(API, version=0, correlation_id=ids[0]) + struct.pack(">ii", 4, 77))
+            await writer.drain()
+            await answered.wait()
+            writer.close()
+
+        server = await asyncio.start_server(broker, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            conn = await connect("127.0.0.1", port, "bruce", Timeouts(1, 1, 1))
+            first, second = conn.request(ApiVersionsRequest(), 0), conn.request(ApiVersionsRequest(), 0)
+            async with asyncio.timeout(5):
+                done = await first
+                failure = (await asyncio.gather(second, return_exceptions=True))[0]
+            answered.set()
+            return done, failure
+
+    done, failure = asyncio.run(main())
+    assert done == API
+    assert isinstance(failure, TransportError) and failure.reason == Failure.PROTOCOL_ERROR
+    assert "correlation id 77" in str(failure)

@@ -193,6 +193,7 @@ def test_reroute_on_a_new_view() -> None:
     d.apply_view(view({"t": new_leaders}), 1)
     check(d)
     assert doomed[0].error.reason == DiscardReason.BAD_TOPIC
+    assert sorted(d.queues) == ["t"]  # the vanished topic's queues are gone with it
     assert pinned[0].error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS
     where = {m: pq.partition for pq in d.all_queues() for b, _ in pq.ready for m in b}
     assert where[keyed[0]] == 1  # PartitionKey: next available partition
@@ -227,9 +228,9 @@ def test_unknown_topics_wait_for_a_fetch_that_began_after_them() -> None:
 
 
 def test_a_fetch_begun_at_the_same_clock_reading_as_the_arrival_settles_an_unknown_topic() -> None:
-    """Regression: with a millisecond loop clock a message and the metadata fetch it triggers often share one
-    reading. The fetch began after the message was held, so its answer settles the topic at once (it used to wait
-    for the periodic refresh, 15 minutes later)."""
+    """With a millisecond loop clock a message and the metadata fetch it triggers often share one reading. The fetch
+    began after the message was held, so its answer settles the topic at once (not at the periodic refresh, 15
+    minutes later)."""
     d, _sink, _, _ = make()
     d.clock = lambda: 100.0  # type: ignore[assignment]
     begun = [0]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
-from bruce.producer import DeliveryError, DiscardReason, Producer
+from bruce.producer import DeliveryError, DiscardReason
 from bruce.wire.protocol import produce
 
 PRODUCE = produce.KEY
@@ -20,8 +20,7 @@ def _one_error(code: int, *, legacy: bool, expect: str) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, Fault.error(code))
             handle = p.send("t", b"v", partition=0)
             assert await p.flush(5) == 0
@@ -73,8 +72,7 @@ def test_failed_attempt_limit_discards_on_the_sixth_error(code: int) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, *[Fault.error(code)] * 6)
             handle = p.send("t", b"v", partition=0)
             assert await p.flush(10) == 0

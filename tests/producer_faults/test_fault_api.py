@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario, wait_for
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
 from bruce.producer import DeliveryError, DiscardReason, Message, Producer, partition_for_key
 from bruce.producer import sender as sender_module
@@ -42,8 +42,7 @@ def test_sent_is_heard_per_written_request_before_its_ack_and_again_on_a_resend(
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = SentOutcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, Fault.disconnect())  # stored, then the connection drops
             handle = p.send("t", b"a")
             assert await p.flush(5) == 0
@@ -57,8 +56,7 @@ def test_sent_is_heard_per_written_request_before_its_ack_and_again_on_a_resend(
 def test_connected_brokers_and_requests_in_flight() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             assert (p.connected_brokers(), p.requests_in_flight()) == (0, 0)  # metadata connections do not count
             cluster.brokers[1].script(PRODUCE, Fault.delay(0.5))
             cluster.brokers[2].script(PRODUCE, Fault.delay(0.5))
@@ -77,8 +75,7 @@ def test_connected_brokers_and_requests_in_flight() -> None:
 def test_send_with_a_partition_key_follows_bruces_partition_key_rule() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2, 1, 2])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             await cluster.brokers[1].stop()
             p.request_metadata_refresh()
             await wait_for(lambda: p.available_partitions("t") == (1, 3), what="broker 1 gone from metadata")
@@ -102,16 +99,43 @@ def test_send_with_a_partition_key_follows_bruces_partition_key_rule() -> None:
         ({"partition_key": -(2**31) - 1}, "32 bits"),
         ({"partition_key": "7"}, "32 bits"),
         ({"partition_key": True}, "32 bits"),
+        ({"partition": "3"}, "partition must be an int"),
+        ({"partition": -1}, "partition must be an int ≥ 0"),
+        ({"timestamp": 1.5}, "timestamp must be an int"),
+        ({"timestamp": 2**62}, "within ±2"),
+        ({"headers": [("k", "text")]}, "headers must be"),
+        ({"headers": [(b"k", b"v")]}, "headers must be"),
+        ({"headers": [("k",)]}, "headers must be"),
+        ({"headers": 7}, "headers must be"),
     ],
 )
-def test_bad_partition_key_arguments_are_refused_and_nothing_is_queued(kwargs: dict, message: str) -> None:
+def test_bad_arguments_are_refused_and_nothing_is_queued(kwargs: dict, message: str) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             with pytest.raises(UsageError, match=message):
                 p.send("t", b"x", **kwargs)
             assert (p.accepted, p.held) == (0, 0)
+
+    scenario(body, brokers=1)
+
+
+def test_submitted_timestamps_no_record_batch_can_hold_are_discarded_and_the_rest_delivered() -> None:
+    """A daemon client may send any 64-bit timestamp; two extremes in one batch would not encode (varlong deltas)."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        config = bruce_config(cluster.bootstrap, produce_request_data_limit=1 << 20)
+        async with running(config, sink=outcomes) as p:
+            batch = [Message(None, b"a", -(2**63)), Message(None, b"b", 5), Message(None, b"c", 2**63 - 1)]
+            p.submit("t", batch)
+            p.submit("t", [Message(None, b"d", 2**62)])
+            assert await p.flush(5) == 0
+            assert [m.error.reason if m.error else m.partition for m in batch] == ["MALFORMED", 0, "MALFORMED"]
+            assert outcomes.discarded_count(DiscardReason.MALFORMED) == 3
+            assert_accounting(p, outcomes, held=0)
+        assert cluster.values("t") == [b"b"]
 
     scenario(body, brokers=1)
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 from fakebroker import FakeCluster
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario
-
-from bruce.producer import Producer
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["modern", "legacy"])
@@ -15,8 +13,7 @@ def test_successful_delivery(legacy: bool) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes, require_topics=True) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes, require_topics=True) as p:
             handles = [p.send("t", f"body{i}".encode()) for i in range(4)]
             assert await p.flush(5) == 0
             results = [h.result() for h in handles]

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
 from bruce.producer import Compression, DeliveryError, DiscardReason, Producer, ProducerClosed, QueueFull
 from bruce.wire.compression import Codec
@@ -24,8 +24,7 @@ COMBOS = [(b"", b""), (b"key", b""), (b"", b"value"), (b"key", b"value")]
 def test_key_value_emptiness_round_trips(legacy: bool, empty_as_null: bool) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap, empty_as_null=empty_as_null)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, empty_as_null=empty_as_null)) as p:
             for key, value in COMBOS * 2:
                 p.send("t", value, key=key, partition=0)
             p.send("t", None, key=None, partition=0)
@@ -43,8 +42,7 @@ def test_acks_zero_messages_are_done_once_written() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap, acks=0), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, acks=0), sink=outcomes) as p:
             handles = [p.send("t", f"m{i}".encode()) for i in range(5)]
             assert await p.flush(5) == 0
             assert [h.result() for h in handles] == [(0, -1)] * 5
@@ -56,12 +54,37 @@ def test_acks_zero_messages_are_done_once_written() -> None:
     scenario(body, brokers=1)
 
 
+def test_linger_seals_every_partition_in_time_while_another_keeps_filling_batches() -> None:
+    """A partition whose batches fill up and reopen before their linger ends must not hold back another one's."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1, 1])
+        config = bruce_config(
+            cluster.bootstrap, linger_ms=300, batch_num_messages=2, produce_request_data_limit=1 << 20
+        )
+        async with running(config) as p:
+            p.send("t", b"a", partition=0)
+            lone = p.send("t", b"b", partition=1)
+            started = asyncio.get_running_loop().time()
+            for _ in range(12):  # partition 0: a full batch and a new open one every 50 ms
+                p.send("t", b"a", partition=0)
+                p.send("t", b"a", partition=0)
+                await asyncio.sleep(0.05)
+                if lone.done:
+                    break
+            assert lone.done and lone.result() == (1, 0)
+            assert asyncio.get_running_loop().time() - started < 0.5  # sealed at its own 300 ms linger
+            assert await p.flush(5) == 0
+            assert_accounting(p, held=0)
+
+    scenario(body, brokers=1)
+
+
 def test_slow_broker_fills_the_queue_and_send_fails_fast() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         config = bruce_config(cluster.bootstrap, queue_buffering_max_messages=5)
-        async with Producer(config) as p:
-            await p.ready(5)
+        async with running(config) as p:
             cluster.brokers[1].script(PRODUCE, *[Fault.delay(0.3)] * 5)
             handles = [p.send("t", b"x") for _ in range(5)]
             started = time.perf_counter()
@@ -111,8 +134,7 @@ def test_unknown_topic_is_discarded_as_bad_topic_after_a_refresh() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             handle = p.send("nope", b"x")
             with pytest.raises(DeliveryError) as caught:
                 await handle
@@ -127,8 +149,7 @@ def test_unknown_topic_is_discarded_as_bad_topic_after_a_refresh() -> None:
 def test_topic_created_after_start_is_found_by_the_on_demand_refresh() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             cluster.add_topic("new", [1])
             assert await p.send("new", b"x") == (0, 0)
             assert_accounting(p, held=0)
@@ -140,8 +161,7 @@ def test_request_data_limit_groups_messages_first_always_included() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         config = bruce_config(cluster.bootstrap, produce_request_data_limit=10, batch_num_messages=100, linger_ms=50)
-        async with Producer(config) as p:
-            await p.ready(5)
+        async with running(config) as p:
             for size in (4, 4, 4, 30, 1):
                 p.send("t", b"v" * size)
             assert await p.flush(5) == 0
@@ -161,8 +181,7 @@ def test_codec_policy_and_zstd_fallback(legacy: bool) -> None:
         def policy(topic: str, messages: object) -> Compression:
             return Compression(Codec.GZIP if topic == "gz" else Codec.ZSTD)
 
-        async with Producer(bruce_config(cluster.bootstrap), compression=policy) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), compression=policy) as p:
             p.send("gz", b"a" * 100)
             p.send("zs", b"b" * 100)
             assert await p.flush(5) == 0
@@ -183,8 +202,7 @@ def test_compressed_message_set_is_capped_by_message_max_bytes() -> None:
             message_max_bytes=100,
             batch_num_messages=10,
         )
-        async with Producer(config) as p:
-            await p.ready(5)
+        async with running(config) as p:
             for _ in range(10):
                 p.send("t", b"x" * 20)  # 20 + 26 per message: two fit in 100 bytes
             assert await p.flush(5) == 0
@@ -198,8 +216,7 @@ def test_several_requests_in_flight_never_two_for_one_partition() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 1, 1])
         config = bruce_config(cluster.bootstrap, max_in_flight_per_broker=3, produce_request_data_limit=1)
-        async with Producer(config) as p:
-            await p.ready(5)
+        async with running(config) as p:
             cluster.brokers[1].script(PRODUCE, *[Fault.delay(0.05)] * 12)
             handles = [p.send("t", f"{i % 3}:{i}".encode(), partition=i % 3) for i in range(12)]
             assert await p.flush(5) == 0

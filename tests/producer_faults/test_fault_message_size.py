@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 from fakebroker import FakeCluster
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
-from bruce.producer import DeliveryError, DiscardReason, Producer
+from bruce.producer import DeliveryError, DiscardReason
 
 LIMIT = 10_000
 
@@ -32,8 +32,7 @@ def test_a_large_batch_is_cut_into_record_batches_the_broker_accepts(codec: str)
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
-        async with Producer(_config(cluster, compression_codec=codec), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(_config(cluster, compression_codec=codec), sink=outcomes) as p:
             values = [b"%06d" % i + b"v" * 94 for i in range(1000)]  # ~108 kB as one batch
             handles = [p.send("t", v, partition=0) for v in values]
             assert await p.flush(10) == 0
@@ -53,8 +52,7 @@ def test_uncut_batches_would_be_refused_by_this_broker() -> None:
 
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(_config(cluster, message_max_bytes=1_000_000)) as p:
-            await p.ready(5)
+        async with running(_config(cluster, message_max_bytes=1_000_000)) as p:
             handles = [p.send("t", b"v" * 100, partition=0) for _ in range(1000)]
             assert await p.flush(10) == 0
             with pytest.raises(DeliveryError) as caught:
@@ -70,8 +68,7 @@ def test_a_message_too_large_for_any_batch_goes_alone_and_only_it_is_refused() -
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
-        async with Producer(_config(cluster), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(_config(cluster), sink=outcomes) as p:
             before = [p.send("t", b"a%d" % i, partition=0) for i in range(50)]
             huge = p.send("t", b"x" * (2 * LIMIT), partition=0)
             after = [p.send("t", b"b%d" % i, partition=0) for i in range(50)]
@@ -94,8 +91,7 @@ def test_the_legacy_path_checks_plain_messages_one_by_one() -> None:
 
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(_config(cluster)) as p:
-            await p.ready(5)
+        async with running(_config(cluster)) as p:
             for i in range(1000):
                 p.send("t", b"%06d" % i + b"v" * 94, partition=0)
             assert await p.flush(10) == 0

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario, wait_for
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerClosed
 from bruce.wire.protocol import metadata
@@ -25,8 +25,7 @@ def test_bootstrap_skips_a_dead_broker() -> None:
         cluster.add_topic("t", [2])
         await cluster.brokers[1].stop()
         dead = "127.0.0.1:1"  # nothing listens there
-        async with Producer(bruce_config((dead, *cluster.bootstrap[1:]))) as p:
-            await p.ready(5)
+        async with running(bruce_config((dead, *cluster.bootstrap[1:]))) as p:
             assert await p.send("t", b"x") == (0, 0)
             assert_accounting(p, held=0)
 
@@ -37,8 +36,7 @@ def test_on_demand_refreshes_are_merged_and_rate_limited() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         config = bruce_config(cluster.bootstrap, metadata_min_interval_ms=100)
-        async with Producer(config) as p:
-            await p.ready(5)
+        async with running(config) as p:
             before = len(cluster.requests("Metadata"))
             for _ in range(50):
                 p.request_metadata_refresh()
@@ -55,8 +53,7 @@ def test_on_demand_refreshes_are_merged_and_rate_limited() -> None:
 def test_periodic_refresh_runs_at_the_interval() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap, metadata_refresh_interval_ms=100)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, metadata_refresh_interval_ms=100)):
             await asyncio.sleep(0.6)
             assert 4 <= len(cluster.requests("Metadata")) <= 9  # every 80-120 ms, plus the first
 
@@ -78,8 +75,7 @@ def test_forcing_the_modern_protocol_on_a_kafka_08_broker_fails_with_counted_err
 def test_forcing_v0_never_sends_api_versions() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap, protocol="v0")) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, protocol="v0")) as p:
             assert await p.send("t", b"x") == (0, 0)
             assert_accounting(p, held=0)
         assert not cluster.requests("ApiVersions")
@@ -93,8 +89,7 @@ def test_topic_autocreate(fast_checks: None) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
         config = bruce_config(cluster.bootstrap, topic_autocreate=True)
-        async with Producer(config, sink=outcomes) as p:
-            await p.ready(5)
+        async with running(config, sink=outcomes) as p:
             handle = p.send("fresh", b"x")
             await wait_for(lambda: handle.done, timeout=8, what="delivery to the auto-created topic")
             assert handle.result() == (0, 0)
@@ -108,8 +103,7 @@ def test_topic_autocreate(fast_checks: None) -> None:
 def test_topic_autocreate_refused() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
             handle = p.send("fresh", b"x")
             with pytest.raises(DeliveryError) as caught:
                 await handle
@@ -122,8 +116,7 @@ def test_topic_autocreate_refused() -> None:
 def test_create_topic_asks_then_refreshes_until_the_topic_shows(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             assert await p.create_topic("fresh") is None
             assert p.available_partitions("fresh") == (0,)
             assert p.counters.get("TopicAutocreateOk") == 1
@@ -141,8 +134,7 @@ def test_create_topic_asks_then_refreshes_until_the_topic_shows(fast_checks: Non
 def test_create_topic_refused_is_topic_autocreate_fail() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             assert await p.create_topic("fresh") == DiscardReason.TOPIC_AUTOCREATE_FAIL
             assert p.counters.snapshot()["TopicAutocreateFail{code=3}"] == 1
 
@@ -152,8 +144,7 @@ def test_create_topic_refused_is_topic_autocreate_fail() -> None:
 def test_create_topic_that_never_shows_is_bad_topic(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             cluster.add_topic("fresh", [1])
             # the creation request and the three refreshes all see the topic still being created (error 5)
             cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 4)
@@ -167,8 +158,7 @@ def test_create_topic_that_never_shows_is_bad_topic(fast_checks: None) -> None:
 def test_create_topic_tries_each_broker_and_survives_a_dead_one(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [2])
-        async with Producer(bruce_config(cluster.bootstrap)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap)) as p:
             cluster.brokers[1].script(metadata.KEY, Fault.disconnect())
             assert await p.create_topic("fresh") is None
         asked = [(s.broker, s.outcome) for s in cluster.requests("Metadata") if s.body.topics]
@@ -189,8 +179,7 @@ def test_create_topic_needs_a_running_producer() -> None:
 def test_topic_autocreate_that_never_shows_discards_as_bad_topic(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with Producer(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
             cluster.add_topic("fresh", [1])
             # the on-demand refresh, the creation request and the three checks all see the topic being created
             cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 5)

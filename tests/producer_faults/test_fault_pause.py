@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, scenario, wait_for
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
 from bruce.producer import DiscardReason, Producer
 from bruce.wire.protocol import produce
@@ -23,8 +23,7 @@ def test_ack_error_then_metadata_error_then_metadata_disconnect(legacy: bool) ->
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes, require_topics=True) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes, require_topics=True) as p:
             cluster.brokers[1].script(PRODUCE, Fault.error(6))
             cluster.metadata_faults += [Fault.error(-1), Fault.disconnect()]
             first = p.send("t", b"first", partition=0)
@@ -42,12 +41,11 @@ def test_ack_error_then_metadata_error_then_metadata_disconnect(legacy: bool) ->
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["modern", "legacy"])
-def test_disconnect_before_ack_gives_exactly_one_possible_duplicate(legacy: bool) -> None:
+def test_disconnect_before_ack_gives_exactly_one_possible_duplicate(legacy: bool, caplog) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, Fault.disconnect())
             handle = p.send("t", b"dup", partition=0)
             assert await handle == (0, 1)  # stored once before the disconnect, again on the resend
@@ -58,7 +56,9 @@ def test_disconnect_before_ack_gives_exactly_one_possible_duplicate(legacy: bool
         assert outcomes.duplicate_count == 1 and not outcomes.discarded_rows
         assert cluster.values("t") == [b"dup", b"dup"]
 
-    scenario(body, legacy=legacy)
+    with caplog.at_level("WARNING", logger="bruce.producer"):
+        scenario(body, legacy=legacy)
+    assert [r.getMessage() for r in caplog.records] == ["pause: SocketBrokerClose on broker 1"]
 
 
 @pytest.mark.parametrize(
@@ -75,8 +75,7 @@ def test_transport_failures_pause_and_resend_as_possible_duplicates(fault: Fault
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
         config = bruce_config(cluster.bootstrap, socket_timeout_ms=300)
-        async with Producer(config, sink=outcomes) as p:
-            await p.ready(5)
+        async with running(config, sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, fault)
             handle = p.send("t", b"x", partition=0)
             partition, _ = await handle
@@ -94,8 +93,7 @@ def test_leader_move_follows_the_new_leader_in_order() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             before = [p.send("t", f"a{i}".encode(), partition=0) for i in range(3)]
             assert await p.flush(5) == 0
             cluster.move_leader("t", 0, 2)
@@ -114,8 +112,7 @@ def test_broker_restart_mid_stream_reroutes_keyless_messages() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             first = [p.send("t", f"a{i}".encode()) for i in range(4)]
             assert await p.flush(5) == 0
             await cluster.brokers[1].stop()
@@ -139,8 +136,7 @@ def test_partition_key_moves_only_the_keys_of_the_unavailable_partition() -> Non
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2, 1, 2])  # broker 1 leads partitions 0 and 2
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             await cluster.brokers[1].stop()
             p.request_metadata_refresh()
             await wait_for(lambda: p.available_partitions("t") == (1, 3), what="broker 1 gone from metadata")
@@ -160,8 +156,7 @@ def test_explicit_partition_unavailable_is_discarded_with_a_reason() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             await cluster.brokers[1].stop()
             p.request_metadata_refresh()
             await wait_for(lambda: p.available_partitions("t") == (1,), what="broker 1 gone from metadata")
@@ -182,8 +177,7 @@ def test_topic_level_metadata_error_during_a_pause_discards_as_bad_topic() -> No
         cluster.add_topic("t", [1, 2])
         cluster.add_topic("other", [2])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, Fault.error(6))
             cluster.metadata_faults.append(Fault.error(5, topic="t"))
             handle = p.send("t", b"x", partition=0)
@@ -240,8 +234,7 @@ def test_order_within_a_partition_survives_resends_pauses_and_disconnects(legacy
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
-        async with Producer(bruce_config(cluster.bootstrap, socket_timeout_ms=300), sink=outcomes) as p:
-            await p.ready(5)
+        async with running(bruce_config(cluster.bootstrap, socket_timeout_ms=300), sink=outcomes) as p:
             resend = 2 if legacy else 7
             cluster.brokers[1].script(
                 PRODUCE,

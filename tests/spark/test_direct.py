@@ -9,14 +9,12 @@ import pyarrow as pa
 import pytest
 from fakebroker import FakeCluster, Fault
 
-from bruce.producer import run
-from bruce.producer.cluster import Partition, Topic
-from bruce.producer.partitioner import partition_for_key
+from bruce.producer import Partition, Topic, partition_for_key, run
 from bruce.proxy.embedded import free_port
 from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable, deliver
-from bruce.spark.direct import messages_by_topic, produce_batches
+from bruce.spark.direct import produce_batches
 from bruce.spark.options import write_options
-from bruce.spark.schema import BadRow, arrow_rows
+from bruce.spark.schema import BadRow, arrow_rows, row_sends
 
 from .kafka_io import consume_all
 
@@ -34,22 +32,19 @@ def test_routing_per_row() -> None:
         partition_key=pa.array([None, None, 9, 2**32 - 1, None], pa.int64()),
         timestamp=pa.array([5, None, 6, 7, 8], pa.int64()),
     )
-    groups = messages_by_topic(rows, "default")
-    assert sorted(groups) == ["default", "t1", "t2"]
-    (a,) = groups["t1"]
-    assert (a.value, a.key, a.partition_key, a.pinned, a.timestamp) == (b"a", None, None, False, 5)
-    b, e = groups["default"]
-    assert (b.key, b.partition_key, b.pinned) == (b"k", zlib.crc32(b"k"), False)  # the key's CRC-32
-    assert b.timestamp > 1_600_000_000_000 and e.partition_key is None  # no timestamp: now
-    c, d = groups["t2"]
-    assert (c.partition_key, c.pinned) == (3, True)  # partition wins over partition_key
-    assert (d.partition_key, d.pinned) == (2**32 - 1, False)
+    a, b, c, d, e = row_sends(rows, "default")  # (topic, value, key, partition, timestamp, headers, partition_key)
+    assert a == ("t1", b"a", None, None, 5, None, None)
+    assert b[:4] == ("default", b"b", b"k", None) and b[6] == zlib.crc32(b"k")  # the key's CRC-32
+    assert b[4] > 1_600_000_000_000  # no timestamp: now
+    assert c == ("t2", b"c", b"k", 3, 6, None, None)  # partition wins over partition_key and key
+    assert d == ("t2", b"d", None, None, 7, None, 2**32 - 1)
+    assert e[:4] == ("default", b"e", None, None) and e[6] is None  # any partition
 
 
 def test_partition_key_semantics_are_bruces() -> None:
     topic = Topic("t", tuple(Partition(i, 1) for i in range(4)), {0: 1, 1: 1, 3: 1}, (0, 1, 3))
-    (m,) = messages_by_topic(_rows(value=[b"v"], partition_key=pa.array([6], pa.int64())), "t")["t"]
-    assert partition_for_key(m.partition_key, topic) == 3  # 6 % 4 = 2 is unavailable: the next available one
+    ((*_, partition_key),) = row_sends(_rows(value=[b"v"], partition_key=pa.array([6], pa.int64())), "t")
+    assert partition_for_key(partition_key, topic) == 3  # 6 % 4 = 2 is unavailable: the next available one
 
 
 @pytest.mark.parametrize(
@@ -62,7 +57,7 @@ def test_partition_key_semantics_are_bruces() -> None:
 )
 def test_bad_rows(columns: dict, default: str | None, message: str) -> None:
     with pytest.raises(BadRow, match=message):
-        messages_by_topic(_rows(**columns), default)
+        list(row_sends(_rows(**columns), default))
 
 
 def _batches(n: int, per_batch: int, *, key_every: int = 0) -> list[pa.RecordBatch]:

@@ -3,6 +3,9 @@ that start and end inside batches, reads past the log end, and a clear error for
 
 from __future__ import annotations
 
+import gc
+import warnings
+
 import pytest
 
 from bruce.proxy.embedded import free_port
@@ -123,3 +126,13 @@ def test_unreachable_broker(tmp_path) -> None:
     with KafkaReader(config) as kafka, pytest.raises(KafkaReadError, match="gave up after 2 retries") as failed:
         kafka.partitions("t")
     assert "cannot connect" in str(failed.value)
+
+
+def test_closing_the_reader_releases_every_connection(tansu, filled) -> None:
+    topic, _ = filled
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with KafkaReader(ClientConfig((tansu.address,))) as kafka:
+            assert kafka.latest_offsets(topic, kafka.partitions(topic)) == filled[1]
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

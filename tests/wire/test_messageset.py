@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from bruce.wire.compression import Codec, compress
 from bruce.wire.errors import MalformedInput, UsageError
 from bruce.wire.messageset import MESSAGE_OVERHEAD, MESSAGE_SET, build_message_set, decode_message_set, spec_entry
+from bruce.wire.primitives import parse
 from bruce.wire.records import CREATE_TIME, LOG_APPEND_TIME, Record
 
 from .streams import assert_only_malformed, truncations
@@ -94,16 +95,58 @@ def test_fast_builder_equals_the_spec(messages, magic: int, empty_as_null: bool,
     assert [e.offset for e in parsed] == [base_offset + i for i in range(len(messages))]
 
 
-@settings(max_examples=200, deadline=None)
-@given(_messages, st.sampled_from([0, 1]))
-def test_decoder_agrees_with_the_spec(messages, magic: int) -> None:
-    data = build_message_set(messages, magic=magic)
-    spec = [
-        (e.offset, e.message.body.value.key, e.message.body.value.value, e.message.body.value.timestamp)
-        for e in MESSAGE_SET.parse(data).entries
-    ]
-    ours = [(r.offset, r.key, r.value, r.timestamp if magic else None) for r in decode_message_set(data)]
-    assert ours == spec
+def _spec_records(data: bytes) -> list[Record] | MalformedInput | None:
+    """What the spec reads from a set, as the decoder's records, or the MalformedInput it raises; None for a set
+    with codec bits set (the spec does not model compression)."""
+    try:
+        entries = parse(MESSAGE_SET, data, "message set").entries
+    except MalformedInput as e:
+        return e
+    records = []
+    for e in entries:
+        m = e.message.body.value
+        if m.attributes & 0x07:
+            return None
+        timestamp_type = LOG_APPEND_TIME if m.magic == 1 and m.attributes & 0x08 else CREATE_TIME
+        timestamp = -1 if m.timestamp is None else m.timestamp
+        records.append(Record(e.offset, timestamp, m.key, m.value, (), timestamp_type, m.magic))
+    return records
+
+
+_body_mutation = st.tuples(st.sampled_from(["flip", "insert", "delete"]), st.integers(0, 200), st.integers(1, 255))
+
+
+def _mutated_entry(entry: bytes, mutations) -> bytes:
+    """``entry`` with its message (magic to value) mutated, then re-framed with a correct size and CRC, so that the
+    mutations reach the field parser instead of stopping at the checksum."""
+    body = entry[16:]
+    for kind, pos, arg in mutations:
+        pos %= len(body) + 1
+        if kind == "flip" and pos < len(body):
+            body = body[:pos] + bytes([body[pos] ^ arg]) + body[pos + 1 :]
+        elif kind == "insert":
+            body = body[:pos] + bytes([arg]) + body[pos:]
+        elif kind == "delete":
+            body = body[:pos] + body[pos + 1 :]
+    return entry[:8] + struct.pack(">iI", len(body) + 4, zlib.crc32(body)) + body
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(_field, _field, _ts), min_size=1, max_size=3),
+    st.sampled_from([0, 1]),
+    st.lists(_body_mutation, max_size=3),
+)
+def test_decoder_accepts_and_rejects_what_the_spec_does(messages, magic: int, mutations) -> None:
+    entries = [build_message_set([m], magic=magic, base_offset=i) for i, m in enumerate(messages)]
+    entries[-1] = _mutated_entry(entries[-1], mutations)
+    data = b"".join(entries)
+    spec = _spec_records(data)
+    if isinstance(spec, MalformedInput):
+        with pytest.raises(MalformedInput):
+            decode_message_set(data)
+    elif spec is not None:
+        assert decode_message_set(data) == spec
 
 
 # ---------------------------------------------------------------- round trips and compression

@@ -1,18 +1,12 @@
-"""Metadata v0-v12: golden frames, topic-list semantics, every version round trips, damaged responses."""
+"""Metadata v0-v12: golden frames, the topic-list semantics. Every version round trips in test_protocol_round_trips."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol import metadata as m
 from bruce.wire.protocol.base import decode_request, decode_response, encode_request, encode_response, spec_for
-
-from .streams import assert_strict_framing
-
-VERSIONS = range(13)
 
 V0_REQUEST_ALL_TOPICS = bytes.fromhex(
     "00000013"  # frame size 19
@@ -119,97 +113,3 @@ def test_v12_response_golden() -> None:
 def test_registration() -> None:
     spec = spec_for(3)
     assert spec.name == "Metadata" and spec.versions == range(13) and spec.first_flexible == 9
-
-
-# ---------------------------------------------------------------- every version round trips
-
-_int16 = st.integers(-(2**15), 2**15 - 1)
-_int32 = st.integers(-(2**31), 2**31 - 1)
-_name = st.text(max_size=10)
-_uuid = st.binary(min_size=16, max_size=16)
-_ids = st.lists(_int32, max_size=4).map(tuple)
-
-
-def _tags(version: int):
-    if version < 9:
-        return st.none()
-    return st.one_of(st.none(), st.dictionaries(st.integers(0, 40), st.binary(max_size=6), min_size=1, max_size=3))
-
-
-def metadata_requests(v: int):
-    topic = st.builds(
-        m.MetadataRequestTopic,
-        name=st.one_of(st.none(), _name) if v >= 10 else _name,
-        topic_id=_uuid if v >= 10 else st.just(m.NO_TOPIC_ID),
-        tags=_tags(v),
-    )
-    topics = st.lists(topic, max_size=3).map(tuple)
-    return st.builds(
-        m.MetadataRequest,
-        topics=st.one_of(st.none(), topics) if v >= 1 else topics,
-        allow_auto_topic_creation=st.booleans() if v >= 4 else st.just(True),
-        include_cluster_authorized_operations=st.booleans() if 8 <= v <= 10 else st.just(False),
-        include_topic_authorized_operations=st.booleans() if v >= 8 else st.just(False),
-        tags=_tags(v),
-    )
-
-
-def metadata_responses(v: int):
-    broker = st.builds(
-        m.MetadataResponseBroker, _int32, _name, _int32, st.one_of(st.none(), _name) if v >= 1 else st.none(), _tags(v)
-    )
-    partition = st.builds(
-        m.MetadataResponsePartition,
-        error_code=_int16,
-        partition_index=_int32,
-        leader_id=_int32,
-        replica_nodes=_ids,
-        isr_nodes=_ids,
-        leader_epoch=_int32 if v >= 7 else st.just(-1),
-        offline_replicas=_ids if v >= 5 else st.just(()),
-        tags=_tags(v),
-    )
-    topic = st.builds(
-        m.MetadataResponseTopic,
-        error_code=_int16,
-        name=st.one_of(st.none(), _name) if v >= 12 else _name,
-        partitions=st.lists(partition, max_size=3).map(tuple),
-        topic_id=_uuid if v >= 10 else st.just(m.NO_TOPIC_ID),
-        is_internal=st.booleans() if v >= 1 else st.just(False),
-        topic_authorized_operations=_int32 if v >= 8 else st.just(m.AUTHORIZED_OPERATIONS_OMITTED),
-        tags=_tags(v),
-    )
-    return st.builds(
-        m.MetadataResponse,
-        brokers=st.lists(broker, max_size=3).map(tuple),
-        topics=st.lists(topic, max_size=3).map(tuple),
-        throttle_time_ms=_int32 if v >= 3 else st.just(0),
-        cluster_id=st.one_of(st.none(), _name) if v >= 2 else st.none(),
-        controller_id=_int32 if v >= 1 else st.just(-1),
-        cluster_authorized_operations=_int32 if 8 <= v <= 10 else st.just(m.AUTHORIZED_OPERATIONS_OMITTED),
-        tags=_tags(v),
-    )
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=40, deadline=None)
-@given(data=st.data())
-def test_request_round_trip(version: int, data: st.DataObject) -> None:
-    request = data.draw(metadata_requests(version))
-    header, body = decode_request(encode_request(request, version=version, correlation_id=5)[4:])
-    assert (header.api_key, header.api_version, body) == (3, version, request)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=40, deadline=None)
-@given(data=st.data())
-def test_response_round_trip(version: int, data: st.DataObject) -> None:
-    response = data.draw(metadata_responses(version))
-    frame = encode_response(response, version=version, correlation_id=-7)
-    assert decode_response(3, version, frame[4:]) == (-7, response)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_every_truncation_and_trailing_byte_is_malformed(version: int) -> None:
-    frame = encode_response(V0_RESPONSE, version=version, correlation_id=0x123)
-    assert assert_strict_framing(lambda f: decode_response(3, version, f), frame[4:])[1].brokers[0].node_id == 0x444

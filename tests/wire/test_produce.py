@@ -1,10 +1,8 @@
-"""Produce v0-v11: golden frames, every version round trips, tagged fields, and damaged responses."""
+"""Produce v0-v11: golden frames and the v10 tagged fields (round trips of every version: test_protocol_round_trips)."""
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from bruce.wire.protocol import produce as p
 from bruce.wire.protocol.base import (
@@ -16,10 +14,6 @@ from bruce.wire.protocol.base import (
     response_header_version,
     spec_for,
 )
-
-from .streams import assert_strict_framing
-
-VERSIONS = range(12)
 
 # ---------------------------------------------------------------- golden frames
 
@@ -145,97 +139,3 @@ def test_registration() -> None:
     assert spec.name == "Produce" and spec.versions == range(12) and spec.first_flexible == 9
     assert [request_header_version(0, v) for v in (0, 8, 9, 11)] == [1, 1, 2, 2]
     assert [response_header_version(0, v) for v in (0, 8, 9, 11)] == [0, 0, 1, 1]
-
-
-# ---------------------------------------------------------------- every version round trips
-
-_int16 = st.integers(-(2**15), 2**15 - 1)
-_int32 = st.integers(-(2**31), 2**31 - 1)
-_int64 = st.integers(-(2**63), 2**63 - 1)
-_name = st.text(max_size=12)
-
-
-def _tags(version: int, *, skip: int | None = None):
-    if version < 9:
-        return st.none()
-    keys = st.integers(0, 40).filter(lambda t: t != skip)
-    return st.one_of(st.none(), st.dictionaries(keys, st.binary(max_size=6), min_size=1, max_size=3))
-
-
-def produce_requests(version: int):
-    partition = st.builds(
-        p.PartitionProduceData, index=_int32, records=st.one_of(st.none(), st.binary(max_size=30)), tags=_tags(version)
-    )
-    topic = st.builds(
-        p.TopicProduceData, name=_name, partition_data=st.lists(partition, max_size=3).map(tuple), tags=_tags(version)
-    )
-    return st.builds(
-        p.ProduceRequest,
-        topic_data=st.lists(topic, max_size=3).map(tuple),
-        acks=_int16,
-        timeout_ms=_int32,
-        transactional_id=st.one_of(st.none(), _name) if version >= 3 else st.none(),
-        tags=_tags(version),
-    )
-
-
-def produce_responses(version: int):
-    v = version
-    record_error = st.builds(
-        p.BatchIndexAndErrorMessage,
-        batch_index=_int32,
-        batch_index_error_message=st.one_of(st.none(), _name),
-        tags=_tags(v),
-    )
-    partition = st.builds(
-        p.PartitionProduceResponse,
-        index=_int32,
-        error_code=_int16,
-        base_offset=_int64,
-        log_append_time_ms=_int64 if v >= 2 else st.just(-1),
-        log_start_offset=_int64 if v >= 5 else st.just(-1),
-        record_errors=st.lists(record_error, max_size=2).map(tuple) if v >= 8 else st.just(()),
-        error_message=st.one_of(st.none(), _name) if v >= 8 else st.none(),
-        current_leader=st.one_of(st.none(), st.builds(p.LeaderIdAndEpoch, _int32, _int32)) if v >= 10 else st.none(),
-        tags=_tags(v, skip=0 if v >= 10 else None),
-    )
-    topic = st.builds(
-        p.TopicProduceResponse,
-        name=_name,
-        partition_responses=st.lists(partition, max_size=3).map(tuple),
-        tags=_tags(v),
-    )
-    endpoint = st.builds(p.NodeEndpoint, _int32, _name, _int32, st.one_of(st.none(), _name))
-    return st.builds(
-        p.ProduceResponse,
-        responses=st.lists(topic, max_size=3).map(tuple),
-        throttle_time_ms=_int32 if v >= 1 else st.just(0),
-        node_endpoints=st.one_of(st.none(), st.lists(endpoint, max_size=2).map(tuple)) if v >= 10 else st.none(),
-        tags=_tags(v, skip=0 if v >= 10 else None),
-    )
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=40, deadline=None)
-@given(data=st.data())
-def test_request_round_trip(version: int, data: st.DataObject) -> None:
-    request = data.draw(produce_requests(version))
-    correlation_id = data.draw(_int32)
-    frame = encode_request(request, version=version, correlation_id=correlation_id)
-    header, body = decode_request(frame[4:])
-    assert (header.api_version, header.correlation_id, body) == (version, correlation_id, request)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-@settings(max_examples=40, deadline=None)
-@given(data=st.data())
-def test_response_round_trip_and_framing(version: int, data: st.DataObject) -> None:
-    response = data.draw(produce_responses(version))
-    frame = encode_response(response, version=version, correlation_id=0x123)
-    assert decode_response(0, version, frame[4:]) == (0x123, response)
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_every_truncation_and_trailing_byte_is_malformed(version: int) -> None:
-    frame = encode_response(V10_RESPONSE, version=version, correlation_id=0x123)
-    assert assert_strict_framing(lambda f: decode_response(0, version, f), frame[4:])[0] == 0x123

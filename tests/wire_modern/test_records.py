@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import pytest
@@ -10,7 +11,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from bruce.wire.compression import Codec
 from bruce.wire.errors import MalformedInput
 from bruce.wire.recordbatch import build_record_batch
-from bruce.wire.records import decode_records, entry_spans
+from bruce.wire.records import LOG_APPEND_TIME, Record, decode_records, entry_spans, new_record
 
 
 def _legacy(magic: int, codec: int, first_offset: int, values: list[bytes]) -> bytes:
@@ -58,3 +59,12 @@ def test_unknown_magic_is_malformed() -> None:
 def test_empty_and_null_record_sets() -> None:
     assert decode_records(b"") == []
     assert decode_records(bytes(11)) == []
+
+
+def test_new_record_is_an_ordinary_record() -> None:
+    fields = (0x123, 0x444, b"k", None, (("h", b"v"),), LOG_APPEND_TIME, 1)
+    made = new_record(*fields)
+    assert type(made) is Record and made == Record(*fields) and hash(made) == hash(Record(*fields))
+    assert dataclasses.astuple(made) == fields
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.offset = 1  # type: ignore[misc]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bruce.wire.errors import UsageError
 from bruce.wire.versions import (
     API_VERSIONS,
     CREATE_TOPICS,
@@ -101,5 +102,5 @@ def test_unknown_apis_are_left_out_and_asking_for_them_fails() -> None:
     assert not choice.supports(999) and not choice.supports(FETCH)
     with pytest.raises(IncompatibleBroker):
         choice.version(FETCH)
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="unknown protocol generation 'v1'"):
         choose_versions(answers.KAFKA_2_8, OURS, generation="v1")

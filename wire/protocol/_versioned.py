@@ -1,18 +1,22 @@
-"""Helpers to declare one schema per version from a single field list (used by fetch, list_offsets, create_topics).
+"""How API modules declare their schemas: one function per direction builds any version's schema from one field list.
 
-Rules: ``since(version, first, *fields)`` keeps fields introduced in ``first`` or later; the type helpers pick the
-classic or the flexible (compact) form; :func:`struct` appends the tagged-field section in flexible versions.
+Rules:
+- ``since(v, first, *fields)`` keeps fields that version ``v`` has (introduced in ``first``); ``until(v, last,
+  *fields)`` those it still has (removed after ``last``). Each such field carries a ``# vN`` comment in its module.
+- The type helpers pick the classic or the flexible (compact, KIP-482) form of a type; :func:`struct` ends a flexible
+  version's struct with the tagged-field section, and decodes the tagged fields given in ``tagged`` by name.
+- :func:`register_api` builds every version's request and response schema and registers the API.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import construct as c
 
 from ..primitives import (
     Array,
-    Bytes,
     CompactArray,
-    CompactBytes,
     CompactNullableArray,
     CompactNullableBytes,
     CompactNullableString,
@@ -22,7 +26,9 @@ from ..primitives import (
     NullableString,
     String,
     TaggedFields,
+    TaggedStruct,
 )
+from .base import ApiSpec, register
 
 
 def since(version: int, first: int, *fields: c.Construct) -> list[c.Construct]:
@@ -35,9 +41,16 @@ def until(version: int, last: int, *fields: c.Construct) -> list[c.Construct]:
     return list(fields) if version <= last else []
 
 
-def struct(flexible: bool, *fields: c.Construct) -> c.Struct:
-    """A struct; flexible versions end it with the tagged-field section."""
-    return c.Struct(*fields, *(["tags" / TaggedFields] if flexible else []))
+def struct(
+    flexible: bool, *fields: c.Construct, tagged: dict[int, tuple[str, c.Construct]] | None = None
+) -> c.Construct:
+    """A struct; flexible versions end it with the tagged-field section, whose ``tagged`` fields ``{tag: (name,
+    schema)}`` are decoded by name (the others stay raw in ``tags``)."""
+    if not flexible:
+        return c.Struct(*fields)
+    if tagged:
+        return TaggedStruct(*fields, tagged=tagged)
+    return c.Struct(*fields, "tags" / TaggedFields)
 
 
 def string(flexible: bool) -> c.Construct:
@@ -46,10 +59,6 @@ def string(flexible: bool) -> c.Construct:
 
 def nullable_string(flexible: bool) -> c.Construct:
     return CompactNullableString if flexible else NullableString
-
-
-def bytes_(flexible: bool) -> c.Construct:
-    return CompactBytes if flexible else Bytes
 
 
 def nullable_bytes(flexible: bool) -> c.Construct:
@@ -62,3 +71,28 @@ def array(flexible: bool, element: c.Construct) -> c.Construct:
 
 def nullable_array(flexible: bool, element: c.Construct) -> c.Construct:
     return CompactNullableArray(element) if flexible else NullableArray(element)
+
+
+def register_api(
+    *,
+    key: int,
+    name: str,
+    versions: range,
+    first_flexible: int | None,
+    request_type: type,
+    request_schema: Callable[[int], c.Construct],
+    response_type: type,
+    response_schema: Callable[[int], c.Construct],
+) -> ApiSpec:
+    """Register an API: its request and response schema for every version in ``versions``."""
+    return register(
+        ApiSpec(
+            key=key,
+            name=name,
+            requests={v: request_schema(v) for v in versions},
+            responses={v: response_schema(v) for v in versions},
+            request_type=request_type,
+            response_type=response_type,
+            first_flexible=first_flexible,
+        )
+    )

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 import construct as c
 
 from ..errors import MalformedInput
-from ..primitives import Array as KArray
-from ..primitives import CompactArray, CompactString, Int16, Int32, TaggedFields
-from .base import ApiSpec, decode_response, register
+from ..primitives import Int16, Int32
+from ._versioned import array, register_api, since, string, struct
+from .base import decode_response
 
 KEY = 18
+VERSIONS = range(5)
+FIRST_FLEXIBLE = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,33 +48,34 @@ class ApiVersionsResponse:
         return {r.api_key: (r.min_version, r.max_version) for r in self.api_keys}
 
 
-_REQUEST_V0 = c.Struct()
-_REQUEST_V3 = c.Struct(
-    "client_software_name" / CompactString,  # v3
-    "client_software_version" / CompactString,  # v3
-    "tags" / TaggedFields,
-)
-
-_RANGE_V0 = c.Struct("api_key" / Int16, "min_version" / Int16, "max_version" / Int16)
-_RESPONSE_V0 = c.Struct("error_code" / Int16, "api_keys" / KArray(_RANGE_V0))
-_RESPONSE_V1 = c.Struct(*_RESPONSE_V0.subcons, "throttle_time_ms" / Int32)  # v1: + throttle time
-_RESPONSE_V3 = c.Struct(
-    "error_code" / Int16,
-    "api_keys" / CompactArray(c.Struct(*_RANGE_V0.subcons, "tags" / TaggedFields)),  # v3: compact, tagged
-    "throttle_time_ms" / Int32,
-    "tags" / TaggedFields,
-)
-
-SPEC = register(
-    ApiSpec(
-        key=KEY,
-        name="ApiVersions",
-        requests={0: _REQUEST_V0, 1: _REQUEST_V0, 2: _REQUEST_V0, 3: _REQUEST_V3, 4: _REQUEST_V3},
-        responses={0: _RESPONSE_V0, 1: _RESPONSE_V1, 2: _RESPONSE_V1, 3: _RESPONSE_V3, 4: _RESPONSE_V3},
-        request_type=ApiVersionsRequest,
-        response_type=ApiVersionsResponse,
-        first_flexible=3,
+def _request(v: int) -> c.Construct:
+    flexible = v >= FIRST_FLEXIBLE
+    return struct(
+        flexible,
+        *since(v, 3, "client_software_name" / string(flexible), "client_software_version" / string(flexible)),  # v3
     )
+
+
+def _response(v: int) -> c.Construct:
+    flexible = v >= FIRST_FLEXIBLE
+    api = struct(flexible, "api_key" / Int16, "min_version" / Int16, "max_version" / Int16)
+    return struct(
+        flexible,
+        "error_code" / Int16,
+        "api_keys" / array(flexible, api),
+        *since(v, 1, "throttle_time_ms" / Int32),  # v1
+    )
+
+
+SPEC = register_api(
+    key=KEY,
+    name="ApiVersions",
+    versions=VERSIONS,
+    first_flexible=FIRST_FLEXIBLE,
+    request_type=ApiVersionsRequest,
+    request_schema=_request,
+    response_type=ApiVersionsResponse,
+    response_schema=_response,
 )
 
 

@@ -2,8 +2,8 @@
 between construct containers and frozen dataclasses.
 
 Rules:
-- Each API module declares one construct body schema per version (later versions derived from earlier ones), one
-  request and one response dataclass shared by all versions, and registers an :class:`ApiSpec`.
+- Each API module declares one request and one response dataclass shared by all its versions, builds each version's
+  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`.
 - A dataclass field that a version lacks must have a default; parsing that version leaves the default, building it
   ignores the field. Dataclass field names equal schema field names.
 - Every struct in a flexible version ends with ``"tags" / TaggedFields``; the matching dataclass has
@@ -169,7 +169,8 @@ def to_buildable(obj: Any) -> Any:
 # ---------------------------------------------------------------- encode / decode
 
 
-def _schema(table: dict[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
+def _body_schema(table: dict[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
+    """The body schema of ``version``; :class:`UsageError` for a version this library does not implement."""
     try:
         return table[version]
     except KeyError:
@@ -181,7 +182,7 @@ def encode_request(body: Any, *, version: int, correlation_id: int, client_id: s
     spec = _BY_TYPE.get(type(body))
     if spec is None or type(body) is not spec.request_type:
         raise UsageError(f"{type(body).__name__} is not a registered request type")
-    schema = _schema(spec.requests, spec, version, "request")
+    schema = _body_schema(spec.requests, spec, version, "request")
     header = dict(api_key=spec.key, api_version=version, correlation_id=correlation_id, client_id=client_id, tags=None)
     header_schema = _REQUEST_HEADER_V2 if spec.is_flexible(version) else _REQUEST_HEADER_V1
     payload = build(header_schema, header, "request header") + build(schema, to_buildable(body), spec.name)
@@ -206,7 +207,7 @@ def encode_response(body: Any, *, version: int, correlation_id: int) -> bytes:
     spec = _BY_TYPE.get(type(body))
     if spec is None or type(body) is not spec.response_type:
         raise UsageError(f"{type(body).__name__} is not a registered response type")
-    schema = _schema(spec.responses, spec, version, "response")
+    schema = _body_schema(spec.responses, spec, version, "response")
     header_schema = _RESPONSE_HEADER_V1 if response_header_version(spec.key, version) == 1 else _RESPONSE_HEADER_V0
     header = build(header_schema, dict(correlation_id=correlation_id, tags=None), "response header")
     payload = header + build(schema, to_buildable(body), spec.name)
@@ -223,7 +224,7 @@ def response_correlation_id(frame: bytes) -> int:
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
     """Parse a response frame (without its size prefix) for the request it answers: (correlation id, body)."""
     spec = spec_for(api_key)
-    _schema(spec.responses, spec, version, "response")
+    _body_schema(spec.responses, spec, version, "response")  # UsageError for a version we do not implement
     parsed = parse(_response_frame_schema(api_key, version), frame, f"{spec.name} v{version} response")
     return parsed.header.correlation_id, from_container(spec.response_type, parsed.body)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import construct as c
+
 from ..primitives import Boolean, Int8, Int16, Int32, Uuid
-from ._versioned import array, nullable_array, nullable_string, since, string, struct
-from .base import ApiSpec, register
+from ._versioned import array, nullable_array, nullable_string, register_api, since, string, struct
 
 KEY = 19
 VERSIONS = range(8)
@@ -50,7 +51,7 @@ class CreateTopicsRequest:
     tags: dict[int, bytes] | None = None  # v5+
 
 
-def _request(v: int):
+def _request(v: int) -> c.Construct:
     flex = v >= FIRST_FLEXIBLE
     assignment = struct(flex, "partition_index" / Int32, "broker_ids" / array(flex, Int32))
     config = struct(flex, "name" / string(flex), "value" / nullable_string(flex))
@@ -99,7 +100,7 @@ class CreateTopicsResponse:
     tags: dict[int, bytes] | None = None  # v5+
 
 
-def _response(v: int):
+def _response(v: int) -> c.Construct:
     flex = v >= FIRST_FLEXIBLE
     config = struct(
         flex,
@@ -125,14 +126,13 @@ def _response(v: int):
     )
 
 
-SPEC = register(
-    ApiSpec(
-        key=KEY,
-        name="CreateTopics",
-        requests={v: _request(v) for v in VERSIONS},
-        responses={v: _response(v) for v in VERSIONS},
-        request_type=CreateTopicsRequest,
-        response_type=CreateTopicsResponse,
-        first_flexible=FIRST_FLEXIBLE,
-    )
+SPEC = register_api(
+    key=KEY,
+    name="CreateTopics",
+    versions=VERSIONS,
+    first_flexible=FIRST_FLEXIBLE,
+    request_type=CreateTopicsRequest,
+    request_schema=_request,
+    response_type=CreateTopicsResponse,
+    response_schema=_response,
 )

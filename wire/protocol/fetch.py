@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import construct as c
+
 from ..primitives import Int8, Int16, Int32, Int64
-from ._versioned import array, nullable_array, nullable_bytes, since, string, struct
-from .base import ApiSpec, register
+from ._versioned import array, nullable_array, nullable_bytes, register_api, since, string, struct
 
 KEY = 1
 VERSIONS = range(13)
@@ -68,7 +69,7 @@ class FetchRequest:
     tags: dict[int, bytes] | None = None  # v12+ (tag 0: cluster id)
 
 
-def _request(v: int):
+def _request(v: int) -> c.Construct:
     flex = v >= FIRST_FLEXIBLE
     partition = struct(
         flex,
@@ -134,7 +135,7 @@ class FetchResponse:
     tags: dict[int, bytes] | None = None  # v12+
 
 
-def _response(v: int):
+def _response(v: int) -> c.Construct:
     flex = v >= FIRST_FLEXIBLE
     aborted = struct(flex, "producer_id" / Int64, "first_offset" / Int64)
     partition = struct(
@@ -157,14 +158,13 @@ def _response(v: int):
     )
 
 
-SPEC = register(
-    ApiSpec(
-        key=KEY,
-        name="Fetch",
-        requests={v: _request(v) for v in VERSIONS},
-        responses={v: _response(v) for v in VERSIONS},
-        request_type=FetchRequest,
-        response_type=FetchResponse,
-        first_flexible=FIRST_FLEXIBLE,
-    )
+SPEC = register_api(
+    key=KEY,
+    name="Fetch",
+    versions=VERSIONS,
+    first_flexible=FIRST_FLEXIBLE,
+    request_type=FetchRequest,
+    request_schema=_request,
+    response_type=FetchResponse,
+    response_schema=_response,
 )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import construct as c
+
 from ..primitives import Int8, Int16, Int32, Int64
-from ._versioned import array, since, string, struct, until
-from .base import ApiSpec, register
+from ._versioned import array, register_api, since, string, struct, until
 
 KEY = 2
 VERSIONS = range(10)
@@ -48,7 +49,7 @@ class ListOffsetsRequest:
     tags: dict[int, bytes] | None = None  # v6+
 
 
-def _request(v: int):
+def _request(v: int) -> c.Construct:
     flex = v >= FIRST_FLEXIBLE
     partition = struct(
         flex,
@@ -98,7 +99,7 @@ class ListOffsetsResponse:
     tags: dict[int, bytes] | None = None  # v6+
 
 
-def _response(v: int):
+def _response(v: int) -> c.Construct:
     flex = v >= FIRST_FLEXIBLE
     partition = struct(
         flex,
@@ -116,14 +117,13 @@ def _response(v: int):
     )
 
 
-SPEC = register(
-    ApiSpec(
-        key=KEY,
-        name="ListOffsets",
-        requests={v: _request(v) for v in VERSIONS},
-        responses={v: _response(v) for v in VERSIONS},
-        request_type=ListOffsetsRequest,
-        response_type=ListOffsetsResponse,
-        first_flexible=FIRST_FLEXIBLE,
-    )
+SPEC = register_api(
+    key=KEY,
+    name="ListOffsets",
+    versions=VERSIONS,
+    first_flexible=FIRST_FLEXIBLE,
+    request_type=ListOffsetsRequest,
+    request_schema=_request,
+    response_type=ListOffsetsResponse,
+    response_schema=_response,
 )

@@ -16,24 +16,11 @@ from dataclasses import dataclass
 
 import construct as c
 
-from ..primitives import (
-    Array,
-    CompactArray,
-    CompactNullableBytes,
-    CompactNullableString,
-    CompactString,
-    Int16,
-    Int32,
-    Int64,
-    NullableBytes,
-    NullableString,
-    String,
-    TaggedFields,
-    TaggedStruct,
-)
-from .base import ApiSpec, register
+from ..primitives import Int16, Int32, Int64
+from ._versioned import array, nullable_bytes, nullable_string, register_api, since, string, struct
 
 KEY = 0
+VERSIONS = range(12)
 FIRST_FLEXIBLE = 9
 
 # ---------------------------------------------------------------- request
@@ -62,19 +49,18 @@ class ProduceRequest:
     tags: dict[int, bytes] | None = None  # v9+
 
 
-_PARTITION_V0 = c.Struct("index" / Int32, "records" / NullableBytes)
-_TOPIC_V0 = c.Struct("name" / String, "partition_data" / Array(_PARTITION_V0))
-_REQUEST_V0 = c.Struct("acks" / Int16, "timeout_ms" / Int32, "topic_data" / Array(_TOPIC_V0))
-_REQUEST_V3 = c.Struct("transactional_id" / NullableString, *_REQUEST_V0.subcons)  # v3: + transactional id
-_PARTITION_V9 = c.Struct("index" / Int32, "records" / CompactNullableBytes, "tags" / TaggedFields)  # v9: flexible
-_TOPIC_V9 = c.Struct("name" / CompactString, "partition_data" / CompactArray(_PARTITION_V9), "tags" / TaggedFields)
-_REQUEST_V9 = c.Struct(
-    "transactional_id" / CompactNullableString,
-    "acks" / Int16,
-    "timeout_ms" / Int32,
-    "topic_data" / CompactArray(_TOPIC_V9),
-    "tags" / TaggedFields,
-)
+def _request(v: int) -> c.Construct:
+    flexible = v >= FIRST_FLEXIBLE
+    partition = struct(flexible, "index" / Int32, "records" / nullable_bytes(flexible))
+    topic = struct(flexible, "name" / string(flexible), "partition_data" / array(flexible, partition))
+    return struct(
+        flexible,
+        *since(v, 3, "transactional_id" / nullable_string(flexible)),  # v3
+        "acks" / Int16,
+        "timeout_ms" / Int32,
+        "topic_data" / array(flexible, topic),
+    )
+
 
 # ---------------------------------------------------------------- response
 
@@ -130,76 +116,41 @@ class ProduceResponse:
     tags: dict[int, bytes] | None = None  # v9+
 
 
-_PRESPONSE_V0 = c.Struct("index" / Int32, "error_code" / Int16, "base_offset" / Int64)
-_PRESPONSE_V2 = c.Struct(*_PRESPONSE_V0.subcons, "log_append_time_ms" / Int64)  # v2: + log append time
-_PRESPONSE_V5 = c.Struct(*_PRESPONSE_V2.subcons, "log_start_offset" / Int64)  # v5: + log start offset
-_RECORD_ERROR_V8 = c.Struct("batch_index" / Int32, "batch_index_error_message" / NullableString)
-_PRESPONSE_V8 = c.Struct(
-    *_PRESPONSE_V5.subcons,
-    "record_errors" / Array(_RECORD_ERROR_V8),  # v8: + record errors
-    "error_message" / NullableString,  # v8: + error message
-)
-_RECORD_ERROR_V9 = c.Struct(
-    "batch_index" / Int32, "batch_index_error_message" / CompactNullableString, "tags" / TaggedFields
-)
-_PRESPONSE_V9_FIELDS = (
-    *_PRESPONSE_V5.subcons,
-    "record_errors" / CompactArray(_RECORD_ERROR_V9),
-    "error_message" / CompactNullableString,
-)
-_PRESPONSE_V9 = c.Struct(*_PRESPONSE_V9_FIELDS, "tags" / TaggedFields)  # v9: flexible
-_LEADER_V10 = c.Struct("leader_id" / Int32, "leader_epoch" / Int32, "tags" / TaggedFields)
-_PRESPONSE_V10 = TaggedStruct(*_PRESPONSE_V9_FIELDS, tagged={0: ("current_leader", _LEADER_V10)})  # v10: tag 0
-_NODE_ENDPOINT_V10 = c.Struct(
-    "node_id" / Int32, "host" / CompactString, "port" / Int32, "rack" / CompactNullableString, "tags" / TaggedFields
-)
+_LEADER = struct(True, "leader_id" / Int32, "leader_epoch" / Int32)
+_NODE_ENDPOINT = struct(True, "node_id" / Int32, "host" / string(True), "port" / Int32, "rack" / nullable_string(True))
 
 
-def _response(partition: c.Construct, *, throttle: bool) -> c.Struct:
-    topic = c.Struct("name" / String, "partition_responses" / Array(partition))
-    return c.Struct("responses" / Array(topic), *(["throttle_time_ms" / Int32] if throttle else []))
-
-
-def _flexible_response(partition: c.Construct, *, endpoints: bool) -> c.Construct:
-    topic = c.Struct("name" / CompactString, "partition_responses" / CompactArray(partition), "tags" / TaggedFields)
-    fields = ("responses" / CompactArray(topic), "throttle_time_ms" / Int32)
-    if not endpoints:
-        return c.Struct(*fields, "tags" / TaggedFields)
-    return TaggedStruct(*fields, tagged={0: ("node_endpoints", CompactArray(_NODE_ENDPOINT_V10))})
-
-
-_RESPONSE_V0 = _response(_PRESPONSE_V0, throttle=False)
-_RESPONSE_V1 = _response(_PRESPONSE_V0, throttle=True)  # v1: + throttle time
-_RESPONSE_V2 = _response(_PRESPONSE_V2, throttle=True)
-_RESPONSE_V5 = _response(_PRESPONSE_V5, throttle=True)
-_RESPONSE_V8 = _response(_PRESPONSE_V8, throttle=True)
-_RESPONSE_V9 = _flexible_response(_PRESPONSE_V9, endpoints=False)
-_RESPONSE_V10 = _flexible_response(_PRESPONSE_V10, endpoints=True)  # v10: + node endpoints (tag 0)
-
-_REQUESTS = {v: _REQUEST_V0 if v < 3 else _REQUEST_V3 if v < 9 else _REQUEST_V9 for v in range(12)}
-_RESPONSES = {
-    0: _RESPONSE_V0,
-    1: _RESPONSE_V1,
-    2: _RESPONSE_V2,
-    3: _RESPONSE_V2,
-    4: _RESPONSE_V2,
-    5: _RESPONSE_V5,
-    6: _RESPONSE_V5,
-    7: _RESPONSE_V5,
-    8: _RESPONSE_V8,
-    9: _RESPONSE_V9,
-    10: _RESPONSE_V10,
-    11: _RESPONSE_V10,
-}
-
-SPEC = register(
-    ApiSpec(
-        key=KEY,
-        name="Produce",
-        requests=_REQUESTS,
-        responses=_RESPONSES,
-        request_type=ProduceRequest,
-        response_type=ProduceResponse,
-        first_flexible=FIRST_FLEXIBLE,
+def _response(v: int) -> c.Construct:
+    flexible = v >= FIRST_FLEXIBLE
+    record_error = struct(flexible, "batch_index" / Int32, "batch_index_error_message" / nullable_string(flexible))
+    partition = struct(
+        flexible,
+        "index" / Int32,
+        "error_code" / Int16,
+        "base_offset" / Int64,
+        *since(v, 2, "log_append_time_ms" / Int64),  # v2
+        *since(v, 5, "log_start_offset" / Int64),  # v5
+        *since(
+            v, 8, "record_errors" / array(flexible, record_error), "error_message" / nullable_string(flexible)
+        ),  # v8
+        tagged={0: ("current_leader", _LEADER)} if v >= 10 else None,  # v10: tag 0
     )
+    topic = struct(flexible, "name" / string(flexible), "partition_responses" / array(flexible, partition))
+    return struct(
+        flexible,
+        "responses" / array(flexible, topic),
+        *since(v, 1, "throttle_time_ms" / Int32),  # v1
+        tagged={0: ("node_endpoints", array(True, _NODE_ENDPOINT))} if v >= 10 else None,  # v10: tag 0
+    )
+
+
+SPEC = register_api(
+    key=KEY,
+    name="Produce",
+    versions=VERSIONS,
+    first_flexible=FIRST_FLEXIBLE,
+    request_type=ProduceRequest,
+    request_schema=_request,
+    response_type=ProduceResponse,
+    response_schema=_response,
 )

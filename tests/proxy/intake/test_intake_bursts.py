@@ -5,6 +5,7 @@ sink leaves no reservation behind, and bursts larger than one pipe read cross th
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
 import struct
 from collections.abc import Callable
@@ -81,7 +82,7 @@ def test_a_burst_has_the_outcomes_of_one_datagram_after_another(
     intake = DatagramIntake("/nonexistent/bruce.socket", sink=sink, budget=budget, counters=counters, reader="loop")
     intake.max_input_msg_size = MAX_SIZE
     bounds = sorted({0, len(datagrams), *(c for c in cuts if c < len(datagrams))})
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         intake.feed([d for d, _ in datagrams[start:stop]], 1.0)
     assert sink.log == one_by_one(datagrams, capacity)
     created = len(sink.messages)

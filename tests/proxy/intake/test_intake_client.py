@@ -1,12 +1,14 @@
 """The Python client library against a plain receiving socket (and a real intake where it matters): datagrams as
-built, blocking and non-blocking behaviour, limits, and a daemon that is absent or restarted."""
+built, blocking, bounded and non-blocking sends, limits, and a daemon that is absent or restarted."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -186,3 +188,48 @@ def test_close_releases_the_socket(receiver: socket.socket, sock_path: str) -> N
         sock = client._sock
         assert sock is not None
     assert client._sock is None and sock.fileno() == -1
+
+
+def test_bounded_send_gives_up_after_its_timeout_and_sends_nothing(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path, blocking=False) as filler:
+        queued = fill(filler)
+    with BruceClient(sock_path, timeout=0.2) as client:
+        started = time.monotonic()
+        with pytest.raises(SocketFullError, match=r"stayed full for 0\.2 s"):
+            client.send_any_partition("t", b"late")
+        assert time.monotonic() - started >= 0.2  # it did wait
+    receiver.setblocking(False)
+    got = []
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            got.append(parse_datagram(receiver.recv(1000)).value)
+    assert got == [b"%d" % i for i in range(queued)]
+
+
+def test_bounded_send_goes_through_as_soon_as_there_is_room(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path, blocking=False) as filler:
+        queued = fill(filler)
+    threading.Timer(0.1, receiver.recv, (1000,)).start()  # room for one, a little later
+    with BruceClient(sock_path, timeout=TIMEOUT) as client:
+        client.send_any_partition("t", b"waited")
+    values = [parse_datagram(receiver.recv(1000)).value for _ in range(queued)]
+    assert values[-1] == b"waited"
+
+
+def test_a_send_timeout_overrides_the_clients(receiver: socket.socket, sock_path: str) -> None:
+    with BruceClient(sock_path, blocking=False) as client:
+        queued = fill(client)
+        threading.Timer(0.1, receiver.recv, (1000,)).start()
+        client.send_any_partition("t", b"waited", timeout=TIMEOUT)  # this send may wait
+        with BruceClient(sock_path, timeout=TIMEOUT) as patient, pytest.raises(SocketFullError, match="is full"):
+            patient.send_any_partition("t", b"dropped", timeout=0)  # this one may not
+    values = [parse_datagram(receiver.recv(1000)).value for _ in range(queued)]
+    assert values[-1] == b"waited"
+
+
+@pytest.mark.parametrize("kwargs", [{"timeout": -1}, {"timeout": float("nan")}, {"blocking": False, "timeout": 1}])
+def test_invalid_timeouts(sock_path: str, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        BruceClient(sock_path, **kwargs)
+    with BruceClient(sock_path) as client, pytest.raises(UsageError):
+        client.send_any_partition("t", b"v", timeout=-0.5)
