@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bruce.producer.reasons import DiscardReason
+from bruce.proxy.config.model import RateLimit
 from bruce.proxy.discard_log import DiscardLog, DiscardLogFile, format_discard_line
 from bruce.proxy.discards import DiscardTracker
 from bruce.proxy.msg_debug import MessageDebugLog
@@ -62,7 +63,7 @@ def part1(n: int, tmp: Path) -> None:
             if disabled.enabled:
                 disabled.allow(topics[i % 100], i)
 
-    limited = RateLimiter(lambda t: (1000, 10**9))
+    limited = RateLimiter(lambda t: RateLimit(1000, 10**9))
 
     def limiter_on(k: int) -> None:
         allow = limited.allow

@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from _common import max_dgram_qlen, own_cpu_s, proc_cpu_s
+
 from bruce.producer.counters import Counters
 from bruce.proxy.budget import MessageBudget
 from bruce.proxy.intake import DEFAULT_BURST, DatagramIntake
@@ -45,17 +47,6 @@ from bruce.wire.datagram import build_any_partition, build_partition_key
 
 DESIGNS = ("asyncio", "uvloop", "thread", "process")
 IDLE_TIMEOUT_S = 10.0  # a receiver that sees nothing for this long reports what it got (loss) and stops
-
-
-def _cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _proc_cpu_s(pid: int) -> float:
-    """CPU seconds of another process so far (its startup then does not count against the datagrams)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -------------------------------------------------------------------------------------------------------- senders
@@ -212,7 +203,7 @@ def _receiver(
             tasks.append(asyncio.ensure_future(_stall(stall_ms / 1000, every_ms / 1000, stalled)))
         await asyncio.sleep(0.3)  # the reader process is up
         child = intake._process.process.pid if intake._process and intake._process.process else None
-        child_cpu[0] = -_proc_cpu_s(child) if child else 0.0
+        child_cpu[0] = -proc_cpu_s(child) if child else 0.0  # its startup does not count against the datagrams
         ready.set()
         idle_since = time.monotonic()
         last = -1
@@ -223,7 +214,7 @@ def _receiver(
             elif time.monotonic() - idle_since > IDLE_TIMEOUT_S:
                 break  # silence: report the loss
         if child:
-            child_cpu[0] += _proc_cpu_s(child)
+            child_cpu[0] += proc_cpu_s(child)
         if design == "thread":  # let the thread hand over its last bursts
             while True:
                 count = sink.count
@@ -237,9 +228,9 @@ def _receiver(
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    cpu0 = _cpu_s()
+    cpu0 = own_cpu_s()
     loop.run_until_complete(main())
-    main_cpu = _cpu_s() - cpu0 - stalled[0]
+    main_cpu = own_cpu_s() - cpu0 - stalled[0]
     cpu = main_cpu + child_cpu[0]
     wall = (sink.last or time.perf_counter()) - sink.first
     results.put(
@@ -364,10 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.messages, args.designs, args.stall_ms = 4000, ["asyncio", "uvloop", "process"], [0.0]
 
-    qlen = Path("/proc/sys/net/unix/max_dgram_qlen")
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.platform()}")
     print(
-        f"kernel queue: max_dgram_qlen={qlen.read_text().strip() if qlen.exists() else '?'}, "
+        f"kernel queue: max_dgram_qlen={max_dgram_qlen()}, "
         f"measured depth {kernel_queue_depth()} datagrams (with SO_RCVBUF=8 MiB)"
     )
     print(

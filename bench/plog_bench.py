@@ -118,6 +118,9 @@ class CountingSink:
     def cancel_notify(self, callback) -> None:
         pass
 
+    def fail(self, error, *, listener) -> None:
+        raise SystemExit(f"plog listener {listener} failed: {error!r}")  # stops the benchmark (and its loop) loudly
+
     @property
     def rate(self) -> float:
         return (self.count - 1) / (self.last - self.first) if self.count > 1 and self.last > self.first else 0.0
@@ -160,8 +163,8 @@ def _baseline_udp(n: int) -> tuple[float, int]:
 
 
 class _OnePerCallback(asyncio.DatagramProtocol):
-    """asyncio's datagram transport (one datagram per callback) in front of the listener's packet handling: how the
-    UDP listener used to read, for comparison."""
+    """asyncio's datagram transport (one datagram per callback) in front of the listener's packet handling: the
+    alternative to the listener's burst reader, for comparison."""
 
     def __init__(self, listener: UdpListener) -> None:
         self.listener = listener

@@ -8,7 +8,8 @@ CPU is not counted). The script prints, per configuration:
 - end-to-end msgs/s: messages sent / (time the daemon reported the last one acknowledged - time sending started),
   after checking with a consumer (confluent-kafka) that the broker holds exactly the messages sent: the count is
   verified by reading back, never taken from ACKs;
-- the daemon's CPU µs per message, from /proc/<pid>/stat of the daemon and of its intake reader process;
+- the daemon's CPU µs per message, from /proc/<pid>/stat: in all, and split between its event loop's process and
+  its intake reader process;
 - what the clients felt: EAGAIN count and total time blocked waiting for room;
 - the daemon's memory high-water mark (VmHWM) and its RSS at start, beside the message budget and the budget's
   own high-water mark (``/metrics``).
@@ -41,6 +42,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from _common import child_pids, max_dgram_qlen, proc_cpu_s
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bruce.proxy.embedded import EmbeddedBroker
@@ -114,22 +116,9 @@ def _sender(path: str, topic: str, count: int, blocking: bool, start: mp.Event, 
 # ---------------------------------------------------------------------------------------------------- measuring
 
 
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid: int) -> list[int]:
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
-    return out
-
-
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds of the daemon and its children (the intake reader process)."""
-    return proc_cpu_s(pid) + sum(proc_cpu_s(c) for c in children(pid))
+def daemon_cpu_s(pid: int) -> tuple[float, float]:
+    """CPU seconds so far of the daemon's own process (its event loop) and of its children (the intake reader)."""
+    return proc_cpu_s(pid), sum(proc_cpu_s(c) for c in child_pids(pid))
 
 
 def status_kib(pid: int, field: str) -> int:
@@ -199,7 +188,8 @@ class Result:
     read_back: int
     seconds: float
     read_seconds: float  # until the daemon had read every datagram
-    cpu_us: float
+    loop_cpu_us: float  # per message, the daemon's own process (its event loop)
+    reader_cpu_us: float  # per message, its intake reader process
     eagain: int
     blocked_s: float
     sender_wall_s: float
@@ -212,6 +202,11 @@ class Result:
     @property
     def rate(self) -> float:
         return self.sent / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        """The daemon's CPU per message, both processes."""
+        return self.loop_cpu_us + self.reader_cpu_us
 
 
 def run_one(
@@ -247,7 +242,7 @@ def run_one(
             _send(sock, topic, warmup, 1)
             _wait(lambda: _settled(url) >= warmup, "the warm-up")
         start_rss = status_kib(daemon.pid, "VmRSS")
-        cpu0 = tree_cpu_s(daemon.pid)
+        loop0, reader0 = daemon_cpu_s(daemon.pid)
         t0 = time.monotonic()
         per_sender = _send(sock, topic, messages, senders, blocking)
         read_at: list[float] = []
@@ -261,7 +256,7 @@ def run_one(
         _wait(settled, "every message to be acknowledged or discarded")
         seconds = time.monotonic() - t0
         read_seconds = (read_at[0] if read_at else time.monotonic()) - t0
-        cpu = tree_cpu_s(daemon.pid) - cpu0
+        loop1, reader1 = daemon_cpu_s(daemon.pid)
         c = counters(url)
         hwm = status_kib(daemon.pid, "VmHWM")
         budget_hwm = gauge(url, "bruce_msg_buffer_high_water_bytes") / 1024
@@ -280,7 +275,8 @@ def run_one(
         read_back=read_back - warmup,
         seconds=seconds,
         read_seconds=read_seconds,
-        cpu_us=cpu / messages * 1e6,
+        loop_cpu_us=(loop1 - loop0) / messages * 1e6,
+        reader_cpu_us=(reader1 - reader0) / messages * 1e6,
         eagain=sum(r["eagain"] for r in per_sender),
         blocked_s=sum(r["blocked"] for r in per_sender),
         sender_wall_s=max(r["wall"] for r in per_sender),
@@ -361,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(names) - set(CONFIGS)
     if unknown:
         p.error(f"unknown configuration(s): {', '.join(sorted(unknown))}")
-    qlen = Path("/proc/sys/net/unix/max_dgram_qlen").read_text().strip()
+    qlen = max_dgram_qlen()
     print(f"proxy bench: {a.messages:,} x {VALUE_SIZE}-byte AnyPartition datagrams from {a.senders} sender processes")
     print(f"machine: {os.cpu_count()} CPUs, net.unix.max_dgram_qlen={qlen}, budget {a.budget_kib:,} KiB")
     results = []
@@ -414,7 +410,8 @@ def _print(r: Result, senders: int, nonblocking: bool) -> None:
     )
     print(
         f"  intake: every datagram read after {r.read_seconds:.2f} s ({r.sent / r.read_seconds:,.0f} msgs/s); "
-        f"daemon CPU {r.cpu_us:.2f} us/message (daemon + intake reader process)"
+        f"daemon CPU {r.cpu_us:.2f} us/message: event loop process {r.loop_cpu_us:.2f}, intake reader process "
+        f"{r.reader_cpu_us:.2f}"
     )
     print(
         f"  clients: {'EAGAIN' if nonblocking else 'blocked'} {r.eagain:,} times, "

@@ -5,16 +5,19 @@ UnsupportedVersion are subclasses) — never anything else — and its outcome e
 (``parse_datagram_schema``).
 """
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Callable
 
 import atheris
 
 with atheris.instrument_imports(include=["bruce.wire"]):
-    from bruce.wire.datagram import parse_datagram, parse_datagram_schema
+    from bruce.wire.datagram import Datagram, parse_datagram, parse_datagram_schema
     from bruce.wire.errors import MalformedInput
 
 
-def outcome(parse, data: bytes):
+def outcome(parse: Callable[[bytes], Datagram], data: bytes) -> Datagram | tuple:
     try:
         return parse(data)
     except MalformedInput as e:

@@ -14,10 +14,10 @@ Rules:
   timestamp: a stale or future client clock changes nothing. (Bruce used the client timestamp.)
 - Complete batches go to ``submit(topic, messages)`` (the producer's ``submit``) at once. Batches whose time is up
   ship in deadline order (ties: the order they started). :meth:`Batcher.add` first handles its own topic's batch, then
-  ships every batch whose time is up, so a late timer never holds one back. The daemon sleeps exactly until
-  :meth:`Batcher.next_deadline` and then calls :meth:`Batcher.expire` (no polling); ``on_deadline(when)`` tells it
-  when a new batch's deadline comes before every pending one (once per batch, not per message), so it can set its
-  timer earlier. :meth:`Batcher.flush_all` ships everything, limits ignored (shutdown).
+  ships every batch whose time is up, so a late timer never holds one back. The daemon's timer calls
+  :meth:`Batcher.expire` at :meth:`Batcher.next_deadline`, and sleeps no longer than the shortest batch time, so a
+  batch opened while it sleeps ships on time too. :meth:`Batcher.flush_all` ships everything, limits ignored
+  (shutdown).
 - Bruce batches AnyPartition messages per topic before choosing a broker and PartitionKey messages per topic and
   broker after; here both kinds share the topic's batch (the producer then routes each message by its own key).
 - Bounded: the messages (the memory budget bounds them), one batch per topic seen (the router passes only topics in
@@ -69,7 +69,6 @@ class Batcher:
         "_live",
         "_lookup",
         "_max_topics",
-        "_on_deadline",
         "_seq",
         "_submit",
     )
@@ -79,12 +78,10 @@ class Batcher:
         batching_for: BatchingLookup,
         submit: Submit,
         *,
-        on_deadline: Callable[[float], None] | None = None,
         max_topics: int = DEFAULT_MAX_TOPICS,
     ) -> None:
         self._lookup = batching_for
         self._submit = submit
-        self._on_deadline = on_deadline
         self._max_topics = max_topics
         self._by_topic: dict[str, _Batch] = {}  # topic → its batch, the combined batch, or _DIRECT
         self._combined: _Batch | None = None
@@ -147,11 +144,7 @@ class Batcher:
         if not batch.seq:
             self._live += 1
         batch.seq = seq = next(self._seq)
-        deadline = received + batch.time
-        heap = self._heap
-        heapq.heappush(heap, (deadline, seq, batch))
-        if self._on_deadline is not None and heap[0][1] == seq:
-            self._on_deadline(deadline)
+        heapq.heappush(self._heap, (received + batch.time, seq, batch))
 
     def _ship(self, batch: _Batch) -> None:
         messages = batch.messages

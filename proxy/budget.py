@@ -1,4 +1,4 @@
-"""The memory budget for held messages (Bruce's ``--msg_buffer_max``, in KiB).
+"""The memory budget for held messages (Bruce's ``--msg_buffer_max``, given in KiB; counted here in bytes).
 
 Rules:
 - Every message the daemon holds has a *charge* (:func:`bruce.proxy.message.message_charge`: key + value + a fixed
@@ -57,11 +57,6 @@ class MessageBudget:
         self.refused = 0  # reservations refused because the budget was full
         self._counters = counters
         self._waiters: dict[Callable[[], object], None] = {}
-
-    @classmethod
-    def from_kib(cls, msg_buffer_max: int, **kwargs: object) -> MessageBudget:
-        """A budget of ``msg_buffer_max`` KiB, the unit of Bruce's ``--msg_buffer_max``."""
-        return cls(msg_buffer_max * 1024, **kwargs)  # type: ignore[arg-type]
 
     @property
     def free(self) -> int:

@@ -36,7 +36,7 @@ from bruce.producer.aio import run
 from bruce.wire.errors import BruceError
 
 from .config import ConfigError, Options, configure
-from .daemon import Daemon
+from .daemon import NOTICE, Daemon
 from .embedded import EmbeddedBroker
 from .status import StatusBindError
 
@@ -44,7 +44,6 @@ log = logging.getLogger("bruce.proxy.cli")
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DAEMON_READY_TIMEOUT_S = 60.0
-NOTICE = 25
 READY = b"READY\n"
 
 

@@ -31,6 +31,7 @@ from bruce.wire.datagram import TOPIC_MAX, build_any_partition, build_partition_
 from bruce.wire.errors import BruceError, UsageError
 
 DEFAULT_MAX_DATAGRAM_SIZE = 65536  # the daemon's default max_input_msg_size
+MAX_POLL_MS = 60_000  # one wait for room; a longer timeout polls again
 
 _GONE = (errno.ENOENT, errno.ECONNREFUSED, errno.EPIPE, errno.ENOTCONN, errno.EDESTADDRREQ)
 _FULL = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
@@ -242,13 +243,14 @@ def _send(sock: socket.socket, datagram: bytes, deadline: float | None) -> None:
                 raise
         poller = select.poll()
         poller.register(sock, select.POLLOUT)
-        poller.poll(math.ceil(left * 1000))
+        poller.poll(min(math.ceil(left * 1000), MAX_POLL_MS))
 
 
 def _checked_timeout(timeout: float | None) -> float | None:
+    """``timeout`` if it is seconds ≥ 0 (infinity counts as None: no bound), else :class:`UsageError`."""
     if timeout is not None and not timeout >= 0:
         raise UsageError(f"timeout must be seconds >= 0, or None to wait as long as it takes; got {timeout}")
-    return timeout
+    return None if timeout == math.inf else timeout
 
 
 def _topic(topic: str | bytes) -> bytes:

@@ -8,9 +8,10 @@ Rules:
   stops), the plog listeners (a port that cannot be bound stops the start with
   :class:`~bruce.proxy.plog.inputs.PlogStartError`), the router and the status server. Unlike Bruce, the status
   server does not wait for the first metadata: a daemon that cannot reach Kafka is visible on its pages.
-- Every long-lived task (the intake, the timers, topic creations) lives in one ``asyncio.TaskGroup``; the producer's
-  tasks live in its own group, entered by the same task. A task that crashes stops the daemon: what is held is counted
-  as SERVER_SHUTDOWN, everything is closed, and :meth:`Daemon.run` raises the error (the command exits non-zero).
+- Every long-lived task (the datagram intake, the plog listeners' watch, the timers, topic creations) lives in one
+  ``asyncio.TaskGroup``; the producer's tasks live in its own group, entered by the same task. A task that crashes (an
+  input's reading, the router it calls, a timer) stops the daemon: what is held is counted as SERVER_SHUTDOWN,
+  everything is closed, the accounting is logged, and :meth:`Daemon.run` raises the error (the command exits 1).
 - Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT, or a plog ``KILL`` on a
   listener that enables it): stop accepting input → drain what the kernel still holds (the datagram socket, then the
   plog listeners: their sockets, the lines TCP connections hold; incomplete multipart messages are discarded) → flush
@@ -40,7 +41,7 @@ from typing import Any
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.message import Message
+from bruce.producer.errors import ProducerClosed
 from bruce.producer.producer import Producer
 from bruce.producer.reasons import DiscardReason
 
@@ -51,6 +52,7 @@ from .config import Config, ConfigError, Options
 from .discard_log import DiscardLog
 from .discards import DiscardTracker
 from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
+from .message import Message
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
 from .plog.config import PlogConfigError, check_unique
@@ -63,6 +65,7 @@ from .status_source import DaemonStatus
 log = logging.getLogger("bruce.proxy.daemon")
 
 MAX_TICK_S = 0.05  # the timer task's longest sleep (see _timers)
+NOTICE = 25  # the logging level of Bruce's LOG_NOTICE (between INFO and WARNING)
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -95,9 +98,9 @@ def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> 
     ``--omit_timestamp``) before routing. The budget charge stays what was reserved."""
 
     def rewrite(msg: Message) -> None:
-        topic = msg.topic.encode("utf-8", "surrogateescape")  # type: ignore[attr-defined]
+        topic = msg.topic.encode("utf-8", "surrogateescape")
         prefix = topic if omit_timestamp else b"%d %s" % (msg.timestamp, topic)
-        msg.value = prefix + b" " + msg.value  # type: ignore[operator]
+        msg.value = prefix + b" " + (msg.value or b"")
         msg.size = len(msg.key or b"") + len(msg.value)
         route(msg)
 
@@ -110,7 +113,6 @@ class Daemon:
     def __init__(self, options: Options, config: Config, *, reader: str = DEFAULT_READER) -> None:
         self.options = options
         self.config = config
-        _check_debug_limits(options)
         embedded = options.use_embedded_broker
         self.counters = counters = Counters()
         self.budget = MessageBudget(options.msg_buffer_max_bytes, counters=counters)
@@ -145,7 +147,7 @@ class Daemon:
             compression=TopicCompression(config),
             require_topics=not embedded,
         )
-        self.batcher = Batcher(config.batching_for, self.producer.submit)
+        self.batcher = Batcher(config.batching_for, self._submit)
         self.autocreate = options.topic_autocreate or embedded
         self.router = Router(
             cluster=self.producer.cluster,
@@ -284,6 +286,7 @@ class Daemon:
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 group.create_task(self.intake.serve(), name="bruce-intake")
+                group.create_task(self.plog.serve(), name="bruce-plog")
                 timers = group.create_task(self._timers(), name="bruce-timers")
                 first = group.create_task(self._first_metadata(), name="bruce-first-metadata")
                 self.ready.set()
@@ -299,6 +302,7 @@ class Daemon:
                 await self.producer.close(0.0, DiscardReason.SERVER_SHUTDOWN, error=cancelled)
             finally:
                 await self._close_local()
+                self._log_accounting(failed=True)
             raise
         except BaseException as error:
             log.error("a daemon task failed; stopping", exc_info=error)
@@ -306,20 +310,20 @@ class Daemon:
             with _logged("the producer"):
                 await self.producer.shutdown(0)
             await self._close_local()
+            self._log_accounting(failed=True)
             raise
         finally:
             self._group = None
 
     def _on_signal(self, sig: signal.Signals) -> None:
-        log.log(25, "received %s", sig.name)
+        log.log(NOTICE, "received %s", sig.name)
         self.request_shutdown()
 
     async def _first_metadata(self) -> None:
         """Route the messages that arrived before the first metadata as soon as it is there."""
         view = await self.producer.ready()
         self.router.refresh(time.monotonic())
-        topics = len(view.topics)
-        log.log(25, "connected to Kafka: %d brokers, %d topics", len(view.brokers), topics)
+        log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
 
     async def _timers(self) -> None:
         """Batch deadlines, parked-topic deadlines, the debug log's tick and the discard-query watchdog.
@@ -350,6 +354,15 @@ class Daemon:
                 if deadline is not None and deadline < wake:
                     wake = deadline
             await asyncio.sleep(max(0.0, wake - time.monotonic()))
+
+    def _submit(self, topic: str, messages: list[Message]) -> None:
+        """The batcher's output: a complete batch to the producer; once the producer no longer takes any (closed,
+        or failed), the batch is discarded as SERVER_SHUTDOWN instead."""
+        try:
+            self.producer.submit(topic, messages)
+        except ProducerClosed:  # raised before the producer takes any of them
+            for msg in messages:
+                self.outcomes.discard_routed(msg, DiscardReason.SERVER_SHUTDOWN)
 
     def _create_topic(self, topic: str) -> None:
         """The router's callback for a topic to create (``--topic_autocreate``)."""
@@ -392,12 +405,19 @@ class Daemon:
             log.warning("%d messages were not acknowledged in time: discarded as SERVER_SHUTDOWN", left)
         await self.status.stop()  # 7. stop the status server
         await self._close_local()
+        self._log_accounting(failed=False)
+
+    def _log_accounting(self, *, failed: bool) -> None:
+        """The exit summary: every message's fate. After a failure, messages still in flight are those whose
+        fate the failure made unknown (a message the crashed code was handling)."""
         a = self.accounting()
         summary = f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight"
-        if a.balanced and not a.in_flight:
-            log.log(25, "stopped: %s", summary)
-        else:
+        if not a.balanced:
             log.error("stopped, but the accounting does not balance (a bug, please report it): %s", summary)
+        elif failed:
+            log.error("stopped after a failure: %s", summary)
+        else:
+            log.log(NOTICE, "stopped: %s", summary)
 
     async def _until(self, awaitable: Any, deadline: float, loop_time: Callable[[], float]) -> None:
         """Await ``awaitable`` until ``deadline`` (loop time) or a forced stop, whichever comes first."""
@@ -413,15 +433,12 @@ class Daemon:
             await asyncio.gather(task, force, return_exceptions=True)
 
     def _settle_held(self) -> None:
-        """After a crash: the router's and the batcher's messages get their fate (SERVER_SHUTDOWN) through the
-        producer's shutdown, or here if it cannot take them."""
+        """After a crash: the router's messages are discarded (SERVER_SHUTDOWN), the batcher's go to the producer,
+        whose shutdown discards what it cannot deliver (see :meth:`_submit`)."""
         self.intake.stop_accepting()
         self.plog.refuse()
         self.router.discard_held(DiscardReason.SERVER_SHUTDOWN)
-        try:
-            self.batcher.flush_all()
-        except Exception:  # the producer no longer accepts: nothing else can hold these messages
-            log.exception("could not hand the open batches to the producer")
+        self.batcher.flush_all()
 
     async def _close_local(self) -> None:
         """Close what is the daemon's own: the sockets, the status server, the debug files, the discard log."""
@@ -465,9 +482,3 @@ def _tick_for(config: Config) -> float:
     """The timer task's longest sleep: the shortest batch time of the config, at most :data:`MAX_TICK_S`."""
     times = [limits.time_ms for limits in config.batching.named_configs.values() if limits.time_ms]
     return min([MAX_TICK_S, *(t / 1000 for t in times)])
-
-
-def _check_debug_limits(options: Options) -> None:
-    for name in ("msg_debug_time_limit", "msg_debug_byte_limit"):
-        if getattr(options, name) < 1:
-            raise ConfigError("must be at least 1: message debugging needs a positive limit", where=f"--{name}")

@@ -16,7 +16,8 @@ Rules:
   the oldest ``<name>.<digits>`` files until their total is at most ``max_archive_bytes``. The directory is listed
   once, at start; after that the cleaner tracks the files it rotates (Bruce rescans the directory every time).
 - Any failure to create the directory, open, rename or write disables the log for the rest of the run: counted
-  (``DiscardLogDisabled``) and logged once. Discards are still counted and reported; only the file stops.
+  (``DiscardLogDisabled``) and logged once; lines it keeps from being written are counted (``DiscardLogLinesLost``).
+  Discards are still counted and reported; only the file stops.
 - Never blocks the event loop: the caller formats a line and appends it to an in-memory queue bounded in bytes
   (``max_queued_bytes``, 4 MiB); a writer thread drains it, writes, rotates and cleans. When the queue is full the
   line is dropped and counted (``DiscardLogLinesDropped``). Lines still queued at :meth:`DiscardLog.close` are
@@ -34,9 +35,10 @@ import stat
 import threading
 import time
 from binascii import b2a_base64
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
-from itertools import repeat
+from itertools import accumulate, repeat
 
 from bruce.producer.counters import Counters
 from bruce.wire.errors import UsageError
@@ -272,14 +274,16 @@ class DiscardLogFile:
         if not chunk:
             return
         data = memoryview(b"".join(chunk))
+        written = 0
         try:
-            while data:
-                n = os.write(self._fd, data)
+            while written < len(data):
+                n = os.write(self._fd, data[written:])
                 self.size += n
-                data = data[n:]
+                written += n
         except OSError as e:
-            self.close()
             self.disable(f"cannot write {self.path}: {e}")
+            whole_lines = bisect_right(list(accumulate(map(len, chunk))), written)
+            self.counters.inc("DiscardLogLinesLost", len(chunk) - whole_lines)
 
     def disable(self, why: str) -> None:
         """Stop writing for the rest of the run; counted and logged the first time only."""

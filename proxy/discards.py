@@ -21,16 +21,14 @@ Rules:
   ``prefix_size`` bytes; topics to 255 characters (Kafka allows 249); the version map keeps 64 versions; each
   per-topic map keeps ``max_topics`` topics and folds the rest into one ``<other>`` entry (no Kafka topic can have
   that name), counted by ``DiscardReportTopicOverflow``.
-- The renderers are pure: report in, text out. JSON is valid JSON (``json.loads`` round-trips); byte prefixes are
-  base64 as in Bruce.
+- The report is a frozen snapshot (:class:`DiscardReport`); ``bruce.proxy.status.pages`` renders it as Bruce's
+  ``/discards`` pages.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from base64 import b64encode
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -225,9 +223,7 @@ class DiscardTracker:
         if reason in _NO_TOPIC:
             raise UsageError(f"{reason} discards have no topic: use record_unparsed()")
         now = int(self.clock())
-        period = self._current
-        if now - period.start >= self.interval:
-            period = self._advance(now)
+        period = self._current if now - self._current.start < self.interval else self._advance(now)
         name = topic[:MAX_TOPIC_CHARS] if type(topic) is str and topic.isascii() else _topic_str(topic)
         if reason is _BAD_TOPIC:
             period.bad_topic_count += 1
@@ -253,9 +249,7 @@ class DiscardTracker:
         if detail is None and reason is not _MALFORMED and reason is not _LONG_MSG:
             raise UsageError(f"{reason} discards need detail= (the API key or version)")
         now = int(self.clock())
-        period = self._current
-        if now - period.start >= self.interval:
-            period = self._advance(now)
+        period = self._current if now - self._current.start < self.interval else self._advance(now)
         prefix = bytes(datagram[: self.prefix_size])
         info = reason.value
         if reason is _MALFORMED:
@@ -280,9 +274,7 @@ class DiscardTracker:
     ) -> None:
         """A message is sent again after its broker failed before acknowledging it: it may be stored twice."""
         now = int(self.clock())
-        period = self._current
-        if now - period.start >= self.interval:
-            period = self._advance(now)
+        period = self._current if now - self._current.start < self.interval else self._advance(now)
         self._update_topic(period.duplicate_topics, _topic_str(topic), client_ts)
         if self.discard_log is not None:
             self.discard_log.duplicate(topic, key, value, client_ts)
@@ -293,9 +285,7 @@ class DiscardTracker:
         """The current and last finished periods. Counts as a discard query for the watchdog."""
         now = int(self.clock())
         self._last_query = now
-        period = self._current
-        if now - period.start >= self.interval:
-            period = self._advance(now)
+        period = self._current if now - self._current.start < self.interval else self._advance(now)
         finished = self._finished.snapshot() if self._finished is not None else None
         return DiscardReport(now=now, interval=self.interval, unfinished=period.snapshot(), finished=finished)
 
@@ -364,105 +354,3 @@ class DiscardTracker:
         where = f" topic {topic!r}" if topic is not None else ""
         more = f" ({suppressed} more since the last such message)" if suppressed else ""
         log.warning("discarded message: %s%s%s", reason.value, where, more)
-
-
-# -- renderers -------------------------------------------------------------------------------------------------------
-
-
-def _b64(data: bytes) -> str:
-    return b64encode(data).decode("ascii")
-
-
-def _ctime(t: int) -> str:
-    return time.ctime(t)
-
-
-def _len_bracket(text: str) -> str:
-    return f"{len(text.encode())}[{text}]"
-
-
-def _plain_period(p: PeriodReport) -> list[str]:
-    lines = [
-        f"    report ID: {p.id}",
-        f"    start time: {p.start_time} {_ctime(p.start_time)}",
-        f"    malformed msg count: {p.malformed_msg_count}",
-        f"    unsupported API key msg count: {p.unsupported_api_key_msg_count}",
-        f"    unsupported version msg count: {p.unsupported_version_msg_count}",
-        f"    bad topic msg count: {p.bad_topic_msg_count}",
-    ]
-    sections = [
-        [f"    recent malformed msg: {_len_bracket(_b64(m))}" for m in p.recent_malformed],
-        [f"    unsupported msg version: {v} count: {n}" for v, n in p.unsupported_msg_version],
-        [f"    recent bad topic: {_len_bracket(t)}" for t in p.recent_bad_topic],
-        [f"    recent too long msg: {_len_bracket(_b64(m))}" for m in p.recent_too_long_msg],
-        [f"    rate limit discard topic: {_len_bracket(t)} count {n}" for t, n in p.rate_limit_discard],
-        [
-            f"    discard topic: {_len_bracket(i.topic)} begin [{i.min_timestamp}] end [{i.max_timestamp}] "
-            f"count {i.count}"
-            for i in p.discard_topic
-        ],
-        [
-            f"    possible duplicate topic: {_len_bracket(i.topic)} begin [{i.min_timestamp}] end "
-            f"[{i.max_timestamp}] count {i.count}"
-            for i in p.possible_duplicate_topic
-        ],
-    ]
-    for section in sections:
-        if section:
-            lines.append("")
-            lines.extend(section)
-    return lines
-
-
-def render_discards_plain(report: DiscardReport, *, pid: int, version: str) -> str:
-    """``/discards/plain`` in Bruce's layout."""
-    lines = [
-        f"pid: {pid}",
-        f"now: {report.now} {_ctime(report.now)}",
-        f"version: {version}",
-        f"report interval in seconds: {report.interval}",
-        "",
-        "current (unfinished) reporting period:",
-        *_plain_period(report.unfinished),
-    ]
-    if report.finished is not None:
-        lines += ["", "latest finished reporting period:", *_plain_period(report.finished)]
-    return "\n".join(lines) + "\n"
-
-
-def _json_period(p: PeriodReport) -> dict:
-    def intervals(items: tuple[TopicInterval, ...]) -> list[dict]:
-        return [
-            {"topic": i.topic, "min_timestamp": i.min_timestamp, "max_timestamp": i.max_timestamp, "count": i.count}
-            for i in items
-        ]
-
-    return {
-        "id": p.id,
-        "start_time": p.start_time,
-        "malformed_msg_count": p.malformed_msg_count,
-        "unsupported_api_key_msg_count": p.unsupported_api_key_msg_count,
-        "unsupported_version_msg_count": p.unsupported_version_msg_count,
-        "bad_topic_msg_count": p.bad_topic_msg_count,
-        "recent_malformed": [_b64(m) for m in p.recent_malformed],
-        "unsupported_msg_version": [{"version": v, "count": n} for v, n in p.unsupported_msg_version],
-        "recent_bad_topic": list(p.recent_bad_topic),
-        "recent_too_long_msg": [_b64(m) for m in p.recent_too_long_msg],
-        "rate_limit_discard": [{"topic": t, "count": n} for t, n in p.rate_limit_discard],
-        "discard_topic": intervals(p.discard_topic),
-        "possible_duplicate_topic": intervals(p.possible_duplicate_topic),
-    }
-
-
-def render_discards_json(report: DiscardReport, *, pid: int, version: str) -> str:
-    """``/discards/json``: Bruce's field names, valid JSON (topics escaped, prefixes base64)."""
-    body: dict = {
-        "now": report.now,
-        "pid": pid,
-        "version": version,
-        "interval": report.interval,
-        "unfinished_report": _json_period(report.unfinished),
-    }
-    if report.finished is not None:
-        body["finished_report"] = _json_period(report.finished)
-    return json.dumps(body, indent=4) + "\n"

@@ -33,7 +33,9 @@ Rules:
   :meth:`DatagramIntake.drain` processes everything the kernel had already accepted. So every ``send`` that succeeded
   is read and accounted for (Bruce loses these silently).
 - An exception while reading (or from the sink) stops reading and is raised by :meth:`DatagramIntake.serve`: it is a
-  bug or a broken socket, and the daemon's task group must see it.
+  bug or a broken socket, and the daemon's task group must see it. The datagrams of the burst after the one the sink
+  failed on still get a fate: their discards are reported as they are, their messages discarded as SERVER_SHUTDOWN
+  (the daemon is stopping); the one the sink failed on holds its reservation (its fate is unknown).
 """
 
 from __future__ import annotations
@@ -419,38 +421,48 @@ class DatagramIntake:
         try:
             for msg in messages:
                 deliver(msg)
-        except BaseException:  # the sink failed (serve() raises it): the messages after this one never got a fate
+        except BaseException:  # the sink failed (serve() raises it): settle the messages it never saw
             rest = messages[next(i for i, m in enumerate(messages) if m is msg) + 1 :]
             if rest:
                 self.budget.release(sum(m.charge for m in rest), len(rest))
+                self._discard_unrouted(rest)
             raise
         return len(messages)
 
     def _admit_in_order(self, messages: list[Message], unparsed: list[_Unparsed]) -> int:
         """The slow path: the discards reported and the messages between them reserved one by one, in order."""
-        ok = start = 0
-        for position, reason, detail, counter, data in unparsed:
-            ok += self._admit_each(messages[start:position])
-            start = position
-            self.counters.inc(counter)
-            self.sink.on_unparsed(reason, data, detail=detail)
-        return ok + self._admit_each(messages[start:])
-
-    def _admit_each(self, messages: list[Message]) -> int:
         reserve = self.budget.try_reserve
-        deliver = self.sink.on_message
-        ok = 0
+        sink = self.sink
+        created = handed = reported = 0  # messages created; messages and discards given their fate
         try:
-            for msg in messages:
-                if not reserve(msg.charge):
-                    self.counters.inc("InputAgentDiscardMsgNoMem")
-                    self.sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
-                    continue
-                ok += 1
-                deliver(msg)
+            for position in [*(u[0] for u in unparsed), len(messages)]:
+                for msg in messages[handed:position]:
+                    handed += 1
+                    if reserve(msg.charge):
+                        created += 1
+                        sink.on_message(msg)
+                    else:
+                        self.counters.inc("InputAgentDiscardMsgNoMem")
+                        sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
+                if reported < len(unparsed):
+                    _, reason, detail, counter, data = unparsed[reported]
+                    reported += 1
+                    self.counters.inc(counter)
+                    sink.on_unparsed(reason, data, detail=detail)
+        except BaseException:  # the sink failed (serve() raises it): settle what it never saw
+            self._discard_unrouted(messages[handed:])
+            for _, reason, detail, counter, data in unparsed[reported:]:
+                self.counters.inc(counter)
+                sink.on_unparsed(reason, data, detail=detail)
+            raise
         finally:
-            self._count_created(ok)
-        return ok
+            self._count_created(created)
+        return created
+
+    def _discard_unrouted(self, messages: list[Message]) -> None:
+        """After the sink failed: messages that never reached it are discarded (the daemon is stopping)."""
+        for msg in messages:
+            self.sink.on_discard(DiscardReason.SERVER_SHUTDOWN, msg.topic, msg.key, msg.value, msg.timestamp)
 
     def _count_created(self, n: int) -> None:
         if n:

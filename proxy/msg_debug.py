@@ -20,8 +20,9 @@ Rules:
   ``on_ack`` (the methods check it too). When on, lines go through 64 KiB buffered files on the calling thread;
   call :meth:`MessageDebugLog.tick` about once a second to flush them and enforce the time limit.
 - Commands (``handle_command``) answer with Bruce's texts. ``add_topic`` fails when the topic is already enabled or
-  all topics are; ``del_topic`` fails when it is absent or all topics are enabled; failing to open the files fails
-  the command with the reason.
+  all topics are; ``del_topic`` fails when it is absent or all topics are enabled; failing to open or truncate the
+  files fails the command with the reason.
+- Bounded: at most :data:`MAX_TOPICS` topics are enabled one by one (``add_all_topics`` covers any number).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ RECEIVE, SEND, GOT_ACK = range(3)
 DEFAULT_TIME_LIMIT_S = 3600  # --msg_debug_time_limit
 DEFAULT_BYTE_LIMIT = 2 * 1024**3  # --msg_debug_byte_limit
 BUFFER_SIZE = 64 * 1024
+MAX_TOPICS = 1000
 
 
 def _b64(data: bytes | None) -> bytes:
@@ -161,6 +163,8 @@ class MessageDebugLog:
     def add_topic(self, topic: str) -> str:
         if not topic or self._all or topic in self._names:
             return f"Failed to enable debug topic [{topic}]\n"
+        if len(self._names) >= MAX_TOPICS:
+            return f"Failed to enable debug topic [{topic}]: {MAX_TOPICS} topics are enabled, the most there can be\n"
         error = self._set(all_topics=False, names=self._names | {topic})
         return f"Failed to enable debug topic [{topic}]: {error}\n" if error else f"Enabled debug topic [{topic}]\n"
 
@@ -181,6 +185,7 @@ class MessageDebugLog:
                         os.truncate(path, 0)
         except OSError as e:
             log.error("cannot truncate message debug files in %s: %s", self.debug_dir, e)
+            return f"Failed to truncate message debug files: {e}\n"
         return "Message debug files truncated\n"
 
     # -- internals ---------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from bruce.producer.counters import Labels
 from bruce.producer.message import Message
 from bruce.producer.reasons import DiscardReason
 
+from . import message
 from .budget import MessageBudget
 from .discards import DiscardTracker
 from .msg_debug import MessageDebugLog
@@ -83,11 +84,11 @@ class Outcomes:
 
     # -- the router's discard callback ---------------------------------------------------------------------------------
 
-    def discard_routed(self, msg: Message, reason: DiscardReason) -> None:
+    def discard_routed(self, msg: message.Message, reason: DiscardReason) -> None:
         """A held message discarded before it reached the producer (router checks, shutdown)."""
         self.discarded_total += 1
-        self.budget.release(msg.charge)  # type: ignore[attr-defined]
-        self.tracker.record(reason, msg.topic, msg.key, msg.value, msg.timestamp)  # type: ignore[attr-defined]
+        self.budget.release(msg.charge)
+        self.tracker.record(reason, msg.topic, msg.key, msg.value, msg.timestamp)
 
     # -- the producer's sink (OutcomeSink) -----------------------------------------------------------------------------
 

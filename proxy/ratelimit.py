@@ -7,8 +7,8 @@ Rules:
   ``max_count == 0`` drops every message of the topic; ``None`` (or no config for the topic) is unlimited.
 - Time is a monotonic clock in integer milliseconds, passed in by the caller: the limiter never reads a clock, so it is
   pure and tests need no sleeping.
-- Per-topic config comes from a lookup callable (``Config.rate_limit_for``) returning an object with ``interval_ms``
-  and ``max_count`` (None: unlimited), an ``(interval_ms, max_count)`` tuple, or None (unlimited). It is asked once
+- Per-topic config comes from a lookup callable (``Config.rate_limit_for``) returning a
+  :class:`~bruce.proxy.config.model.RateLimit` (``max_count`` None: unlimited) or None (unlimited). It is asked once
   per topic; the answer is kept with the topic's state.
 - Bounded memory. Contract: only topics that passed validation (known to the cluster's metadata) reach the limiter,
   so the number of topics is bounded by the cluster. As a safety net the state is an LRU of at most ``max_topics``
@@ -19,20 +19,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Protocol
 
 from bruce.wire.errors import UsageError
 
+from .config.model import RateLimit
 
-class RateLimitLike(Protocol):
-    """What a lookup may return (``bruce.proxy.config.model.RateLimit`` has this shape); a plain
-    ``(interval_ms, max_count)`` tuple works too."""
-
-    interval_ms: int
-    max_count: int | None
-
-
-RateLimitLookup = Callable[[str], RateLimitLike | tuple[int, int | None] | None]
+RateLimitLookup = Callable[[str], RateLimit | None]
 
 DEFAULT_MAX_TOPICS = 10_000
 
@@ -72,7 +64,7 @@ class RateLimiter:
 
     @classmethod
     def from_limits(
-        cls, lookup: RateLimitLookup, limits: Iterable[RateLimitLike], *, max_topics: int = DEFAULT_MAX_TOPICS
+        cls, lookup: RateLimitLookup, limits: Iterable[RateLimit], *, max_topics: int = DEFAULT_MAX_TOPICS
     ) -> RateLimiter:
         """Bruce's fast path: disabled unless one of the configured ``limits`` has a max count, e.g.
         ``RateLimiter.from_limits(cfg.rate_limit_for, cfg.topic_rate_limiting.named_configs.values())``."""
@@ -101,15 +93,10 @@ class RateLimiter:
 
     def _add(self, topic: str, now_ms: int) -> _Window:
         limit = self._lookup(topic) if self._lookup is not None else None
-        if limit is None:
-            interval, max_count = 1, None
-        elif isinstance(limit, tuple):
-            interval, max_count = limit
-        else:
-            interval, max_count = limit.interval_ms, limit.max_count
-        if max_count is None:
+        if limit is None or limit.max_count is None:
             window = _UNLIMITED
         else:
+            interval, max_count = limit.interval_ms, limit.max_count
             if interval <= 0 or max_count < 0:
                 raise UsageError(f"bad rate limit for topic {topic!r}: interval {interval} ms, max count {max_count}")
             window = _Window(now_ms, int(interval), int(max_count))

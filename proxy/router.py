@@ -238,15 +238,6 @@ class Router:
             self._discard(msg, reason)
         return len(held)
 
-    def held_counts(self) -> dict[str, int]:
-        """Messages waiting for the first metadata or parked while their topic is created, per topic (/queues)."""
-        counts: dict[str, int] = {}
-        for msg in self._waiting:
-            counts[msg.topic] = counts.get(msg.topic, 0) + 1
-        for topic, parked in self._parked.items():
-            counts[topic] = counts.get(topic, 0) + len(parked.messages)
-        return counts
-
     @property
     def held(self) -> int:
         """Messages the router holds (waiting or parked)."""

@@ -13,8 +13,9 @@ Rules:
   second and later values were empty).
 - ``--nonblocking``: a full socket does not wait; the message is dropped and counted (EAGAIN), and the count is
   reported at the end.
+- ``--stdin`` reads at most 16 MiB (the daemon's largest ``--max_input_msg_size``); more is an error.
 - Exit status: 0 all sent; 1 an error (no daemon, message too large, ...); 2 bad options; 3 some messages dropped
-  because the socket was full (``--nonblocking``).
+  because the socket was full (``--nonblocking``); 130 interrupted (Ctrl-C), with how many were sent.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from bruce.wire.errors import BruceError
 from .client import BruceClient, SocketFullError, now_ms
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DROPPED = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # the shell's status for SIGINT
+MAX_STDIN = 16 * 1024 * 1024  # the largest datagram the daemon can be configured to take
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,30 +59,41 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _natural(text: str) -> int:
-    n = int(text)
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if n < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {text}")
     return n
 
 
 def _uint32(text: str) -> int:
-    n = int(text, 0)
+    try:
+        n = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (decimal, or 0x... hexadecimal)") from None
     if not 0 <= n < 2**32:
         raise argparse.ArgumentTypeError(f"must be within 0..4294967295: {text}")
     return n - 2**32 if n >= 2**31 else n  # the same 32 bits as the wire's signed int32
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``to_bruce`` with ``argv`` (default: the command line); returns the exit status."""
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse printed the problem
         return EXIT_OK if e.code == 0 else EXIT_USAGE
-    value = sys.stdin.buffer.read() if args.stdin else args.value.encode()
-    key = args.key.encode()
-    topic = args.topic.encode()
-    dropped = 0
-    due = time.monotonic()
+    sent = dropped = 0
     try:
+        value = sys.stdin.buffer.read(MAX_STDIN + 1) if args.stdin else args.value.encode()
+        if len(value) > MAX_STDIN:
+            print(
+                f"to_bruce: standard input holds more than {MAX_STDIN} bytes: too much for a datagram", file=sys.stderr
+            )
+            return EXIT_ERROR
+        key, topic = args.key.encode(), args.topic.encode()
+        due = time.monotonic()
         with BruceClient(args.socket_path, blocking=not args.nonblocking, max_datagram_size=None) as client:
             for n in range(1, args.count + 1):
                 body = (str(n).zfill(args.pad).encode() + b" " + value) if args.seq else value
@@ -98,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                     due = time.monotonic() + args.interval / 1e6
                 try:
                     client.send_datagram(datagram)
+                    sent += 1
                 except SocketFullError:
                     dropped += 1
                 if args.print and n % args.print == 0:
@@ -105,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     except BruceError as e:
         print(f"to_bruce: {e}", file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"to_bruce: interrupted; {sent} of {args.count} messages sent", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if dropped:
         print(f"to_bruce: {dropped} of {args.count} messages dropped: the socket was full (EAGAIN)", file=sys.stderr)
         return EXIT_DROPPED

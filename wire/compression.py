@@ -9,7 +9,8 @@ Rules:
   ``legacy_lz4=True`` (magic 0) the header checksum may be the KAFKA-1493 one *or* the correct one, otherwise it must
   be correct; zstd (concatenated frames too). The whole input must be consumed.
 - Output is bounded: more than ``max_size`` decompressed bytes (a decompression bomb) is :class:`MalformedInput`,
-  detected before (snappy, zstd with a declared size) or while decompressing, never after allocating it all.
+  detected before (snappy, zstd with a declared size) or while decompressing, never after allocating it all. A
+  :class:`DecompressionBudget` bounds all the payloads of one input together (many small bombs add up).
 - Every decode failure is :class:`MalformedInput`; an unknown codec number in the data too. A codec the caller names
   wrongly in :func:`compress` is :class:`UsageError`.
 - Pure: no I/O.
@@ -27,7 +28,7 @@ import zstandard
 
 from .errors import MalformedInput, UsageError
 
-__all__ = ["MAX_DECOMPRESSED_SIZE", "Codec", "compress", "decompress", "xxh32"]
+__all__ = ["MAX_DECOMPRESSED_SIZE", "Codec", "DecompressionBudget", "compress", "decompress", "xxh32"]
 
 MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 """Default bound on one decompressed payload."""
@@ -103,6 +104,27 @@ def decompress(
         raise
     except Exception as e:  # any codec library failure on peer data is malformed input
         raise MalformedInput(f"corrupt {codec.name.lower()} data: {e}", reason="CORRUPT_COMPRESSED_DATA") from None
+
+
+class DecompressionBudget:
+    """The bytes that decompression may still produce for one input (a message set, a Fetch response's records):
+    every compressed payload in it draws from the same budget."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, limit: int) -> None:
+        self.remaining = limit
+
+    @classmethod
+    def of(cls, limit: int | DecompressionBudget) -> DecompressionBudget:
+        """``limit`` itself if it is a budget (shared with the caller), else a new budget of ``limit`` bytes."""
+        return limit if isinstance(limit, DecompressionBudget) else cls(limit)
+
+    def decompress(self, codec: Codec | int, data: Buffer, *, legacy_lz4: bool = False) -> bytes:
+        """:func:`decompress` bounded by what remains; the output is taken from the budget."""
+        out = decompress(codec, data, legacy_lz4=legacy_lz4, max_size=self.remaining)
+        self.remaining -= len(out)
+        return out
 
 
 def _too_big(codec: Codec, max_size: int) -> MalformedInput:

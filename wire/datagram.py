@@ -144,8 +144,8 @@ DATAGRAM = c.Struct(
     / c.Prefixed(
         Int32,  # Size: the whole datagram
         c.Struct(
-            "lead" / c.Peek(Int8),  # 1 for API-keyed datagrams; a build passes it explicitly
-            "body" / c.IfThenElse(this.lead == 1, _KEYED, _LEGACY),
+            "first_byte" / c.Peek(Int8),  # 1 for API-keyed datagrams; a build passes it explicitly
+            "body" / c.IfThenElse(this.first_byte == 1, _KEYED, _LEGACY),
         ),
         includelength=True,
     ),
@@ -349,11 +349,11 @@ def build_datagram_schema(message: Datagram) -> bytes:
             "version": 0,
             "message": {"timestamp": message.timestamp, "topic": message.topic, "value": message.value},
         }
-        lead = 0
+        first_byte = 0
     else:
         fields = {"timestamp": message.timestamp, "topic": message.topic, "key": message.key, "value": message.value}
         if message.kind == DatagramKind.PARTITION_KEY:
             fields["partition_key"] = message.partition_key
         body = {"api_key": int(message.kind), "api_version": 0, "message": fields}
-        lead = 1
-    return build(DATAGRAM, {"datagram": {"lead": lead, "body": body}}, "input datagram")
+        first_byte = 1
+    return build(DATAGRAM, {"datagram": {"first_byte": first_byte, "body": body}}, "input datagram")

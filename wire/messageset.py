@@ -24,11 +24,12 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import construct as c
 from construct import this
 
-from .compression import MAX_DECOMPRESSED_SIZE, Codec, compress, decompress
+from .compression import MAX_DECOMPRESSED_SIZE, Codec, DecompressionBudget, compress
 from .errors import MalformedInput, UsageError
 from .primitives import Int8, Int32, Int64, NullableBytes, UInt32
 from .records import CREATE_TIME, LOG_APPEND_TIME, Record, new_record
@@ -75,7 +76,9 @@ MESSAGE_SET = c.Struct("entries" / c.GreedyRange(MESSAGE), c.Terminated)
 """A complete message set (no partial entry at the end)."""
 
 
-def spec_entry(offset: int, magic: int, attributes: int, key: bytes | None, value: bytes | None, timestamp: int = -1):
+def spec_entry(
+    offset: int, magic: int, attributes: int, key: bytes | None, value: bytes | None, timestamp: int = -1
+) -> dict[str, Any]:
     """The build input of one :data:`MESSAGE` (for tests and documentation)."""
     body = {"magic": magic, "attributes": attributes, "timestamp": timestamp, "key": key, "value": value}
     return {"offset": offset, "message": {"body": {"value": body}}}
@@ -173,15 +176,20 @@ _INT64 = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")
 
 
-def decode_message_set(data: bytes, *, max_decompressed_size: int = MAX_DECOMPRESSED_SIZE) -> list[Record]:
-    """Every record in a fetched message set (magic 0/1), compressed wrappers expanded, a partial tail ignored."""
-    return _decode(bytes(data), partial_tail=True, wrapper=None, budget=[max_decompressed_size])
+def decode_message_set(
+    data: bytes, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
+) -> list[Record]:
+    """Every record in a fetched message set (magic 0/1), compressed wrappers expanded, a partial tail ignored.
+
+    Its compressed wrappers may expand to ``max_decompressed_size`` bytes in all (or draw from a shared budget).
+    """
+    budget = DecompressionBudget.of(max_decompressed_size)
+    return _decode(bytes(data), partial_tail=True, wrapper=None, budget=budget)
 
 
 def _decode(
-    data: bytes, *, partial_tail: bool, wrapper: tuple[int, int, int, int] | None, budget: list[int]
+    data: bytes, *, partial_tail: bool, wrapper: tuple[int, int, int, int] | None, budget: DecompressionBudget
 ) -> list[Record]:
-    """``budget`` is a one-element list: the decompressed bytes still allowed for the whole set."""
     records: list[Record] = []
     pos, total = 0, len(data)
     while pos < total:
@@ -204,7 +212,7 @@ def _decode(
     return records
 
 
-def _decode_message(data: bytes, pos: int, end: int, offset: int, wrapper, budget: list[int]) -> list[Record]:
+def _decode_message(data: bytes, pos: int, end: int, offset: int, wrapper, budget: DecompressionBudget) -> list[Record]:
     crc, magic, attributes = _CRC_MAGIC_ATTR.unpack_from(data, pos)
     if crc != _crc32(memoryview(data)[pos + 4 : end]):
         raise MalformedInput(f"message set: CRC mismatch in the message at offset {offset}", reason="CRC")
@@ -233,8 +241,7 @@ def _decode_message(data: bytes, pos: int, end: int, offset: int, wrapper, budge
         raise MalformedInput(f"message set: codec {codec} is not valid with magic {magic}", reason="UNKNOWN_CODEC")
     if value is None:
         raise MalformedInput(f"message set: compressed wrapper at offset {offset} has a null value")
-    inner = decompress(codec, value, legacy_lz4=magic == 0, max_size=budget[0])
-    budget[0] -= len(inner)
+    inner = budget.decompress(codec, value, legacy_lz4=magic == 0)
     return _decode(inner, partial_tail=False, wrapper=(offset, magic, timestamp, timestamp_type), budget=budget)
 
 

@@ -430,15 +430,7 @@ def build_fragment(fragment: Fragment) -> bytes:
     if not (0 <= index < count and total >= 0 and (count == 1 or (count - 1) * size <= total <= count * size)):
         raise UsageError(f"inconsistent plog fragment header: index {index}, count {count}, size {size}, total {total}")
     try:
-        header = _HEADER.pack(
-            fragment.fragment_count,
-            fragment.fragment_index,
-            fragment.fragment_size,
-            fragment.message_id,
-            fragment.total_length,
-            fragment.checksum,
-            len(tags),
-        )
+        header = _HEADER.pack(count, index, size, fragment.message_id, total, fragment.checksum, len(tags))
     except struct.error as e:
         raise UsageError(f"cannot encode plog fragment header: {e}") from None
     return b"".join((bytes([VERSION_0, TYPE_FRAGMENT]), header, b"\0\0", tags, fragment.payload))

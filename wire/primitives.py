@@ -23,9 +23,7 @@ Int8 = c.Int8sb
 Int16 = c.Int16sb
 Int32 = c.Int32sb
 Int64 = c.Int64sb
-UInt16 = c.Int16ub
 UInt32 = c.Int32ub
-Float64 = c.Float64b
 Boolean = c.Flag
 Uuid = c.Bytes(16)
 

@@ -5,7 +5,7 @@ Rules:
   batch through the first). Differential property tests prove them equal to the schema: identical bytes, and the same
   inputs accepted and rejected (:class:`UsageError` when building, :class:`MalformedInput` when decoding).
 - Decoding verifies the CRC-32C; a mismatch is :class:`MalformedInput` with reason ``CRC``. A compressed batch may
-  expand to ``max_decompressed_size`` bytes at most.
+  expand to ``max_decompressed_size`` bytes at most; the batches of one buffer share one budget.
 - :func:`decode_record_batches` reads batches back to back and ignores an incomplete batch at the end (a Fetch
   response may cut its last batch).
 - Records to build are ``(key, value, timestamp_ms, headers)``: key and value ``bytes``/``bytearray`` or ``None``;
@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from .compression import Codec, compress, decompress
+from .compression import Codec, DecompressionBudget, compress
 from .crc import crc32c
 from .errors import MalformedInput, UsageError
 from .primitives import encode_varint
@@ -37,7 +37,7 @@ from .recordbatch_schema import (
     build_record_batch_with_schema,
     decode_record_batch_with_schema,
 )
-from .records import CREATE_TIME, LOG_APPEND_TIME, Record, entry_spans, new_record
+from .records import CREATE_TIME, LOG_APPEND_TIME, Record, decompression_limit, entry_spans, new_record
 
 __all__ = [
     "CODEC_MASK",
@@ -292,8 +292,11 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
     return out
 
 
-def decode_record_batch(data: bytes, *, max_decompressed_size: int = MAX_DECOMPRESSED_SIZE) -> RecordBatch:
-    """Decode exactly one complete batch (no bytes after it); :class:`MalformedInput` if it is not one."""
+def decode_record_batch(
+    data: bytes, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
+) -> RecordBatch:
+    """Decode exactly one complete batch (no bytes after it); :class:`MalformedInput` if it is not one. A compressed
+    batch may expand to ``max_decompressed_size`` bytes (or draw from a shared budget)."""
     data = bytes(data)
     if len(data) < HEADER_SIZE:
         raise MalformedInput(f"record batch of {len(data)} bytes is shorter than its {HEADER_SIZE}-byte header")
@@ -313,7 +316,7 @@ def decode_record_batch(data: bytes, *, max_decompressed_size: int = MAX_DECOMPR
     if codec == Codec.NONE:
         buf, pos = data, HEADER_SIZE
     elif codec <= Codec.ZSTD:
-        buf, pos = decompress(codec, memoryview(data)[HEADER_SIZE:], max_size=max_decompressed_size), 0
+        buf, pos = DecompressionBudget.of(max_decompressed_size).decompress(codec, memoryview(data)[HEADER_SIZE:]), 0
     else:
         raise MalformedInput(f"record batch codec {codec} is unknown")
     ts_type = LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
@@ -336,11 +339,13 @@ def decode_record_batch(data: bytes, *, max_decompressed_size: int = MAX_DECOMPR
     )
 
 
-def decode_record_batches(data: bytes) -> list[RecordBatch]:
-    """Every complete batch in ``data``, in order; an incomplete batch at the end is ignored."""
+def decode_record_batches(data: bytes, *, max_decompressed_size: int | None = None) -> list[RecordBatch]:
+    """Every complete batch in ``data``, in order; an incomplete batch at the end is ignored. All of them together
+    may expand to ``max_decompressed_size`` bytes (default: :func:`~bruce.wire.records.decompression_limit`)."""
+    budget = DecompressionBudget(decompression_limit(data) if max_decompressed_size is None else max_decompressed_size)
     out = []
     for start, end, magic in entry_spans(data):
         if magic != MAGIC:
             raise MalformedInput(f"entry at byte {start} has magic {magic}, not {MAGIC}", reason="MAGIC")
-        out.append(decode_record_batch(data[start:end]))
+        out.append(decode_record_batch(data[start:end], max_decompressed_size=budget))
     return out

@@ -9,6 +9,8 @@ Rules:
   buffer is a *partial tail* (a Fetch response may cut its last batch) and is ignored, not an error.
 - :func:`decode_records` dispatches each entry on its magic: 0/1 to ``messageset``, 2 to ``recordbatch``. Control
   batches (transaction markers) carry no user records and are left out. Anything else is :class:`MalformedInput`.
+- Decompression is bounded for the whole buffer, not per entry (:func:`decompression_limit`): a Fetch response of
+  many small compressed batches cannot expand without limit.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from .compression import MAX_DECOMPRESSED_SIZE, DecompressionBudget
 from .errors import MalformedInput
 
 CREATE_TIME = 0
@@ -24,6 +27,7 @@ LOG_APPEND_TIME = 1
 
 ENTRY_HEADER_SIZE = 12  # offset int64 + size int32
 MAGIC_POSITION = 16  # offset int64 + size int32 + (crc int32 | partition leader epoch int32)
+EXPANSION_LIMIT = 64  # see decompression_limit
 _SIZE = struct.Struct(">i")
 
 
@@ -90,20 +94,28 @@ def entry_spans(data: bytes) -> Iterator[tuple[int, int, int]]:
         pos = end
 
 
-def decode_records(data: bytes) -> list[Record]:
-    """Every record in a Fetch response's record set (any magic, several entries, partial tail ignored)."""
+def decompression_limit(data: bytes) -> int:
+    """The default bound on what the compressed entries of ``data`` may expand to, all together: 64 MiB, or 64 times
+    the input when that is more (a bound per entry alone grows with the number of entries)."""
+    return max(MAX_DECOMPRESSED_SIZE, EXPANSION_LIMIT * len(data))
+
+
+def decode_records(data: bytes, *, max_decompressed_size: int | None = None) -> list[Record]:
+    """Every record in a Fetch response's record set (any magic, several entries, partial tail ignored). Compressed
+    entries may expand to ``max_decompressed_size`` bytes in all (default: :func:`decompression_limit`)."""
     from .messageset import decode_message_set  # imported here: both import Record from this module
     from .recordbatch import decode_record_batch
 
+    budget = DecompressionBudget(decompression_limit(data) if max_decompressed_size is None else max_decompressed_size)
     view = memoryview(data)
     records: list[Record] = []
     for start, end, magic in entry_spans(data):
         if magic == 2:
-            batch = decode_record_batch(view[start:end])
+            batch = decode_record_batch(view[start:end], max_decompressed_size=budget)
             if not batch.is_control:
                 records.extend(batch.records)
         elif magic in (0, 1):
-            records.extend(decode_message_set(view[start:end]))
+            records.extend(decode_message_set(view[start:end], max_decompressed_size=budget))
         else:
             raise MalformedInput(f"log entry at byte {start} has unknown magic {magic}", reason="MAGIC")
     return records

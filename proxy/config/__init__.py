@@ -27,8 +27,8 @@ from .model import (
 )
 from .options import Options, option_specs
 from .startup import EXIT_CONFIG, EXIT_USAGE, configure, default_config, load_config, load_config_file
-from .toml_config import load_toml, load_toml_file, to_toml
-from .xml_config import load_xml, load_xml_file
+from .toml_config import load_toml, to_toml
+from .xml_config import load_xml
 
 __all__ = [
     "EXIT_CONFIG",
@@ -56,9 +56,7 @@ __all__ = [
     "load_config",
     "load_config_file",
     "load_toml",
-    "load_toml_file",
     "load_xml",
-    "load_xml_file",
     "option_specs",
     "parse_command_line",
     "to_toml",

@@ -1,4 +1,5 @@
-"""Build a :class:`Config` from the neutral shape that both file loaders produce; the rules they share live here.
+"""Build a :class:`Config` from the neutral shape that both file loaders produce: the rules and the value syntax they
+share.
 
 The neutral shape is the TOML layout (docs/configuration.md): nested mappings and lists keyed by the TOML names,
 holding raw values — strings from XML attributes, typed values from TOML. Each loader deals only with its syntax (XML:
@@ -7,9 +8,17 @@ elements, attributes, duplicates, stray text; TOML: the parser) and hands this s
 Rules:
 - The ``[plog]`` section (TOML only: Bruce's XML has none) is read by :func:`bruce.proxy.plog.listeners_from_section`,
   whose messages already name the table and key.
-- Here: which keys exist and which are required, unknown keys (with a suggestion), value syntax (``values.py``), what
+- Here: which keys exist and which are required, unknown keys (with a suggestion), the value syntax (below), what
   Bruce ignores (the config of a disabled combined-topics entry or of a ``disable`` action, ``min_size`` of type
   ``none``) and the defaults (``size_threshold_percent`` 100, port 9092, no rate limiting).
+- Initial brokers given by the caller (``--initial_brokers``, the embedded broker) replace the file's; the file may
+  then leave them out. Brokers the file does list are checked all the same.
+- Values are parsed as Bruce's ``conf.cc`` parses them. Surrounding whitespace is ignored. A number is decimal digits
+  with an optional leading ``+``; where the ``k`` suffix is allowed (either case, whitespace before it allowed), it
+  multiplies by 1024; where it is not, it is an error that says so, never silently ignored. A keyword (``disable``,
+  ``unlimited``) is matched in any case and parses to ``None``. Booleans are ``true`` / ``false`` in any case. Names
+  are trimmed. TOML integers are taken as they are (never a bool or a float); TOML strings are parsed like XML
+  attributes. Negative numbers and numbers above 2**63 - 1 are refused.
 - In the model: every rule that relates values (references, 0 vs "disable", ranges); constructing it checks them.
 - Every error is a :class:`ConfigError` carrying the neutral ``path`` of the offending key; the loader turns the path
   into its own spelling and adds the file name and, where it knows it, the line.
@@ -17,8 +26,11 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
@@ -39,20 +51,28 @@ from .model import (
     TopicAction,
     TopicBatching,
 )
-from .values import parse_bool, parse_choice, parse_name, parse_number
 
 T = TypeVar("T")
 _MISSING = object()
 
 COMPRESSION_TYPES = {kind.value: kind for kind in CompressionType}
+MAX_NUMBER = 2**63 - 1
+_DIGITS = re.compile(r"\+?[0-9]+")
 
 
-def build_config(raw: object, *, actions: Mapping[str, TopicAction]) -> Config:
-    """The :class:`Config` described by ``raw``. ``actions`` maps the format's spellings of the batching actions."""
+def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_brokers: Sequence[Broker] = ()) -> Config:
+    """The :class:`Config` described by ``raw``. ``actions`` maps the format's spellings of the batching actions;
+    ``initial_brokers``, when given, replace the file's (which may then be left out)."""
     top = _table(raw, ())
     _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers", "plog"))
+    if "initial_brokers" not in top and not initial_brokers:
+        raise ConfigError(
+            "is missing: list at least one broker here, or name them with --initial_brokers (or --embedded_broker)",
+            path=("initial_brokers",),
+        )
+    listed = _brokers(top.get("initial_brokers", []), ("initial_brokers",))
     rate_limiting = top.get("topic_rate_limiting")
-    return Config(
+    config = Config(
         batching=_batching(_required(top, (), "batching"), ("batching",), actions),
         compression=_compression(_required(top, (), "compression"), ("compression",)),
         topic_rate_limiting=(
@@ -60,9 +80,12 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction]) -> Config:
             if rate_limiting is None
             else _rate_limiting(rate_limiting, ("topic_rate_limiting",))
         ),
-        initial_brokers=_brokers(_required(top, (), "initial_brokers"), ("initial_brokers",)),
+        initial_brokers=listed or tuple(initial_brokers),
         plog_listeners=_plog(top.get("plog", {})),
     )
+    if listed and initial_brokers:  # the file's brokers were checked with the rest; the caller's replace them
+        config = dataclasses.replace(config, initial_brokers=tuple(initial_brokers))
+    return config
 
 
 def _plog(raw: object) -> tuple[ListenerConfig, ...]:
@@ -262,3 +285,87 @@ def _known(table: Mapping[str, object], path: Path, known: Iterable[str]) -> Non
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f'; did you mean "{close[0]}"?' if close else f"; expected one of: {', '.join(known)}"
             raise ConfigError(f"unknown setting{hint}", path=(*path, key))
+
+
+# -- values (Bruce's syntax; see the module rules) ------------------------------------------------------------------
+
+
+def _show(raw: object) -> str:
+    """A raw value as the user wrote it, quoted if it is text."""
+    if isinstance(raw, str):
+        return json.dumps(raw)
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    return str(raw)
+
+
+def _accepted_forms(*, allow_k: bool, keyword: str | None) -> str:
+    forms = ["a whole number"]
+    if allow_k:
+        forms.append('a number with the k suffix such as "256k" (256 * 1024)')
+    if keyword:
+        forms.append(f'"{keyword}"')
+    return forms[0] if len(forms) == 1 else ", ".join(forms[:-1]) + " or " + forms[-1]
+
+
+def parse_number(raw: object, *, allow_k: bool, keyword: str | None = None) -> int | None:
+    """A non-negative integer, ``None`` for ``keyword``. ``allow_k``: accept the ``k`` suffix (* 1024)."""
+    expected = _accepted_forms(allow_k=allow_k, keyword=keyword)
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise ConfigError(f"{_show(raw)} is not valid here: expected {expected}")
+    if isinstance(raw, int):
+        return _in_range(raw, _show(raw))
+    text = raw.strip()
+    if keyword is not None and text.lower() == keyword:
+        return None
+    if not text:
+        raise ConfigError(f"the value is empty: expected {expected}")
+    multiplier = 1
+    if text[-1] in "kK":
+        if not allow_k:
+            raise ConfigError(
+                f"{_show(raw)}: the k suffix (* 1024) is not allowed here; write the whole number"
+                + (f' or "{keyword}"' if keyword else "")
+            )
+        text = text[:-1].rstrip()
+        multiplier = 1024
+    if not _DIGITS.fullmatch(text):
+        raise ConfigError(f"{_show(raw)} is not valid here: expected {expected}")
+    return _in_range(int(text) * multiplier, _show(raw))
+
+
+def _in_range(value: int, shown: str) -> int:
+    if value < 0:
+        raise ConfigError(f"{shown} is negative: expected a number of at least 0")
+    if value > MAX_NUMBER:
+        raise ConfigError(f"{shown} is too large: the largest accepted number is {MAX_NUMBER}")
+    return value
+
+
+def parse_bool(raw: object) -> bool:
+    """``true`` / ``false`` (any case, trimmed), or a TOML boolean."""
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str):
+        text = raw.strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+    raise ConfigError(f'{_show(raw)} is not valid here: expected "true" or "false"')
+
+
+def parse_name(raw: object) -> str:
+    """A name (of a named config, a topic, a host): a string, trimmed."""
+    if not isinstance(raw, str):
+        raise ConfigError(f"{_show(raw)} is not valid here: expected a name in quotes")
+    return raw.strip()
+
+
+def parse_choice(raw: object, choices: Mapping[str, T], *, ignore_case: bool) -> T:
+    """One of ``choices`` (keys are the spellings; trimmed; case-insensitive if ``ignore_case``)."""
+    if isinstance(raw, str):
+        text = raw.strip()
+        for spelling, value in choices.items():
+            if text == spelling or (ignore_case and text.lower() == spelling.lower()):
+                return value
+    allowed = ", ".join(f'"{spelling}"' for spelling in choices)
+    raise ConfigError(f"{_show(raw)} is not valid here: expected one of {allowed}")

@@ -22,7 +22,6 @@ Rules:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -243,10 +242,6 @@ class Config:
         """The rate limit of ``topic``: its own entry, else the default."""
         limiting = self.topic_rate_limiting
         return limiting.named_configs[limiting.topic_configs.get(topic, limiting.default_topic)]
-
-    def with_initial_brokers(self, brokers: Iterable[Broker]) -> Config:
-        """A copy whose initial brokers are ``brokers`` (``--initial_brokers``, the embedded broker)."""
-        return dataclasses.replace(self, initial_brokers=tuple(brokers))
 
     # -- checks -----------------------------------------------------------------------------------
 

@@ -199,7 +199,7 @@ class Options:
         15, "INTERVAL_MINUTES", "Minutes between metadata refreshes (±20% at random).", KAFKA, integer(1)
     )
     skip_compare_metadata_on_refresh: bool = switch(
-        "Replace the metadata on every refresh even when it did not change (testing).", KAFKA
+        "Accepted for Bruce's command lines; every refresh is applied whether or not the metadata changed.", KAFKA
     )
     pause_rate_limit_initial: int = option(
         5000, "DELAY_MS", "First backoff in ms before fetching metadata again after a Kafka error.", KAFKA, integer()
@@ -235,7 +235,10 @@ class Options:
     discard_report_bad_msg_prefix_size: int = option(
         256, "MAX_BYTES", "Bytes of a bad message kept in the discard report.", DISCARDS, integer()
     )
-    no_log_discard: bool = switch("Do not write discards to syslog (the status interface still has them).", DISCARDS)
+    no_log_discard: bool = switch(
+        "Do not write discard warnings to the log (the status pages, counters and discard log still have them).",
+        DISCARDS,
+    )
     discard_log_path: str | None = option(
         None,
         "PATH",
@@ -248,7 +251,7 @@ class Options:
         "MAX_KB",
         "Size in KiB at which the discard log is rotated to PATH.<epoch ms>.",
         DISCARDS,
-        integer(0, 2**53),
+        integer(1, 2**53),
     )
     discard_log_max_archive_size: int = option(
         8192, "MAX_KB", "Total KiB of rotated discard logs kept; the oldest are deleted.", DISCARDS, integer(0, 2**53)
@@ -274,10 +277,12 @@ class Options:
     log_level: str = option(
         "LOG_NOTICE", "LEVEL", "One of " + ", ".join(LOG_LEVELS) + ".", PROCESS, choice(*LOG_LEVELS)
     )
-    log_echo: bool = switch("Also write log messages to standard error.", PROCESS)
+    log_echo: bool = switch("Accepted for Bruce's command lines; the log always goes to standard error.", PROCESS)
     daemon: bool = switch("Run in the background; the parent prints the daemon's PID.", PROCESS)
     # Legacy formats
-    use_old_input_format: bool = switch('Expect the old "topic<space>body" input datagrams.', LEGACY)
+    use_old_input_format: bool = switch(
+        'Not supported (Bruce\'s pre-release "topic<space>body" datagrams): bruce refuses to start with it.', LEGACY
+    )
     use_old_output_format: bool = switch('Send values as "<timestamp> <topic> <value>".', LEGACY)
     omit_timestamp: bool = switch("With --use_old_output_format: leave out the timestamp.", LEGACY)
 
@@ -351,8 +356,6 @@ class Options:
             yield "debug_dir", f'"{self.debug_dir}" is not an absolute path (it must start with /)'
         if len(os.fsencode(self.receive_socket_name)) > MAX_SOCKET_PATH:
             yield "receive_socket_name", f"is longer than the {MAX_SOCKET_PATH} bytes a UNIX socket path can have"
-        if self.discard_log_max_file_size == 0:
-            yield "discard_log_max_file_size", "0 is not allowed: expected a size in KiB of at least 1"
         if self.discard_log_path:
             yield from self._discard_log_problems(self.discard_log_path)
         if self.status_loopback_only and not _is_loopback(self.status_host):

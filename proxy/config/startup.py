@@ -5,7 +5,9 @@ Rules:
 - Without ``--config_path`` the built-in :func:`default_config` applies: Bruce's shipped configuration (combined
   topics batching, snappy above 128 bytes) with Bruce's documented 1-second batching delay and no rate limiting.
 - The initial brokers are, first that applies: the embedded broker (``Options.use_embedded_broker``: 127.0.0.1 on a
-  port picked here, which the daemon then starts tansu on), ``--initial_brokers``, the config file's.
+  port picked here, which the daemon then starts tansu on), ``--initial_brokers``, the config file's. A config file
+  may leave its brokers out only when one of the first two names them.
+- A config file is read whole, at most :data:`MAX_FILE_BYTES`.
 - Every problem is printed as ``bruce: <ConfigError>`` on stderr and ends the command with status 2 (command line)
   or 1 (config file) before anything starts.
 """
@@ -21,7 +23,6 @@ from bruce.proxy.embedded import free_port
 
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
-from .files import read_config_bytes
 from .model import (
     BatchingConfig,
     BatchLimits,
@@ -40,6 +41,7 @@ from .xml_config import load_xml
 
 EXIT_CONFIG = 1
 EXIT_USAGE = 2
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 def configure(
@@ -75,19 +77,31 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
         brokers = (Broker("127.0.0.1", embedded_port or free_port()),)
     if options.config_path is None:
         return default_config(brokers)
-    config = load_config_file(options.config_path)
-    return config.with_initial_brokers(brokers) if brokers else config
+    return load_config_file(options.config_path, initial_brokers=brokers)
 
 
-def load_config_file(path: str | Path) -> Config:
-    """Read and validate a config file, XML or TOML."""
-    data = read_config_bytes(path)
+def load_config_file(path: str | Path, *, initial_brokers: Sequence[Broker] = ()) -> Config:
+    """Read and validate a config file, XML or TOML; ``initial_brokers``, when given, replace the file's."""
+    data = _read_bounded(path)
+    source = str(path)
     suffix = Path(path).suffix.lower()
     if suffix == ".toml":
-        return load_toml(data, source=str(path))
+        return load_toml(data, source=source, initial_brokers=initial_brokers)
     if suffix == ".xml" or data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
-        return load_xml(data, source=str(path))
-    return load_toml(data, source=str(path))
+        return load_xml(data, source=source, initial_brokers=initial_brokers)
+    return load_toml(data, source=source, initial_brokers=initial_brokers)
+
+
+def _read_bounded(path: str | Path) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+        reason = getattr(error, "strerror", None) or error
+        raise ConfigError(f"cannot read the config file: {reason}", source=str(path)) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"the config file is larger than {MAX_FILE_BYTES} bytes", source=str(path))
+    return data
 
 
 def default_config(initial_brokers: Sequence[Broker]) -> Config:

@@ -17,27 +17,21 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
-from pathlib import Path as FilePath
 
 from bruce.proxy.plog.config import ListenerConfig
 
 from .build import build_config
 from .errors import ConfigError
-from .files import read_config_bytes
-from .model import BatchLimits, CompressionType, Config, RateLimitingConfig, TopicAction, TopicBatching, dotted
+from .model import BatchLimits, Broker, CompressionType, Config, RateLimitingConfig, TopicAction, TopicBatching, dotted
 
 TOML_ACTIONS = {action.value: action for action in TopicAction}
 
 
-def load_toml_file(path: str | FilePath) -> Config:
-    """Read and validate a TOML config file."""
-    return load_toml(read_config_bytes(path), source=str(path))
-
-
-def load_toml(data: bytes | str, *, source: str = "<toml config>") -> Config:
-    """Validate a TOML config given as text (or UTF-8 bytes); ``source`` names it in errors."""
+def load_toml(data: bytes | str, *, source: str = "<toml config>", initial_brokers: Sequence[Broker] = ()) -> Config:
+    """Validate a TOML config given as text (or UTF-8 bytes); ``source`` names it in errors. ``initial_brokers``,
+    when given, replace the file's (which may then be left out)."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8")
@@ -50,7 +44,7 @@ def load_toml(data: bytes | str, *, source: str = "<toml config>") -> Config:
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"not valid TOML: {error}", source=source) from None
     try:
-        return build_config(raw, actions=TOML_ACTIONS)
+        return build_config(raw, actions=TOML_ACTIONS, initial_brokers=initial_brokers)
     except ConfigError as error:
         raise error.located(source=source, where=dotted(error.path or ())) from None
 

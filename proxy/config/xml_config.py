@@ -17,15 +17,13 @@ Rules:
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path as FilePath
 from xml.parsers import expat
 
 from .build import build_config
 from .errors import ConfigError, Path
-from .files import read_config_bytes
-from .model import Config, TopicAction
+from .model import Broker, Config, TopicAction
 
 XML_ACTIONS = {
     "perTopic": TopicAction.PER_TOPIC,
@@ -34,7 +32,7 @@ XML_ACTIONS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Leaf:
     """An empty element whose attributes are settings (XML attribute → neutral key).
 
@@ -47,14 +45,14 @@ class Leaf:
     required: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     """An element holding sub-elements, each at most once (XML tag → (neutral key, spec))."""
 
     children: Mapping[str, tuple[str, Spec]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Items:
     """An element holding repeated ``tag`` items: keyed by their ``name`` attribute, or a list if not ``named``."""
 
@@ -134,18 +132,14 @@ BRUCE_CONFIG = Node(
 """Bruce's elements, mapped onto the neutral settings of ``build.py``."""
 
 
-def load_xml_file(path: str | FilePath) -> Config:
-    """Read and validate a Bruce XML config file."""
-    return load_xml(read_config_bytes(path), source=str(path))
-
-
-def load_xml(data: bytes | str, *, source: str = "<xml config>") -> Config:
-    """Validate a Bruce XML config given as bytes (or text); ``source`` names it in errors."""
+def load_xml(data: bytes | str, *, source: str = "<xml config>", initial_brokers: Sequence[Broker] = ()) -> Config:
+    """Validate a Bruce XML config given as bytes (or text); ``source`` names it in errors. ``initial_brokers``,
+    when given, replace the file's (which may then be left out)."""
     root = _parse(data.encode() if isinstance(data, str) else data, source)
     lines: dict[Path, int] = {}
     raw = _Converter(source, lines).convert(root, BRUCE_CONFIG, ())
     try:
-        return build_config(raw, actions=XML_ACTIONS)
+        return build_config(raw, actions=XML_ACTIONS, initial_brokers=initial_brokers)
     except ConfigError as error:
         path = error.path or ()
         raise error.located(source=source, where=xml_where(path), line=_line_of(path, lines)) from None
@@ -184,7 +178,7 @@ def _line_of(path: Path, lines: Mapping[Path, int]) -> int | None:
 # -- parsing -------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Element:
     tag: str
     attrs: list[tuple[str, str]]

@@ -39,7 +39,7 @@ DEFAULT_CAPACITY = 1 << 20  # plog's defrag max_size
 DEFAULT_EXPIRY = 10.0  # plog's defrag expire_time, seconds after a message was last touched
 
 # What one pending message and one stored fragment cost besides the payload bytes, measured with tracemalloc on
-# CPython 3.11-3.13 (tests/plog/test_defrag.py checks the bound holds): the _Pending object, its dict of fragments,
+# CPython 3.11-3.13 (tests/plog/test_plog_defrag.py checks the bound holds): the _Pending object, its dict of fragments,
 # the OrderedDict entry and the key tuple (~600 B) for a message; the bytes object header, the int index and the
 # dict slot for a fragment (~100 B). Rounded up.
 ENTRY_OVERHEAD = 768

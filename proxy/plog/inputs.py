@@ -16,9 +16,11 @@ Rules:
   own resume level (7/8 full) wakes the waiters, and while the budget is below that level yet the message still does
   not fit, a timer checks again every :data:`RECHECK_S`. Callbacks always run from the loop, never inside a call.
 - Lifecycle: :meth:`start` binds every listener, in order; a listener that cannot bind (port in use, bad address)
-  stops the ones already started and raises :class:`PlogStartError` naming it. :meth:`stop` is the orderly stop
-  (what the kernel and the connections still hold is read and submitted), then refuses; :meth:`refuse` (after a
-  crash) makes every later submission a SERVER_SHUTDOWN discard, so nothing reaches a router that no longer routes.
+  stops the ones already started and raises :class:`PlogStartError` naming it. :meth:`serve` runs in the daemon's
+  task group while the listeners run: it raises the error a listener reported through :meth:`fail` (so a failed
+  listener stops the daemon) and returns once they are stopped. :meth:`stop` is the orderly stop (what the kernel and
+  the connections still hold is read and submitted), then refuses; :meth:`refuse` (after a crash) makes every later
+  submission a SERVER_SHUTDOWN discard, so nothing reaches a router that no longer routes.
 - Status: :meth:`counter_set` gives each listener's counters labelled ``listener=<name>`` (``PlogUdpSimpleMessages``,
   ..., plus ``PlogReceived`` and ``PlogRejected``); :meth:`gauges` the reassembly buffers and open connections.
 """
@@ -76,19 +78,17 @@ class PlogInputs:
         self._received: dict[str, int] = {c.name: 0 for c in configs}
         self._rejected: dict[str, int] = {c.name: 0 for c in configs}
         self._refusing = False
-        self._started = False
+        self._failure: asyncio.Future[None] | None = None  # set by start(): a listener's error, or done at stop()
         self._waiters: dict[Callable[[], object], int] = {}  # paused connections → the charge they wait for
         self._armed = False
         self._timer: asyncio.TimerHandle | None = None
         self._labels: dict[str, Labels] = {c.name: (("listener", c.name),) for c in configs}
 
-    def __len__(self) -> int:
-        return len(self.listeners)
-
     # -- lifecycle -----------------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Bind and start every listener (see the module rules)."""
+        self._failure = asyncio.get_running_loop().create_future()
         started: list[Listener] = []
         for listener in self.listeners:
             cfg = listener.config
@@ -103,19 +103,24 @@ class PlogInputs:
                     "[[plog.listener]] or --plog_udp / --plog_tcp)"
                 ) from error
             started.append(listener)
-        self._started = bool(started)
         if started:
             described = (
                 f"{x.config.protocol} {x.address[0]}:{x.address[1]} → {x.config.topic or '(kt: tags)'}" for x in started
             )
             log.log(NOTICE, "plog listeners: %s", ", ".join(described))
 
+    async def serve(self) -> None:
+        """While the listeners run: raise the error a listener reported (see :meth:`fail`); return once stopped."""
+        if self._failure is not None:
+            await self._failure
+
     async def stop(self) -> None:
-        """Orderly stop: every listener submits what it still holds and closes; then later submissions are refused."""
-        if self._started:
-            self._started = False
-            for listener in self.listeners:
-                await listener.stop()
+        """Orderly stop: every listener submits what it still holds and closes; then later submissions are refused.
+        Stopping again (after a failure part-way) stops whatever still runs."""
+        for listener in self.listeners:
+            await listener.stop()
+        if self._failure is not None and not self._failure.done():
+            self._failure.set_result(None)
         self.refuse()
 
     def refuse(self) -> None:
@@ -172,6 +177,14 @@ class PlogInputs:
 
     def cancel_notify(self, callback: Callable[[], object]) -> None:
         self._waiters.pop(callback, None)
+
+    def fail(self, error: Exception, *, listener: str) -> None:
+        error.add_note(f"in plog listener {listener}")
+        failure = self._failure
+        if failure is None or failure.done():
+            log.error("plog listener %s failed after the daemon stopped serving it", listener, exc_info=error)
+            return
+        failure.set_exception(error)
 
     def _arm(self) -> None:
         """Wake the waiters when the budget next frees: at its resume level, or by timer when already below it."""

@@ -24,8 +24,9 @@ Rules:
 - Stopping is ordered and bounded: stop accepting, read what the kernel still holds for the UDP socket (at most
   :data:`DRAIN_MAX_DATAGRAMS`), submit the complete lines TCP connections still hold, close, drop incomplete
   multipart messages (counted).
-- An unexpected exception while handling input is logged with its traceback and counted in ``exceptions``; it never
-  stops the listener.
+- An unexpected exception while handling input (a bug, here or in the sink) is never swallowed: the listener stops
+  reading (a TCP connection is aborted) and hands the error to :meth:`PlogSink.fail`, which stops the daemon with it.
+  (plog counted such errors and went on.)
 """
 
 from __future__ import annotations
@@ -85,21 +86,15 @@ class _Listener:
             return
         self.stats.seen_messages += 1
         partition_key = None if key is None else plog_partition_key(key)
-        try:
-            accepted = self.sink.submit(topic, key, value, partition_key=partition_key, listener=self.config.name)
-        except Exception:  # a bug in the sink: counted and logged, never fatal to the listener
-            self.stats.exceptions += 1
-            log.exception("plog listener %s: the sink failed on a message for %s", self.config.name, topic)
-            return
-        if not accepted:
+        if not self.sink.submit(topic, key, value, partition_key=partition_key, listener=self.config.name):
             self.stats.failed_to_send += 1
 
     def _reject(self, reason: DiscardReason, data: bytes, *, topic: str | None = None) -> None:
-        try:
-            self.sink.reject(reason, data, topic=topic, listener=self.config.name)
-        except Exception:  # a bug in the sink
-            self.stats.exceptions += 1
-            log.exception("plog listener %s: the sink failed on a %s discard", self.config.name, reason)
+        self.sink.reject(reason, data, topic=topic, listener=self.config.name)
+
+    def _fail(self, error: Exception) -> None:
+        """An unexpected error while handling input: the sink stops the daemon with it."""
+        self.sink.fail(error, listener=self.config.name)
 
 
 # ---------------------------------------------------------------- UDP
@@ -168,7 +163,18 @@ class UdpListener(_Listener):
         self.defrag.clear()
 
     def _on_readable(self) -> None:
-        self._read_burst(UDP_BURST)
+        self._guarded(self._read_burst, UDP_BURST)
+
+    def _guarded(self, handler: Callable[..., object], *args: object) -> None:
+        """Run a loop callback's work; an unexpected error stops this listener's reading and the daemon."""
+        try:
+            handler(*args)
+        except Exception as error:
+            if self._sweeper is not None:
+                self._sweeper.cancel()
+            if self._sock is not None and self._loop is not None:
+                self._loop.remove_reader(self._sock.fileno())
+            self._fail(error)
 
     def _read_burst(self, limit: int) -> int:
         """Read and handle up to ``limit`` queued datagrams without blocking; returns how many were read."""
@@ -204,19 +210,11 @@ class UdpListener(_Listener):
         self._reject(DiscardReason.LONG_MSG if what == TOO_LARGE else DiscardReason.MALFORMED, sample)
 
     def _sweep(self) -> None:
-        self.defrag.expire()
         self._sweeper = asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep)
+        self._guarded(self.defrag.expire)
 
     def handle(self, data: bytes, addr: tuple) -> bytes | None:
         """Handle one datagram from ``addr``; return the reply to send back, if any."""
-        try:
-            return self._handle(data, addr)
-        except Exception:
-            self.stats.exceptions += 1
-            log.exception("plog listener %s: error handling a datagram from %s", self.config.name, addr)
-            return None
-
-    def _handle(self, data: bytes, addr: tuple) -> bytes | None:
         try:
             packet = parse_packet(data)
         except MalformedInput as e:
@@ -329,6 +327,28 @@ class _LineConnection(asyncio.Protocol):
         self.listener.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
+        self._guarded(self._received, data)
+
+    def eof_received(self) -> bool:
+        self._guarded(self._eof_received)
+        return True  # we close the transport ourselves once the last line is handled
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._guarded(self._lost, exc)
+
+    def _guarded(self, handler: Callable[..., None], *args: object) -> None:
+        """Run one event's handler; an unexpected error aborts the connection and stops the daemon."""
+        try:
+            handler(*args)
+        except Exception as error:
+            self._closed = True
+            self.listener.connections.discard(self)
+            self.listener.sink.cancel_notify(self._on_budget_free)
+            if self.transport is not None:
+                self.transport.abort()
+            self.listener._fail(error)
+
+    def _received(self, data: bytes) -> None:
         if self._discarding:
             newline = data.find(b"\n")
             if newline < 0:
@@ -338,13 +358,12 @@ class _LineConnection(asyncio.Protocol):
         self._buffer += data
         self._process()
 
-    def eof_received(self) -> bool:
+    def _eof_received(self) -> None:
         self._eof = True
         if not self._paused:
             self._finish()
-        return True  # we close the transport ourselves once the last line is handled
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def _lost(self, exc: Exception | None) -> None:
         if self._closed and self not in self.listener.connections:
             return
         self._closed = True
@@ -419,7 +438,7 @@ class _LineConnection(asyncio.Protocol):
         self.listener.sink.notify_when_free(self._on_budget_free, size)
 
     def _on_budget_free(self) -> None:
-        asyncio.get_running_loop().call_soon(self._resume)  # never re-enter _process from inside the sink
+        asyncio.get_running_loop().call_soon(self._guarded, self._resume)  # never re-enter _process from the sink
 
     def _resume(self) -> None:
         if self._closed or not self._paused:

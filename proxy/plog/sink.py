@@ -14,7 +14,9 @@ Rules:
   :meth:`PlogSink.budget_available` before each message; when it says no they stop reading, keep what they already
   read, and register with :meth:`PlogSink.notify_when_free` to resume. A closing connection calls
   :meth:`PlogSink.cancel_notify`.
-- All methods are called from the event loop thread, never concurrently; none may block or raise.
+- All methods are called from the event loop thread, never concurrently; none may block. None raises for a
+  well-formed call; if one does (a bug), or the listener itself fails unexpectedly, the listener stops reading and
+  hands the error to :meth:`PlogSink.fail`, which must stop the daemon with it (never swallow it).
 """
 
 from __future__ import annotations
@@ -55,4 +57,8 @@ class PlogSink(Protocol):
 
     def cancel_notify(self, callback: Callable[[], object]) -> None:
         """Forget a callback registered with :meth:`notify_when_free` (no error if it is not registered)."""
+        ...
+
+    def fail(self, error: Exception, *, listener: str) -> None:
+        """``listener`` hit an unexpected error (a bug) and stopped reading: stop the daemon with ``error``."""
         ...

@@ -10,7 +10,7 @@ Rules:
   ``bucket(index)``.
 - plog's packet-loss hole detection is not implemented: ``holes_from_dead_port`` / ``holes_from_new_message`` are
   reported as 0, as plog reports them when detection is disabled; ``unhandled_objects`` (a plog pipeline artefact)
-  likewise.
+  likewise; ``exceptions`` too, since an unexpected error stops the daemon instead of being counted.
 - Every malformed packet is counted under exactly one field, chosen by its ``reason`` (:meth:`PlogStats.malformed`).
 - Plain counters for one event loop; no I/O. :meth:`PlogStats.to_json` renders the STAT reply;
   :meth:`PlogStats.counters` gives every counter flat, as the status pages show them (``PlogUdpSimpleMessages``,
@@ -78,7 +78,6 @@ class PlogStats:
     v0_invalid_multipart_header: int = 0
     unknown_command: int = 0
     v0_commands: int = 0
-    exceptions: int = 0  # unexpected errors while handling input (logged with their traceback)
     v0_multipart_messages: int = 0
     v0_fragments: list[int] = field(default_factory=_buckets)
     v0_invalid_checksum: list[int] = field(default_factory=_buckets)
@@ -109,7 +108,7 @@ class PlogStats:
 
     def malformed(self, reason: str) -> None:
         """Count one malformed packet by its :class:`~bruce.wire.errors.MalformedInput` reason."""
-        field = _MALFORMED_FIELD.get(reason, "exceptions")
+        field = _MALFORMED_FIELD[reason]
         setattr(self, field, getattr(self, field) + 1)
 
     def fragment(self, index: int) -> None:
@@ -147,7 +146,7 @@ class PlogStats:
             "kill_refused": self.kill_refused,
             "v0_commands": self.v0_commands,
             "reply_failures": self.reply_failures,
-            "exceptions": self.exceptions,
+            "exceptions": 0,
             "unhandled_objects": 0,
             "holes_from_dead_port": 0,
             "holes_from_new_message": 0,

@@ -1,6 +1,6 @@
-"""The status pages as pure renderers: values in, text out (Bruce's ``/server_info``, ``/counters``, ``/queues``,
-``/metadata_fetch_time``, the metadata update answer and the HTML front page). ``/discards`` is rendered by
-:mod:`bruce.proxy.discards`, ``/metrics`` by :mod:`bruce.proxy.status.prometheus`.
+"""The status pages as pure renderers: values in, text out (Bruce's ``/server_info``, ``/counters``, ``/discards``,
+``/queues``, ``/metadata_fetch_time``, the metadata update answer and the HTML front page). ``/metrics`` is
+:mod:`bruce.proxy.status.prometheus`.
 
 Rules:
 - Field names and plain-text layouts are Bruce's (bruce-behaviour.md §14). Times are passed in (``now`` in epoch
@@ -11,6 +11,8 @@ Rules:
   ``[<location>].<Name>{<k>:<v>,...}=<value>``. The separator is ``:`` and label values are percent-encoded where
   they hold ``. = , { } %``, spaces or control characters, so Bruce's monitoring scripts (which take the text between
   the last ``.`` and the first ``=`` as the name) still read every line. JSON carries the raw ``labels`` object.
+- ``/discards`` shows the discard tracker's report; byte prefixes are base64 as in Bruce, topics are printable text
+  (the tracker made them so).
 - HTML escapes every value it shows (topic names, versions).
 """
 
@@ -18,8 +20,11 @@ from __future__ import annotations
 
 import json
 import time
+from base64 import b64encode
 from collections.abc import Iterable
 from html import escape
+
+from bruce.proxy.discards import DiscardReport, PeriodReport, TopicInterval
 
 from .source import CounterSet, Labels, MetadataTimes, QueueStats, ServerInfo
 
@@ -100,6 +105,104 @@ def render_counters_json(info: ServerInfo, counter_sets: Iterable[tuple[str, Cou
     return _json(
         {"now": int(now), "since": int(info.start_time), "pid": info.pid, "version": info.version, "counters": counters}
     )
+
+
+# -- /discards -------------------------------------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return b64encode(data).decode("ascii")
+
+
+def _len_bracket(text: str) -> str:
+    return f"{len(text.encode())}[{text}]"
+
+
+def _plain_period(p: PeriodReport) -> list[str]:
+    lines = [
+        f"    report ID: {p.id}",
+        f"    start time: {p.start_time} {_ctime(p.start_time)}",
+        f"    malformed msg count: {p.malformed_msg_count}",
+        f"    unsupported API key msg count: {p.unsupported_api_key_msg_count}",
+        f"    unsupported version msg count: {p.unsupported_version_msg_count}",
+        f"    bad topic msg count: {p.bad_topic_msg_count}",
+    ]
+    sections = [
+        [f"    recent malformed msg: {_len_bracket(_b64(m))}" for m in p.recent_malformed],
+        [f"    unsupported msg version: {v} count: {n}" for v, n in p.unsupported_msg_version],
+        [f"    recent bad topic: {_len_bracket(t)}" for t in p.recent_bad_topic],
+        [f"    recent too long msg: {_len_bracket(_b64(m))}" for m in p.recent_too_long_msg],
+        [f"    rate limit discard topic: {_len_bracket(t)} count {n}" for t, n in p.rate_limit_discard],
+        [
+            f"    discard topic: {_len_bracket(i.topic)} begin [{i.min_timestamp}] end [{i.max_timestamp}] "
+            f"count {i.count}"
+            for i in p.discard_topic
+        ],
+        [
+            f"    possible duplicate topic: {_len_bracket(i.topic)} begin [{i.min_timestamp}] end "
+            f"[{i.max_timestamp}] count {i.count}"
+            for i in p.possible_duplicate_topic
+        ],
+    ]
+    for section in sections:
+        if section:
+            lines.append("")
+            lines.extend(section)
+    return lines
+
+
+def render_discards_plain(info: ServerInfo, report: DiscardReport) -> str:
+    """``/discards/plain`` in Bruce's layout."""
+    lines = [
+        f"pid: {info.pid}",
+        f"now: {report.now} {_ctime(report.now)}",
+        f"version: {info.version}",
+        f"report interval in seconds: {report.interval}",
+        "",
+        "current (unfinished) reporting period:",
+        *_plain_period(report.unfinished),
+    ]
+    if report.finished is not None:
+        lines += ["", "latest finished reporting period:", *_plain_period(report.finished)]
+    return "\n".join(lines) + "\n"
+
+
+def _json_period(p: PeriodReport) -> dict:
+    def intervals(items: tuple[TopicInterval, ...]) -> list[dict]:
+        return [
+            {"topic": i.topic, "min_timestamp": i.min_timestamp, "max_timestamp": i.max_timestamp, "count": i.count}
+            for i in items
+        ]
+
+    return {
+        "id": p.id,
+        "start_time": p.start_time,
+        "malformed_msg_count": p.malformed_msg_count,
+        "unsupported_api_key_msg_count": p.unsupported_api_key_msg_count,
+        "unsupported_version_msg_count": p.unsupported_version_msg_count,
+        "bad_topic_msg_count": p.bad_topic_msg_count,
+        "recent_malformed": [_b64(m) for m in p.recent_malformed],
+        "unsupported_msg_version": [{"version": v, "count": n} for v, n in p.unsupported_msg_version],
+        "recent_bad_topic": list(p.recent_bad_topic),
+        "recent_too_long_msg": [_b64(m) for m in p.recent_too_long_msg],
+        "rate_limit_discard": [{"topic": t, "count": n} for t, n in p.rate_limit_discard],
+        "discard_topic": intervals(p.discard_topic),
+        "possible_duplicate_topic": intervals(p.possible_duplicate_topic),
+    }
+
+
+def render_discards_json(info: ServerInfo, report: DiscardReport) -> str:
+    """``/discards/json``: Bruce's field names (``finished_report`` only once a period has finished)."""
+    body: dict = {
+        "now": report.now,
+        "pid": info.pid,
+        "version": info.version,
+        "interval": report.interval,
+        "unfinished_report": _json_period(report.unfinished),
+    }
+    if report.finished is not None:
+        body["finished_report"] = _json_period(report.finished)
+    return _json(body)
 
 
 # -- /queues ----------------------------------------------------------------------------------------------------------

@@ -30,13 +30,12 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from bruce.producer.counters import Counters
-from bruce.proxy.discards import render_discards_json, render_discards_plain
 from bruce.wire.errors import BruceError, UsageError
 
 from . import pages
 from .prometheus import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .prometheus import render_metrics
-from .source import CounterSet, ServerInfo, StatusSource
+from .source import CounterSet, StatusSource
 
 log = logging.getLogger(__name__)
 
@@ -161,17 +160,13 @@ class StatusServer:
             r = pages.render_counters_plain if plain else pages.render_counters_json
             return lambda: r(src.server_info(), self._counter_sets(), now=self.clock())
         if page == "discards":
-            d = render_discards_plain if plain else render_discards_json
-            return lambda: self._discards(d)
+            r = pages.render_discards_plain if plain else pages.render_discards_json
+            return lambda: r(src.server_info(), src.discard_report())
         if page == "queues":
             r = pages.render_queues_plain if plain else pages.render_queues_json
             return lambda: r(src.server_info(), src.queue_stats(), now=self.clock())
         r = pages.render_metadata_fetch_time_plain if plain else pages.render_metadata_fetch_time_json
         return lambda: r(src.server_info(), src.metadata_times(), now_ms=int(self.clock() * 1000))
-
-    def _discards(self, render: Callable[..., str]) -> str:
-        info: ServerInfo = self.source.server_info()
-        return render(self.source.discard_report(), pid=info.pid, version=info.version)
 
     def _counter_sets(self) -> list[tuple[str, CounterSet]]:
         return [*self.source.counter_sets(), (LOCATION, self.counters)]

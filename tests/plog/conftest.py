@@ -29,6 +29,7 @@ class FakeSink:
     refused: list[tuple[str, bytes | None, bytes, str]] = field(default_factory=list)
     rejected: list[tuple[DiscardReason, bytes, str | None, str]] = field(default_factory=list)
     waiters: dict[Callable[[], object], int] = field(default_factory=dict)
+    failures: list[tuple[Exception, str]] = field(default_factory=list)
     availability_checks: int = 0
 
     def submit(self, topic: str, key: bytes | None, value: bytes, *, partition_key: int | None, listener: str) -> bool:
@@ -56,6 +57,9 @@ class FakeSink:
 
     def cancel_notify(self, callback: Callable[[], object]) -> None:
         self.waiters.pop(callback, None)
+
+    def fail(self, error: Exception, *, listener: str) -> None:
+        self.failures.append((error, listener))
 
     def free(self) -> None:
         self.full = False

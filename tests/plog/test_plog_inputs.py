@@ -223,6 +223,37 @@ def test_start_stop_and_a_busy_port(sink_free_port: Callable[[], socket.socket])
     run(main())
 
 
+def test_serve_raises_a_listeners_failure_and_returns_after_stop() -> None:
+    """A listener's unexpected error reaches the daemon's task group through serve(); without one, serve() ends
+    when the listeners are stopped."""
+
+    async def main() -> None:
+        d = Daemon(listeners=(udp(),))
+        await d.inputs.start()
+        serving = asyncio.ensure_future(d.inputs.serve())
+        d.outcomes.on_message = _router_bug
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(b"meets the bug", d.inputs.listeners[0].address)
+        with pytest.raises(RuntimeError, match="router bug") as raised:
+            await asyncio.wait_for(serving, 5)
+        assert raised.value.__notes__ == ["in plog listener u"]
+        await d.inputs.stop()
+
+        ok = Daemon(listeners=(udp(),))
+        await ok.inputs.start()
+        serving = asyncio.ensure_future(ok.inputs.serve())
+        await asyncio.sleep(0.01)
+        assert not serving.done()
+        await ok.inputs.stop()
+        assert await asyncio.wait_for(serving, 5) is None
+
+    run(main())
+
+
+def _router_bug(msg: Message) -> None:
+    raise RuntimeError("router bug")
+
+
 def test_kill_reaches_the_daemons_callback() -> None:
     async def main() -> None:
         d = Daemon(listeners=(udp(enable_kill=True),))

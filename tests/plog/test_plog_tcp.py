@@ -201,7 +201,10 @@ def test_stop_gives_held_lines_a_fate(run, sink, wait_for) -> None:
     run(main())
 
 
-def test_a_failing_sink_is_counted_and_the_connection_goes_on(run, sink, wait_for) -> None:
+def test_an_unexpected_error_aborts_the_connection_and_is_handed_to_the_sink(run, sink, wait_for) -> None:
+    """A bug (here in the sink) is never swallowed: the connection is aborted and the error reported, which stops the
+    daemon; other connections are untouched."""
+
     async def main() -> None:
         listener = await started(tcp(), sink)
         real_submit = sink.submit
@@ -212,11 +215,18 @@ def test_a_failing_sink_is_counted_and_the_connection_goes_on(run, sink, wait_fo
             return real_submit(topic, key, value, **kwargs)
 
         sink.submit = flaky
-        _, writer = await asyncio.open_connection(*listener.address)
+        reader, writer = await asyncio.open_connection(*listener.address)
         writer.write(b"one\nbad\ntwo\n")
-        await wait_for(lambda: sink.values == [b"one", b"two"], "the lines around the failure")
-        assert listener.stats.exceptions == 1
-        writer.close()
+        await wait_for(lambda: sink.failures != [], "the failure reported")
+        ((error, name),) = sink.failures
+        assert (repr(error), name) == ("RuntimeError('sink bug')", "tcp-test")
+        assert sink.values == [b"one"] and listener.connections == set()
+        with contextlib.suppress(ConnectionError):
+            assert await asyncio.wait_for(reader.read(), 5) == b""  # aborted
+        _, other = await send_in_pieces(listener.address, [b"three\n"])
+        await wait_for(lambda: sink.values == [b"one", b"three"], "another connection served")
+        for w in (writer, other):
+            w.close()
         await listener.stop()
 
     run(main())

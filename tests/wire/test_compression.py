@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 
-from bruce.wire.compression import Codec, compress, decompress, xxh32
+from bruce.wire.compression import Codec, DecompressionBudget, compress, decompress, xxh32
 from bruce.wire.errors import MalformedInput, UsageError
 
 from .streams import assert_only_malformed, assert_strict_framing, truncations, with_trailing
@@ -229,3 +229,14 @@ def test_unknown_codec() -> None:
 def test_lz4_reads_frames_with_linked_blocks() -> None:
     linked = lz4.frame.compress(SAMPLE, block_linked=True)
     assert decompress(Codec.LZ4, linked) == SAMPLE  # other writers' valid frames are read too
+
+
+def test_a_budget_bounds_several_payloads_together() -> None:
+    blob = compress(Codec.ZSTD, bytes(1000))
+    budget = DecompressionBudget(2500)
+    assert budget.decompress(Codec.ZSTD, blob) == bytes(1000) and budget.remaining == 1500
+    assert DecompressionBudget.of(budget) is budget and DecompressionBudget.of(7).remaining == 7
+    budget.decompress(Codec.ZSTD, blob)
+    with pytest.raises(MalformedInput) as info:
+        budget.decompress(Codec.ZSTD, blob)
+    assert info.value.reason == "DECOMPRESSED_TOO_LARGE"

@@ -10,8 +10,16 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from bruce.wire.compression import Codec
 from bruce.wire.errors import MalformedInput
-from bruce.wire.recordbatch import build_record_batch
-from bruce.wire.records import LOG_APPEND_TIME, Record, decode_records, entry_spans, new_record
+from bruce.wire.messageset import build_message_set
+from bruce.wire.recordbatch import build_record_batch, decode_record_batches
+from bruce.wire.records import (
+    LOG_APPEND_TIME,
+    Record,
+    decode_records,
+    decompression_limit,
+    entry_spans,
+    new_record,
+)
 
 
 def _legacy(magic: int, codec: int, first_offset: int, values: list[bytes]) -> bytes:
@@ -68,3 +76,21 @@ def test_new_record_is_an_ordinary_record() -> None:
     assert dataclasses.astuple(made) == fields
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.offset = 1  # type: ignore[misc]
+
+
+def test_decompression_is_bounded_across_all_entries() -> None:
+    batch = build_record_batch([(None, bytes(200_000), 0, None)], codec=Codec.ZSTD)
+    plain = build_message_set([(None, bytes(200_000))], magic=1, codec=Codec.GZIP)
+    data = batch + plain + batch
+    assert len(decode_records(data, max_decompressed_size=700_000)) == 3
+    with pytest.raises(MalformedInput) as info:
+        decode_records(data, max_decompressed_size=500_000)  # each entry alone fits
+    assert info.value.reason == "DECOMPRESSED_TOO_LARGE"
+    assert len(decode_record_batches(batch * 3, max_decompressed_size=700_000)) == 3
+    with pytest.raises(MalformedInput, match="decompresses to more than"):
+        decode_record_batches(batch * 3, max_decompressed_size=500_000)
+
+
+def test_the_default_bound_grows_with_the_input_only_past_64_mib() -> None:
+    assert decompression_limit(b"x" * 1000) == 64 << 20
+    assert decompression_limit(b"x" * (2 << 20)) == 128 << 20

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from bruce.wire.errors import UsageError
+from bruce.wire.protocol.base import REGISTRY
 from bruce.wire.versions import (
     API_VERSIONS,
     CREATE_TOPICS,
@@ -104,3 +108,15 @@ def test_unknown_apis_are_left_out_and_asking_for_them_fails() -> None:
         choice.version(FETCH)
     with pytest.raises(UsageError, match="unknown protocol generation 'v1'"):
         choose_versions(answers.KAFKA_2_8, OURS, generation="v1")
+
+
+def test_kafka_versions_doc_lists_what_the_registry_holds() -> None:
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "kafka-versions.md").read_text().split())
+    implemented = re.search(r"The versions bruce implements: (.*?)\. ", doc).group(1)
+    flexible = re.search(r"Flexible versions .*? start at (.*?)\. ", doc).group(1)
+    assert dict(re.findall(r"(\w+) v0\u2013v(\d+)", implemented)) == {
+        spec.name: str(spec.versions[-1]) for spec in REGISTRY.values()
+    }
+    assert dict(re.findall(r"(\w+) v(\d+)", flexible)) == {
+        spec.name: str(spec.first_flexible) for spec in REGISTRY.values()
+    }

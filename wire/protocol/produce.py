@@ -130,9 +130,8 @@ def _response(v: int) -> c.Construct:
         "base_offset" / Int64,
         *since(v, 2, "log_append_time_ms" / Int64),  # v2
         *since(v, 5, "log_start_offset" / Int64),  # v5
-        *since(
-            v, 8, "record_errors" / array(flexible, record_error), "error_message" / nullable_string(flexible)
-        ),  # v8
+        *since(v, 8, "record_errors" / array(flexible, record_error)),  # v8
+        *since(v, 8, "error_message" / nullable_string(flexible)),  # v8
         tagged={0: ("current_leader", _LEADER)} if v >= 10 else None,  # v10: tag 0
     )
     topic = struct(flexible, "name" / string(flexible), "partition_responses" / array(flexible, partition))

@@ -1,30 +1,36 @@
 """Running the daemon for the end-to-end tests: in-process (its own event loop in a thread) or as the real ``bruce``
-command, plus reading the status pages and consuming whole topics with confluent-kafka.
+command, plus reading the status pages, consuming whole topics with confluent-kafka, and the fixtures the daemon's and
+the plog inputs' end-to-end tests share (their conftests import them).
 
-Rules: every wait is bounded; a daemon started here is stopped (and its thread or process reaped) by the fixture that
-made it, whatever the test did; the accounting invariant is checked on every in-process stop.
+Rules: every wait is bounded; a daemon started here is stopped (and its thread or process reaped) by the fixture or
+context that made it, whatever the test did; the accounting invariant is checked on every in-process stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from bruce.producer.aio import new_event_loop
 from bruce.proxy.client import BruceClient
@@ -43,6 +49,7 @@ from bruce.proxy.config import (
     TopicBatching,
 )
 from bruce.proxy.daemon import Daemon
+from bruce.proxy.embedded import EmbeddedBroker
 from bruce.proxy.outcomes import Accounting
 from bruce.wire.datagram import build_any_partition
 
@@ -191,6 +198,47 @@ class DaemonThread:
     def get(self, path: str) -> tuple[int, str, str]:
         return http_get(self.daemon.status_url + path)
 
+    def metrics(self) -> dict[str, float]:
+        """``/metrics`` parsed by prometheus_client: each sample's value, summed over its labels."""
+        status, ctype, body = self.get("/metrics")
+        assert status == 200 and ctype.startswith("text/plain; version=0.0.4"), (status, ctype)
+        out: dict[str, float] = {}
+        for family in text_string_to_metric_families(body):
+            for sample in family.samples:
+                out[sample.name] = out.get(sample.name, 0) + sample.value
+        return out
+
+
+D = TypeVar("D", bound=DaemonThread)
+
+
+@contextlib.contextmanager
+def daemon_starter(
+    workdir: Path,
+    brokers: tuple[Broker, ...],
+    thread_class: type[D] = DaemonThread,  # type: ignore[assignment]
+) -> Iterator[Callable[..., D]]:
+    """``start(config=None, *, reader="process", **options) -> D``: a serving daemon with :func:`make_options` and
+    (without ``config``) :func:`make_config`, after Bruce's preflight checks. Every one still running at the end is
+    stopped without waiting for ACKs (a crash still fails the test)."""
+    running: list[D] = []
+
+    def start(config: Config | None = None, *, reader: str = "process", **overrides: Any) -> D:
+        options = make_options(workdir, brokers, **overrides)
+        daemon = Daemon(options, config or make_config(options.initial_brokers), reader=reader)
+        daemon.preflight()
+        thread = thread_class(daemon)
+        running.append(thread)
+        thread.start()
+        return thread
+
+    try:
+        yield start
+    finally:
+        for thread in running:
+            if thread.running:
+                thread.stop(force=True)
+
 
 # --------------------------------------------------------------------------------------- the real bruce command
 
@@ -243,6 +291,7 @@ class BruceProcess:
 
 
 def start_bruce(args: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> BruceProcess:
+    """The ``bruce`` command with ``args``, its output in ``log_path``."""
     log = open(log_path, "wb")  # noqa: SIM115 - handed to the child
     try:
         process = subprocess.Popen(
@@ -364,6 +413,11 @@ class ClusterThread:
             self._thread.join(TIMEOUT)
             self.loop.close()
 
+    @property
+    def brokers(self) -> tuple[Broker, ...]:
+        """The fake brokers, as a daemon's initial brokers."""
+        return tuple(Broker("127.0.0.1", int(a.rsplit(":", 1)[1])) for a in self.cluster.bootstrap)
+
     def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` on the cluster's loop (to script faults or read its history safely)."""
 
@@ -371,3 +425,37 @@ class ClusterThread:
             return fn()
 
         return asyncio.run_coroutine_threadsafe(run(), self.loop).result(TIMEOUT)
+
+
+# ------------------------------------------------------------------------------------------------ shared fixtures
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    """A short working directory (UNIX socket paths are limited to 107 bytes), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix="bruce-e2e-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def brokers(tansu: EmbeddedBroker) -> tuple[Broker, ...]:
+    """The session broker, as a daemon's initial brokers."""
+    return (Broker("127.0.0.1", tansu.port),)
+
+
+@pytest.fixture
+def bruce_process(workdir: Path) -> Iterator[Callable[..., BruceProcess]]:
+    """``bruce_process(args) -> BruceProcess`` (the real command; killed at teardown if still running)."""
+    started: list[BruceProcess] = []
+
+    def start(args: list[str], **kwargs: Any) -> BruceProcess:
+        process = start_bruce(args, workdir / f"bruce-{len(started)}.log", **kwargs)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()

@@ -28,7 +28,12 @@ def test_proxy_bench_quick() -> None:
     for config in ("plain", "default"):
         line = re.search(rf"\[{config}\] ([\d,]+) msgs/s end to end .*read back 20,000 .*lost 0", out)
         assert line and int(line.group(1).replace(",", "")) > 0, out
-    assert len(re.findall(r"daemon CPU \d+\.\d+ us/message", out)) == 2
+    split = re.findall(
+        r"daemon CPU (\d+\.\d+) us/message: event loop process (\d+\.\d+), intake reader process (\d+\.\d+)", out
+    )
+    assert len(split) == 2, out
+    for total, loop, reader in split:
+        assert float(loop) > 0 and float(reader) >= 0 and abs(float(loop) + float(reader) - float(total)) <= 0.011
     assert len(re.findall(r"clients: blocked [\d,]+ times", out)) == 2
     assert len(re.findall(r"memory: VmHWM [\d.,]+ MiB", out)) == 2
     assert "confluent-kafka, the same messages produced directly" in out and "ratio bruce[plain]" in out

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from bruce.producer import sender
+from bruce.producer.errors import ProducerClosed
+from bruce.producer.producer import Producer
 from bruce.proxy.config import Broker
 from bruce.proxy.embedded import EmbeddedBroker, free_port
 
@@ -82,3 +84,27 @@ def test_status_pages_answer_until_the_end_of_a_long_shutdown(
     assert counters_json(url)["MsgReceived"] == 1  # still serving during the shutdown
     a = d.stop()
     assert (a.received, a.discarded) == (1, 1)
+
+
+def test_batches_the_producer_no_longer_takes_are_discarded_not_lost(
+    start_daemon: Callable[..., DaemonThread],
+    new_topic: Callable[..., str],
+    brokers: tuple[Broker, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once the producer refuses batches (closed or failed underneath), what the batcher still holds is discarded as
+    SERVER_SHUTDOWN: the shutdown completes normally and every message is accounted for."""
+    topic = new_topic(partitions=1)
+    d = start_daemon(make_config(brokers, time_ms=60_000, messages=None, nbytes=None))
+    with d.client() as client:
+        for i in range(5):
+            client.send_any_partition(topic, b"held-%d" % i)
+    wait_for(lambda: d.call(lambda: d.daemon.batcher.held) == 5, what="five messages in the open batch")
+
+    def refuses(self: Producer, topic: str, messages: list) -> None:
+        raise ProducerClosed("the producer is not accepting messages")
+
+    monkeypatch.setattr(Producer, "submit", refuses)
+    a = d.stop()
+    assert (a.received, a.delivered, a.discarded, a.in_flight) == (5, 0, 5, 0)
+    assert d.discards("SERVER_SHUTDOWN") == 5

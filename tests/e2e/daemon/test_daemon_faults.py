@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 from fakebroker import FakeCluster, Fault
 
-from bruce.proxy.config import Broker
-from bruce.proxy.daemon import Daemon
 from bruce.wire.protocol import produce
 
-from .harness import ClusterThread, DaemonThread, make_config, make_options, wait_for
+from .harness import ClusterThread, DaemonThread, daemon_starter, make_config, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -33,21 +31,16 @@ def cluster() -> Iterator[ClusterThread]:
 @pytest.fixture
 def start(cluster: ClusterThread, workdir: Path) -> Iterator[Callable[..., DaemonThread]]:
     """``start(**options)``: a daemon on the fake cluster that has its first metadata."""
-    started: list[DaemonThread] = []
+    config = make_config(cluster.brokers, batching=False, produce_request_data_limit=0)
+    with daemon_starter(workdir, cluster.brokers) as start_daemon:
 
-    def make(**overrides: Any) -> DaemonThread:
-        brokers = tuple(Broker("127.0.0.1", int(a.rsplit(":", 1)[1])) for a in cluster.cluster.bootstrap)
-        settings = {"discard_log_path": str(workdir / "discard.log"), "max_failed_delivery_attempts": 2, **overrides}
-        options = make_options(workdir, brokers, **settings)
-        d = DaemonThread(Daemon(options, make_config(brokers, batching=False, produce_request_data_limit=0)))
-        started.append(d.start())
-        wait_for(lambda: d.call(d.daemon.producer.cluster) is not None, what="the first metadata")
-        return d
+        def make(**overrides: Any) -> DaemonThread:
+            settings = {"discard_log_path": str(workdir / "discard.log"), "max_failed_delivery_attempts": 2}
+            d = start_daemon(config, **{**settings, **overrides})
+            wait_for(lambda: d.call(d.daemon.producer.cluster) is not None, what="the first metadata")
+            return d
 
-    yield make
-    for d in started:
-        if d.running:
-            d.stop(force=True)
+        yield make
 
 
 @pytest.fixture

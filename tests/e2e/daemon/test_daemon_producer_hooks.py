@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from prometheus_client.parser import text_string_to_metric_families
 
-from bruce.proxy.config import Broker
-from bruce.proxy.daemon import Daemon
 from bruce.wire.protocol import produce
 
-from .harness import ClusterThread, DaemonThread, make_config, make_options, wait_for
+from .harness import ClusterThread, DaemonThread, daemon_starter, make_config, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -56,31 +53,21 @@ def test_debug_files_log_receive_send_and_ack_for_the_enabled_topic_only(
         assert sorted(_debug_lines(debug / name)) == expected, name
 
 
-def _metrics(d: DaemonThread) -> dict[str, float]:
-    status, _, body = d.get("/metrics")
-    assert status == 200
-    return {s.name: s.value for family in text_string_to_metric_families(body) for s in family.samples}
-
-
 def test_connected_brokers_and_in_flight_requests_gauges(workdir: Path) -> None:
-    with ClusterThread(FakeCluster(2)) as cluster:
+    with ClusterThread(FakeCluster(2)) as cluster, daemon_starter(workdir, cluster.brokers) as start:
         cluster.call(lambda: cluster.cluster.add_topic("t", [1]))
         cluster.call(lambda: cluster.cluster.brokers[1].script(produce.KEY, Fault.delay(1.0)))
-        brokers = tuple(Broker("127.0.0.1", int(a.rsplit(":", 1)[1])) for a in cluster.cluster.bootstrap)
-        options = make_options(workdir, brokers)
-        d = DaemonThread(Daemon(options, make_config(brokers, batching=False))).start()
-        try:
-            wait_for(lambda: d.call(d.daemon.producer.cluster) is not None, what="the first metadata")
-            metrics = _metrics(d)
-            assert (metrics["bruce_connected_brokers"], metrics["bruce_in_flight_requests"]) == (0, 0)
-            with d.client() as client:
-                client.send_any_partition("t", b"slow")
-            wait_for(lambda: _metrics(d)["bruce_in_flight_requests"] == 1, what="the request in flight")
-            assert _metrics(d)["bruce_connected_brokers"] == 1
-            d.settle(1)
-            metrics = _metrics(d)
-            assert (metrics["bruce_connected_brokers"], metrics["bruce_in_flight_requests"]) == (1, 0)
-        finally:
-            a = d.stop()
+        d = start(make_config(cluster.brokers, batching=False))
+        wait_for(lambda: d.call(d.daemon.producer.cluster) is not None, what="the first metadata")
+        metrics = d.metrics()
+        assert (metrics["bruce_connected_brokers"], metrics["bruce_in_flight_requests"]) == (0, 0)
+        with d.client() as client:
+            client.send_any_partition("t", b"slow")
+        wait_for(lambda: d.metrics()["bruce_in_flight_requests"] == 1, what="the request in flight")
+        assert d.metrics()["bruce_connected_brokers"] == 1
+        d.settle(1)
+        metrics = d.metrics()
+        assert (metrics["bruce_connected_brokers"], metrics["bruce_in_flight_requests"]) == (1, 0)
+        a = d.stop()
         assert (a.received, a.delivered) == (1, 1)
     cluster.cluster.verify()

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from bruce.proxy.config import Broker
 
@@ -67,7 +66,7 @@ def test_accounting_invariant_on_counters_and_metrics(
     assert c["MsgReceived"] == c["MsgDelivered"] + c["MsgDiscarded"] + held
     queues = json.loads(d.get("/queues/json")[2])
     assert sum(t["batch"] + t["send_wait"] + t["ack_wait"] for t in queues["sending"]) + queues["new"] == 30
-    metrics = _metrics(d)
+    metrics = d.metrics()
     assert metrics["bruce_msg_received_total"] == (
         metrics["bruce_msg_delivered_total"] + metrics["bruce_msg_discarded_total"] + metrics["bruce_msg_in_flight"]
     )
@@ -75,16 +74,6 @@ def test_accounting_invariant_on_counters_and_metrics(
     assert metrics["bruce_msg_buffer_used_bytes"] > 0
     a = d.stop()  # shutdown flushes the open batch
     assert (a.received, a.delivered, a.discarded, a.in_flight) == (31, 30, 1, 0)
-
-
-def _metrics(d: DaemonThread) -> dict[str, float]:
-    status, ctype, body = d.get("/metrics")
-    assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(body):
-        for sample in family.samples:
-            out[sample.name] = out.get(sample.name, 0) + sample.value
-    return out
 
 
 def test_metadata_update_and_msg_debug(

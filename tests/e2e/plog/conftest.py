@@ -1,5 +1,6 @@
 """Fixtures for plog input end to end: an in-process daemon with plog listeners on free loopback ports (the session
-broker as its initial broker), plain-socket senders, and the status pages' per-listener counters.
+broker as its initial broker), plain-socket senders, and the status pages' per-listener counters; ``workdir``,
+``brokers`` and ``bruce_process`` come from the daemon tests' harness.
 
 Every daemon started here is stopped by its fixture; every in-process stop checks the accounting invariant."""
 
@@ -7,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import socket
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,27 +16,13 @@ from typing import Any
 import pytest
 
 from bruce.proxy.config import Broker, Config
-from bruce.proxy.daemon import Daemon
-from bruce.proxy.embedded import EmbeddedBroker
 from bruce.proxy.plog.config import ListenerConfig
 
-from ..daemon.harness import DaemonThread, http_get, make_config, make_options
+from ..daemon.harness import DaemonThread, brokers, bruce_process, daemon_starter, http_get, make_config, workdir
+
+__all__ = ["brokers", "bruce_process", "plog_daemon", "workdir"]
 
 TIMEOUT = 10.0
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="bruce-plog-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def brokers(tansu: EmbeddedBroker) -> tuple[Broker, ...]:
-    return (Broker("127.0.0.1", tansu.port),)
 
 
 def udp(topic: str | None, **settings: Any) -> ListenerConfig:
@@ -84,21 +69,13 @@ class PlogDaemon(DaemonThread):
 @pytest.fixture
 def plog_daemon(workdir: Path, brokers: tuple[Broker, ...]) -> Iterator[Callable[..., PlogDaemon]]:
     """``plog_daemon(listeners, config=None, **options) -> PlogDaemon`` (serving; stopped at teardown)."""
-    running: list[PlogDaemon] = []
+    with daemon_starter(workdir, brokers, PlogDaemon) as start:
 
-    def start(listeners: Sequence[ListenerConfig], config: Config | None = None, **overrides: Any) -> PlogDaemon:
-        options = make_options(workdir, brokers, **overrides)
-        config = dataclasses.replace(config or make_config(options.initial_brokers), plog_listeners=tuple(listeners))
-        daemon = Daemon(options, config, reader="loop")
-        daemon.preflight()
-        thread = PlogDaemon(daemon)
-        running.append(thread)
-        return thread.start()  # type: ignore[return-value]
+        def start_plog(listeners: Sequence[ListenerConfig], config: Config | None = None, **options: Any) -> PlogDaemon:
+            config = dataclasses.replace(config or make_config(brokers), plog_listeners=tuple(listeners))
+            return start(config, reader="loop", **options)
 
-    yield start
-    for thread in running:
-        if thread.running:
-            thread.stop()
+        yield start_plog
 
 
 def send_udp(address: tuple[str, int], packets: Sequence[bytes]) -> None:

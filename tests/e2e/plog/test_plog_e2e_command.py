@@ -17,7 +17,7 @@ import pytest
 from bruce.proxy.embedded import EmbeddedBroker
 from bruce.wire.plog import build_fragments
 
-from ..daemon.harness import BruceProcess, bruce_command, consume_topic, counters_json, start_bruce, wait_for
+from ..daemon.harness import BruceProcess, bruce_command, consume_topic, counters_json, wait_for
 from .conftest import free_port, send_udp
 
 pytestmark = pytest.mark.e2e
@@ -51,20 +51,6 @@ topic = "{tcp_topic}"
 """
 
 
-@pytest.fixture
-def bruce(workdir: Path) -> Callable[[list[str]], BruceProcess]:
-    started: list[BruceProcess] = []
-
-    def start(args: list[str]) -> BruceProcess:
-        process = start_bruce(args, workdir / f"bruce-{len(started)}.log")
-        started.append(process)
-        return process
-
-    yield start  # type: ignore[misc]
-    for process in started:
-        process.kill()
-
-
 def socat(*args: str, data: bytes) -> None:
     path = shutil.which("socat")
     assert path, "socat is not installed: run scripts/bootstrap.sh (it installs the Debian package socat)"
@@ -72,13 +58,13 @@ def socat(*args: str, data: bytes) -> None:
 
 
 def test_plog_senders_deliver_through_the_bruce_command(
-    bruce: Callable[[list[str]], BruceProcess], workdir: Path, tansu: EmbeddedBroker, new_topic: Callable[..., str]
+    bruce_process: Callable[..., BruceProcess], workdir: Path, tansu: EmbeddedBroker, new_topic: Callable[..., str]
 ) -> None:
     udp_topic, tcp_topic = new_topic(partitions=2), new_topic(partitions=1)
     udp_port, tcp_port = free_port(), free_port(socket.SOCK_STREAM)
     config = workdir / "bruce.toml"
     config.write_text(CONFIG.format(broker_port=tansu.port, tcp_port=tcp_port, tcp_topic=tcp_topic))
-    process = bruce(
+    process = bruce_process(
         [
             "--config_path", str(config),
             "--plog_udp", f"{udp_port}:{udp_topic}",

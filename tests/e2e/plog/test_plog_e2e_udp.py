@@ -18,7 +18,9 @@ from confluent_kafka import Producer
 from bruce.proxy.config import Broker
 from bruce.proxy.daemon import Daemon
 from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.message import Message
 from bruce.proxy.plog.inputs import PlogStartError
+from bruce.proxy.router import Router
 from bruce.wire.plog import build_command, build_fragments, plog_partition_key
 
 from ..daemon.harness import DaemonThread, consume_topic, make_config, make_options, wait_for
@@ -172,3 +174,35 @@ def test_a_port_in_use_stops_the_start_with_a_clear_error(workdir, brokers: tupl
         assert f"plog listener busy: cannot listen on udp 127.0.0.1:{port}" in str(error)
         wait_for(lambda: not thread.running, what="the thread to end")
         assert not (workdir / "bruce.sock").exists()  # what had started was closed again
+
+
+def test_an_unexpected_error_in_a_listener_stops_the_daemon_loudly(
+    plog_daemon: Callable[..., PlogDaemon],
+    new_topic: Callable[..., str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A bug the listener meets (here in the router it hands a message to) is not counted and ignored: the daemon
+    stops, ``run`` raises the error naming the listener, and the accounting still balances — the message the router
+    failed on is the only one whose fate is unknown (in flight), and the exit summary says so."""
+    topic = new_topic(partitions=1)
+    route = Router.route
+
+    def buggy(self: Router, msg: Message, now: float | None = None) -> None:
+        if msg.value == b"boom":
+            raise RuntimeError("router bug")
+        route(self, msg, now)
+
+    monkeypatch.setattr(Router, "route", buggy)
+    d = plog_daemon([udp(topic)])
+    send_udp(d.address("udp"), [b"fine"])
+    d.settle(1)
+    send_udp(d.address("udp"), [b"boom"])
+    wait_for(lambda: not d.running, what="the daemon to stop after the failure")
+    assert isinstance(d.error, BaseExceptionGroup)
+    (error,) = d.error.exceptions
+    assert repr(error) == "RuntimeError('router bug')" and error.__notes__ == ["in plog listener udp"]
+    a = d.daemon.accounting()
+    assert (a.received, a.delivered, a.discarded, a.in_flight) == (2, 1, 0, 1) and a.balanced
+    assert "stopped after a failure: 2 received, 1 delivered, 0 discarded, 1 in flight" in caplog.text
+    d.error = None  # checked: let the fixture's stop pass

@@ -22,17 +22,10 @@ from bruce.proxy.discard_log import DiscardLog, DiscardLogFile, format_discard_l
 from bruce.proxy.discards import DiscardTracker
 from bruce.wire.errors import UsageError
 
+from .clocks import ManualClock
 from .forking import NOBODY, run_forked
 
-
-class Ticker:
-    """A millisecond clock that moves only when told."""
-
-    def __init__(self, ms: int = 1_700_000_000_000) -> None:
-        self.ms = ms
-
-    def __call__(self) -> int:
-        return self.ms
+START_MS = 1_700_000_000_000
 
 
 # -- format ----------------------------------------------------------------------------------------------------------
@@ -54,7 +47,7 @@ def test_golden_lines() -> None:
 
 def logged_lines(tmp_path: Path, record: Callable[[DiscardTracker], None], prefix_size: int = 256) -> list[bytes]:
     path = tmp_path / "logs" / "discard.log"
-    log = DiscardLog(str(path), prefix_size=prefix_size, clock_ms=Ticker(1000))
+    log = DiscardLog(str(path), prefix_size=prefix_size, clock_ms=ManualClock(1000))
     tracker = DiscardTracker(discard_log=log, clock=lambda: 0)
     assert log.start()
     record(tracker)
@@ -124,18 +117,18 @@ def line(i: int, size: int = 10) -> bytes:
 
 
 def test_rotation_never_splits_a_line(tmp_path: Path) -> None:
-    clock, counters = Ticker(), Counters()
+    clock, counters = ManualClock(START_MS), Counters()
     path = tmp_path / "discard.log"
     f = DiscardLogFile(str(path), max_file_bytes=35, max_archive_bytes=10**9, clock_ms=clock, counters=counters)
     assert f.open()
     f.write_lines([line(i) for i in range(3)])  # 30 bytes: fits
-    clock.ms += 1
+    clock.now += 1
     f.write_lines([line(3), line(4)])  # 40 would pass 35: rotate before line 3
-    clock.ms += 1
+    clock.now += 1
     f.write_lines([line(i) for i in range(5, 11)])  # 20 + 60: rotate before 6 and before 9
     f.close()
     names = sorted(p.name for p in tmp_path.iterdir())
-    base = 1_700_000_000_000
+    base = START_MS
     assert names == ["discard.log", f"discard.log.{base + 1}", f"discard.log.{base + 2}", f"discard.log.{base + 3}"]
     contents = [(tmp_path / n).read_bytes() for n in names[1:]] + [path.read_bytes()]
     assert contents == [
@@ -149,7 +142,7 @@ def test_rotation_never_splits_a_line(tmp_path: Path) -> None:
 
 
 def test_rotation_in_the_same_millisecond_keeps_every_archive(tmp_path: Path) -> None:
-    f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=10, max_archive_bytes=10**9, clock_ms=Ticker(5))
+    f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=10, max_archive_bytes=10**9, clock_ms=ManualClock(5))
     assert f.open()
     f.write_lines([line(i) for i in range(4)])
     f.close()
@@ -158,7 +151,7 @@ def test_rotation_in_the_same_millisecond_keeps_every_archive(tmp_path: Path) ->
 
 
 def test_an_oversized_line_goes_alone_into_a_fresh_file(tmp_path: Path) -> None:
-    f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=10, clock_ms=Ticker(5))
+    f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=10, clock_ms=ManualClock(5))
     assert f.open()
     f.write_lines([line(0, 50), line(1, 50)])
     f.close()
@@ -191,11 +184,11 @@ def test_archive_cleaner_deletes_the_oldest_until_within_the_cap(tmp_path: Path)
 
 
 def test_rotation_triggers_archive_cleanup(tmp_path: Path) -> None:
-    clock = Ticker(100)
+    clock = ManualClock(100)
     f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=20, max_archive_bytes=40, clock_ms=clock)
     assert f.open()
     for i in range(20):
-        clock.ms += 10
+        clock.now += 10
         f.write_lines([line(i)])
     f.close()
     archives = sorted((p for p in tmp_path.iterdir() if p.name != "d"), key=lambda p: int(p.suffix[1:]))
@@ -206,7 +199,7 @@ def test_rotation_triggers_archive_cleanup(tmp_path: Path) -> None:
 
 def test_start_rotates_a_file_already_over_the_limit(tmp_path: Path) -> None:
     (tmp_path / "d").write_bytes(b"x" * 100)
-    f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=50, clock_ms=Ticker(9))
+    f = DiscardLogFile(str(tmp_path / "d"), max_file_bytes=50, clock_ms=ManualClock(9))
     assert f.open() and f.size == 0
     f.close()
     assert (tmp_path / "d.9").read_bytes() == b"x" * 100
@@ -268,8 +261,30 @@ def test_write_failure_disables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(discard_log_module.os, "write", disk_full)
-    f.write_lines([line(0)])
+    f.write_lines([line(0), line(1)])
     assert_disabled(f, counters, "No space left on device")
+    assert counters.get("DiscardLogLinesLost") == 2
+
+
+def test_a_short_write_then_a_failure_counts_only_the_unwritten_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counters = Counters()
+    f = DiscardLogFile(str(tmp_path / "d"), counters=counters)
+    assert f.open()
+    real_write, calls = os.write, []
+
+    def one_and_a_half_lines_then_full(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(data[:15]))
+
+    monkeypatch.setattr(discard_log_module.os, "write", one_and_a_half_lines_then_full)
+    f.write_lines([line(0), line(1), line(2)])
+    assert_disabled(f, counters, "No space left on device")
+    assert counters.get("DiscardLogLinesLost") == 2  # line 0 is whole in the file; 1 (half) and 2 are lost
+    assert (tmp_path / "d").read_bytes() == line(0) + line(1)[:5]
 
 
 def test_read_only_directory_disables_at_rotation() -> None:
@@ -281,7 +296,7 @@ def test_read_only_directory_disables_at_rotation() -> None:
 
         def scenario() -> dict:
             counters = Counters()
-            f = DiscardLogFile(f"{base}/d", max_file_bytes=15, counters=counters, clock_ms=Ticker(1))
+            f = DiscardLogFile(f"{base}/d", max_file_bytes=15, counters=counters, clock_ms=ManualClock(1))
             opened = f.open()
             f.write_lines([line(0)])
             os.chmod(base, 0o500)  # read-only: the rotation cannot rename
@@ -310,7 +325,7 @@ def test_read_only_directory_disables_at_rotation() -> None:
 def test_queue_is_bounded_and_drops_are_counted(tmp_path: Path) -> None:
     counters = Counters()
     size = len(format_discard_line(1, 0, "DISC", "BUG", b"t", b"", b"x", 256))
-    log = DiscardLog(str(tmp_path / "d"), max_queued_bytes=5 * size, counters=counters, clock_ms=Ticker(1))
+    log = DiscardLog(str(tmp_path / "d"), max_queued_bytes=5 * size, counters=counters, clock_ms=ManualClock(1))
     assert log.file.open()  # open without the writer thread: nothing drains behind our back
     for i in range(20):
         log.discard("BUG", "t", b"", b"x", i % 10)

@@ -10,22 +10,15 @@ from pathlib import Path
 import pytest
 
 from bruce.producer.counters import Counters
-from bruce.proxy.msg_debug import FILE_NAMES, MessageDebugLog, format_debug_line
+from bruce.proxy.msg_debug import FILE_NAMES, MAX_TOPICS, MessageDebugLog, format_debug_line
 from bruce.wire.errors import UsageError
 
+from .clocks import ManualClock
 from .forking import run_forked
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def make(tmp_path: Path, **kw) -> tuple[MessageDebugLog, FakeClock, Counters]:
-    clock, counters = FakeClock(), Counters()
+def make(tmp_path: Path, **kw) -> tuple[MessageDebugLog, ManualClock, Counters]:
+    clock, counters = ManualClock(1000.0), Counters()
     debug = MessageDebugLog(str(tmp_path / "debug"), clock=clock, counters=counters, **kw)
     debug.start()
     return debug, clock, counters
@@ -138,9 +131,9 @@ def test_tick_flushes_buffered_lines(tmp_path: Path) -> None:
 def test_time_limit_turns_logging_off(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     debug, clock, counters = make(tmp_path, time_limit_s=60)
     debug.add_topic("t")
-    clock.t += 59.9
+    clock.now += 59.9
     debug.on_receive("t", b"", b"in time", 1)
-    clock.t += 0.1
+    clock.now += 0.1
     debug.on_receive("t", b"", b"too late", 2)
     assert not debug.active
     assert debug.get_topics() == "No message debug topics are currently enabled\n"
@@ -152,7 +145,7 @@ def test_time_limit_turns_logging_off(tmp_path: Path, caplog: pytest.LogCaptureF
 def test_time_limit_is_also_enforced_by_tick(tmp_path: Path) -> None:
     debug, clock, counters = make(tmp_path, time_limit_s=60)
     debug.add_all_topics()
-    clock.t += 61
+    clock.now += 61
     debug.tick()
     assert not debug.active and counters.get("MsgDebugAutoOff") == 1
 
@@ -183,6 +176,25 @@ def test_truncate_files(tmp_path: Path) -> None:
     assert [len(v) for v in contents(tmp_path).values()] == [1, 1, 1]  # only the line after truncation
     assert debug.truncate_files() == "Message debug files truncated\n"  # while off: by path
     assert [len(v) for v in contents(tmp_path).values()] == [0, 0, 0]
+
+
+def test_truncate_failure_is_answered(tmp_path: Path) -> None:
+    debug, _, _ = make(tmp_path)
+    (tmp_path / "debug" / "msg_send").mkdir(parents=True)  # cannot be truncated
+    answer = debug.truncate_files()
+    assert answer.startswith("Failed to truncate message debug files: ") and "Is a directory" in answer
+
+
+def test_the_topic_list_is_bounded(tmp_path: Path) -> None:
+    debug, _, _ = make(tmp_path)
+    for i in range(MAX_TOPICS):
+        assert debug.add_topic(f"t{i}") == f"Enabled debug topic [t{i}]\n"
+    assert debug.add_topic("one-more") == (
+        f"Failed to enable debug topic [one-more]: {MAX_TOPICS} topics are enabled, the most there can be\n"
+    )
+    assert debug.get_topics().count("\n") == MAX_TOPICS
+    assert debug.add_all_topics() == "All message debug topics enabled\n"  # covers any number
+    debug.close()
 
 
 def test_handle_command_routes_every_command(tmp_path: Path) -> None:

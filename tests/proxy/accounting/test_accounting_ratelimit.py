@@ -11,13 +11,13 @@ from bruce.wire.errors import UsageError
 
 # Bruce's test config: named configs (interval ms, max count | None = unlimited), a default and per-topic choices.
 NAMED = {
-    "default_conf": (2, 4),
-    "conf1": (1, 0),
-    "conf2": (1, 1),
-    "conf3": (1, 2),
-    "conf4": (10, 0),
-    "conf5": (20, 3),
-    "conf6": (1, None),
+    "default_conf": RateLimit(2, 4),
+    "conf1": RateLimit(1, 0),
+    "conf2": RateLimit(1, 1),
+    "conf3": RateLimit(1, 2),
+    "conf4": RateLimit(10, 0),
+    "conf5": RateLimit(20, 3),
+    "conf6": RateLimit(1, None),
 }
 TOPICS = {
     "topic1": "conf1",
@@ -30,7 +30,7 @@ TOPICS = {
 }
 
 
-def bruce_lookup(topic: str) -> tuple[int, int | None]:
+def bruce_lookup(topic: str) -> RateLimit:
     return NAMED[TOPICS.get(topic, "default_conf")]
 
 
@@ -100,7 +100,7 @@ def test_bruce_sequence() -> None:
 
 
 def test_windows_are_anchored_at_the_first_message() -> None:
-    limiter = RateLimiter(lambda topic: (2, 1))
+    limiter = RateLimiter(lambda topic: RateLimit(2, 1))
     assert limiter.allow("t", 71)
     assert not limiter.allow("t", 72)  # [71, 73)
     # Boundaries are odd: 171 and 172 share [171, 173), 173 starts a new window.
@@ -115,19 +115,19 @@ def test_windows_are_anchored_at_the_first_message() -> None:
 
 
 def test_every_message_counts_discarded_ones_too() -> None:
-    limiter = RateLimiter(lambda topic: (100, 2))
+    limiter = RateLimiter(lambda topic: RateLimit(100, 2))
     results = [limiter.allow("t", 0) for _ in range(5)]
     assert results == [True, True, False, False, False]
     assert [limiter.allow("t", 100) for _ in range(3)] == [True, True, False]
 
 
 def test_max_count_zero_drops_every_message() -> None:
-    limiter = RateLimiter(lambda topic: (1000, 0))
+    limiter = RateLimiter(lambda topic: RateLimit(1000, 0))
     assert not any(limiter.allow("t", now) for now in range(0, 10_000, 7))
 
 
-@pytest.mark.parametrize("answer", [None, (1000, None)])
-def test_unlimited(answer: tuple[int, None] | None) -> None:
+@pytest.mark.parametrize("answer", [None, RateLimit(1000, None)])
+def test_unlimited(answer: RateLimit | None) -> None:
     limiter = RateLimiter(lambda topic: answer)
     assert all(limiter.allow("t", 0) for _ in range(10_000))
 
@@ -150,9 +150,9 @@ def test_disabled_limiter() -> None:
 def test_lookup_is_asked_once_per_topic() -> None:
     asked: list[str] = []
 
-    def lookup(topic: str) -> tuple[int, int]:
+    def lookup(topic: str) -> RateLimit:
         asked.append(topic)
-        return (10, 5)
+        return RateLimit(10, 5)
 
     limiter = RateLimiter(lookup)
     for now in range(100):
@@ -162,7 +162,7 @@ def test_lookup_is_asked_once_per_topic() -> None:
 
 
 def test_state_is_bounded_and_least_recently_used_topics_go_first() -> None:
-    limiter = RateLimiter(lambda topic: (1000, 1), max_topics=3)
+    limiter = RateLimiter(lambda topic: RateLimit(1000, 1), max_topics=3)
     for topic in ("a", "b", "c"):
         assert limiter.allow(topic, 0)
     assert not limiter.allow("a", 1)  # "a" is now the most recently used
@@ -175,8 +175,8 @@ def test_state_is_bounded_and_least_recently_used_topics_go_first() -> None:
     assert len(limiter) == 3
 
 
-@pytest.mark.parametrize("bad", [(0, 1), (-5, 1), (10, -1)])
-def test_bad_config_is_a_clear_error(bad: tuple[int, int]) -> None:
+@pytest.mark.parametrize("bad", [RateLimit(0, 1), RateLimit(-5, 1), RateLimit(10, -1)])
+def test_bad_config_is_a_clear_error(bad: RateLimit) -> None:
     limiter = RateLimiter(lambda topic: bad)
     with pytest.raises(UsageError, match="bad rate limit for topic 't'"):
         limiter.allow("t", 0)

@@ -1,4 +1,5 @@
-"""/discards renderers: Bruce's plain layout (golden text) and JSON that is valid JSON with Bruce's field names."""
+"""The /discards pages (``bruce.proxy.status.pages``) of the tracker's reports: Bruce's plain layout (golden text) and
+JSON that is valid JSON with Bruce's field names."""
 
 from __future__ import annotations
 
@@ -10,17 +11,13 @@ from collections.abc import Iterator
 import pytest
 
 from bruce.producer.reasons import DiscardReason as R
-from bruce.proxy.discards import DiscardTracker, render_discards_json, render_discards_plain
+from bruce.proxy.discards import DiscardTracker
+from bruce.proxy.status import ServerInfo
+from bruce.proxy.status.pages import render_discards_json, render_discards_plain
+
+from .clocks import ManualClock
 
 START = 1_700_000_000  # Tue Nov 14 22:13:20 2023 UTC
-
-
-class FakeClock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 @pytest.fixture(autouse=True)
@@ -32,8 +29,8 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
-def busy_tracker() -> tuple[DiscardTracker, FakeClock]:
-    clock = FakeClock(START)
+def busy_tracker() -> tuple[DiscardTracker, ManualClock]:
+    clock = ManualClock(START)
     tracker = DiscardTracker(interval_s=600, clock=clock, prefix_size=256)
     tracker.record_unparsed(R.MALFORMED, b"\x00\x00\x00\x05\xff")
     tracker.record_unparsed(R.API_KEY, b"\x00", detail=300)
@@ -73,8 +70,8 @@ EXPECTED_PERIOD = """\
 
 def test_plain_golden() -> None:
     tracker, clock = busy_tracker()
-    clock.t = START + 30
-    text = render_discards_plain(tracker.report(), pid=4242, version="1.2.3")
+    clock.now = START + 30
+    text = render_discards_plain(ServerInfo(4242, "1.2.3", 0), tracker.report())
     assert text == (
         "pid: 4242\n"
         "now: 1700000030 Tue Nov 14 22:13:50 2023\n"
@@ -87,8 +84,8 @@ def test_plain_golden() -> None:
 
 def test_plain_shows_the_finished_period_after_rollover() -> None:
     tracker, clock = busy_tracker()
-    clock.t = START + 600
-    text = render_discards_plain(tracker.report(), pid=1, version="v")
+    clock.now = START + 600
+    text = render_discards_plain(ServerInfo(1, "v", 0), tracker.report())
     current, finished = text.split("\nlatest finished reporting period:\n")
     assert current.endswith(
         "current (unfinished) reporting period:\n"
@@ -103,16 +100,16 @@ def test_plain_shows_the_finished_period_after_rollover() -> None:
 
 
 def test_empty_plain_report_has_no_sections() -> None:
-    tracker = DiscardTracker(clock=FakeClock(START))
-    text = render_discards_plain(tracker.report(), pid=1, version="v")
+    tracker = DiscardTracker(clock=ManualClock(START))
+    text = render_discards_plain(ServerInfo(1, "v", 0), tracker.report())
     assert "latest finished" not in text
     assert text.endswith("    bad topic msg count: 0\n")
 
 
 def test_json_fields_and_values() -> None:
     tracker, clock = busy_tracker()
-    clock.t = START + 600
-    body = json.loads(render_discards_json(tracker.report(), pid=4242, version="1.2.3"))
+    clock.now = START + 600
+    body = json.loads(render_discards_json(ServerInfo(4242, "1.2.3", 0), tracker.report()))
     assert list(body) == ["now", "pid", "version", "interval", "unfinished_report", "finished_report"]
     assert (body["now"], body["pid"], body["version"], body["interval"]) == (START + 600, 4242, "1.2.3", 600)
     assert body["unfinished_report"]["id"] == 1
@@ -140,7 +137,7 @@ def test_json_fields_and_values() -> None:
 
 def test_json_without_finished_report() -> None:
     tracker, _ = busy_tracker()
-    body = json.loads(render_discards_json(tracker.report(), pid=1, version="v"))
+    body = json.loads(render_discards_json(ServerInfo(1, "v", 0), tracker.report()))
     assert "finished_report" not in body
     assert body["unfinished_report"]["bad_topic_msg_count"] == 1
 
@@ -161,15 +158,15 @@ HOSTILE_TOPICS = [
 
 @pytest.mark.parametrize("topic", HOSTILE_TOPICS)
 def test_json_stays_valid_with_hostile_topics(topic: str | bytes) -> None:
-    tracker = DiscardTracker(clock=FakeClock(START))
+    tracker = DiscardTracker(clock=ManualClock(START))
     tracker.record(R.BAD_TOPIC, topic, b"", b"", 1)
     tracker.record(R.NO_MEM, topic, b"", b"", 1)
     tracker.record(R.RATE_LIMIT, topic, b"", b"", 1)
     tracker.record_possible_duplicate(topic, b"", b"", 1)
     report = tracker.report()
-    body = json.loads(render_discards_json(report, pid=1, version='ver"sion'))
+    body = json.loads(render_discards_json(ServerInfo(1, 'ver"sion', 0), report))
     shown = {"esc\udcff": "esc\\xff", "lone\ud800": "lone\\xed\\xa0\\x80", b"\xff\xfe": "\\xff\\xfe"}.get(topic, topic)
-    render_discards_plain(report, pid=1, version="v").encode()  # printable: encodes without error
+    render_discards_plain(ServerInfo(1, "v", 0), report).encode()  # printable: encodes without error
     p = body["unfinished_report"]
     assert p["recent_bad_topic"] == [shown]
     assert p["discard_topic"][0]["topic"] == p["rate_limit_discard"][0]["topic"] == shown

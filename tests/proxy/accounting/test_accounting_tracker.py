@@ -12,34 +12,28 @@ from bruce.producer.reasons import DiscardReason as R
 from bruce.proxy.discards import MAX_RECENT, MAX_VERSIONS, OTHER_TOPIC, DiscardTracker, TopicInterval
 from bruce.wire.errors import UsageError
 
-
-class FakeClock:
-    def __init__(self, t: float = 0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from .clocks import ManualClock
 
 
-def make(interval: int = 100, **kw) -> tuple[DiscardTracker, FakeClock, Counters]:
-    clock, counters = FakeClock(), Counters()
+def make(interval: int = 100, **kw) -> tuple[DiscardTracker, ManualClock, Counters]:
+    clock, counters = ManualClock(), Counters()
     kw.setdefault("prefix_size", 1 << 30)
     return DiscardTracker(interval_s=interval, clock=clock, counters=counters, **kw), clock, counters
 
 
 def test_basic() -> None:
     tracker, clock, _ = make()
-    clock.t = 5
+    clock.now = 5
     tracker.record(R.KAFKA_ERROR_ACK, "topic_1", b"", b"hubba bubba", 5)
     tracker.record(R.KAFKA_ERROR_ACK, "topic_2", b"", b"hubba bubba", 5)
     tracker.record_possible_duplicate("topic_2", b"", b"hubba bubba", 5)
-    clock.t = 10
+    clock.now = 10
     tracker.record(R.KAFKA_ERROR_ACK, "topic_2", b"", b"x", 10)
     tracker.record(R.KAFKA_ERROR_ACK, "topic_2", b"", b"x", 10)
     tracker.record_possible_duplicate("topic_2", b"", b"x", 10)
-    clock.t = 20
+    clock.now = 20
     tracker.record(R.KAFKA_ERROR_ACK, "topic_2", b"", b"x", 20)
-    clock.t = 25
+    clock.now = 25
     tracker.record(R.NO_MEM, "topic_2", b"", b"x", 25)
     for bad in ("bad", "badder", "bad", "baddest"):
         tracker.record(R.BAD_TOPIC, bad, b"", b"x", 25)
@@ -58,7 +52,7 @@ def test_basic() -> None:
     assert p.bad_topic_msg_count == 4
     assert p.recent_too_long_msg == ()
 
-    clock.t = 100
+    clock.now = 100
     report = tracker.report()
     assert report.finished is not None
     f = report.finished
@@ -88,7 +82,7 @@ def test_long_messages() -> None:
         (40, "topic_1", b"long msg 2"),
         (40, "topic_2", b"long msg 1"),
     ]:
-        clock.t = t
+        clock.now = t
         tracker.record(R.LONG_MSG, topic, b"", body, t)
     p = tracker.report().unfinished
     assert p.recent_too_long_msg == (
@@ -126,46 +120,46 @@ def test_rollover_and_gaps() -> None:
 
     def bad(n: int) -> None:
         for _ in range(n):
-            tracker.record(R.BAD_TOPIC, "bad", None, None, int(clock.t))
+            tracker.record(R.BAD_TOPIC, "bad", None, None, int(clock.now))
 
     bad(1)
     assert bad_topic_counts(tracker) == (0, 1, -1, -1)
-    clock.t = 99
+    clock.now = 99
     assert bad_topic_counts(tracker) == (0, 1, -1, -1)
-    clock.t = 100
+    clock.now = 100
     assert bad_topic_counts(tracker) == (1, 0, 0, 1)
-    clock.t = 150
+    clock.now = 150
     bad(2)
     assert bad_topic_counts(tracker) == (1, 2, 0, 1)
-    clock.t = 199
+    clock.now = 199
     assert bad_topic_counts(tracker) == (1, 2, 0, 1)
-    clock.t = 200
+    clock.now = 200
     assert bad_topic_counts(tracker) == (2, 0, 1, 2)
     bad(3)
     assert bad_topic_counts(tracker) == (2, 3, 1, 2)
-    clock.t = 399  # the event itself rolls period 2 over; period 3 collects the four
+    clock.now = 399  # the event itself rolls period 2 over; period 3 collects the four
     bad(4)
     assert bad_topic_counts(tracker) == (3, 4, 2, 3)
     assert counters.get("DiscardReportDataLost") == 0
-    clock.t = 500  # two periods after period 3 began: its data is dropped, both reports are placeholders
+    clock.now = 500  # two periods after period 3 began: its data is dropped, both reports are placeholders
     report = tracker.report()
     assert report.finished is not None
     assert (report.finished.id, report.finished.start_time, report.finished.bad_topic_msg_count) == (4, 400, 0)
     assert (report.unfinished.id, report.unfinished.start_time, report.unfinished.bad_topic_msg_count) == (5, 500, 0)
     assert counters.get("DiscardReportDataLost") == 1  # made visible
-    clock.t = 1000
+    clock.now = 1000
     assert bad_topic_counts(tracker)[::2] == (10, 9)
     assert counters.get("DiscardReportDataLost") == 1  # empty periods lose nothing
-    clock.t = 1599
+    clock.now = 1599
     assert bad_topic_counts(tracker)[::2] == (15, 14)
-    clock.t = 1600
+    clock.now = 1600
     assert bad_topic_counts(tracker)[::2] == (16, 15)
 
 
 @pytest.mark.parametrize(("first_query", "ids"), [(100, (1, 0)), (200, (2, 1))])
 def test_first_query_after_one_or_two_periods(first_query: int, ids: tuple[int, int]) -> None:
     tracker, clock, _ = make()
-    clock.t = first_query
+    clock.now = first_query
     report = tracker.report()
     assert report.finished is not None
     assert (report.unfinished.id, report.finished.id) == ids
@@ -173,17 +167,17 @@ def test_first_query_after_one_or_two_periods(first_query: int, ids: tuple[int, 
 
 def test_no_discard_query_watchdog(caplog: pytest.LogCaptureFixture) -> None:
     tracker, clock, counters = make()
-    clock.t = 100
+    clock.now = 100
     assert not tracker.check_query_rate()
     tracker.report()
-    clock.t = 200
+    clock.now = 200
     assert not tracker.check_query_rate()
     assert counters.get("NoDiscardQuery") == 0
-    clock.t = 201  # interval + 1 without a query
+    clock.now = 201  # interval + 1 without a query
     with caplog.at_level(logging.WARNING):
         assert tracker.check_query_rate()
     assert "no discard query in the last 101 s" in caplog.text
-    clock.t = 250
+    clock.now = 250
     assert tracker.check_query_rate()
     assert counters.get("NoDiscardQuery") == 2
     tracker.report()

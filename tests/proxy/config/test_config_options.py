@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -20,14 +22,15 @@ from bruce.proxy.config import (
     configure,
     default_config,
     load_config,
+    load_config_file,
     load_toml,
-    load_xml_file,
+    load_xml,
     option_specs,
     parse_command_line,
+    to_toml,
 )
+from bruce.proxy.config.startup import MAX_FILE_BYTES
 from bruce.proxy.plog.config import ListenerConfig
-
-EXAMPLE_CONF = BRUCE_EXAMPLE_CONF
 
 # Bruce's defaults (bruce-behaviour.md §15, config.cc), and ours for the options Bruce does not have.
 DEFAULTS = {
@@ -146,7 +149,7 @@ def test_default_socket_follows_the_runtime_dir(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     assert Options().receive_socket_name == "/run/user/1000/bruce.socket"
     monkeypatch.delenv("XDG_RUNTIME_DIR")
-    assert Options().receive_socket_name == f"/tmp/bruce-{__import__('os').getuid()}.socket"
+    assert Options().receive_socket_name == f"/tmp/bruce-{os.getuid()}.socket"
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -229,7 +232,7 @@ REJECTED = [
     (["--debug_dir", ""], "--debug_dir", '"" is not an absolute path'),
     (["--discard_log_path", "discards.log"], "--discard_log_path", '"discards.log" is not an absolute path'),
     (["--discard_log_path", "/var/log/bruce/"], "--discard_log_path", "it must name a file, not a directory"),
-    (["--discard_log_max_file_size", "0"], "--discard_log_max_file_size", "0 is not allowed"),
+    (["--discard_log_max_file_size", "0"], "--discard_log_max_file_size", "0 is out of range: expected 1 to"),
     (
         ["--discard_log_path", "/d", "--discard_log_max_file_size", "127"],
         "--discard_log_max_file_size",
@@ -350,10 +353,10 @@ def _run(words: list[str]) -> tuple[object, str, str]:
 
 
 def test_configure_converts_bruce_xml_to_toml() -> None:
-    status, out, err = _run(["--convert-config", str(EXAMPLE_CONF)])
+    status, out, err = _run(["--convert-config", str(BRUCE_EXAMPLE_CONF)])
     assert (status, err) == (0, "")
     assert out.startswith("# bruce-kafka configuration, from bruce_example_conf.xml\n")
-    assert load_toml(out) == load_xml_file(EXAMPLE_CONF)
+    assert load_toml(out) == load_config_file(BRUCE_EXAMPLE_CONF)
 
 
 def test_configure_prints_help_and_version() -> None:
@@ -410,6 +413,54 @@ def test_brokers_come_from_the_embedded_broker_then_the_command_line_then_the_fi
     assert len(picked) == 1 and picked[0].host == "127.0.0.1" and 0 < picked[0].port < 65536
 
 
+def _without_brokers(tmp_path: Path, suffix: str) -> Path:
+    """The sample config, in XML or TOML, with its initial brokers left out."""
+    config = load_xml(VALID_XML)
+    if suffix == ".xml":
+        start, end = VALID_XML.index("  <initialBrokers>"), VALID_XML.index("</bruceConfig>")
+        text = VALID_XML[:start] + VALID_XML[end:]
+    else:
+        full = to_toml(config)
+        text = full[: full.index("\n[[initial_brokers]]")] + "\n"
+    path = tmp_path / f"no-brokers{suffix}"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("suffix", "place"), [(".toml", ": initial_brokers"), (".xml", ", line 2: initialBrokers")])
+def test_a_file_may_leave_the_brokers_to_the_command_line(tmp_path: Path, suffix: str, place: str) -> None:
+    conf = str(_without_brokers(tmp_path, suffix))
+    expected = load_xml(VALID_XML)
+    status, _, err = _run(["--config_path", conf])
+    assert status == EXIT_CONFIG
+    assert err == (
+        f"bruce: {conf}{place}: is missing: list at least one broker here, "
+        "or name them with --initial_brokers (or --embedded_broker)\n"
+    )
+    named = configure(["--config_path", conf, "--initial_brokers", "k1,k2:9093"])
+    assert isinstance(named, tuple)
+    assert named[1] == dataclasses.replace(expected, initial_brokers=(Broker("k1"), Broker("k2", 9093)))
+    embedded = parse_command_line(["--config_path", conf, "--embedded_broker"])
+    assert isinstance(embedded, Options)
+    assert load_config(embedded, embedded_port=4321).initial_brokers == (Broker("127.0.0.1", 4321),)
+
+
+def test_brokers_the_file_lists_are_checked_even_when_replaced(tmp_path: Path) -> None:
+    conf = tmp_path / "bad-port.xml"
+    conf.write_text(VALID_XML.replace('port="9093"', 'port="0"'))
+    status, _, err = _run(["--config_path", str(conf), "--initial_brokers", "k1"])
+    assert status == EXIT_CONFIG
+    assert "initialBrokers/broker[2]/@port: 0 is not a TCP port" in err
+
+
+def test_a_config_file_is_read_within_a_bound(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.toml"
+    with huge.open("wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk space used
+    with pytest.raises(ConfigError, match=rf"huge\.toml: the config file is larger than {MAX_FILE_BYTES} bytes"):
+        load_config_file(huge)
+
+
 def test_the_built_in_config() -> None:
     config = default_config([Broker("k")])
     assert config.batching_for("any").limits is not None
@@ -418,8 +469,15 @@ def test_the_built_in_config() -> None:
     assert config.rate_limit_for("any").max_count is None
 
 
-def test_every_option_is_documented() -> None:
-    doc = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
+def test_every_option_is_documented_with_its_default() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text().replace("\\|", "|")
     for spec in option_specs().values():
-        row = f"| `--{spec.name}" + (f" {spec.metavar}" if spec.metavar else "") + "`"
-        assert row in doc.replace("\\|", "|"), f"--{spec.name} has no row in docs/configuration.md"
+        row = f"| `--{spec.name}" + (f" {spec.metavar}" if spec.metavar else "") + "` | "
+        assert row in doc, f"--{spec.name} has no row in docs/configuration.md"
+        shown = doc[doc.index(row) + len(row) :].split(" | ")[0]
+        if spec.read is None:
+            assert shown == "off", spec.name
+        elif isinstance(spec.default, int):
+            assert shown == str(spec.default), spec.name
+        elif isinstance(spec.default, str) and spec.default:
+            assert shown == f"`{spec.default}`", spec.name

@@ -27,17 +27,14 @@ from bruce.proxy.config import (
     TopicBatching,
     load_config_file,
     load_toml,
-    load_xml_file,
     to_toml,
 )
-
-EXAMPLE_CONF = BRUCE_EXAMPLE_CONF
 
 KIB = 1024
 
 
 def test_bruce_conf_xml_loads_to_the_expected_model() -> None:
-    assert load_xml_file(BRUCE_CONF) == Config(
+    assert load_config_file(BRUCE_CONF) == Config(
         batching=BatchingConfig(
             named_configs={
                 "low_latency": BatchLimits(time_ms=500, messages=None, bytes=256 * KIB),
@@ -73,7 +70,7 @@ def test_bruce_conf_xml_loads_to_the_expected_model() -> None:
 
 
 def test_bruce_example_conf_xml_loads_to_the_expected_model() -> None:
-    config = load_xml_file(EXAMPLE_CONF)
+    config = load_config_file(BRUCE_EXAMPLE_CONF)
     assert config.batching == BatchingConfig(
         named_configs={
             "config1": BatchLimits(time_ms=50, messages=100, bytes=200),
@@ -106,8 +103,8 @@ def test_bruce_example_conf_xml_loads_to_the_expected_model() -> None:
 
 
 def test_a_config_is_a_value() -> None:
-    config = load_xml_file(BRUCE_CONF)
-    assert hash(config) == hash(load_xml_file(BRUCE_CONF))
+    config = load_config_file(BRUCE_CONF)
+    assert hash(config) == hash(load_config_file(BRUCE_CONF))
     assert pickle.loads(pickle.dumps(config)) == config
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.batching = config.batching  # type: ignore[misc]
@@ -116,7 +113,7 @@ def test_a_config_is_a_value() -> None:
 
 
 def test_lookups_resolve_topics_like_bruce() -> None:
-    example = load_xml_file(EXAMPLE_CONF)
+    example = load_config_file(BRUCE_EXAMPLE_CONF)
     assert example.batching_for("topic1") == BatchingPolicy(TopicAction.PER_TOPIC, BatchLimits(50, 100, 200))
     assert example.batching_for("anything") == BatchingPolicy(TopicAction.PER_TOPIC, BatchLimits(5, None, 20 * KIB))
     assert example.combined_limits == BatchLimits(50, 100, 200)
@@ -124,7 +121,7 @@ def test_lookups_resolve_topics_like_bruce() -> None:
     assert example.compression_for("other") == CompressionCodec(CompressionType.NONE)
     assert example.rate_limit_for("other") == RateLimit(1, None)
 
-    shipped = load_xml_file(BRUCE_CONF)
+    shipped = load_config_file(BRUCE_CONF)
     assert shipped.batching_for("t") == BatchingPolicy(TopicAction.COMBINED_TOPICS, BatchLimits(10000, None, 256 * KIB))
     assert shipped.rate_limit_for("topic1") == RateLimit(1, 0)
     assert shipped.rate_limit_for("topic4") == RateLimit(15000, 4096)
@@ -132,7 +129,7 @@ def test_lookups_resolve_topics_like_bruce() -> None:
 
 
 def test_combined_topics_action_without_combined_batching_is_unbatched() -> None:
-    shipped = load_xml_file(BRUCE_CONF)
+    shipped = load_config_file(BRUCE_CONF)
     off = BatchingConfig(
         named_configs=shipped.batching.named_configs,
         produce_request_data_limit=0,
@@ -147,9 +144,9 @@ def test_combined_topics_action_without_combined_batching_is_unbatched() -> None
     assert config.combined_limits is None
 
 
-@pytest.mark.parametrize("path", [BRUCE_CONF, EXAMPLE_CONF], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [BRUCE_CONF, BRUCE_EXAMPLE_CONF], ids=lambda p: p.name)
 def test_toml_rendering_loads_to_an_equal_model(path: Path, tmp_path: Path) -> None:
-    config = load_xml_file(path)
+    config = load_config_file(path)
     text = to_toml(config, comment=f"from {path.name}")
     assert load_toml(text) == config
     toml_file = tmp_path / "bruce.toml"
@@ -159,7 +156,7 @@ def test_toml_rendering_loads_to_an_equal_model(path: Path, tmp_path: Path) -> N
 
 
 def test_toml_rendering_reads_like_the_xml() -> None:
-    text = to_toml(load_xml_file(BRUCE_CONF))
+    text = to_toml(load_config_file(BRUCE_CONF))
     raw = tomllib.loads(text)
     assert raw["batching"]["produce_request_data_limit"] == "1024k"
     assert raw["batching"]["combined_topics"] == {"enable": True, "config": "default_latency"}
@@ -170,11 +167,11 @@ def test_toml_rendering_reads_like_the_xml() -> None:
     assert raw["topic_rate_limiting"]["topic_configs"]["topic4"] == "config2"
     assert raw["initial_brokers"] == [{"host": "broker_host_1", "port": 9092}, {"host": "broker_host_2", "port": 9092}]
     # Nothing limited: the section is left out, and loading it back gives the same default.
-    assert "topic_rate_limiting" not in tomllib.loads(to_toml(load_xml_file(EXAMPLE_CONF)))
+    assert "topic_rate_limiting" not in tomllib.loads(to_toml(load_config_file(BRUCE_EXAMPLE_CONF)))
 
 
 def test_a_file_without_suffix_is_recognised_by_its_content(tmp_path: Path) -> None:
     xml, toml = tmp_path / "conf-a", tmp_path / "conf-b"
-    xml.write_bytes(EXAMPLE_CONF.read_bytes())
-    toml.write_text(to_toml(load_xml_file(EXAMPLE_CONF)))
-    assert load_config_file(xml) == load_config_file(toml) == load_xml_file(EXAMPLE_CONF)
+    xml.write_bytes(BRUCE_EXAMPLE_CONF.read_bytes())
+    toml.write_text(to_toml(load_config_file(BRUCE_EXAMPLE_CONF)))
+    assert load_config_file(xml) == load_config_file(toml) == load_config_file(BRUCE_EXAMPLE_CONF)

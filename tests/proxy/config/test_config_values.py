@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from xml_samples import VALID_XML
 
 from bruce.proxy.config import Config, ConfigError, load_toml, load_xml, to_toml
-from bruce.proxy.config.values import MAX_NUMBER, parse_bool, parse_number
+from bruce.proxy.config.build import MAX_NUMBER, parse_bool, parse_number
 
 WHITESPACE = st.text(" \t\n\r", max_size=3)
 

@@ -14,8 +14,8 @@ from bruce.proxy.config import (
     RateLimit,
     TopicAction,
     TopicBatching,
+    load_config_file,
     load_xml,
-    load_xml_file,
 )
 
 BATCH = 'batching/namedConfigs/config[name="fast"]'
@@ -546,7 +546,7 @@ def test_stray_text_is_reported_on_its_own_line() -> None:
 def test_unreadable_file_names_the_file(tmp_path) -> None:
     missing = tmp_path / "nope.xml"
     with pytest.raises(ConfigError, match=r"nope\.xml: cannot read the config file: No such file or directory"):
-        load_xml_file(missing)
+        load_config_file(missing)
 
 
 # -- what Bruce accepts ---------------------------------------------------------------------------------------------

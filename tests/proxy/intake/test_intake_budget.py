@@ -29,10 +29,6 @@ def test_reserve_release_and_high_water() -> None:
     assert budget.try_reserve(1000)  # release restored the whole capacity
 
 
-def test_from_kib_is_bruces_unit() -> None:
-    assert MessageBudget.from_kib(256).capacity == 256 * 1024
-
-
 def test_release_counts_msg_destroy() -> None:
     counters = Counters()
     budget = MessageBudget(1000, counters=counters)

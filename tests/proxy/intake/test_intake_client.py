@@ -206,11 +206,14 @@ def test_bounded_send_gives_up_after_its_timeout_and_sends_nothing(receiver: soc
     assert got == [b"%d" % i for i in range(queued)]
 
 
-def test_bounded_send_goes_through_as_soon_as_there_is_room(receiver: socket.socket, sock_path: str) -> None:
+@pytest.mark.parametrize("timeout", [TIMEOUT, 1e12, float("inf")])  # huge and infinite: no bound, no overflow
+def test_bounded_send_goes_through_as_soon_as_there_is_room(
+    receiver: socket.socket, sock_path: str, timeout: float
+) -> None:
     with BruceClient(sock_path, blocking=False) as filler:
         queued = fill(filler)
     threading.Timer(0.1, receiver.recv, (1000,)).start()  # room for one, a little later
-    with BruceClient(sock_path, timeout=TIMEOUT) as client:
+    with BruceClient(sock_path, timeout=timeout) as client:
         client.send_any_partition("t", b"waited")
     values = [parse_datagram(receiver.recv(1000)).value for _ in range(queued)]
     assert values[-1] == b"waited"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -15,9 +17,10 @@ from typing import Any
 import pytest
 
 from bruce.producer.reasons import DiscardReason
+from bruce.proxy import to_bruce
 from bruce.proxy.client import now_ms
 from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from bruce.proxy.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
 from bruce.wire.datagram import Datagram, DatagramKind, parse_datagram
 from bruce.wire.errors import MalformedInput
 
@@ -167,3 +170,38 @@ def test_installed_command(receiver: socket.socket, sock_path: str) -> None:
     assert result.returncode == 0, result.stderr
     assert [d.value for d in parsed(receiver)] == [b"from the shell"]
     assert subprocess.run([str(TO_BRUCE), "--help"], capture_output=True, timeout=TIMEOUT).returncode == 0
+
+
+def test_option_values_that_are_not_numbers_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--socket_path", "p", "--topic", "t", "--count", "many"]) == EXIT_USAGE
+    assert "argument --count: 'many' is not a whole number" in capsys.readouterr().err
+    assert main(["--socket_path", "p", "--topic", "t", "--partition_key", "k"]) == EXIT_USAGE
+    assert "argument --partition_key: 'k' is not a number" in capsys.readouterr().err
+
+
+def test_stdin_is_read_within_a_bound(
+    receiver: socket.socket, sock_path: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(to_bruce, "MAX_STDIN", 10)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * 11)))
+    assert main(["--socket_path", sock_path, "--topic", "t", "--stdin"]) == EXIT_ERROR
+    assert "standard input holds more than 10 bytes" in capsys.readouterr().err
+    assert received(receiver) == []
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x" * 10)))
+    assert main(["--socket_path", sock_path, "--topic", "t", "--stdin"]) == EXIT_OK
+    assert [d.value for d in parsed(receiver)] == [b"x" * 10]
+
+
+def test_ctrl_c_says_how_many_were_sent(sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as small:
+        small.bind(sock_path)
+        proc = subprocess.Popen(
+            [str(TO_BRUCE), "--socket_path", sock_path, "--topic", "t", "--count", "1000", "--interval", "1000"],
+            stderr=subprocess.PIPE,
+        )
+        first = small.recv(1000)  # it is sending
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    assert parse_datagram(first).topic == b"t"
+    assert proc.returncode == EXIT_INTERRUPTED
+    assert re.fullmatch(rb"to_bruce: interrupted; \d+ of 1000 messages sent\n", err), err

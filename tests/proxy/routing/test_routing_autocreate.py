@@ -35,7 +35,7 @@ def test_parked_messages_are_routed_once_the_topic_exists() -> None:
     rig.send("good", "other", now=11.0)  # other topics are not held up
     assert requested == ["fresh"]  # one creation per topic
     assert rig.out.take() == [("good", ["other"])] and rig.discards == []
-    assert rig.router.held_counts() == {"fresh": 3} and rig.router.next_deadline() == 40.0
+    assert rig.router.held == 3 and rig.router.next_deadline() == 40.0
     rig.state.view = view({**CLUSTER, "fresh": [1]})
     rig.router.creation_done("fresh", None, 12.0)
     assert rig.out.take() == [("fresh", ["1"]), ("fresh", ["2"])]
@@ -103,7 +103,13 @@ def test_the_holding_area_is_bounded_per_topic_and_in_topics() -> None:
     rig.send("c", "c0")  # a third topic: no room
     assert rig.take_discards() == [(BAD_TOPIC, "a", "a3"), (BAD_TOPIC, "a", "a4"), (BAD_TOPIC, "c", "c0")]
     assert requested == ["a", "b"]
-    assert rig.router.held_counts() == {"a": 3, "b": 1}
+    assert rig.router.discard_held(DiscardReason.SERVER_SHUTDOWN) == 4
+    assert [(topic, value) for _, topic, value in rig.take_discards()] == [
+        ("a", "a0"),
+        ("a", "a1"),
+        ("a", "a2"),
+        ("b", "b0"),
+    ]
     assert rig.counters.get("RouterParkOverflow") == 2 and rig.counters.get("RouterParkTopicsFull") == 1
 
 

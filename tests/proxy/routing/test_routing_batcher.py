@@ -284,20 +284,20 @@ def test_an_older_message_moves_the_deadline_earlier() -> None:
     assert b.next_deadline() is None  # the superseded deadline is gone too
 
 
-def test_on_deadline_tells_when_a_batch_is_due_before_every_pending_one() -> None:
+def test_next_deadline_is_the_earliest_of_every_topics_batch() -> None:
     cfg = config(
         named={"slow": limits(100), "fast": limits(10)},
         default=TopicBatching(PER_TOPIC, "slow"),
         topics={"f": TopicBatching(PER_TOPIC, "fast")},
     )
-    told: list[float] = []
     out = Submitted()
-    b = Batcher(cfg.batching_for, out, on_deadline=told.append)
-    add(b, "s", "1", 0)  # due at 100: the first deadline
-    add(b, "s", "2", 1)  # same batch: nothing new
-    add(b, "t", "3", 2)  # due at 102: later than 100, not told
+    b = Batcher(cfg.batching_for, out)
+    add(b, "s", "1", 0)  # due at 100
+    add(b, "s", "2", 1)  # same batch: still 100
+    add(b, "t", "3", 2)  # due at 102
+    assert b.next_deadline() == 100.0
     add(b, "f", "4", 3)  # due at 13: earlier than every pending one
-    assert told == [100.0, 13.0]
+    assert b.next_deadline() == 13.0
     b.expire(13)
     assert out.take() == [("f", ["4"])] and b.next_deadline() == 100.0
 

@@ -100,7 +100,7 @@ def test_messages_wait_for_the_first_metadata_then_route_in_order() -> None:
     for topic, value in [("good", "1"), ("nope", "2"), ("dead", "3"), ("good", "4")]:
         rig.send(topic, value)
     assert rig.out.take() == [] and rig.discards == []
-    assert rig.router.held == 4 and rig.router.held_counts() == {"good": 2, "nope": 1, "dead": 1}
+    assert rig.router.held == 4
     rig.router.refresh(2.0)  # still no view: nothing changes
     assert rig.router.held == 4
     rig.state.view = view(CLUSTER)
@@ -148,4 +148,4 @@ def test_shutdown_discards_what_the_router_holds() -> None:
     rig.send("other", "2")
     assert rig.router.discard_held(DiscardReason.SERVER_SHUTDOWN) == 2
     assert [r for r, *_ in rig.take_discards()] == [DiscardReason.SERVER_SHUTDOWN] * 2
-    assert rig.router.held == 0 and rig.router.held_counts() == {}
+    assert rig.router.held == 0

@@ -1,0 +1,31 @@
+"""What several benchmarks measure the same way (Linux): CPU seconds of this process and of others, a process's
+children, and the kernel's queue length for UNIX datagram sockets. Imported by the scripts next to it
+(``python bench/<script>.py`` puts this folder on the path)."""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+
+
+def own_cpu_s() -> float:
+    """User + system CPU seconds of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The PIDs of process ``pid``'s children (of all its threads)."""
+    return [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+
+
+def max_dgram_qlen() -> int:
+    """``net.unix.max_dgram_qlen``: the kernel queues one more datagram than this per UNIX datagram socket."""
+    return int(Path("/proc/sys/net/unix/max_dgram_qlen").read_text())
