@@ -293,7 +293,8 @@ class Producer:
     def submit(self, topic: str, messages: list[Message]) -> None:
         """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
         (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
-        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget)."""
+        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
+        :class:`ProducerClosed` before taking any message when the producer is not accepting."""
         if not self._accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         d = self._dispatcher

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from importlib import metadata
 
 from bruce.producer.counters import Counters
 from bruce.producer.producer import Producer
@@ -27,14 +26,7 @@ from .msg_debug import MessageDebugLog
 from .outcomes import AccountingCounters, Outcomes
 from .router import Router
 from .status.source import CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
-
-
-def package_version() -> str:
-    """The installed bruce-kafka version ("unknown" when run from a bare source tree)."""
-    try:
-        return metadata.version("bruce-kafka")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+from .version import package_version
 
 
 class DaemonStatus:

@@ -14,9 +14,9 @@ import difflib
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
+from ..version import package_version
 from .errors import ConfigError
 from .options import Options, option_specs
 
@@ -108,11 +108,7 @@ _DESCRIPTION = (
 
 
 def version_text() -> str:
-    try:
-        version = metadata.version("bruce-kafka")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return f"bruce (bruce-kafka) {version}\n"
+    return f"bruce (bruce-kafka) {package_version()}\n"
 
 
 def help_text(width: int = 100) -> str:

@@ -23,10 +23,11 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from importlib import metadata
 from typing import Any
 
 from bruce.wire import plog
+
+from ..version import package_version
 
 BUCKETS = 17  # log2 buckets for values 0..65535
 
@@ -134,7 +135,7 @@ class PlogStats:
     def to_dict(self, *, pending_messages: int = 0, pending_bytes: int = 0) -> dict[str, Any]:
         """The STAT document. ``pending_*``: the reassembly buffer's current content."""
         return {
-            "version": _version(),
+            "version": package_version(),
             "uptime": int((self.clock() - self.started) * 1000),
             "listener": self.listener,
             "udp_simple_messages": self.udp_simple_messages,
@@ -204,10 +205,3 @@ def _camel(name: str) -> str:
 _COUNTER_NAMES = tuple(
     (f.name, _camel(f.name)) for f in fields(PlogStats) if f.name not in ("listener", "clock", "started")
 )
-
-
-def _version() -> str:
-    try:
-        return metadata.version("bruce-kafka")
-    except metadata.PackageNotFoundError:
-        return "unknown"
