@@ -69,10 +69,6 @@ class ExponentialBackoff:
         self._rng = rng or random.Random()
         self._failures = 0
 
-    @property
-    def failures(self) -> int:
-        return self._failures
-
     def next_delay(self) -> float:
         """Record a failure and return how long (ms) to wait before the next attempt (0 before the first retry)."""
         self._failures += 1

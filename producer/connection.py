@@ -22,10 +22,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.errors import MalformedInput, UsageError
+from bruce.wire.errors import MalformedInput
 from bruce.wire.protocol.api_versions import KEY as API_VERSIONS_KEY
 from bruce.wire.protocol.api_versions import decode_api_versions_response
-from bruce.wire.protocol.base import REGISTRY, decode_response, encode_request
+from bruce.wire.protocol.base import decode_response, encode_request, request_spec
 
 from .errors import BrokerProtocolError
 
@@ -42,6 +42,7 @@ class Pending:
     api_key: int
     version: int
     token: Any = None
+    sent_at: float = 0.0  # the I/O shell's clock when the request was written (for its request timeout)
 
 
 class Connection:
@@ -63,7 +64,7 @@ class Connection:
         self._next_id = 1 if correlation_id >= _MAX_CORRELATION_ID else correlation_id + 1
         frame = encode_request(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
         if expect_response:
-            self.in_flight.append(Pending(correlation_id, _api_key(body), version, token))
+            self.in_flight.append(Pending(correlation_id, request_spec(body).key, version, token))
         else:
             self._unanswered.append(correlation_id)
         return frame
@@ -84,7 +85,8 @@ class Connection:
                 end = position + 4 + size
                 if len(buffer) < end:
                     break
-                frame = bytes(buffer[position + 4 : end])
+                with memoryview(buffer) as view:  # one copy out of the buffer, not two
+                    frame = view[position + 4 : end].tobytes()
                 position = end
                 answered = self._match(frame, tolerate_unsolicited)
                 if answered is not None:
@@ -138,17 +140,3 @@ class Connection:
     def _check_alive(self) -> None:
         if self._dead is not None:
             raise self._dead
-
-
-_API_KEYS: dict[type, int] = {}
-
-
-def _api_key(body: Any) -> int:
-    """The API key of a request dataclass (from the wire registry)."""
-    key = _API_KEYS.get(type(body))
-    if key is None:
-        _API_KEYS.update({spec.request_type: k for k, spec in REGISTRY.items()})
-        key = _API_KEYS.get(type(body))
-        if key is None:
-            raise UsageError(f"{type(body).__name__} is not a registered request type")
-    return key

@@ -145,7 +145,7 @@ class Dispatcher:
             if m.partition_key is None:
                 keyless.append(m)
                 continue
-            p = explicit_partition(m.partition_key, info) if m.pinned else partition_for_key(m.partition_key, info)
+            p = _keyed_partition(m, info)
             if p is None:
                 lost.append(m)
             else:
@@ -275,7 +275,7 @@ class Dispatcher:
                 continue
             self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
-                self.discard(pq.topic, part.messages, DiscardReason.KAFKA_ERROR_ACK, decision.name)
+                self.discard(pq.topic, part.messages, decision.reason, decision.name)  # type: ignore[arg-type]
                 continue
             retry = self._count_attempt(pq.topic, part.messages, decision.name)
             if decision.action is Action.RESEND:
@@ -449,7 +449,7 @@ def _keyed_partition(m: Message, info: Topic) -> int | None:
     """A keyed message's partition: its pinned partition if available, else PartitionKey's choice."""
     key = m.partition_key
     if m.pinned:
-        return key if key in info.leaders else None
+        return explicit_partition(key, info)  # type: ignore[arg-type]
     return partition_for_key(key, info)  # type: ignore[arg-type]
 
 

@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable
 
-from bruce.wire.protocol.metadata import metadata_request
+from bruce.wire.protocol.metadata import MetadataResponse, metadata_request
 from bruce.wire.versions import METADATA
 
 from .backoff import ExponentialBackoff, jittered
@@ -31,7 +31,7 @@ from .cluster import BadMetadata, ClusterView, build_view
 from .config import ProducerConfig
 from .counters import Counters
 from .errors import TransportError
-from .transport import BrokerConnection, Timeouts, open_connection
+from .transport import Timeouts, open_connection
 
 AUTOCREATE_CHECKS = (3.0, 6.0, 12.0)  # seconds between refreshes after a topic was auto-created
 
@@ -140,18 +140,9 @@ class MetadataFetcher:
         """Ask each broker in turn to create ``topic``; True when one accepted (error 0 or 5)."""
         for host, port in list(self.known):
             try:
-                conn = await self._connect(host, port)
+                answer = await self._metadata(host, port, [topic], allow_auto_topic_creation=True)
             except TransportError:
                 continue
-            try:
-                version = conn.versions.version(METADATA)  # type: ignore[union-attr]
-                answer = await conn.request(
-                    metadata_request([topic], version=version, allow_auto_topic_creation=True), version
-                )
-            except TransportError:
-                continue
-            finally:
-                conn.close()
             for t in answer.topics:
                 if t.name == topic:
                     if t.error_code in (0, 5):
@@ -163,17 +154,20 @@ class MetadataFetcher:
         return False
 
     async def _ask(self, host: str, port: int) -> ClusterView:
-        conn = await self._connect(host, port)
-        try:
-            version = conn.versions.version(METADATA)  # type: ignore[union-attr]
-            request = metadata_request(None, version=version, allow_auto_topic_creation=False)
-            answer = await conn.request(request, version)
-        finally:
-            conn.close()
+        answer = await self._metadata(host, port, None, allow_auto_topic_creation=False)
         return build_view(answer.brokers, answer.topics, require_topics=self.require_topics)
 
-    async def _connect(self, host: str, port: int) -> BrokerConnection:
-        return await open_connection(host, port, self.config.wire_client_id, self.timeouts, self.config.protocol)
+    async def _metadata(
+        self, host: str, port: int, topics: list[str] | None, *, allow_auto_topic_creation: bool
+    ) -> MetadataResponse:
+        """One Metadata request on a connection of its own (``topics=None``: every topic)."""
+        conn = await open_connection(host, port, self.config.wire_client_id, self.timeouts, self.config.protocol)
+        try:
+            version = conn.versions.version(METADATA)  # type: ignore[union-attr]
+            request = metadata_request(topics, version=version, allow_auto_topic_creation=allow_auto_topic_creation)
+            return await conn.request(request, version)
+        finally:
+            conn.close()
 
     def _accept(self, view: ClusterView) -> None:
         now_ms = int(time.time() * 1000)

@@ -56,7 +56,6 @@ class BrokerConnection(asyncio.Protocol):
         self.failure_detail = ""
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
-        self._sent_at: dict[int, float] = {}
         self._last_progress = 0.0
         self._last_write_size = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -74,7 +73,6 @@ class BrokerConnection(asyncio.Protocol):
         self._last_progress = self._loop.time()
         core = self.core
         for pending, body in core.receive_data(data, tolerate_unsolicited=self.tolerate_unsolicited):
-            self._sent_at.pop(pending.correlation_id, None)
             pending.token(body)
         if core.error is not None:
             self._fail(Failure.PROTOCOL_ERROR, str(core.error))
@@ -105,7 +103,7 @@ class BrokerConnection(asyncio.Protocol):
         frame = self.core.send_request(body, version, token=token, expect_response=expect_response)
         now = self._loop.time()
         if expect_response:
-            self._sent_at[self.core.in_flight[-1].correlation_id] = now
+            self.core.in_flight[-1].sent_at = now
             if self._timer is None:
                 self._last_progress = now
                 self._last_write_size = 0
@@ -150,8 +148,7 @@ class BrokerConnection(asyncio.Protocol):
         if now - self._last_progress >= self.timeouts.socket:
             self._fail(Failure.SOCKET_TIMEOUT, f"no progress for {self.timeouts.socket:.3f} s")
             return
-        oldest = self._sent_at.get(self.core.in_flight[0].correlation_id, now)
-        if now - oldest >= self.timeouts.request:
+        if now - self.core.in_flight[0].sent_at >= self.timeouts.request:
             self._fail(Failure.REQUEST_TIMEOUT, f"no response within {self.timeouts.request:.3f} s")
             return
         self._timer = self._loop.call_at(now + self._check_period(), self._check_timeouts)
@@ -169,7 +166,6 @@ class BrokerConnection(asyncio.Protocol):
             self._transport.abort()
         pending = list(self.core.in_flight)
         self.core.in_flight.clear()
-        self._sent_at.clear()
         for p in pending:
             p.token(failure)
 

@@ -177,11 +177,17 @@ def _body_schema(table: dict[int, c.Construct], spec: ApiSpec, version: int, wha
         raise UsageError(f"{spec.name} {what} v{version} is not implemented") from None
 
 
-def encode_request(body: Any, *, version: int, correlation_id: int, client_id: str | None = "bruce") -> bytes:
-    """A whole request frame (size prefix, header, body) for a request dataclass at ``version``."""
+def request_spec(body: Any) -> ApiSpec:
+    """The API of a request dataclass; :class:`UsageError` for anything else."""
     spec = _BY_TYPE.get(type(body))
     if spec is None or type(body) is not spec.request_type:
         raise UsageError(f"{type(body).__name__} is not a registered request type")
+    return spec
+
+
+def encode_request(body: Any, *, version: int, correlation_id: int, client_id: str | None = "bruce") -> bytes:
+    """A whole request frame (size prefix, header, body) for a request dataclass at ``version``."""
+    spec = request_spec(body)
     schema = _body_schema(spec.requests, spec, version, "request")
     header = dict(api_key=spec.key, api_version=version, correlation_id=correlation_id, client_id=client_id, tags=None)
     header_schema = _REQUEST_HEADER_V2 if spec.is_flexible(version) else _REQUEST_HEADER_V1
