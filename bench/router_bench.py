@@ -43,7 +43,7 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.message import Message, message_charge
+from bruce.proxy.message import Message
 from bruce.proxy.ratelimit import RateLimiter
 from bruce.proxy.router import Router
 
@@ -94,9 +94,8 @@ def _view():
 
 def _messages(n: int, keyed: bool) -> list[Message]:
     value = b"v" * 100
-    charge = message_charge(b"", value)
     return [
-        Message(TOPICS[i % len(TOPICS)], b"", value, 1_700_000_000_000 + i, i if keyed else None, i * 5e-6, charge)
+        Message(TOPICS[i % len(TOPICS)], b"", value, 1_700_000_000_000 + i, i if keyed else None, i * 5e-6)
         for i in range(n)
     ]
 

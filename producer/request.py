@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from bruce.wire.compression import Codec
-from bruce.wire.messageset import build_message_set
+from bruce.wire.messageset import MESSAGE_OVERHEAD, build_message_set
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.recordbatch import build_record_batch
 from bruce.wire.recordbatch_schema import HEADER_SIZE
@@ -33,7 +33,7 @@ from bruce.wire.recordbatch_schema import HEADER_SIZE
 from .message import Message
 from .queues import PartitionQueue
 
-LEGACY_MESSAGE_OVERHEAD = 26  # Bruce's per-message overhead of a v0 message (8+4+4+1+1+4+4)
+LEGACY_MESSAGE_OVERHEAD = MESSAGE_OVERHEAD[0]  # Bruce's per-message overhead of a v0 message (8+4+4+1+1+4+4)
 RECORD_OVERHEAD = 12  # what a record typically adds to its key and value in a batch (length, deltas, lengths)
 
 

@@ -58,7 +58,7 @@ from .outcomes import Accounting, Outcomes
 from .plog.config import PlogConfigError, check_unique
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
-from .router import Router, autocreate, message_overhead
+from .router import Router, message_overhead
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
 
@@ -375,7 +375,7 @@ class Daemon:
 
     async def _create(self, topic: str) -> None:
         log.info("creating topic %r", topic)
-        failure = await autocreate(self.producer, topic)
+        failure = await self.producer.create_topic(topic)
         self.router.creation_done(topic, failure, time.monotonic())
 
     # -- stopping ------------------------------------------------------------------------------------------------------

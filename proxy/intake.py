@@ -59,7 +59,7 @@ from bruce.wire.errors import BruceError, MalformedInput, UnsupportedApiKey, Uns
 
 from .budget import MessageBudget
 from .intake_process import ReaderProcess
-from .message import MESSAGE_OVERHEAD, Message
+from .message import Message
 
 log = logging.getLogger(__name__)
 
@@ -409,9 +409,9 @@ class DatagramIntake:
             topic = topic_for(raw_topic)
             if topic is None:
                 topic = self._topic_name(raw_topic)
-            charge = len(key) + len(value) + MESSAGE_OVERHEAD
-            charges += charge
-            append(Message(topic, key, value, timestamp, partition_key, now, charge))
+            msg = Message(topic, key, value, timestamp, partition_key, now)
+            charges += msg.charge
+            append(msg)
         self.wakeups += 1
         self.datagrams += len(messages) + len(unparsed)
         if unparsed or not self.budget.try_reserve_many(charges, len(messages)):

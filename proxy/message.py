@@ -29,15 +29,15 @@ from bruce.producer.message import Message as ProducerMessage
 MESSAGE_OVERHEAD = 400
 
 
-def message_charge(key: bytes, value: bytes) -> int:
+def message_charge(key: bytes | None, value: bytes) -> int:
     """The bytes of budget a message with this key and value holds: key + value + :data:`MESSAGE_OVERHEAD`."""
-    return len(key) + len(value) + MESSAGE_OVERHEAD
+    return (len(key) if key else 0) + len(value) + MESSAGE_OVERHEAD
 
 
 class Message(ProducerMessage):
     """One message held by the daemon.
 
-    >>> m = Message("clicks", b"", b"hello", 1700000000000, None, 12.5, message_charge(b"", b"hello"))
+    >>> m = Message("clicks", b"", b"hello", 1700000000000, None, 12.5)
     >>> (m.topic, m.value, m.partition_key, m.size, m.charge)
     ('clicks', b'hello', None, 5, 405)
     """
@@ -51,12 +51,11 @@ class Message(ProducerMessage):
     def __init__(
         self,
         topic: str,
-        key: bytes,
+        key: bytes | None,
         value: bytes,
         timestamp: int,
         partition_key: int | None,
         received: float,
-        charge: int,
     ) -> None:
         self.topic = topic
         self.key = key
@@ -64,11 +63,11 @@ class Message(ProducerMessage):
         self.timestamp = timestamp
         self.partition_key = partition_key
         self.received = received
-        self.charge = charge
         # The producer's fields, as its constructor sets them.
         self.headers = None
         self.pinned = False
-        self.size = len(key) + len(value)
+        self.size = size = (len(key) if key else 0) + len(value)
+        self.charge = size + MESSAGE_OVERHEAD
         self.attempts = 0
         self.possible_duplicate = False
         self.partition = -1
@@ -76,4 +75,5 @@ class Message(ProducerMessage):
 
     def __repr__(self) -> str:
         pk = "" if self.partition_key is None else f" partition_key={self.partition_key}"
-        return f"<Message topic={self.topic!r}{pk} key={len(self.key)}B value={len(self.value)}B ts={self.timestamp}>"
+        key = len(self.key) if self.key else 0
+        return f"<Message topic={self.topic!r}{pk} key={key}B value={len(self.value)}B ts={self.timestamp}>"

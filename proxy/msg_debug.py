@@ -84,7 +84,7 @@ class MessageDebugLog:
         self.active = False  # the one attribute the daemon checks per message
         self._names: set[str] = set()  # enabled topics (when not all)
         self._all = False
-        self._filter: frozenset[str | bytes] | None = frozenset()  # None: every topic; else str and bytes forms
+        self._filter: frozenset[str] | None = frozenset()  # None: every topic
         self._files: list[BinaryIO] = []
         self._session_start = 0.0
         self._bytes_left = 0
@@ -198,7 +198,7 @@ class MessageDebugLog:
             if error:
                 return error
         self._all, self._names = all_topics, names
-        self._filter = None if all_topics else frozenset(names | {topic_bytes(n) for n in names})
+        self._filter = None if all_topics else frozenset(names)
         if not all_topics and not names:
             self._close_files()
             self.active = False
@@ -222,7 +222,7 @@ class MessageDebugLog:
         self._bytes_left = self.byte_limit
         return None
 
-    def _log(self, index: int, topic: str | bytes, key: bytes | None, value: bytes | None, ts: int) -> None:
+    def _log(self, index: int, topic: str, key: bytes | None, value: bytes | None, ts: int) -> None:
         topics = self._filter
         if topics is not None and topic not in topics:
             return

@@ -58,7 +58,6 @@ class Outcomes:
         self.debug = debug
         self.delivered_total = 0
         self.discarded_total = 0
-        self.duplicates_total = 0
         self._inputs: list[Callable[[], int]] = []
         self.on_message: Callable[[Message], None] = self._no_router
 
@@ -123,7 +122,6 @@ class Outcomes:
         record = self.tracker.record_possible_duplicate
         for m in messages:
             record(topic, m.key, m.value, m.timestamp)
-        self.duplicates_total += len(messages)
 
     # -- reading -------------------------------------------------------------------------------------------------------
 

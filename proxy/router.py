@@ -21,8 +21,8 @@ Rules:
   or ``park_timeout`` seconds pass (then BAD_TOPIC, ``RouterParkTimeout``). A refused creation discards them with
   the reason reported (TOPIC_AUTOCREATE_FAIL). Released messages go through checks 2-4 at release time. A new
   deadline appears only when ``create_topic`` is called: the daemon then sets its timer for
-  :meth:`Router.next_deadline` and calls :meth:`Router.expire` when it fires. :func:`autocreate` runs the creation
-  through the producer.
+  :meth:`Router.next_deadline` and calls :meth:`Router.expire` when it fires; it creates the topic with
+  ``Producer.create_topic``.
 - Every discard goes to ``discard(msg, reason)`` exactly once (the daemon counts it, reports it and releases the
   message's budget); Bruce's router counters are counted here.
 - Cheap per message: the view is compared by identity, per-topic availability is cached per view, and nothing is
@@ -36,8 +36,9 @@ from collections.abc import Callable
 
 from bruce.producer.cluster import ClusterView
 from bruce.producer.counters import Counters
-from bruce.producer.producer import Producer
 from bruce.producer.reasons import DiscardReason
+from bruce.wire.messageset import MESSAGE_OVERHEAD
+from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .batcher import Batcher
 from .message import Message
@@ -48,8 +49,8 @@ from .ratelimit import RateLimiter
 # offset 8 + size 4 + crc 4 + magic 1 + attributes 1 + key and value lengths 8. Magic 2, one record alone in its batch:
 # the batch header 61 + the record's length, attributes, two deltas, key and value lengths and header count as varints
 # at their largest (5 + 1 + 1 + 1 + 5 + 5 + 1).
-LEGACY_MESSAGE_OVERHEAD = 26
-RECORD_BATCH_OVERHEAD = 80
+LEGACY_MESSAGE_OVERHEAD = MESSAGE_OVERHEAD[0]
+RECORD_BATCH_OVERHEAD = HEADER_SIZE + 19
 
 DEFAULT_PARK_LIMIT = 10_000  # messages parked per topic while it is created
 DEFAULT_PARK_TOPICS = 100  # topics being created at once
@@ -261,9 +262,3 @@ class Router:
         for msg in messages:
             route(msg, now)
         self._batcher.expire(now)
-
-
-async def autocreate(producer: Producer, topic: str) -> DiscardReason | None:
-    """Create ``topic`` through the producer (:meth:`Producer.create_topic`: Bruce §9) and return the outcome for
-    :meth:`Router.creation_done`. The daemon runs it in its task group for each ``create_topic`` callback."""
-    return await producer.create_topic(topic)

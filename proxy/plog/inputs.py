@@ -146,13 +146,10 @@ class PlogInputs:
         if self._refusing:
             self.outcomes.on_discard(_SHUTDOWN, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
             return False
-        charge = (len(key) if key else 0) + len(value) + MESSAGE_OVERHEAD
-        if not self.budget.try_reserve(charge):
+        msg = Message(topic, key, value, now_ms, partition_key, time.monotonic())  # keyless plog records: null key
+        if not self.budget.try_reserve(msg.charge):
             self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
             return False
-        msg = Message(topic, key or b"", value, now_ms, partition_key, time.monotonic(), charge)
-        if key is None:
-            msg.key = None  # plog sends keyless records with a null key; the charge and size are the same
         self.counters.inc("MsgCreate")
         self.outcomes.on_message(msg)
         return True

@@ -24,7 +24,7 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.message import Message, message_charge
+from bruce.proxy.message import Message
 from bruce.proxy.router import Router
 
 _timestamps = itertools.count(1_700_000_000_000)
@@ -33,7 +33,7 @@ _timestamps = itertools.count(1_700_000_000_000)
 def msg(topic: str, value: bytes | str, received: float = 0.0, *, key: bytes = b"", pk: int | None = None) -> Message:
     """A daemon message received at ``received`` (monotonic seconds) with an unrelated client timestamp."""
     value = value.encode() if isinstance(value, str) else value
-    return Message(topic, key, value, next(_timestamps), pk, received, message_charge(key, value))
+    return Message(topic, key, value, next(_timestamps), pk, received)
 
 
 def limits(time_s: int | None = None, messages: int | None = None, nbytes: int | None = None) -> BatchLimits:

@@ -13,7 +13,7 @@ from fakebroker.harness import bruce_config, scenario, wait_for
 from bruce.producer import Producer
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.batcher import Batcher
-from bruce.proxy.router import Router, autocreate
+from bruce.proxy.router import Router
 
 from .helpers import CLUSTER, Rig, config, msg, view
 
@@ -144,7 +144,7 @@ def test_auto_creation_through_the_producer_against_the_fake_cluster(monkeypatch
             tasks: list[asyncio.Task] = []
 
             async def resolve(topic: str) -> None:
-                router.creation_done(topic, await autocreate(producer, topic), loop.time())
+                router.creation_done(topic, await producer.create_topic(topic), loop.time())
 
             router = Router(
                 cluster=producer.cluster,
@@ -170,7 +170,7 @@ def test_refused_creation_through_the_producer() -> None:
         cluster.add_topic("t", [1])
         async with Producer(bruce_config(cluster.bootstrap)) as producer:
             await producer.ready(5)
-            assert await autocreate(producer, "fresh") == FAIL
+            assert await producer.create_topic("fresh") == FAIL
             assert producer.counters.get("TopicAutocreateFail") == 1
 
     scenario(body, brokers=1, autocreate=False)
