@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bruce.wire.versions import Generation
+
 from .errors import ConfigError
 
-PROTOCOLS = ("auto", "v0", "modern")
+PROTOCOLS = tuple(g.value for g in Generation)  # auto, v0, modern
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bruce.producer import ProducerConfig, parse_host_port
+from bruce.producer.config import PROTOCOLS
 from bruce.wire.errors import BruceError, UsageError
 
 EARLIEST = -2  # Spark's JSON offset for "the log start"
@@ -265,8 +266,8 @@ def _client_config(opts: dict[str, str]) -> ClientConfig:
         if field == "client_id":
             values[field] = text
         elif field == "protocol":
-            if text not in ("auto", "v0", "modern"):
-                raise OptionError(f"option {key!r}: {text!r} is not one of auto, v0, modern")
+            if text not in PROTOCOLS:
+                raise OptionError(f"option {key!r}: {text!r} is not one of {', '.join(PROTOCOLS)}")
             values[field] = text
         else:
             values[field] = _int(opts, key, None, low=0 if field in ("retries", "retry_backoff_ms") else 1)

@@ -32,7 +32,7 @@ from construct import this
 from .compression import MAX_DECOMPRESSED_SIZE, Codec, DecompressionBudget, compress
 from .errors import MalformedInput, UsageError
 from .primitives import Int8, Int32, Int64, NullableBytes, UInt32
-from .records import CREATE_TIME, LOG_APPEND_TIME, Record, new_record
+from .records import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record, new_record
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -45,8 +45,6 @@ MESSAGE_OVERHEAD = {0: 26, 1: 34}
 """Bytes of one message-set entry that are not key or value (offset, size, crc, magic, attributes, [timestamp], and
 the two length prefixes), by magic."""
 
-CODEC_MASK = 0x07
-TIMESTAMP_TYPE_BIT = 0x08
 
 # ---------------------------------------------------------------- the spec (construct)
 

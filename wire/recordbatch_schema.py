@@ -42,12 +42,10 @@ from .primitives import (
     VarintString,
     Varlong,
 )
-from .records import CREATE_TIME, LOG_APPEND_TIME, Record
+from .records import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record
 
 MAGIC = 2
 HEADER_SIZE = 61  # bytes before the first record
-CODEC_MASK = 0x07
-TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 

@@ -24,6 +24,8 @@ from .errors import MalformedInput
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
+CODEC_MASK = 0x07  # attribute bits of magic 1 and 2: the codec
+TIMESTAMP_TYPE_BIT = 0x08  # and the timestamp type (LOG_APPEND_TIME when set)
 
 ENTRY_HEADER_SIZE = 12  # offset int64 + size int32
 MAGIC_POSITION = 16  # offset int64 + size int32 + (crc int32 | partition leader epoch int32)

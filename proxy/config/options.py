@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bruce.producer.config import PROTOCOLS
 from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError
@@ -45,7 +46,6 @@ MAX_DATAGRAM = 16 * 1024 * 1024  # Bruce's datagram size test fails above this
 MAX_SOCKET_PATH = 107  # bytes: sun_path holds 108 with the terminating NUL
 LOG_LEVELS = {"LOG_ERR": 40, "LOG_WARNING": 30, "LOG_NOTICE": 25, "LOG_INFO": 20, "LOG_DEBUG": 10}
 """Bruce's log levels and the :mod:`logging` level each one maps to (NOTICE sits between INFO and WARNING)."""
-KAFKA_PROTOCOLS = ("auto", "v0", "modern")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +165,7 @@ class Options:
         "Kafka protocol generation: auto negotiates per broker (ApiVersions, falling back "
         "to the 0.8 protocol); v0 forces Bruce's 0.8 protocol; modern forces ApiVersions, Produce v3+.",
         KAFKA,
-        choice(*KAFKA_PROTOCOLS),
+        choice(*PROTOCOLS),
     )
     protocol_version: int = option(
         0, "VERSION", "Bruce's protocol version; only 0 is accepted (see --kafka_protocol).", KAFKA, integer()
@@ -302,11 +302,6 @@ class Options:
         return "127.0.0.1" if self.status_loopback_only else self.status_host
 
     @property
-    def effective_client_id(self) -> str:
-        """The client id sent to Kafka (Bruce sends "bruce" for an empty one, a KAFKA-3088 workaround)."""
-        return self.client_id or "bruce"
-
-    @property
     def log_level_number(self) -> int:
         """``--log_level`` as a :mod:`logging` level."""
         return LOG_LEVELS[self.log_level]
@@ -322,14 +317,6 @@ class Options:
     @property
     def metadata_refresh_interval_ms(self) -> int:
         return self.metadata_refresh_interval * 60_000
-
-    @property
-    def discard_report_interval_ms(self) -> int:
-        return self.discard_report_interval * 1000
-
-    @property
-    def msg_debug_time_limit_ms(self) -> int:
-        return self.msg_debug_time_limit * 1000
 
     @property
     def discard_log_max_file_size_bytes(self) -> int:

@@ -28,9 +28,6 @@ from bruce.proxy.discards import DiscardReport, PeriodReport, TopicInterval
 
 from .source import CounterSet, Labels, MetadataTimes, QueueStats, ServerInfo
 
-PAGES = ("server_info", "counters", "discards", "queues", "metadata_fetch_time")
-"""The pages that come in ``/plain`` and ``/json``, in front-page order."""
-
 PAGE_TITLES = {
     "server_info": "Server info",
     "counters": "Counter values",
@@ -38,6 +35,8 @@ PAGE_TITLES = {
     "queues": "Queued message info",
     "metadata_fetch_time": "Metadata fetch time",
 }
+PAGES = tuple(PAGE_TITLES)
+"""The pages that come in ``/plain`` and ``/json``, in front-page order."""
 MSG_DEBUG_COMMANDS = ("get_topics", "add_all_topics", "del_all_topics", "truncate_files")
 _LABEL_UNSAFE = frozenset(".=,{}%")
 

@@ -197,13 +197,9 @@ def test_derived_values() -> None:
     assert options.msg_buffer_max_bytes == 2048
     assert options.kafka_socket_timeout_ms == 3000
     assert options.metadata_refresh_interval_ms == 240_000
-    assert options.discard_report_interval_ms == 5000
-    assert options.msg_debug_time_limit_ms == 6000
     assert options.discard_log_max_file_size_bytes == 7 * 1024
     assert options.discard_log_max_archive_size_bytes == 8 * 1024
     assert options.log_level_number == 30
-    assert options.effective_client_id == "bruce"
-    assert Options(client_id="me").effective_client_id == "me"
     assert Options(status_host="0.0.0.0").status_bind_host == "0.0.0.0"
 
 
