@@ -59,6 +59,7 @@ from .plog.config import PlogConfigError, check_unique
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, message_overhead
+from .socket_path import default_socket_path
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
 
@@ -172,6 +173,7 @@ class Daemon:
             budget=self.budget,
             counters=counters,
             mode=options.receive_socket_mode,
+            private_dir=options.receive_socket_name == default_socket_path(),
             max_input_msg_size=options.max_input_msg_size,
             reader=reader,
         )
@@ -207,7 +209,8 @@ class Daemon:
 
     def preflight(self) -> None:
         """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
-        (:class:`~bruce.proxy.intake.IntakeError`), and is the status port free (``StatusBindError``: another
+        (:class:`~bruce.proxy.intake.IntakeError`), is the socket path usable (its private directory, no live socket
+        there: :class:`~bruce.proxy.socket_path.SocketPathError`), and is the status port free (``StatusBindError``: another
         daemon is probably running)."""
         options = self.options
         if options.use_old_input_format:
@@ -217,6 +220,7 @@ class Daemon:
                 where="--use_old_input_format",
             )
         check_large_datagrams(options.max_input_msg_size, allow_large_unix_datagrams=options.allow_large_unix_datagrams)
+        self.intake.check_path()
         if options.status_port:
             check_status_port(options.status_bind_host, options.status_port)
 

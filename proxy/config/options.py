@@ -112,8 +112,8 @@ class Options:
     receive_socket_name: str = option(
         None,
         "PATH",
-        "UNIX datagram socket that clients send messages to (default: $XDG_RUNTIME_DIR/bruce.socket, "
-        "else /tmp/bruce-<uid>.socket).",
+        "UNIX datagram socket that clients send messages to (default: $XDG_RUNTIME_DIR/bruce.socket, else "
+        "/tmp/bruce-<uid>/bruce.socket in a private directory the daemon creates and checks).",
         INPUT,
         path(),
         factory=default_receive_socket_name,

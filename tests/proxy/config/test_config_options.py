@@ -149,7 +149,10 @@ def test_default_socket_follows_the_runtime_dir(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     assert Options().receive_socket_name == "/run/user/1000/bruce.socket"
     monkeypatch.delenv("XDG_RUNTIME_DIR")
-    assert Options().receive_socket_name == f"/tmp/bruce-{os.getuid()}.socket"
+    monkeypatch.delenv("TMPDIR", raising=False)
+    assert Options().receive_socket_name == f"/tmp/bruce-{os.geteuid()}/bruce.socket"
+    monkeypatch.setenv("TMPDIR", "/var/tmp/mine")
+    assert Options().receive_socket_name == f"/var/tmp/mine/bruce-{os.geteuid()}/bruce.socket"
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
