@@ -210,8 +210,8 @@ class Daemon:
     def preflight(self) -> None:
         """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
         (:class:`~bruce.proxy.intake.IntakeError`), is the socket path usable (its private directory, no live socket
-        there: :class:`~bruce.proxy.socket_path.SocketPathError`), and is the status port free (``StatusBindError``: another
-        daemon is probably running)."""
+        there: :class:`~bruce.proxy.socket_path.SocketPathError`), and is the status port free
+        (``StatusBindError``: another daemon is probably running)."""
         options = self.options
         if options.use_old_input_format:
             raise ConfigError(

@@ -8,6 +8,9 @@ Rules:
 - ``topic`` is the listener's default topic. Like plog's ``default_topic``, it may be absent (or the string
   ``"null"``) on a UDP listener: then only multipart messages tagged ``kt:<topic>`` are delivered and the rest are
   counted as ``no_topic``. A TCP listener has no tags, so it needs a topic.
+- TCP connections are bounded in number (``max_connections``, 256) and in time: one that sends nothing between lines
+  for ``idle_timeout`` (60 s) is closed, and so is one whose started line does not end within ``line_timeout``
+  (30 s; the cut-off line is discarded), so idle or trickling clients cannot hold the slots.
 - ``enable_kill`` (default false) lets the ``KILL`` command stop the daemon (an orderly shutdown, not plog's crash).
 - Two listeners may not share a protocol, address and port, nor a name (:func:`check_unique`; the daemon checks the
   file's listeners and the command line's together).
@@ -51,6 +54,8 @@ class ListenerConfig:
     # TCP
     max_line: int = 1 << 20  # bytes per line, newline excluded
     max_connections: int = 256
+    idle_timeout: float = 60.0  # seconds a connection may send nothing (between lines) before it is closed
+    line_timeout: float = 30.0  # seconds a started line may take to end before the connection is closed
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -86,6 +91,10 @@ def _check(cfg: ListenerConfig, where: str = "plog.listener") -> None:
     expiry = cfg.defrag_expiry
     if not isinstance(expiry, int | float) or isinstance(expiry, bool) or not 0 < expiry <= 3600:
         raise _fail(where, "defrag_expiry", f"must be a number of seconds in (0, 3600], not {expiry!r}")
+    for key in ("idle_timeout", "line_timeout"):
+        value = getattr(cfg, key)
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 86400:
+            raise _fail(where, key, f"must be a number of seconds in (0, 86400], not {value!r}")
     if not isinstance(cfg.enable_kill, bool):
         raise _fail(where, "enable_kill", f"must be true or false, not {cfg.enable_kill!r}")
 

@@ -5,7 +5,6 @@ is created private; the status server keeps descriptors for Kafka under a flood 
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import socket
 import stat
@@ -16,9 +15,8 @@ from pathlib import Path
 import pytest
 
 from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
 
-from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
+from .harness import BruceProcess, bruce_command, counters_json, wait_for
 
 pytestmark = pytest.mark.e2e
 
