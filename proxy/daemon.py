@@ -197,7 +197,9 @@ class Daemon:
             extra_gauges=self.plog.gauges,
             extra_counter_sets=[("bruce.proxy.plog", self.plog.counter_set())] if self.plog.listeners else (),
         )
-        self.status = StatusServer(self.status_source, metrics=not options.no_metrics)
+        self.status = StatusServer(
+            self.status_source, metrics=not options.no_metrics, allowed_hosts=options.status_allowed_hosts
+        )
         self.ready = asyncio.Event()  # set once the socket accepts and the status server answers
         self._stop = asyncio.Event()
         self._force = asyncio.Event()

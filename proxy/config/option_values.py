@@ -87,6 +87,15 @@ def file_mode(value: str) -> int:
     return mode
 
 
+def host_names(value: str) -> tuple[str, ...]:
+    """``name,name,...``: host names (no port, no spaces inside a name)."""
+    names = tuple(part.strip() for part in value.split(","))
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise ValueError(f'"{name}" is not a host name (letters, digits, "-", "_" and ".", no port)')
+    return names
+
+
 def broker_list(value: str) -> tuple[Broker, ...]:
     """``host[:port],host[:port],...``; IPv6 hosts in brackets (``[::1]:9092``); the port defaults to 9092."""
     brokers = []
