@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import signal
 import time
 from collections.abc import Callable
@@ -55,7 +56,7 @@ from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .message import Message
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
-from .plog.config import PlogConfigError, check_unique
+from .plog.config import PlogConfigError, check_descriptors, check_unique
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, message_overhead
@@ -223,6 +224,7 @@ class Daemon:
             )
         check_large_datagrams(options.max_input_msg_size, allow_large_unix_datagrams=options.allow_large_unix_datagrams)
         self.intake.check_path()
+        check_descriptors([x.config for x in self.plog.listeners], resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         if options.status_port:
             check_status_port(options.status_bind_host, options.status_port)
 

@@ -14,6 +14,8 @@ Rules:
 - ``enable_kill`` (default false) lets the ``KILL`` command stop the daemon (an orderly shutdown, not plog's crash).
 - Two listeners may not share a protocol, address and port, nor a name (:func:`check_unique`; the daemon checks the
   file's listeners and the command line's together).
+- The TCP listeners' ``max_connections`` together may use at most half of the process's file descriptors
+  (:func:`check_descriptors`, checked at startup), so a flood of connections leaves room for Kafka.
 - Tables are numbered from 1 in messages (``plog.listener[1]`` is the first), as everywhere in the configuration.
 - The command line's short form (``--plog_udp`` / ``--plog_tcp``) is :func:`listeners_from_option`:
   ``[HOST:]PORT[:TOPIC]``, comma-separated, every other setting at its default.
@@ -146,6 +148,18 @@ def check_unique(configs: Sequence[ListenerConfig], places: Sequence[str] | None
             raise PlogConfigError(f"{place}.name: {cfg.name!r} is already used by another listener")
         seen_binds.add(bind)
         seen_names.add(cfg.name)
+
+
+def check_descriptors(configs: Sequence[ListenerConfig], nofile: int) -> None:
+    """The TCP listeners' ``max_connections`` together may take at most half of ``nofile`` (the soft
+    ``RLIMIT_NOFILE``): the rest stays for Kafka connections, the status server and files."""
+    total = sum(cfg.max_connections for cfg in configs if cfg.protocol == "tcp")
+    if 0 <= nofile < 2 * total:  # RLIM_INFINITY is -1
+        raise PlogConfigError(
+            f"plog tcp listeners: max_connections add up to {total}, more than half of the {nofile} file descriptors "
+            "this process may open (RLIMIT_NOFILE); the rest must stay free for Kafka connections and files: raise "
+            "the limit (ulimit -n, systemd LimitNOFILE=) or lower max_connections"
+        )
 
 
 _SHORT_FORM = re.compile(r"(?:(?P<host>\[[^\]]+\]|[^:\[\]]+):)??(?P<port>[0-9]+)(?::(?P<topic>[^:]*))?")

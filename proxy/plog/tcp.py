@@ -274,6 +274,7 @@ class _LineConnection(asyncio.Protocol):
         if self._closed or not self._paused:
             return
         self._paused = False
+        self._last = self.listener.clock()  # the wait was the daemon's: the idle time starts again
         self._process()
         if self._paused:
             return

@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.plog.config import ListenerConfig, PlogConfigError
+from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, check_descriptors
 from bruce.proxy.plog.listeners import TcpListener
 
 FLOOD = 1000
@@ -112,3 +112,10 @@ def test_a_connection_paused_for_the_budget_never_times_out(run, sink, wait_for)
 def test_timeouts_are_checked(key: str, value: object) -> None:
     with pytest.raises(PlogConfigError, match=rf"plog.listener.{key}: must be a number of seconds in \(0, 86400\]"):
         tcp(**{key: value})
+
+
+def test_tcp_listeners_may_take_at_most_half_the_descriptors() -> None:
+    check_descriptors([tcp(max_connections=256), tcp(max_connections=256, port=1)], 1024)  # the defaults fit twice
+    with pytest.raises(PlogConfigError, match=r"max_connections add up to 513, more than half of the 1024 .*ulimit -n"):
+        check_descriptors([tcp(max_connections=256), tcp(max_connections=257, port=1)], 1024)
+    check_descriptors([tcp(max_connections=100_000)], -1)  # no limit
