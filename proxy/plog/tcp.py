@@ -38,6 +38,7 @@ from .sink import PlogSink
 log = logging.getLogger("bruce.proxy.plog")
 
 STOP_TIMEOUT = 2.0  # seconds a stopping TCP listener waits for its connections to close before aborting them
+LISTEN_BACKLOG = 1024  # asyncio's 100 overflows under a burst of connects: SYNs dropped, clients wait 1 s and more
 REJECTED_READ_MAX = 4 << 20  # bytes read from a rejected connection's kernel queue before it is reset
 
 
@@ -57,7 +58,7 @@ class TcpListener(BaseListener):
         loop = asyncio.get_running_loop()
         cfg = self.config
         self._server = await loop.create_server(
-            lambda: _LineConnection(self), cfg.address, cfg.port, reuse_address=True
+            lambda: _LineConnection(self), cfg.address, cfg.port, reuse_address=True, backlog=LISTEN_BACKLOG
         )
         self._address = self._server.sockets[0].getsockname()[:2]
         self._sweeper = loop.call_later(_sweep_interval(cfg), self._sweep)

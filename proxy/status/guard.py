@@ -40,6 +40,7 @@ log = logging.getLogger("bruce.proxy.status")
 
 LOG_EVERY_S = 30.0
 CAP_MIN, CAP_MAX, CAP_SHARE = 8, 64, 16  # the cap: RLIMIT_NOFILE / CAP_SHARE, within CAP_MIN..CAP_MAX
+LISTEN_BACKLOG = 1024  # a burst of connects waits in the kernel, not in SYN retransmits (asyncio's default: 100)
 SAME_ORIGIN_FETCH = frozenset({"same-origin", "none"})
 
 
@@ -131,7 +132,7 @@ class GatedSite(web.BaseSite):
         assert handler is not None
         gate = self._gate
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: _GatedProtocol(gate, handler()), self._host, self._port, reuse_address=True
+            lambda: _GatedProtocol(gate, handler()), self._host, self._port, reuse_address=True, backlog=LISTEN_BACKLOG
         )
 
 

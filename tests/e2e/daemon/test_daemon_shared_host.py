@@ -5,18 +5,22 @@ is created private; the status server keeps descriptors for Kafka under a flood 
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 import stat
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from bruce.proxy.client import BruceClient
+from bruce.proxy.embedded import EmbeddedBroker
 
-from .harness import BruceProcess, bruce_command, counters_json, wait_for
+from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -120,3 +124,106 @@ def test_a_stale_socket_is_still_replaced(bruce_process: Callable[..., BruceProc
     wait_for(lambda: counters_json(status_url).get("MsgReceived", 0) == 1, what="the datagram read")
     bruce.signal(signal.SIGTERM)
     assert bruce.wait() == 0
+
+
+NOFILE = 512  # the daemon's descriptor limit in the flood test: status cap 32, plog tcp 256, the rest for Kafka
+
+
+def _open_idle(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that never send a byte (the connect completes in the kernel's accept queue)."""
+    idle = []
+    for _ in range(count):
+        s = socket.socket()
+        s.settimeout(10)
+        s.connect(("127.0.0.1", port))
+        idle.append(s)
+    return idle
+
+
+def _descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_floods_of_idle_connections_leave_descriptors_for_kafka(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, new_topic: Callable[..., str], workdir: Path
+) -> None:
+    """Issue 18's probes rerun on the real daemon with RLIMIT_NOFILE 512: 1,100 idle status connections and 1,000
+    idle plog TCP connections. The status pages still answer (the quietest connection makes room), the plog listener
+    holds its 256 and refuses the rest (counted), the daemon stays far from its limit, and a message sent meanwhile
+    is delivered to Kafka."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert hard == resource.RLIM_INFINITY or hard >= 2600, f"this test opens 2,100 sockets; the hard limit is {hard}"
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, hard))  # inherited by the daemon
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            plog_port = probe.getsockname()[1]
+        topic = new_topic()
+        sock = str(workdir / "flood.sock")
+        args = ["--receive_socket_name", sock, "--status_port", "0", "--initial_brokers", tansu.address]
+        bruce = bruce_process([*args, "--plog_tcp", f"{plog_port}:{topic}"])
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 4096) if hard == resource.RLIM_INFINITY else hard, hard))
+    idle: list[socket.socket] = []
+    try:
+        status_url = bruce.wait_serving()
+        pid = bruce.process.pid
+        wait_for(lambda: counters_json(status_url).get("MetadataChanged", 0) >= 1, what="the first metadata")
+        baseline = _descriptors(pid)
+        status_port = int(status_url.rsplit(":", 1)[1])
+        idle += _open_idle(status_port, 1100)
+        idle += _open_idle(plog_port, 1000)
+        wait_for(
+            lambda: counters_json(status_url).get("PlogTcpRejectedConnections", 0) == 1000 - 256,
+            what="the plog connections over the limit refused",
+        )
+        counters = counters_json(status_url)
+        assert counters["PlogTcpConnections"] == 256
+        assert counters["StatusConnectionsEvicted"] >= 1100 - 32
+        held = _descriptors(pid)
+        assert held <= baseline + 256 + 32 + 2, (baseline, held)  # 2: the requests just made
+        assert held < NOFILE * 3 // 4
+        with BruceClient(sock) as client:
+            client.send_any_partition(topic, b"delivered during the flood")
+        [read] = consume_topic(tansu.address, topic, 1, 1)
+        assert read.value == b"delivered during the flood"
+        status, _, body = http_get(status_url + "/server_info/json")
+        assert status == 200 and '"pid"' in body
+    finally:
+        for s in idle:
+            s.close()
+    bruce.signal(signal.SIGTERM)
+    assert bruce.wait() == 0
+
+
+def test_hostile_status_requests_change_nothing_and_log_one_line(
+    bruce_process: Callable[..., BruceProcess], workdir: Path
+) -> None:
+    """Issue 18's status probes on the real daemon: 2,000 over-long requests log one line (no traceback); a
+    cross-origin GET and a rebound Host cannot switch on message debugging (which writes message contents)."""
+    debug_dir = workdir / "debug"
+    sock = str(workdir / "status.sock")
+    bruce = bruce_process(["--receive_socket_name", sock, *NO_BROKER, "--debug_dir", str(debug_dir)])
+    status_url = bruce.wait_serving()
+    port = int(status_url.rsplit(":", 1)[1])
+    for _ in range(2000):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /" + b"a" * 10_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert b" 400 " in s.recv(100)
+    for headers in (
+        {"Host": f"127.0.0.1:{port}", "Origin": "http://evil.example"},
+        {"Host": f"127.0.0.1:{port}", "Sec-Fetch-Site": "cross-site"},
+        {"Host": f"rebound.evil.example:{port}"},
+    ):
+        request = urllib.request.Request(status_url + "/msg_debug/add_all_topics", headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 403
+    assert http_get(status_url + "/msg_debug/get_topics")[2] == "No message debug topics are currently enabled\n"
+    counters = counters_json(status_url)
+    assert counters["StatusBadRequest"] == 2000 and counters["StatusRefused"] == 3
+    bruce.signal(signal.SIGTERM)
+    assert bruce.wait() == 0
+    log = bruce.log
+    assert "Traceback" not in log
+    assert len([line for line in log.splitlines() if "status server:" in line]) == 1
