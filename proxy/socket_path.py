@@ -44,12 +44,13 @@ def default_socket_path() -> str:
 def ensure_private_dir(directory: str) -> None:
     """Create ``directory`` (mode 0700) if missing, then verify it is a directory of this user that nobody else can
     enter. Raises :class:`SocketPathError` naming the directory and the fix."""
-    from_env = directory == os.environ.get("XDG_RUNTIME_DIR")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    from_env = bool(runtime) and os.path.normpath(directory) == os.path.normpath(runtime or "")
     what = f"$XDG_RUNTIME_DIR ({directory})" if from_env else f"the default socket directory {directory}"
-    way_out = (
-        "or unset XDG_RUNTIME_DIR, or give --receive_socket_name PATH"
+    others = (
+        "unset XDG_RUNTIME_DIR or give --receive_socket_name PATH"
         if from_env
-        else "or give --receive_socket_name PATH (or set XDG_RUNTIME_DIR)"
+        else "give --receive_socket_name PATH (or set XDG_RUNTIME_DIR)"
     )
     if not from_env:
         try:
@@ -57,11 +58,11 @@ def ensure_private_dir(directory: str) -> None:
         except FileExistsError:
             pass
         except OSError as e:
-            raise SocketPathError(f"cannot create {what}: {e.strerror}; {way_out}") from e
+            raise SocketPathError(f"cannot create {what}: {e.strerror}; {others}") from e
     try:
         st = os.lstat(directory)
     except OSError as e:
-        raise SocketPathError(f"cannot inspect {what}: {e.strerror}; {way_out}") from e
+        raise SocketPathError(f"cannot inspect {what}: {e.strerror}; {others}") from e
     uid = os.geteuid()
     if stat.S_ISLNK(st.st_mode):
         problem = "is a symbolic link (another user may have planted it)"
@@ -72,11 +73,11 @@ def ensure_private_dir(directory: str) -> None:
     elif stat.S_IMODE(st.st_mode) & 0o077:
         mode = stat.S_IMODE(st.st_mode)
         raise SocketPathError(
-            f"{what} has mode {mode:04o}: other users could reach the socket; run chmod 700 {directory} {way_out}"
+            f"{what} has mode {mode:04o}: other users could reach the socket; run chmod 700 {directory}, or {others}"
         )
     else:
         return
-    raise SocketPathError(f"{what} {problem}; remove it (as root if need be) {way_out}")
+    raise SocketPathError(f"{what} {problem}; remove it (as root if need be), or {others}")
 
 
 def check_not_live(path: str) -> None:

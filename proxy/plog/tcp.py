@@ -161,7 +161,7 @@ class _LineConnection(asyncio.Protocol):
         while len(self._buffer) < REJECTED_READ_MAX:
             try:
                 chunk = os.read(fd, 1 << 16)
-            except (BlockingIOError, InterruptedError, ConnectionError):
+            except OSError:  # nothing more queued (EAGAIN), or the client already reset it
                 break
             if not chunk:
                 eof = True

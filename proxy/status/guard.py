@@ -9,7 +9,8 @@ Rules:
   connections cannot lock out a scraper, and every connection still closes after the 15 s keep-alive.
 - Malformed HTTP (aiohttp's parser errors: an over-long request line or header, a bad method) is answered 400 by
   aiohttp and logged here as one WARNING line without traceback, at most once per :data:`LOG_EVERY_S` with a count of
-  the ones suppressed; every one is counted (``StatusBadRequest``).
+  the ones suppressed; every one is counted (``StatusBadRequest``). Other errors aiohttp reports (bugs) keep their
+  traceback, rate-limited the same way.
 - Who may ask (:class:`HostPolicy`): every request's ``Host`` must name this server — an IP address literal,
   ``localhost``, this host's name (``socket.gethostname()``), the ``--status_host`` name, or a name given in
   ``allowed_hosts`` — or it is refused with 403. A web page that points its own domain at 127.0.0.1 (DNS rebinding)
@@ -140,29 +141,38 @@ class GatedSite(web.BaseSite):
 
 
 class RequestErrorLog:
-    """Stands in for aiohttp's server logger: a request error is one WARNING line, at most every 30 s, counted."""
+    """Stands in for aiohttp's server logger. A malformed request (``Error handling request ...``) is one WARNING
+    line without traceback, counted as ``StatusBadRequest``; any other error aiohttp reports keeps its traceback, at
+    ERROR. Either kind is logged at most once per 30 s, with the number suppressed since."""
 
     def __init__(self, counters: Counters, clock: Callable[[], float] = time.monotonic) -> None:
         self.counters = counters
         self.clock = clock
-        self._last = -LOG_EVERY_S
-        self._suppressed = 0
+        self._last: dict[bool, float] = {}
+        self._suppressed: dict[bool, int] = {True: 0, False: 0}
 
     def exception(self, msg: str, *args: Any, exc_info: Any = None, **_: Any) -> None:
-        self.counters.inc("StatusBadRequest")
+        text = msg % args if args else msg
+        bad_request = text.startswith("Error handling request")
+        if bad_request:
+            self.counters.inc("StatusBadRequest")
         now = self.clock()
-        if now - self._last < LOG_EVERY_S:
-            self._suppressed += 1
+        last = self._last.get(bad_request)
+        if last is not None and now - last < LOG_EVERY_S:
+            self._suppressed[bad_request] += 1
             return
-        more = f" ({self._suppressed} more since the last such message)" if self._suppressed else ""
-        self._last, self._suppressed = now, 0
+        suppressed, self._suppressed[bad_request], self._last[bad_request] = self._suppressed[bad_request], 0, now
+        more = f" ({suppressed} more since the last such message)" if suppressed else ""
+        if not bad_request:
+            log.error("status server: %s%s", text, more, exc_info=exc_info)
+            return
         why = ""
         if isinstance(exc_info, BaseException):
             why = f": {type(exc_info).__name__}: {' '.join(str(exc_info).split())[:200]}"  # one line
-        log.warning("status server: %s%s%s", msg % args if args else msg, why, more)
+        log.warning("status server: %s%s%s", text, why, more)
 
     def debug(self, msg: str, *args: Any, exc_info: Any = None, **_: Any) -> None:
-        self.exception(msg, *args, exc_info=exc_info)  # aiohttp's "not HTTP at all" case: counted the same way
+        self.exception(msg, *args, exc_info=exc_info)  # aiohttp's "not HTTP at all" case: the same as a bad request
 
     def warning(self, msg: str, *args: Any, **_: Any) -> None:
         log.warning(msg, *args)

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
+from bruce.producer.counters import Counters
 from bruce.proxy.status import StatusServer
-from bruce.proxy.status.guard import connection_cap
+from bruce.proxy.status.guard import RequestErrorLog, connection_cap
 
 from .conftest import NOW, FakeSource, LoopThread, RunningStatus
 
@@ -136,3 +137,26 @@ def test_the_connection_cap_evicts_the_quietest(loop_thread: LoopThread, source:
 @pytest.mark.parametrize(("nofile", "cap"), [(64, 8), (256, 16), (1024, 64), (1_048_576, 64)])
 def test_the_cap_follows_the_descriptor_limit(nofile: int, cap: int) -> None:
     assert connection_cap(nofile) == cap
+
+
+def test_request_errors_are_rate_limited_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    counters = Counters()
+    errors = RequestErrorLog(counters, clock=lambda: now[0])
+    caplog.set_level(logging.DEBUG, logger="bruce.proxy.status")
+    for _ in range(5):
+        errors.exception("Error handling request from %s", "127.0.0.1", exc_info=ValueError("bad\nline"))
+    errors.exception("Unhandled exception", exc_info=RuntimeError("a bug"))  # not a bad request: its own limit
+    now[0] = 31.0
+    errors.exception("Error handling request from %s", "127.0.0.1", exc_info=ValueError("again"))
+    assert [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records] == [
+        ("WARNING", "status server: Error handling request from 127.0.0.1: ValueError: bad line", False),
+        ("ERROR", "status server: Unhandled exception", True),
+        (
+            "WARNING",
+            "status server: Error handling request from 127.0.0.1: ValueError: again (4 more since the last such "
+            "message)",
+            False,
+        ),
+    ]
+    assert counters.get("StatusBadRequest") == 6
