@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import signal
 import time
 from collections.abc import Callable
@@ -55,10 +56,11 @@ from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .message import Message
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
-from .plog.config import PlogConfigError, check_unique
+from .plog.config import PlogConfigError, check_descriptors, check_unique
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, message_overhead
+from .socket_path import default_socket_path
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
 
@@ -172,6 +174,7 @@ class Daemon:
             budget=self.budget,
             counters=counters,
             mode=options.receive_socket_mode,
+            private_dir=options.receive_socket_name == default_socket_path(),
             max_input_msg_size=options.max_input_msg_size,
             reader=reader,
         )
@@ -195,7 +198,9 @@ class Daemon:
             extra_gauges=self.plog.gauges,
             extra_counter_sets=[("bruce.proxy.plog", self.plog.counter_set())] if self.plog.listeners else (),
         )
-        self.status = StatusServer(self.status_source, metrics=not options.no_metrics)
+        self.status = StatusServer(
+            self.status_source, metrics=not options.no_metrics, allowed_hosts=options.status_allowed_hosts
+        )
         self.ready = asyncio.Event()  # set once the socket accepts and the status server answers
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
@@ -207,8 +212,9 @@ class Daemon:
 
     def preflight(self) -> None:
         """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
-        (:class:`~bruce.proxy.intake.IntakeError`), and is the status port free (``StatusBindError``: another
-        daemon is probably running)."""
+        (:class:`~bruce.proxy.intake.IntakeError`), is the socket path usable (its private directory, no live socket
+        there: :class:`~bruce.proxy.socket_path.SocketPathError`), and is the status port free
+        (``StatusBindError``: another daemon is probably running)."""
         options = self.options
         if options.use_old_input_format:
             raise ConfigError(
@@ -217,6 +223,8 @@ class Daemon:
                 where="--use_old_input_format",
             )
         check_large_datagrams(options.max_input_msg_size, allow_large_unix_datagrams=options.allow_large_unix_datagrams)
+        self.intake.check_path()
+        check_descriptors([x.config for x in self.plog.listeners], resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         if options.status_port:
             check_status_port(options.status_bind_host, options.status_port)
 

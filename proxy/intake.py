@@ -1,9 +1,10 @@
 """The daemon's input: Bruce's UNIX datagram socket, read promptly, each datagram turned into a message or a discard.
 
 Rules:
-- The socket: a stale socket file at the path is unlinked before ``bind`` (anything else at the path is an error, never
-  deleted); the mode is applied with ``chmod`` when configured (else the umask rules); the path is unlinked on stop and
-  on close, only while it is still our socket.
+- The socket: a stale socket file at the path is unlinked before ``bind``; a live one (another process answers) and
+  anything else at the path are errors, never deleted; with ``private_dir`` (the default path) its directory is
+  created 0700 and verified first (:mod:`bruce.proxy.socket_path`). The mode is applied with ``chmod`` when
+  configured (else the umask rules); the path is unlinked on stop and on close, only while it is still our socket.
 - Reading: the kernel queues only ~11 datagrams for all clients together (``net.unix.max_dgram_qlen`` + 1; SO_RCVBUF
   does not change it), so clients block (or get EAGAIN) whenever the reader is away for longer than ~11 datagrams'
   worth of traffic. ``bench/intake_bench.py`` compared reading in the loop (stock asyncio, uvloop), a reader thread
@@ -55,11 +56,12 @@ from typing import Protocol
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
 from bruce.wire.datagram import parse_datagram
-from bruce.wire.errors import BruceError, MalformedInput, UnsupportedApiKey, UnsupportedVersion
+from bruce.wire.errors import MalformedInput, UnsupportedApiKey, UnsupportedVersion
 
 from .budget import MessageBudget
 from .intake_process import ReaderProcess
 from .message import Message
+from .socket_path import SocketPathError, check_not_live, ensure_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +77,8 @@ DEFAULT_READER = "process" if sys.platform == "linux" else "loop"
 _Unparsed = tuple[int, DiscardReason, int | None, str, bytes]
 
 
-class IntakeError(BruceError):
+class IntakeError(SocketPathError):
     """The input socket cannot be set up as configured (the message says what to change)."""
-
-    reason = "INTAKE"
 
 
 class IntakeSink(Protocol):
@@ -175,6 +175,7 @@ class DatagramIntake:
         budget: MessageBudget,
         counters: Counters,
         mode: int | None = None,
+        private_dir: bool = False,
         max_input_msg_size: int = DEFAULT_MAX_INPUT_MSG_SIZE,
         reader: str = DEFAULT_READER,
         burst: int = DEFAULT_BURST,
@@ -193,6 +194,7 @@ class DatagramIntake:
         self.budget = budget
         self.counters = counters
         self.mode = mode
+        self.private_dir = private_dir  # the default path: its directory is created 0700 and verified
         self.max_input_msg_size = max_input_msg_size
         self.reader = reader
         self.burst = burst
@@ -217,6 +219,7 @@ class DatagramIntake:
         ``MSG_DONTWAIT`` only."""
         if self._sock is not None:
             raise IntakeError("the input socket is already open")
+        self.check_path()
         self._remove_stale()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
@@ -238,6 +241,13 @@ class DatagramIntake:
             qlen,
         )
 
+    def check_path(self) -> None:
+        """Can the socket be created at ``path``? Its private directory verified (``private_dir``), no live socket
+        there (:class:`~bruce.proxy.socket_path.SocketPathError` otherwise). Also done by :meth:`open`."""
+        if self.private_dir:
+            ensure_private_dir(str(self.path.parent))
+        check_not_live(str(self.path))
+
     def _remove_stale(self) -> None:
         try:
             st = os.lstat(self.path)
@@ -249,7 +259,13 @@ class DatagramIntake:
             raise IntakeError(
                 f"input socket path {str(self.path)!r} exists and is not a socket; remove it or pick another"
             )
-        os.unlink(self.path)
+        try:
+            os.unlink(self.path)
+        except OSError as e:
+            raise IntakeError(
+                f"cannot replace the stale input socket {str(self.path)!r}: {e.strerror} (it belongs to uid "
+                f"{st.st_uid}); remove it as its owner or pick another --receive_socket_name"
+            ) from e
 
     def _unlink_ours(self) -> None:
         if self._identity is None:

@@ -7,12 +7,12 @@ a range is part of each reader so that ``--help`` and the error say the same thi
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
 from bruce.proxy.plog.config import listeners_from_option
+from bruce.proxy.socket_path import default_socket_path
 
 from .model import DEFAULT_BROKER_PORT, Broker
 
@@ -87,6 +87,15 @@ def file_mode(value: str) -> int:
     return mode
 
 
+def host_names(value: str) -> tuple[str, ...]:
+    """``name,name,...``: host names (no port, no spaces inside a name)."""
+    names = tuple(part.strip() for part in value.split(","))
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise ValueError(f'"{name}" is not a host name (letters, digits, "-", "_" and ".", no port)')
+    return names
+
+
 def broker_list(value: str) -> tuple[Broker, ...]:
     """``host[:port],host[:port],...``; IPv6 hosts in brackets (``[::1]:9092``); the port defaults to 9092."""
     brokers = []
@@ -118,6 +127,6 @@ def plog_listeners(protocol: str) -> Reader:
 
 
 def default_receive_socket_name() -> str:
-    """``$XDG_RUNTIME_DIR/bruce.socket`` when that directory is set, else ``/tmp/bruce-<uid>.socket``."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    return os.path.join(runtime, "bruce.socket") if runtime else f"/tmp/bruce-{os.getuid()}.socket"
+    """``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else ``/tmp/bruce-<uid>/bruce.socket`` (a private
+    directory the daemon creates and verifies: :mod:`bruce.proxy.socket_path`)."""
+    return default_socket_path()

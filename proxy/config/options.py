@@ -35,6 +35,7 @@ from .option_values import (
     choice,
     default_receive_socket_name,
     file_mode,
+    host_names,
     integer,
     path,
     plog_listeners,
@@ -112,8 +113,8 @@ class Options:
     receive_socket_name: str = option(
         None,
         "PATH",
-        "UNIX datagram socket that clients send messages to (default: $XDG_RUNTIME_DIR/bruce.socket, "
-        "else /tmp/bruce-<uid>.socket).",
+        "UNIX datagram socket that clients send messages to (default: $XDG_RUNTIME_DIR/bruce.socket, else "
+        "/tmp/bruce-<uid>/bruce.socket in a private directory the daemon creates and checks).",
         INPUT,
         path(),
         factory=default_receive_socket_name,
@@ -227,6 +228,14 @@ class Options:
     )
     status_port: int = option(9090, "PORT", "Status server port; 0 picks a free one.", STATUS, integer(0, 65535))
     status_loopback_only: bool = switch("Bind the status server to 127.0.0.1 (already the default).", STATUS)
+    status_allowed_hosts: tuple[str, ...] = option(
+        (),
+        "NAME,...",
+        "More host names the status pages may be asked by (the Host header); IP addresses, localhost and this host's "
+        "name are always accepted (docs/status.md#who-may-ask).",
+        STATUS,
+        host_names,
+    )
     no_metrics: bool = switch("Do not serve Prometheus metrics at /metrics.", STATUS)
     # Discards
     discard_report_interval: int = option(

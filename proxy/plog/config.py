@@ -8,9 +8,14 @@ Rules:
 - ``topic`` is the listener's default topic. Like plog's ``default_topic``, it may be absent (or the string
   ``"null"``) on a UDP listener: then only multipart messages tagged ``kt:<topic>`` are delivered and the rest are
   counted as ``no_topic``. A TCP listener has no tags, so it needs a topic.
+- TCP connections are bounded in number (``max_connections``, 256) and in time: one that sends nothing between lines
+  for ``idle_timeout`` (60 s) is closed, and so is one whose started line does not end within ``line_timeout``
+  (30 s; the cut-off line is discarded), so idle or trickling clients cannot hold the slots.
 - ``enable_kill`` (default false) lets the ``KILL`` command stop the daemon (an orderly shutdown, not plog's crash).
 - Two listeners may not share a protocol, address and port, nor a name (:func:`check_unique`; the daemon checks the
   file's listeners and the command line's together).
+- The TCP listeners' ``max_connections`` together may use at most half of the process's file descriptors
+  (:func:`check_descriptors`, checked at startup), so a flood of connections leaves room for Kafka.
 - Tables are numbered from 1 in messages (``plog.listener[1]`` is the first), as everywhere in the configuration.
 - The command line's short form (``--plog_udp`` / ``--plog_tcp``) is :func:`listeners_from_option`:
   ``[HOST:]PORT[:TOPIC]``, comma-separated, every other setting at its default.
@@ -51,6 +56,8 @@ class ListenerConfig:
     # TCP
     max_line: int = 1 << 20  # bytes per line, newline excluded
     max_connections: int = 256
+    idle_timeout: float = 60.0  # seconds a connection may send nothing (between lines) before it is closed
+    line_timeout: float = 30.0  # seconds a started line may take to end before the connection is closed
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -86,6 +93,10 @@ def _check(cfg: ListenerConfig, where: str = "plog.listener") -> None:
     expiry = cfg.defrag_expiry
     if not isinstance(expiry, int | float) or isinstance(expiry, bool) or not 0 < expiry <= 3600:
         raise _fail(where, "defrag_expiry", f"must be a number of seconds in (0, 3600], not {expiry!r}")
+    for key in ("idle_timeout", "line_timeout"):
+        value = getattr(cfg, key)
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value <= 86400:
+            raise _fail(where, key, f"must be a number of seconds in (0, 86400], not {value!r}")
     if not isinstance(cfg.enable_kill, bool):
         raise _fail(where, "enable_kill", f"must be true or false, not {cfg.enable_kill!r}")
 
@@ -137,6 +148,18 @@ def check_unique(configs: Sequence[ListenerConfig], places: Sequence[str] | None
             raise PlogConfigError(f"{place}.name: {cfg.name!r} is already used by another listener")
         seen_binds.add(bind)
         seen_names.add(cfg.name)
+
+
+def check_descriptors(configs: Sequence[ListenerConfig], nofile: int) -> None:
+    """The TCP listeners' ``max_connections`` together may take at most half of ``nofile`` (the soft
+    ``RLIMIT_NOFILE``): the rest stays for Kafka connections, the status server and files."""
+    total = sum(cfg.max_connections for cfg in configs if cfg.protocol == "tcp")
+    if 0 <= nofile < 2 * total:  # RLIM_INFINITY is -1
+        raise PlogConfigError(
+            f"plog tcp listeners: max_connections add up to {total}, more than half of the {nofile} file descriptors "
+            "this process may open (RLIMIT_NOFILE); the rest must stay free for Kafka connections and files: raise "
+            "the limit (ulimit -n, systemd LimitNOFILE=) or lower max_connections"
+        )
 
 
 _SHORT_FORM = re.compile(r"(?:(?P<host>\[[^\]]+\]|[^:\[\]]+):)??(?P<port>[0-9]+)(?::(?P<topic>[^:]*))?")

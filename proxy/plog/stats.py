@@ -101,6 +101,8 @@ class PlogStats:
     tcp_partial_lines: int = 0  # an unterminated line cut off by a connection reset
     tcp_connections: int = 0
     tcp_rejected_connections: int = 0  # refused because the listener had max_connections open
+    tcp_idle_closed: int = 0  # closed after idle_timeout without a byte
+    tcp_line_timeouts: int = 0  # closed because a started line did not end within line_timeout
     tcp_pauses: int = 0  # times a connection stopped reading because the budget was full
     reply_failures: int = 0  # command replies the socket would not send (buffer full, too large)
 
@@ -172,6 +174,8 @@ class PlogStats:
                 "partial_lines": self.tcp_partial_lines,
                 "connections": self.tcp_connections,
                 "rejected_connections": self.tcp_rejected_connections,
+                "idle_closed": self.tcp_idle_closed,
+                "line_timeouts": self.tcp_line_timeouts,
                 "pauses": self.tcp_pauses,
             },
             "handlers": [

@@ -15,7 +15,12 @@ Rules:
   in the server's own counters (location ``bruce.proxy.status``): ``StatusRequest{page}``, ``StatusNotFound``,
   ``StatusMethodNotAllowed``, ``StatusHandlerError``. Errors are logged at most once per 30 s.
 - Bounded: request bodies are never read (64 KiB cap), header and line sizes are aiohttp's (8 KiB), idle keep-alive
-  connections close after 15 s, and :meth:`StatusServer.stop` waits at most 2 s for requests in progress.
+  connections (and connections that never send a request) close after 15 s, and :meth:`StatusServer.stop` waits at
+  most 2 s for requests in progress.
+- On a shared host (:mod:`.guard`): at most :func:`~.guard.connection_cap` connections (the quietest is closed to
+  admit a new one), malformed HTTP logged as one rate-limited line, and every request's ``Host`` checked (403
+  otherwise); requests that change state (``/msg_debug`` commands other than ``get_topics``, ``POST
+  /metadata_update``) must also be same-origin.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from bruce.producer.counters import Counters
 from bruce.wire.errors import BruceError, UsageError
 
 from . import pages
+from .guard import ConnectionGate, GatedSite, HostPolicy, RequestErrorLog, connection_cap
 from .prometheus import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .prometheus import render_metrics
 from .source import CounterSet, StatusSource
@@ -84,6 +90,8 @@ class StatusServer:
         counters: Counters | None = None,
         clock: Callable[[], float] = time.time,
         metrics: bool = True,
+        allowed_hosts: tuple[str, ...] = (),
+        max_connections: int | None = None,
     ) -> None:
         self.source = source
         self.metrics = metrics  # False (--no_metrics): no /metrics route, no link to it
@@ -91,6 +99,9 @@ class StatusServer:
         self.clock = clock
         self.host: str | None = None
         self.port: int | None = None
+        self.allowed_hosts = allowed_hosts  # Host names accepted besides IP literals, localhost and this host's name
+        self.gate = ConnectionGate(max_connections or connection_cap(), self.counters)
+        self.policy = HostPolicy(DEFAULT_HOST, allowed_hosts)
         self._runner: web.AppRunner | None = None
         self._last_logged = -LOG_EVERY_S
         self._suppressed = 0
@@ -107,17 +118,19 @@ class StatusServer:
             shutdown_timeout=SHUTDOWN_TIMEOUT_S,
             access_log=None,
             keepalive_timeout=KEEPALIVE_TIMEOUT_S,
+            logger=RequestErrorLog(self.counters),
         )
+        self.policy = HostPolicy(host, self.allowed_hosts)
         await runner.setup()
         try:
-            await web.TCPSite(runner, host, port).start()
+            await GatedSite(runner, host, port, self.gate).start()
         except OSError as e:
             await runner.cleanup()
             raise _bind_error(host, port, e) from e
         self._runner = runner
         self.host = host
         self.port = runner.addresses[0][1]
-        log.info("status interface on http://%s:%d/", host, self.port)
+        log.info("status interface on http://%s:%d/ (at most %d connections)", host, self.port, self.gate.cap)
 
     async def stop(self) -> None:
         """Stop listening and close connections (requests in progress get at most 2 s). Idempotent."""
@@ -218,6 +231,10 @@ class StatusServer:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = self.policy.refusal(request, changes_state=_changes_state(request))
+        if refused is not None:
+            self.counters.inc("StatusRefused", labels=(("why", refused[0]),))
+            return self._text(refused[1], 403)
         try:
             return await handler(request)
         except web.HTTPNotFound:
@@ -244,3 +261,11 @@ class StatusServer:
         more = f" ({self._suppressed} more since the last such message)" if self._suppressed else ""
         self._last_logged, self._suppressed = now, 0
         log.error("status page %s %s failed%s", request.method, request.path, more, exc_info=error)
+
+
+def _changes_state(request: web.Request) -> bool:
+    """A request that changes the daemon's state: any but GET and HEAD, and the ``/msg_debug`` commands except
+    ``get_topics``."""
+    if request.method not in ("GET", "HEAD"):
+        return True
+    return request.path.startswith("/msg_debug/") and request.path != "/msg_debug/get_topics"

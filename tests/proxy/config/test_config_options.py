@@ -60,6 +60,7 @@ DEFAULTS = {
     "topic_autocreate": False,
     "status_host": "127.0.0.1",
     "status_port": 9090,
+    "status_allowed_hosts": (),
     "status_loopback_only": False,
     "no_metrics": False,
     "discard_report_interval": 600,
@@ -112,6 +113,10 @@ SAMPLES = {
     "topic_autocreate": (["--topic_autocreate"], True),
     "status_host": (["--status_host", "0.0.0.0"], "0.0.0.0"),
     "status_port": (["--status_port", "0"], 0),
+    "status_allowed_hosts": (
+        ["--status_allowed_hosts", "bruce.internal, metrics-alias"],
+        ("bruce.internal", "metrics-alias"),
+    ),
     "status_loopback_only": (["--status_loopback_only"], True),
     "no_metrics": (["--no_metrics"], True),
     "discard_report_interval": (["--discard_report_interval", "1"], 1),
@@ -149,7 +154,10 @@ def test_default_socket_follows_the_runtime_dir(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
     assert Options().receive_socket_name == "/run/user/1000/bruce.socket"
     monkeypatch.delenv("XDG_RUNTIME_DIR")
-    assert Options().receive_socket_name == f"/tmp/bruce-{os.getuid()}.socket"
+    monkeypatch.delenv("TMPDIR", raising=False)
+    assert Options().receive_socket_name == f"/tmp/bruce-{os.geteuid()}/bruce.socket"
+    monkeypatch.setenv("TMPDIR", "/var/tmp/mine")
+    assert Options().receive_socket_name == f"/var/tmp/mine/bruce-{os.geteuid()}/bruce.socket"
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -254,6 +262,7 @@ REJECTED = [
     (["--receive_socket_mode", " "], "--receive_socket_mode", "is not a file mode"),
     (["--receive_socket_name", "/tmp/" + "s" * 103], "--receive_socket_name", "longer than the 107 bytes"),
     (["--receive_socket_name", ""], "--receive_socket_name", "must not be empty"),
+    (["--status_allowed_hosts", "bruce:9090"], "--status_allowed_hosts", '"bruce:9090" is not a host name'),
     (["--config_path", ""], "--config_path", "must not be empty"),
     (["--config_path", "a\0b"], "--config_path", "a path cannot contain a NUL character"),
     (["--initial_brokers", "k:0"], "--initial_brokers", '"k:0": the port must be a number from 1 to 65535'),
