@@ -89,6 +89,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
         topic_autocreate=False,
         shutdown_max_delay_ms=options.shutdown_max_delay,
+        message_timeout_ms=options.message_timeout_ms,  # 0 by default: Bruce's attempt limits only
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
     )
 
