@@ -322,7 +322,12 @@ class Daemon:
 
     async def _first_metadata(self) -> None:
         """Route the messages that arrived before the first metadata as soon as it is there."""
-        view = await self.producer.ready()
+        while True:
+            try:
+                view = await self.producer.ready()
+                break
+            except TimeoutError:  # --message_timeout_ms bounds each wait; the first metadata is awaited until it comes
+                continue
         self.router.refresh(time.monotonic())
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
 

@@ -14,6 +14,7 @@ from fakebroker import FakeCluster
 
 from bruce.proxy.config.model import Broker
 from bruce.proxy.daemon import producer_config
+from bruce.proxy.embedded import free_port
 
 from .harness import TIMEOUT, ClusterThread, daemon_starter, make_config, make_options, wait_for
 
@@ -53,3 +54,14 @@ def test_messages_for_a_broker_that_went_down_time_out(cluster: ClusterThread, w
         daemon.stop()
     lines = (workdir / "discard.log").read_text().splitlines()
     assert [line.split(" info: ")[1].split(" ")[0] for line in lines] == ["MESSAGE_TIMEOUT"] * 5
+
+
+def test_the_daemon_waits_for_its_first_metadata_beyond_the_message_timeout(workdir: Path) -> None:
+    """The message timeout bounds the producer's ``ready()``; the daemon still waits for the first metadata as long
+    as it takes (it must not stop when the timeout passes with no broker reachable)."""
+    nowhere = (Broker("127.0.0.1", free_port()),)
+    with daemon_starter(workdir, nowhere) as start:
+        daemon = start(message_timeout_ms=100)
+        wait_for(lambda: daemon.counter("GetMetadataFail") >= 2, what="two failed metadata fetches")
+        assert daemon.running and daemon.error is None
+        assert daemon.stop().received == 0
