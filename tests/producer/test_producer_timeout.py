@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from bruce.producer.acks import Failure
+from bruce.producer.config import ProducerConfig
+from bruce.producer.errors import ConfigError
 from bruce.producer.message import Message
 from bruce.producer.queues import PartitionQueue
 from bruce.producer.reasons import DiscardReason
@@ -132,3 +136,10 @@ def test_broker_trouble_is_logged_once_then_summarised_then_its_recovery(caplog)
         "broker h:1 reachable again after 31.5 s (23 failed attempts)",
     ]
     assert all(r.levelno == logging.WARNING for r in caplog.records) and trouble.unreachable() == ["h:2"]
+
+
+def test_message_timeout_setting_uses_librdkafkas_name_and_defaults() -> None:
+    assert ProducerConfig().message_timeout_ms == 300_000 and ProducerConfig().reconnect_backoff_max_ms == 1000
+    assert ProducerConfig.from_mapping({"message.timeout.ms": 0}).message_timeout_ms == 0  # no limit
+    with pytest.raises(ConfigError, match="message_timeout_ms"):
+        ProducerConfig(message_timeout_ms=-1)
