@@ -51,7 +51,7 @@ class ProducerConfig:
     socket_timeout_ms: int = 60_000  # Bruce --kafka_socket_timeout: no progress this long while busy ⇒ failure
     connect_timeout_ms: int = 10_000
     reconnect_backoff_ms: int = 100
-    reconnect_backoff_max_ms: int = 1_000  # a down broker is probed at least this often while messages wait for it
+    reconnect_backoff_max_ms: int = 500  # a down broker is probed at least this often while messages wait for it
     min_pause_delay_ms: int = 5_000
     pause_rate_limit_initial_ms: int = 5_000
     pause_rate_limit_max_double: int = 4
