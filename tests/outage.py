@@ -51,6 +51,10 @@ class _Forwarder:
             self._server.close()
             for transport in self._transports:
                 transport.abort()
+            handlers = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in handlers:
+                task.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
