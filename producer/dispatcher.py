@@ -337,7 +337,7 @@ class Dispatcher:
 
     def request_pause(self, cause: str, *, answered: bool = False) -> None:
         """Stop dispatching and have the pause run. ``answered``: the broker answered (an error ACK, a response that
-        makes no sense): Bruce's pause backoff applies; else (no answer: connect failure, lost connection, timeout)
+        makes no sense): Bruce's pause backoff applies; else (no answer: lost connection, timeout)
         the broker is probed (see :mod:`bruce.producer.pause`)."""
         if not self.paused:
             self.paused = True

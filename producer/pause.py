@@ -8,7 +8,7 @@ Rules:
   duplicates) → wait → fetch metadata, retrying with the reconnect backoff (at most ``reconnect_backoff_max_ms``
   apart) → install the view (reroute) → resume.
 - The wait: Bruce's ``PauseBackoff.next_delay`` when a trigger was an answer from a broker (an error ACK, a response
-  that makes no sense). When no broker answered (connect failure, lost connection, timeout) the broker is probed
+  that makes no sense). When no broker answered (lost connection, timeout) the broker is probed
   instead: the reconnect backoff (0 the first time, then ``reconnect_backoff_ms`` doubling up to
   ``reconnect_backoff_max_ms``; reset by a produce response), so delivery resumes within about
   ``reconnect_backoff_max_ms`` of the broker accepting connections again, and a broker that keeps dropping

@@ -455,7 +455,9 @@ class Producer:
     def _wake_broker(self, broker: int) -> None:
         sender = self._senders.get(broker)
         if sender is None:
-            sender = Sender(broker, self._dispatcher, self._policy, self._timeouts, self._trouble)
+            sender = Sender(
+                broker, self._dispatcher, self._policy, self._timeouts, self._trouble, self._fetcher.request
+            )
             self._senders[broker] = sender
             self._spawn(sender.run())
         sender.wake()

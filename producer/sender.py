@@ -5,8 +5,9 @@ Rules:
   (and never two for one partition: the dispatcher marks partitions busy), and only while the connection's write
   buffer is below its high-water mark.
 - It connects when it has work (connect timeout, version negotiation, reconnect backoff: at most
-  ``reconnect_backoff_max_ms`` between attempts while it has work); a connect failure is a pause trigger, and goes to
-  the trouble log with the broker's recovery.
+  ``reconnect_backoff_max_ms`` between attempts while it has work). A connect failure does not pause the producer
+  (nothing was written; the other brokers keep sending): the broker is probed again after the backoff, a metadata
+  refresh is requested (rate-limited) in case its partitions moved, and the failure goes to the trouble log.
 - Each request's outcome (response or transport failure) goes to the dispatcher exactly once, from the connection's
   token; with acks=0 the messages are done once written (a response some brokers send anyway is tolerated).
 - Staging (one request in flight per broker): while a request is outstanding, the next one for the same partitions is
@@ -21,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,9 +57,11 @@ class Sender:
         policy: CompressionPolicy,
         timeouts: Timeouts,
         trouble: BrokerTrouble | None = None,
+        refresh: Callable[[], None] = lambda: None,
     ) -> None:
         self.broker = broker
         self.trouble = trouble or BrokerTrouble()
+        self.refresh = refresh  # asks for a metadata refresh
         self.dispatcher = dispatcher
         self.policy = policy
         self.timeouts = timeouts
@@ -161,7 +165,8 @@ class Sender:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
             self.trouble.failed(node, str(e))
             self._next_connect = now + self._reconnect.next_delay() / 1000
-            d.request_pause(f"cannot connect to broker {self.broker}: {e}")
+            self._wake_at(self._next_connect)
+            self.refresh()
             return None
         self.trouble.reachable(node)
         self._reconnect.reset()
