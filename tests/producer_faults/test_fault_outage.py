@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 from fakebroker import FakeCluster, Fault
-from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
+from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig
 from bruce.producer.backoff import ExponentialBackoff, PauseBackoff
@@ -92,3 +92,25 @@ class _Spy:
 
     def reset(self) -> None:
         self._inner.reset()  # type: ignore[union-attr]
+
+
+def test_a_failed_connect_does_not_pause_the_other_brokers() -> None:
+    """Broker 1 goes down while idle: a message for its partition fails to connect, which asks for metadata (the
+    partition has no leader now: NO_AVAILABLE_PARTITIONS) instead of pausing, and broker 2 keeps delivering."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1, 2])
+        outcomes = Outcomes()
+        async with running(bruce_config(cluster.bootstrap), sink=outcomes) as p:
+            assert [(await p.send("t", b"a", partition=i))[0] for i in (0, 1)] == [0, 1]
+            await cluster.brokers[1].stop()
+            await wait_for(lambda: p.connected_brokers() == 1, what="the idle connection to broker 1 to close")
+            lost = p.send("t", b"b", partition=0)
+            kept = [p.send("t", b"c%d" % i, partition=1) for i in range(5)]
+            assert await p.flush(10) == 0
+            assert lost.error is not None and lost.error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS
+            assert [h.result()[0] for h in kept] == [1] * 5
+            assert p.counters.get("ConnectorConnectFail") >= 1 and p.counters.get("Pause") == 0
+            assert_accounting(p, outcomes, held=0)
+
+    scenario(body)
