@@ -51,7 +51,7 @@ class ProducerConfig:
     socket_timeout_ms: int = 60_000  # Bruce --kafka_socket_timeout: no progress this long while busy ⇒ failure
     connect_timeout_ms: int = 10_000
     reconnect_backoff_ms: int = 100
-    reconnect_backoff_max_ms: int = 10_000
+    reconnect_backoff_max_ms: int = 500  # a down broker is probed at least this often while messages wait for it
     min_pause_delay_ms: int = 5_000
     pause_rate_limit_initial_ms: int = 5_000
     pause_rate_limit_max_double: int = 4
@@ -63,6 +63,9 @@ class ProducerConfig:
     topic_autocreate: bool = False
     # Shutdown
     shutdown_max_delay_ms: int = 30_000  # close() deadline when none is given
+    # Delivery timeout (librdkafka's message.timeout.ms): a message not delivered this long after the producer took it
+    # fails with MESSAGE_TIMEOUT; 0 = no limit (the daemon's default: Bruce's attempt limits only)
+    message_timeout_ms: int = 300_000
 
     def __post_init__(self) -> None:
         servers = self.bootstrap_servers
@@ -112,6 +115,7 @@ class ProducerConfig:
             "shutdown_max_delay_ms",
         ):
             _require(self, name, 0)
+        _require(self, "message_timeout_ms", 0, 2**31 - 1)
         _require(self, "reconnect_backoff_max_ms", self.reconnect_backoff_ms)
         _require(self, "metadata_retry_backoff_max_ms", self.metadata_min_interval_ms)
 

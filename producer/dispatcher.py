@@ -17,6 +17,11 @@ Rules:
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
   auto-creation). The answer of a fetch begun earlier asks for another fetch.
+- Message timeout (``message_timeout_ms``, 0 = none): :meth:`Dispatcher.expire`, called from the producer's
+  periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff,
+  oldest first (whole batches from the front of each queue: no timer per message). Messages in a request are the
+  request's until it is answered or fails (bounded by ``request_timeout_ms``), then expire like the others. Queue
+  times come from :attr:`Dispatcher.stamp` (the tick's clock reading: no clock read per message).
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -56,8 +61,10 @@ class Dispatcher:
         self.queues: dict[str, dict[int, PartitionQueue]] = {}
         self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
-        # topic → (messages, fetches begun when the topic became wanted): only a later fetch can answer for it
-        self.unknown: dict[str, tuple[list[Message], int]] = {}
+        # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
+        # [since, count] runs of the messages' queue times, oldest first)
+        self.unknown: dict[str, tuple[list[Message], int, list[list[float | int]]]] = {}
+        self.stamp = 0.0  # queue time given to messages (loop time of the last expiry tick; 0.0 without a timeout)
         self.paused = False
         self.accepted = 0
         self.delivered = 0
@@ -66,11 +73,11 @@ class Dispatcher:
         self.held_bytes = 0
         # Callbacks set by the producer
         self.wake_broker: Callable[[int], None] = lambda broker: None
-        self.on_pause: Callable[[str], None] = lambda cause: None
+        self.on_pause: Callable[[str, bool], None] = lambda cause, answered: None  # answered: the broker said so
         self.on_unknown_topic: Callable[[str], None] = lambda topic: None  # a metadata fetch is wanted
         self.on_autocreate: Callable[[str], None] = lambda topic: None  # topic_autocreate: ask brokers to create it
         self.on_drained: Callable[[], None] = lambda: None
-        self.on_progress: Callable[[], None] = lambda: None  # a request was answered or failed
+        self.on_progress: Callable[[bool], None] = lambda answered: None  # a request was answered (True) or failed
         self.fetches_begun: Callable[[], int] = lambda: 0  # metadata fetches begun so far (the last one's number)
 
     # ---------------------------------------------------------------- intake
@@ -106,7 +113,7 @@ class Dispatcher:
         topic is known, or discarded (NO_AVAILABLE_PARTITIONS)."""
         info = self.view.topics.get(topic) if self.view is not None else None
         if info is None:
-            self._hold_unknown(topic, [m])
+            self._hold_unknown(topic, [m], self.stamp)
             return None
         p = _keyed_partition(m, info)
         if p is None:
@@ -125,18 +132,23 @@ class Dispatcher:
         pq = self.sticky[topic] = self.queue(topic, partition)
         return pq
 
-    def route(self, topic: str, messages: list[Message], *, hold_unknown: bool = True) -> None:
-        """Put ready messages on their partitions' queues (a batch from the daemon, or messages being rerouted)."""
+    def route(
+        self, topic: str, messages: list[Message], *, hold_unknown: bool = True, since: float | None = None
+    ) -> None:
+        """Put ready messages on their partitions' queues (a batch from the daemon, or messages being rerouted),
+        queued at ``since`` (default: now, :attr:`stamp`)."""
+        if since is None:
+            since = self.stamp
         view = self.view
         info = view.topics.get(topic) if view is not None else None
         if info is None:
             if hold_unknown:
-                self._hold_unknown(topic, messages)
+                self._hold_unknown(topic, messages, since)
             else:
                 self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic no longer in metadata")
             return
         if len(messages) == 1:
-            self._route_one(topic, info, messages[0])
+            self._route_one(topic, info, messages[0], since)
             return
         by_partition: dict[int, list[Message]] = {}
         keyless: list[Message] = []
@@ -158,12 +170,12 @@ class Dispatcher:
                 by_partition.setdefault(p, []).extend(keyless)
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
-            pq.add_ready(ms, sum(map(_size, ms)))
+            pq.add_ready(ms, sum(map(_size, ms)), since)
             self.mark_ready(pq)
         if lost:
             self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
 
-    def _route_one(self, topic: str, info: Topic, m: Message) -> None:
+    def _route_one(self, topic: str, info: Topic, m: Message, since: float) -> None:
         """:meth:`route` for a lone message (a topic not batched by the daemon): the same choice, nothing allocated,
         no wake-up when its partition is already marked ready (its broker's sender will look at it anyway)."""
         p = self.cycle.next(info) if m.partition_key is None else _keyed_partition(m, info)
@@ -174,18 +186,23 @@ class Dispatcher:
         pq = queues.get(p) if queues is not None else None
         if pq is None:
             pq = self.queue(topic, p)
-        pq.append_ready(m)
+        pq.append_ready(m, since)
         ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]
         if ready is None or pq not in ready:
             self.mark_ready(pq)
 
-    def _hold_unknown(self, topic: str, messages: list[Message]) -> None:
+    def _hold_unknown(self, topic: str, messages: list[Message], since: float) -> None:
         held = self.unknown.get(topic)
         if held is None:
-            self.unknown[topic] = (list(messages), self.fetches_begun())
+            self.unknown[topic] = (list(messages), self.fetches_begun(), [[since, len(messages)]])
             self.on_unknown_topic(topic)
         else:
             held[0].extend(messages)
+            ages = held[2]
+            if ages and ages[-1][0] >= since:
+                ages[-1][1] += len(messages)
+            else:
+                ages.append([since, len(messages)])
 
     def seal(self, pq: PartitionQueue) -> None:
         if pq.seal():
@@ -283,12 +300,12 @@ class Dispatcher:
                 if retry:
                     if not legacy:
                         pq.not_before = now + self.config.retry_backoff_ms / 1000
-                    self.give_back(pq, retry)
+                    self.give_back(pq, retry, part.since)
             else:
                 self.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
-                self.give_back(pq, retry)
+                self.give_back(pq, retry, part.since)
                 pause_cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
-        self.on_progress()
+        self.on_progress(True)
         if answers:
             self.counters.inc("ProduceResponseUnexpectedPartition", len(answers), (("broker", str(broker)),))
             pause_cause = pause_cause or f"broker {broker} answered for partitions it was not sent"
@@ -297,7 +314,7 @@ class Dispatcher:
             self.on_failure(broker, missing, Failure.PROTOCOL_ERROR, written=True)
             return
         if pause_cause:
-            self.request_pause(pause_cause)
+            self.request_pause(pause_cause, answered=True)
         else:
             self.wake_broker(broker)
 
@@ -314,15 +331,18 @@ class Dispatcher:
                 self.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", pq.topic),))
                 if self.sink is not None:
                     self.sink.possible_duplicates(pq.topic, part.messages)
-            self.give_back(pq, part.messages)
-        self.on_progress()
-        self.request_pause(f"{failure.value} on broker {broker}")
+            self.give_back(pq, part.messages, part.since)
+        self.on_progress(False)
+        self.request_pause(f"{failure.value} on broker {broker}", answered=failure is Failure.PROTOCOL_ERROR)
 
-    def request_pause(self, cause: str) -> None:
+    def request_pause(self, cause: str, *, answered: bool = False) -> None:
+        """Stop dispatching and have the pause run. ``answered``: the broker answered (an error ACK, a response that
+        makes no sense): Bruce's pause backoff applies; else (no answer: lost connection, timeout)
+        the broker is probed (see :mod:`bruce.producer.pause`)."""
         if not self.paused:
             self.paused = True
             self.counters.inc("PauseRequested")
-        self.on_pause(cause)
+        self.on_pause(cause, answered)
 
     def _count_attempt(self, topic: str, messages: list[Message], name: str) -> list[Message]:
         limit = self.config.max_failed_delivery_attempts
@@ -378,15 +398,16 @@ class Dispatcher:
                     continue
                 pq.leader = leader
                 if leader is None:
-                    self.route(topic, pq.drain(), hold_unknown=False)
+                    since = pq.newest()
+                    self.route(topic, pq.drain(), hold_unknown=False, since=since)
                 elif pq.ready_count:
                     self.mark_ready(pq)
             if info is None and not any(pq.busy or pq.staged for pq in queues.values()):
                 del self.queues[topic]  # gone from the cluster, nothing of it in flight: its queues go too
-        for topic, (messages, wanted_after) in list(self.unknown.items()):
+        for topic, (messages, wanted_after, ages) in list(self.unknown.items()):
             if view.topic(topic) is not None:
                 del self.unknown[topic]
-                self.route(topic, messages)
+                self.route(topic, messages, since=max(since for since, _ in ages))
             elif fetch <= wanted_after:  # begun before the topic was wanted: it cannot tell
                 self.on_unknown_topic(topic)
             elif self.config.topic_autocreate:
@@ -407,15 +428,35 @@ class Dispatcher:
             if pq.ready_count:
                 self.mark_ready(pq)
 
-    def give_back(self, pq: PartitionQueue, messages: list[Message]) -> None:
-        """Messages back from a request: to the front of their queue, or routed again if the partition is gone."""
+    def give_back(self, pq: PartitionQueue, messages: list[Message], since: float) -> None:
+        """Messages back from a request (queued at ``since``): to the front of their queue, or routed again if the
+        partition is gone."""
         if not messages:
             return
-        pq.push_front(messages)
+        pq.push_front(messages, since)
         if pq.leader is None:
-            self.route(pq.topic, pq.drain(), hold_unknown=False)
+            since = pq.newest()
+            self.route(pq.topic, pq.drain(), hold_unknown=False, since=since)
         else:
             self.mark_ready(pq)
+
+    def expire(self, cutoff: float, detail: str) -> None:
+        """Discard as MESSAGE_TIMEOUT every queued or unknown-topic message queued at or before ``cutoff``."""
+        for queues in list(self.queues.values()):
+            for pq in list(queues.values()):
+                if pq.ready or pq.open:
+                    self.discard(pq.topic, pq.pop_expired(cutoff), DiscardReason.MESSAGE_TIMEOUT, detail)
+        for topic, (messages, _, ages) in list(self.unknown.items()):
+            n = 0
+            while ages and ages[0][0] <= cutoff:
+                n += ages.pop(0)[1]  # type: ignore[assignment]
+            if not n:
+                continue
+            if not ages:
+                del self.unknown[topic]
+            expired = messages[:n]
+            del messages[:n]
+            self.discard(topic, expired, DiscardReason.MESSAGE_TIMEOUT, detail)
 
     # ---------------------------------------------------------------- inspection and shutdown
 

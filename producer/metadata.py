@@ -6,12 +6,15 @@ Rules:
   the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next broker.
 - :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with the reconnect backoff (``reconnect_backoff_ms``
   doubling to ``reconnect_backoff_max_ms``, jittered) until it succeeds or is cancelled.
+- Each broker's failures and recovery go to the trouble log (:mod:`bruce.producer.trouble`).
 - Fetches are numbered as they begin (:attr:`MetadataFetcher.begun`); each answer comes with its fetch's number, so
   whoever applies it can tell whether the fetch began after something it waits for (see the dispatcher's unknown
   topics), whatever the clocks say.
 - Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
   than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
-  failure backs off like a retry. No storm is possible: at most one fetch is under way.
+  failure backs off up to ``metadata_retry_backoff_max_ms``, or at most ``reconnect_backoff_max_ms`` while messages
+  wait (no view yet, or messages held): the brokers are probed that often. No storm is possible: at most one fetch
+  is under way.
 - Auto-creation (Bruce §9): a single-topic request (allowing creation) to each broker in turn; success is the topic
   answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until the topic shows up.
 """
@@ -32,6 +35,7 @@ from .config import ProducerConfig
 from .counters import Counters
 from .errors import TransportError
 from .transport import Timeouts, open_connection
+from .trouble import BrokerTrouble
 
 AUTOCREATE_CHECKS = (3.0, 6.0, 12.0)  # seconds between refreshes after a topic was auto-created
 
@@ -52,12 +56,14 @@ class MetadataFetcher:
         *,
         rng: random.Random | None = None,
         require_topics: bool = False,
+        trouble: BrokerTrouble | None = None,
     ) -> None:
         self.config = config
         self.counters = counters
         self.timeouts = timeouts
         self.rng = rng or random.Random()
         self.require_topics = require_topics
+        self.trouble = trouble or BrokerTrouble()
         self.known: list[tuple[str, int]] = list(config.brokers)
         self.view: ClusterView | None = None
         self.begun = 0  # fetches begun so far: the last one's number
@@ -82,12 +88,15 @@ class MetadataFetcher:
                 order.insert(0, first)
             errors = []
             for host, port in order:
+                node = f"{host}:{port}"
                 try:
                     view = await self._ask(host, port)
                 except (TransportError, BadMetadata) as e:
-                    self.counters.inc("GetMetadataFail", labels=(("broker", f"{host}:{port}"),))
-                    errors.append(f"{host}:{port}: {e}")
+                    self.counters.inc("GetMetadataFail", labels=(("broker", node),))
+                    self.trouble.failed(node, f"metadata request failed: {e}")
+                    errors.append(f"{node}: {e}")
                     continue
+                self.trouble.reachable(node)
                 self._accept(view)
                 return view, number
             raise MetadataUnavailable("; ".join(errors) or "no brokers known")
@@ -100,10 +109,17 @@ class MetadataFetcher:
             except MetadataUnavailable:
                 await asyncio.sleep(backoff.next_delay() / 1000)
 
-    async def refresh_loop(self, apply: Callable[[ClusterView, int], None], paused: Callable[[], bool]) -> None:
-        """Periodic and on-demand refreshes, for the producer's task group."""
+    async def refresh_loop(
+        self,
+        apply: Callable[[ClusterView, int], None],
+        paused: Callable[[], bool],
+        waiting: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Periodic and on-demand refreshes, for the producer's task group. ``waiting()``: messages wait for a view
+        (failed fetches are then retried at least every ``reconnect_backoff_max_ms``)."""
         loop = asyncio.get_running_loop()
         backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
+        probe = self.config.reconnect_backoff_max_ms / 1000
         min_interval = self.config.metadata_min_interval_ms / 1000
         self._last = loop.time() - min_interval  # the first fetch need not wait
         while True:
@@ -124,7 +140,10 @@ class MetadataFetcher:
             try:
                 view, number = await self.fetch()
             except MetadataUnavailable:
-                self._last = loop.time() + backoff.next_delay() / 1000
+                delay = backoff.next_delay() / 1000
+                if waiting():  # the gap below adds min_interval: retry within ``probe``
+                    delay = min(delay, probe - min_interval)
+                self._last = loop.time() + delay
                 self._wanted.set()  # retry after the backoff
                 continue
             backoff.reset()

@@ -16,11 +16,15 @@ Rules:
   not yet known wait for the first metadata (``await producer.ready()`` waits for it).
 - ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
   with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
+- ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
+  10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
+  the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections import deque
@@ -56,6 +60,7 @@ from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .sender import Sender
 from .transport import Timeouts
+from .trouble import BrokerTrouble
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +113,9 @@ class Producer:
         self._autocreating: set[str] = set()
         self._first_view: asyncio.Future[None] | None = None
         self._dispatcher = d = Dispatcher(config, self.counters, sink, cycle=AnyPartitionCycle(self._rng))
+        self._trouble = BrokerTrouble()
         self._fetcher = fetcher = MetadataFetcher(
-            config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics
+            config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics, trouble=self._trouble
         )
         backoff = PauseBackoff(
             config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
@@ -142,16 +148,24 @@ class Producer:
         self._first_view = loop.create_future()
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
-        self._spawn(self._fetcher.refresh_loop(self._apply_view, lambda: self._pause.pausing))
+        d = self._dispatcher
+        waiting = lambda: d.view is None or d.held_messages > 0  # noqa: E731
+        self._spawn(self._fetcher.refresh_loop(self._apply_view, lambda: self._pause.pausing, waiting))
         self._spawn(self._pause.run())
+        if self.config.message_timeout_ms:
+            self._dispatcher.stamp = loop.time()
+            self._spawn(self._expire_loop())
         self._core = list(self._tasks)
         self._fetcher.request()
         self._accepting = True
 
     async def ready(self, timeout: float | None = None) -> ClusterView:
-        """Wait (up to ``timeout`` s) for the first cluster view; raises ``TimeoutError``."""
+        """Wait (up to ``timeout`` s; None: ``message_timeout_ms``, if set) for the first cluster view; raises
+        ``TimeoutError``."""
         if self._first_view is None:
             raise ProducerClosed("the producer is not started")
+        if timeout is None and self.config.message_timeout_ms:
+            timeout = self.config.message_timeout_ms / 1000
         async with asyncio.timeout(timeout):
             await asyncio.shield(self._first_view)
         assert self._dispatcher.view is not None
@@ -159,7 +173,8 @@ class Producer:
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
-        still held (0 = everything has a fate)."""
+        still held (0 = everything has a fate). Without ``timeout`` the wait still ends: within ``message_timeout_ms``
+        (plus ``request_timeout_ms`` for a request under way) every message is delivered or has failed."""
         d = self._dispatcher
         d.seal_all()
         if d.held_messages:
@@ -196,7 +211,8 @@ class Producer:
             await self.flush(deadline)
         d = self._dispatcher
         # From here on nothing may start: no sender, pause, fetch or auto-creation (the task group is ending).
-        d.wake_broker = d.on_pause = d.on_unknown_topic = d.on_autocreate = lambda _: None
+        d.wake_broker = d.on_unknown_topic = d.on_autocreate = lambda _: None
+        d.on_pause = lambda cause, answered: None
         for task in self._tasks:
             task.cancel()
         if self._linger_timer is not None:
@@ -304,6 +320,26 @@ class Producer:
         if messages:
             d.route(topic, messages)
 
+    async def _expire_loop(self) -> None:
+        """The message timeout's tick. Messages get the tick's clock reading as their queue time
+        (:attr:`Dispatcher.stamp`); a batch stamped ``s`` is discarded once the tick after ``s`` is
+        ``message_timeout_ms`` old, so no message fails early, however late a tick wakes."""
+        loop = self._loop
+        d = self._dispatcher
+        timeout = self.config.message_timeout_ms / 1000
+        tick = min(1.0, max(0.01, timeout / 10))
+        detail = f"not delivered within message_timeout_ms ({self.config.message_timeout_ms} ms)"
+        stamps = deque([d.stamp])  # stamps given out, oldest first (at most about timeout / tick of them)
+        cutoff = -math.inf
+        while True:
+            await asyncio.sleep(tick)
+            d.stamp = now = loop.time()
+            stamps.append(now)
+            while len(stamps) > 1 and stamps[1] <= now - timeout:
+                cutoff = stamps.popleft()
+            if cutoff > -math.inf:
+                d.expire(cutoff, detail)
+
     def _linger_expired(self) -> None:
         """Seal every open batch whose first message is ``linger_ms`` old; wake again for the next one. An entry whose
         batch was sealed meanwhile (full, or flushed) is dropped when its time comes."""
@@ -385,7 +421,7 @@ class Producer:
             row[0] += len(pq.open)
             row[1] += pq.ready_count + pq.staged
             row[2] += pq.in_flight
-        for topic, (messages, _) in d.unknown.items():
+        for topic, (messages, _, _) in d.unknown.items():
             out.setdefault(topic, [0, 0, 0])[1] += len(messages)
         return {topic: QueueStats(*row) for topic, row in sorted(out.items())}
 
@@ -419,7 +455,10 @@ class Producer:
     def _wake_broker(self, broker: int) -> None:
         sender = self._senders.get(broker)
         if sender is None:
-            sender = self._senders[broker] = Sender(broker, self._dispatcher, self._policy, self._timeouts)
+            sender = Sender(
+                broker, self._dispatcher, self._policy, self._timeouts, self._trouble, self._fetcher.request
+            )
+            self._senders[broker] = sender
             self._spawn(sender.run())
         sender.wake()
 

@@ -11,6 +11,12 @@ Rules:
   data limit ends inside it. A message queued alone (:meth:`PartitionQueue.append_ready`) joins the last ready batch
   instead of making one of its own (batches only speed up ``take``: where they end changes nothing). The queue owns
   the lists in ``ready``: it copies what it is given back (:meth:`PartitionQueue.push_front`).
+- Each ready batch carries ``since``: when its messages were queued (loop time; the oldest's, or for messages moved
+  together — back from a request, rerouted — the newest's, so a message never looks older than it is).
+  :meth:`PartitionQueue.append_ready` joins the last batch only if that batch was queued at or after the ``since``
+  it is given (the caller's clock granule), so one batch never hides a much younger message.
+  :meth:`PartitionQueue.pop_expired` takes whole batches from the front while their ``since`` is at or before a
+  cutoff (the message timeout): oldest first, no timer per message.
 - Pure: no clocks (times are passed in), no asyncio.
 """
 
@@ -44,7 +50,7 @@ class PartitionQueue:
         self.open: list[Message] = []  # accumulating (library path)
         self.open_bytes = 0
         self.open_since = 0.0  # when the first open message arrived (loop time)
-        self.ready: deque[tuple[list[Message], int]] = deque()  # (messages, Σ size)
+        self.ready: deque[tuple[list[Message], int, float]] = deque()  # (messages, Σ size, since)
         self.ready_count = 0
         self.busy = False
         self.in_flight = 0  # messages in the outstanding request
@@ -60,45 +66,49 @@ class PartitionQueue:
         """Move the open batch to the ready queue; True if there was one."""
         if not self.open:
             return False
-        self.ready.append((self.open, self.open_bytes))
+        self.ready.append((self.open, self.open_bytes, self.open_since))
         self.ready_count += len(self.open)
         self.open = []
         self.open_bytes = 0
         return True
 
-    def add_ready(self, messages: list[Message], size: int) -> None:
-        """Append a batch that is ready as it is (the daemon's batches, rerouted messages)."""
-        self.ready.append((messages, size))
+    def add_ready(self, messages: list[Message], size: int, since: float = 0.0) -> None:
+        """Append a batch that is ready as it is (the daemon's batches, rerouted messages), queued at ``since``."""
+        self.ready.append((messages, size, since))
         self.ready_count += len(messages)
 
-    def append_ready(self, m: Message) -> None:
-        """Append one ready message (to the last ready batch: no batch per message)."""
+    def append_ready(self, m: Message, since: float = 0.0) -> None:
+        """Append one ready message queued at ``since``: to the last ready batch when that one was queued at or after
+        ``since`` (no batch per message), else as a batch of its own."""
         ready = self.ready
-        if ready:
-            batch, size = ready[-1]
+        if ready and ready[-1][2] >= since:
+            batch, size, when = ready[-1]
             batch.append(m)
-            ready[-1] = (batch, size + m.size)
+            ready[-1] = (batch, size + m.size, when)
         else:
-            ready.append(([m], m.size))
+            ready.append(([m], m.size, since))
         self.ready_count += 1
 
-    def push_front(self, messages: list[Message]) -> None:
-        """Requeue messages that came back from a request, ahead of everything else."""
-        self.ready.appendleft((list(messages), sum(m.size for m in messages)))
+    def push_front(self, messages: list[Message], since: float = 0.0) -> None:
+        """Requeue messages that came back from a request (queued at ``since``), ahead of everything else."""
+        self.ready.appendleft((list(messages), sum(m.size for m in messages), since))
         self.ready_count += len(messages)
 
-    def take(self, budget: int, first: bool) -> tuple[list[Message], int]:
+    def take(self, budget: int, first: bool) -> tuple[list[Message], int, float]:
         """Take ready messages whose Σ size fits ``budget``; with ``first`` at least one message is taken whatever its
-        size (Bruce: the first message of a request is always included). Returns (messages, Σ size)."""
+        size (Bruce: the first message of a request is always included). Returns (messages, Σ size, since): the
+        newest ``since`` of the batches taken from."""
         taken: list[Message] = []
         total = 0
+        newest = 0.0
         ready = self.ready
         while ready:
-            batch, size = ready[0]
+            batch, size, since = ready[0]
             if total + size <= budget:
                 ready.popleft()
                 taken += batch
                 total += size
+                newest = since if since > newest else newest
                 continue
             before = total
             cut = 0
@@ -107,20 +117,43 @@ class PartitionQueue:
                     break
                 total += m.size
                 cut += 1
+            if cut:
+                newest = since if since > newest else newest
             if cut == len(batch):
                 ready.popleft()
                 taken += batch
             elif cut:
                 taken += batch[:cut]
-                ready[0] = (batch[cut:], size - (total - before))
+                ready[0] = (batch[cut:], size - (total - before), since)
             break
         self.ready_count -= len(taken)
-        return taken, total
+        return taken, total, newest
+
+    def pop_expired(self, cutoff: float) -> list[Message]:
+        """Remove and return the messages of the front batches queued at or before ``cutoff`` (oldest first), and the
+        open batch if it is that old once nothing ready is left before it."""
+        out: list[Message] = []
+        ready = self.ready
+        while ready and ready[0][2] <= cutoff:
+            out += ready.popleft()[0]
+        self.ready_count -= len(out)
+        if not ready and self.open and self.open_since <= cutoff:
+            out += self.open
+            self.open = []
+            self.open_bytes = 0
+        return out
+
+    def newest(self) -> float:
+        """The newest ``since`` of what is queued (0.0 when empty): the time messages moved elsewhere keep."""
+        times = [since for _, _, since in self.ready]
+        if self.open:
+            times.append(self.open_since)
+        return max(times, default=0.0)
 
     def drain(self) -> list[Message]:
         """Remove and return every queued message (not the in-flight ones), oldest first."""
         out: list[Message] = []
-        for batch, _ in self.ready:
+        for batch, _, _ in self.ready:
             out += batch
         out += self.open
         self.ready.clear()

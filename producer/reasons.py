@@ -27,6 +27,8 @@ class DiscardReason(StrEnum):
     DELIVERY_ATTEMPT_LIMIT = "DELIVERY_ATTEMPT_LIMIT"
     SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
     # Library use (bruce.producer.Producer)
-    MESSAGE_TIMEOUT = "MESSAGE_TIMEOUT"  # not delivered within the caller's delivery timeout (given to close())
+    MESSAGE_TIMEOUT = (
+        "MESSAGE_TIMEOUT"  # not delivered within message_timeout_ms (or a caller's timeout, given to close())
+    )
     PRODUCER_CLOSED = "PRODUCER_CLOSED"  # close() deadline passed with the message undelivered
     BUG = "BUG"

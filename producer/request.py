@@ -55,6 +55,7 @@ class Part:
     queue: PartitionQueue
     messages: list[Message]
     size: int
+    since: float = 0.0  # when the messages were queued (the newest time among them: see bruce.producer.queues)
     codec: Codec = Codec.NONE
 
 
@@ -75,7 +76,7 @@ def assemble(
         first = not parts
         if not first and remaining <= 0:
             break
-        messages, size = queue.take(max(remaining, 0), first)
+        messages, size, since = queue.take(max(remaining, 0), first)
         if not messages:
             continue
         if magic == 2:
@@ -83,7 +84,7 @@ def assemble(
             if estimate > message_max_bytes and len(messages) > 1:
                 keep = max(1, len(messages) * (message_max_bytes - HEADER_SIZE) // (estimate - HEADER_SIZE))
                 rest = messages[keep:]
-                queue.push_front(rest)
+                queue.push_front(rest, since)
                 messages = messages[:keep]
                 size -= sum(m.size for m in rest)
         compression = policy(queue.topic, messages)
@@ -98,12 +99,12 @@ def assemble(
                 cut += 1
             if closes:
                 if cut == 0:
-                    queue.push_front(messages)
+                    queue.push_front(messages, since)
                     break
-                queue.push_front(messages[cut:])
+                queue.push_front(messages[cut:], since)
                 messages = messages[:cut]
                 size = sum(m.size for m in messages)
-        parts.append(Part(queue, messages, size))
+        parts.append(Part(queue, messages, size, since))
         chosen[queue] = compression
         remaining -= size
         if closes:
@@ -158,7 +159,7 @@ def encode_part(
         rest = part.messages[len(messages) :]
         part.messages = messages
         part.size -= sum(m.size for m in rest)
-        part.queue.push_front(rest)
+        part.queue.push_front(rest, part.since)
     return data, note
 
 

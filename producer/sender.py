@@ -4,8 +4,10 @@ Rules:
 - It sends only while the producer is not paused, with at most ``max_in_flight_per_broker`` requests outstanding
   (and never two for one partition: the dispatcher marks partitions busy), and only while the connection's write
   buffer is below its high-water mark.
-- It connects when it has work (connect timeout, version negotiation, reconnect backoff); a connect failure is a pause
-  trigger.
+- It connects when it has work (connect timeout, version negotiation, reconnect backoff: at most
+  ``reconnect_backoff_max_ms`` between attempts while it has work). A connect failure does not pause the producer
+  (nothing was written; the other brokers keep sending): the broker is probed again after the backoff, a metadata
+  refresh is requested (rate-limited) in case its partitions moved, and the failure goes to the trouble log.
 - Each request's outcome (response or transport failure) goes to the dispatcher exactly once, from the connection's
   token; with acks=0 the messages are done once written (a response some brokers send anyway is tolerated).
 - Staging (one request in flight per broker): while a request is outstanding, the next one for the same partitions is
@@ -20,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +37,7 @@ from .errors import TransportError
 from .queues import PartitionQueue
 from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_part
 from .transport import BrokerConnection, Timeouts, open_connection
+from .trouble import BrokerTrouble
 
 
 @dataclass(slots=True)
@@ -46,8 +50,18 @@ class Prepared:
 
 
 class Sender:
-    def __init__(self, broker: int, dispatcher: Dispatcher, policy: CompressionPolicy, timeouts: Timeouts) -> None:
+    def __init__(
+        self,
+        broker: int,
+        dispatcher: Dispatcher,
+        policy: CompressionPolicy,
+        timeouts: Timeouts,
+        trouble: BrokerTrouble | None = None,
+        refresh: Callable[[], None] = lambda: None,
+    ) -> None:
         self.broker = broker
+        self.trouble = trouble or BrokerTrouble()
+        self.refresh = refresh  # asks for a metadata refresh
         self.dispatcher = dispatcher
         self.policy = policy
         self.timeouts = timeouts
@@ -92,7 +106,7 @@ class Sender:
         if staged is not None:
             for part in staged.parts:
                 part.queue.staged = 0
-                self.dispatcher.give_back(part.queue, part.messages)
+                self.dispatcher.give_back(part.queue, part.messages, part.since)
 
     def take_all(self) -> list[Part]:
         """Remove and return every part outstanding or staged (the close deadline passed); their outcomes are the
@@ -137,6 +151,7 @@ class Sender:
         if now < self._next_connect:
             self._wake_at(self._next_connect)
             return None
+        node = f"{broker.host}:{broker.port}"
         try:
             conn = await open_connection(
                 broker.host,
@@ -148,9 +163,12 @@ class Sender:
             )
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
+            self.trouble.failed(node, str(e))
             self._next_connect = now + self._reconnect.next_delay() / 1000
-            d.request_pause(f"cannot connect to broker {self.broker}: {e}")
+            self._wake_at(self._next_connect)
+            self.refresh()
             return None
+        self.trouble.reachable(node)
         self._reconnect.reset()
         conn.on_writable = self.wake
         self.connection = conn

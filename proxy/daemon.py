@@ -91,6 +91,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
         topic_autocreate=False,
         shutdown_max_delay_ms=options.shutdown_max_delay,
+        message_timeout_ms=options.message_timeout_ms,  # 0 by default: Bruce's attempt limits only
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
     )
 
@@ -329,7 +330,12 @@ class Daemon:
 
     async def _first_metadata(self) -> None:
         """Route the messages that arrived before the first metadata as soon as it is there."""
-        view = await self.producer.ready()
+        while True:
+            try:
+                view = await self.producer.ready()
+                break
+            except TimeoutError:  # --message_timeout_ms bounds each wait; the first metadata is awaited until it comes
+                continue
         self.router.refresh(time.monotonic())
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
 

@@ -218,6 +218,14 @@ class Options:
         30000, "MAX_DELAY_MS", "On shutdown, how long in ms to keep delivering held messages.", KAFKA, integer()
     )
     topic_autocreate: bool = switch("Create unknown topics (the brokers must allow it).", KAFKA)
+    message_timeout_ms: int = option(
+        0,
+        "TIMEOUT_MS",
+        "Discard a message not delivered this many ms after the daemon handed it to the producer (MESSAGE_TIMEOUT; "
+        "librdkafka's message.timeout.ms). 0: no limit, Bruce's rule (only --max_failed_delivery_attempts).",
+        KAFKA,
+        integer(0, INT32_MAX),
+    )
     # Status interface
     status_host: str = option(
         "127.0.0.1",

@@ -57,14 +57,14 @@ def make(leaders=None, **config):
     d.apply_view(view(leaders or {"t": [1, 2]}), 0)
     woken, pauses = [], []
     d.wake_broker = woken.append
-    d.on_pause = pauses.append
+    d.on_pause = lambda cause, answered: pauses.append(cause)
     return d, sink, woken, pauses
 
 
 def check(d: Dispatcher) -> None:
     assert d.accepted == d.delivered + d.discarded + d.held_messages
     assert d.held_messages == sum(pq.queued + pq.in_flight + pq.staged for pq in d.all_queues()) + sum(
-        len(ms) for ms, _ in d.unknown.values()
+        len(ms) for ms, _, _ in d.unknown.values()
     )
 
 
@@ -117,7 +117,7 @@ def test_resend_requeues_in_front_and_counts_an_attempt(code: int, legacy: bool)
     check(d)
     assert not pauses and all(m.attempts == 1 for m in first) and later[0].attempts == 0
     queue = d.queue("t", 0)
-    assert [m for b, _ in queue.ready for m in b] == first + later
+    assert [m for b, _, _ in queue.ready for m in b] == first + later
     assert (queue.not_before > 0) is (not legacy)  # the modern path backs off before resending
 
 
@@ -185,7 +185,9 @@ def test_reroute_on_a_new_view() -> None:
         d.admit(ms)
         d.route(topic, ms)
     check(d)
-    keyless_partition = next(pq.partition for pq in d.all_queues() if keyless[0] in [m for b, _ in pq.ready for m in b])
+    keyless_partition = next(
+        pq.partition for pq in d.all_queues() if keyless[0] in [m for b, _, _ in pq.ready for m in b]
+    )
     new_leaders = [1, 2, 1]
     new_leaders[0] = None  # partition 0 loses its leader
     if keyless_partition != 0:
@@ -195,7 +197,7 @@ def test_reroute_on_a_new_view() -> None:
     assert doomed[0].error.reason == DiscardReason.BAD_TOPIC
     assert sorted(d.queues) == ["t"]  # the vanished topic's queues are gone with it
     assert pinned[0].error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS
-    where = {m: pq.partition for pq in d.all_queues() for b, _ in pq.ready for m in b}
+    where = {m: pq.partition for pq in d.all_queues() for b, _, _ in pq.ready for m in b}
     assert where[keyed[0]] == 1  # PartitionKey: next available partition
     assert len({where[m] for m in keyless}) == 1 and where[keyless[0]] != 0
 
@@ -328,7 +330,7 @@ def test_lone_messages_go_where_the_partitioning_rules_say_in_order(sequence, se
         d.admit([m])
         d.route("t", [m])
         check(d)
-    got = {pq.partition: [m for batch, _ in pq.ready for m in batch] for pq in d.all_queues() if pq.ready_count}
+    got = {pq.partition: [m for batch, _, _ in pq.ready for m in batch] for pq in d.all_queues() if pq.ready_count}
     assert got == expected
     assert all(m.error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS for m in lost)
     assert d.held_bytes == sum(m.size for ms in expected.values() for m in ms)
@@ -343,16 +345,16 @@ def test_lone_messages_join_the_last_ready_batch_and_wake_the_broker_once() -> N
         d.route("t", [m])
     check(d)
     pq = d.queue("t", 0)
-    assert len(pq.ready) == 1 and pq.ready[0] == ([*first, *lone], sum(m.size for m in first + lone))
+    assert len(pq.ready) == 1 and pq.ready[0] == ([*first, *lone], sum(m.size for m in first + lone), 0.0)
     assert woken == [1]  # the partition was already marked ready for broker 1: its sender will look anyway
-    messages, size = pq.take(10**6, True)
+    messages, size, _ = pq.take(10**6, True)
     assert messages == [*first, *lone] and size == sum(m.size for m in messages)
     d.started(1, [Part(pq, messages, size)], expect_ack=True)
     later = Message(None, b"later", 0)
     d.admit([later])
     d.route("t", [later])
     assert woken == [1, 1]  # not marked any more: woken again
-    assert list(pq.ready) == [([later], 5)]
+    assert list(pq.ready) == [([later], 5, 0.0)]
 
 
 @pytest.mark.parametrize("batch", [1, 100])

@@ -36,17 +36,17 @@ def queue_with(*batches: list[Message], topic: str = "t", partition: int = 0) ->
 def test_take_whole_batches_then_splits_at_the_budget() -> None:
     a, b = msgs(4, 4), msgs(4, 4, 4)
     pq = queue_with(a, b)
-    taken, size = pq.take(14, True)
+    taken, size, _ = pq.take(14, True)
     assert taken == a + b[:1] and size == 12
-    assert pq.ready_count == 2 and next(iter(pq.ready)) == (b[1:], 8)
+    assert pq.ready_count == 2 and next(iter(pq.ready)) == (b[1:], 8, 0.0)
 
 
 def test_first_message_is_always_taken_and_a_zero_limit_takes_one() -> None:
     big = msgs(50, 1)
     pq = queue_with(big)
-    assert pq.take(0, True) == ([big[0]], 50)
-    assert pq.take(0, False) == ([], 0)
-    assert pq.take(0, True) == ([big[1]], 1)
+    assert pq.take(0, True) == ([big[0]], 50, 0.0)
+    assert pq.take(0, False) == ([], 0, 0.0)
+    assert pq.take(0, True) == ([big[1]], 1, 0.0)
     assert pq.ready_count == 0 and not pq.ready
 
 

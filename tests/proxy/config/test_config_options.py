@@ -58,6 +58,7 @@ DEFAULTS = {
     "dispatcher_restart_max_delay": 5000,
     "shutdown_max_delay": 30000,
     "topic_autocreate": False,
+    "message_timeout_ms": 0,
     "status_host": "127.0.0.1",
     "status_port": 9090,
     "status_allowed_hosts": (),
@@ -111,6 +112,7 @@ SAMPLES = {
     "dispatcher_restart_max_delay": (["--dispatcher_restart_max_delay", "250"], 250),
     "shutdown_max_delay": (["--shutdown_max_delay", "1000"], 1000),
     "topic_autocreate": (["--topic_autocreate"], True),
+    "message_timeout_ms": (["--message_timeout_ms", "60000"], 60000),
     "status_host": (["--status_host", "0.0.0.0"], "0.0.0.0"),
     "status_port": (["--status_port", "0"], 0),
     "status_allowed_hosts": (

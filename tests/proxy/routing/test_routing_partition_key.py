@@ -27,7 +27,7 @@ KEYS = range(0, 4000, 7)
 def queued(d: Dispatcher, topic: str) -> dict[int, list[int]]:
     """Partition → partition keys of the messages queued there (the producer's ready batches), in order."""
     return {
-        p: [m.partition_key for batch, _ in pq.ready for m in batch]  # type: ignore[misc]
+        p: [m.partition_key for batch, _, _ in pq.ready for m in batch]  # type: ignore[misc]
         for p, pq in sorted(d.queues.get(topic, {}).items())
     }
 

@@ -1,0 +1,117 @@
+"""A broker that can be killed and restarted at the same address: for outage tests and bench/recovery_bench.py.
+
+Rules:
+- tansu keeps its data in memory: a restarted tansu is empty, and a producer probing it could see a topic missing (and
+  rightly discard its messages as BAD_TOPIC) before the test recreates the topic. So clients use a fixed loopback
+  port served by a forwarder, and each tansu listens on a port of its own while advertising the fixed one.
+- :meth:`OutageBroker.kill` kills tansu by its PID (SIGKILL) and closes the forwarder: every connection is reset and
+  the fixed port refuses connections. :meth:`OutageBroker.start` starts a new tansu, creates the topics, then opens
+  the fixed port and returns the moment it accepts connections (``time.monotonic()``): the zero of a resume time.
+- tansu dies with the thread that started it (``--pdeathsig``), so every tansu is started by one thread the broker
+  owns, whatever thread calls :meth:`OutageBroker.start` (an event loop's ``to_thread`` worker may end any time).
+- Every wait is bounded; the forwarder's thread, tansu and the starting thread are stopped by
+  :meth:`OutageBroker.close`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bruce.proxy.embedded import EmbeddedBroker, free_port
+
+
+class _Forwarder:
+    """127.0.0.1:``port`` → 127.0.0.1:``target``, served by a thread of its own until :meth:`close`."""
+
+    def __init__(self, port: int, target: int) -> None:
+        self._target = target
+        self._transports: set[asyncio.BaseTransport] = set()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="outage-forwarder", daemon=True)
+        self._thread.start()
+        serve = asyncio.start_server(self._handle, "127.0.0.1", port, reuse_address=True)
+        self._server = asyncio.run_coroutine_threadsafe(serve, self._loop).result(10)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._transports |= {writer.transport, up_writer.transport}
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+    def close(self) -> None:
+        async def stop() -> None:
+            self._server.close()
+            for transport in self._transports:
+                transport.abort()
+            handlers = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in handlers:
+                task.cancel()
+            await asyncio.gather(*handlers, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError):
+        while data := await reader.read(1 << 16):
+            writer.write(data)
+            await writer.drain()
+    writer.transport.abort()
+
+
+class OutageBroker:
+    """tansu behind a fixed address that can go down and come back (see the module rules)."""
+
+    def __init__(self, log_path: Path | None = None) -> None:
+        self.port = free_port()
+        self.log_path = log_path
+        self.tansu: EmbeddedBroker | None = None
+        self._forwarder: _Forwarder | None = None
+        self._starter = ThreadPoolExecutor(1, thread_name_prefix="outage-tansu")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, topics: dict[str, int]) -> float:
+        """Start tansu, create ``topics`` (name → partitions), open the address; returns when it began accepting."""
+        return self._starter.submit(self._start, topics).result(60)
+
+    def _start(self, topics: dict[str, int]) -> float:
+        self.tansu = EmbeddedBroker(log_path=self.log_path, advertised_port=self.port).start()
+        for name, partitions in topics.items():
+            self.tansu.create_topic(name, partitions)
+        self._forwarder = _Forwarder(self.port, self.tansu.port)
+        return time.monotonic()
+
+    def kill(self) -> None:
+        """Kill tansu (SIGKILL, by its PID) and close the address."""
+        tansu, self.tansu = self.tansu, None
+        if tansu is not None and tansu.process is not None:
+            tansu.process.kill()
+            tansu.process.wait(10)
+            tansu.process = None
+        forwarder, self._forwarder = self._forwarder, None
+        if forwarder is not None:
+            forwarder.close()
+
+    def close(self) -> None:
+        self.kill()
+        self._starter.shutdown()
+
+    def __enter__(self) -> OutageBroker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
