@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bruce.proxy.status import BrokerState, RateSample
 from bruce.proxy.status.dashboard import FORMATS
-from bruce.proxy.status.history import rate
+from bruce.proxy.status.history import rate, series
 from bruce.proxy.status.prometheus import metric_name
 
 _VOID = frozenset({"meta", "input", "br", "hr", "img", "link"})
@@ -105,6 +105,7 @@ def _counter(counters: list[dict], src: str) -> int:
 
 
 def _sampled(what: str) -> Callable[[RateSample], int | None]:
+    what = what.removesuffix(":peak")
     if what.startswith("topic:"):
         topic = what.removeprefix("topic:")
         return lambda s: s.topic(topic)
@@ -167,7 +168,10 @@ def check_dashboard(
         elif kind == "rate":
             assert raw >= 0  # type: ignore[operator]
             if samples is not None:
-                assert raw == rate(samples, _sampled(rest)), s
+                if rest.endswith(":peak"):
+                    assert raw == max(series(samples, _sampled(rest))), s
+                else:
+                    assert raw == rate(samples, _sampled(rest)), s
         elif kind == "derived":
             if rest == "uptime":
                 assert abs(raw - (float(shown["server_info:now"].v) - info["since"])) < 1.0, s  # type: ignore[operator]

@@ -163,8 +163,11 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     def rates(value: Callable[[RateSample], int | None]) -> tuple[float | None, list[float]]:
         return rate(samples, value), series(samples, value)
 
-    def rate_text(what: str, r: float | None) -> str:
-        return "&ndash; /s" if r is None else _v(f"rate:{what}", r, "rate") + " /s"
+    def rate_text(what: str, r: float | None, per_interval: list[float]) -> str:
+        if r is None:
+            return "&ndash; /s over the last minute"
+        text = _v(f"rate:{what}", r, "rate") + " /s over the last minute"
+        return text + f"; peak {_v(f'rate:{what}:peak', max(per_interval), 'rate')} /s" if per_interval else text
 
     received_r, received_s = rates(lambda s: s.received)
     delivered_r, delivered_s = rates(lambda s: s.delivered)
@@ -183,21 +186,21 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
             _card(
                 "Received",
                 _v("counters:MsgReceived", c.get("MsgReceived")),
-                rate_text("received", received_r),
+                rate_text("received", received_r, received_s),
                 _sparkline(received_s, "Received per second, last minute", "#2563eb"),
                 "blue",
             ),
             _card(
                 "Delivered",
                 _v("counters:MsgDelivered", c.get("MsgDelivered")),
-                rate_text("delivered", delivered_r),
+                rate_text("delivered", delivered_r, delivered_s),
                 _sparkline(delivered_s, "Delivered per second, last minute", "#059669"),
                 "green",
             ),
             _card(
                 "Discarded",
                 _v("counters:MsgDiscarded", c.get("MsgDiscarded")),
-                rate_text("discarded", discarded_r),
+                rate_text("discarded", discarded_r, discarded_s),
                 _sparkline(discarded_s, "Discarded per second, last minute", "#dc2626"),
                 "red" if c.get("MsgDiscarded") else "grey",
             ),

@@ -31,6 +31,7 @@ def test_every_value_on_the_dashboard_equals_the_json_pages(status: RunningStatu
     assert shown["counters:Discard{reason=RATE_LIMIT}"] == "1"
     assert shown["gauge:MsgBufferUsedBytes"] == "1.5 KiB" and shown["gauge:MsgBufferCapacityBytes"] == "256.0 MiB"
     assert shown["rate:received"] == "200" and shown["rate:discarded"] == "0.6"  # 1000 and 3 per 5 s
+    assert shown["rate:received:peak"] == "200"
     assert shown["rate:topic:alpha"] == "120" and shown["queues:beta.events:ack_wait"] == "30"
     assert shown["broker:2:state"] == "connect failed" and shown["broker:2:last_error"] == "cannot connect: refused"
     assert shown["server_info:since"] == "2023-11-14 22:13:20 UTC" and shown["derived:uptime"] == "1 h 00 min"
@@ -46,7 +47,7 @@ def test_healthy_idle_and_empty(source: FakeSource) -> None:
     page = parse_dashboard(html)
     assert "Healthy:" in html and "Attention" not in html
     assert not [v for v in page.values if v.src.startswith("rate:")]
-    assert html.count("&ndash; /s") == 3
+    assert html.count("&ndash; /s over the last minute") == 3
     assert _texts(page.values, "derived:brokers") == {"derived:brokers_connected": "1", "derived:brokers_known": "2"}
 
 
