@@ -24,12 +24,14 @@ bench/report.py.
     .venv/bin/python bench/latency_bench.py                     # 1k, 10k, 100k msgs/s, 3 s each: about 2 minutes
     .venv/bin/python bench/latency_bench.py --rates 1000,10000 --seconds 2 --json /tmp/latency.json
     .venv/bin/python bench/latency_bench.py --quick             # 1k msgs/s for 1 s: checks that it runs
+    .venv/bin/python bench/latency_bench.py --no-daemon --gc-off  # the collector's share of our tail
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import multiprocessing as mp
 import socket
@@ -172,6 +174,18 @@ def run_bruce(address: str, topic: str, rate: int, seconds: float) -> Run:
 
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         runner.run(main())
+    return run
+
+
+def run_bruce_no_gc(address: str, topic: str, rate: int, seconds: float) -> Run:
+    """:func:`run_bruce` with Python's garbage collector off: how much of the tail is the collector's."""
+    gc.collect()
+    gc.disable()
+    try:
+        run = run_bruce(address, topic, rate, seconds)
+    finally:
+        gc.enable()
+    run.client = "bruce.producer, no gc"
     return run
 
 
@@ -344,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rates", default="1000,10000,100000", help="comma-separated msgs/s")
     p.add_argument("--seconds", type=float, default=3.0, help="per client and rate (the first 0.5 s is warm-up)")
     p.add_argument("--no-daemon", action="store_true", help="only the producer libraries")
+    p.add_argument("--gc-off", action="store_true", help="also bruce.producer with the garbage collector off")
     p.add_argument("--json", type=Path, help="also write the figures and CDFs here (for bench/report.py)")
     p.add_argument("--quick", action="store_true", help="1,000 msgs/s for 1 s: checks that it runs")
     a = p.parse_args(argv)
@@ -356,7 +371,10 @@ def main(argv: list[str] | None = None) -> int:
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="latency-bench-") as tmp:
         for rate in rates:
             print(f"{rate:,} msgs/s for {seconds:g} s:")
-            for client, bench in (("bruce", run_bruce), ("confluent", run_confluent)):
+            clients = [("bruce", run_bruce), ("confluent", run_confluent)]
+            if a.gc_off:
+                clients.append(("bruce-nogc", run_bruce_no_gc))
+            for client, bench in clients:
                 n += 1
                 topic = f"latency-{client}-{n}"
                 broker.create_topic(topic, 1)
