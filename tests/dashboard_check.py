@@ -20,7 +20,7 @@ import html5lib
 from prometheus_client.parser import text_string_to_metric_families
 
 from bruce.proxy.status import BrokerState, RateSample
-from bruce.proxy.status.dashboard import FORMATS
+from bruce.proxy.status.dashboard import FORMATS, MAX_ROWS
 from bruce.proxy.status.history import rate, series
 from bruce.proxy.status.prometheus import metric_name
 
@@ -182,6 +182,9 @@ def check_dashboard(
                 assert raw == queues["new"] + sum(q["batch"] + q["send_wait"] + q["ack_wait"] for q in sending.values())
             elif rest == "brokers_known":
                 assert raw == len(brokers)
+            elif rest == "topics_not_shown":
+                delivered = {c["labels"]["topic"] for c in counters if c["name"] == "TopicMsgDelivered"}
+                assert raw == len(delivered | sending.keys()) - MAX_ROWS, s
             elif rest == "brokers_connected":
                 assert raw == sum(b.state == "connected" for b in brokers)
             else:

@@ -25,7 +25,7 @@ from html import escape
 
 from .history import RateSample, rate, series
 from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
-from .source import BrokerState, StatusSource
+from .source import BrokerState, QueueStats, StatusSource
 
 REFRESH_S = 5
 MAX_ROWS = 100
@@ -147,6 +147,58 @@ def _problems(
     return out  # HTML: values escaped
 
 
+def _topic_rows(c: _Counters, queues: QueueStats, samples: Sequence[RateSample]) -> tuple[str, int]:
+    """The topics table's rows (at most :data:`MAX_ROWS`) and how many topics were left out."""
+    delivered = c.labelled("TopicMsgDelivered", "topic")
+    held = {q.topic: q for q in queues.topics}
+    names = sorted(held.keys() | delivered.keys())
+    rows = []
+    for name in names[:MAX_ROWS]:
+        q = held.get(name)
+        per_topic = lambda sample, n=name: sample.topic(n)  # noqa: E731
+        r = rate(samples, per_topic)
+        chart = _sparkline(
+            series(samples, per_topic), "Delivered per second, last minute", "#059669", width=120, height=24
+        )
+        cells = [
+            f'<th scope="row">{_v(f"topic:{name}", name, "text")}</th>',
+            f'<td class="num">{_v(f"counters:TopicMsgDelivered{{topic={name}}}", delivered.get(name, 0))}</td>',
+            f'<td class="num">{"&ndash;" if r is None else _v(f"rate:topic:{name}", r, "rate")}</td>',
+            f"<td>{chart}</td>",
+        ]
+        for state in ("batch", "send_wait", "ack_wait"):
+            cells.append(f'<td class="num">{_v(f"queues:{name}:{state}", getattr(q, state)) if q else "&ndash;"}</td>')
+        rows.append("          <tr>" + "".join(cells) + "</tr>")
+    if not rows:
+        rows.append('          <tr><td colspan="7" class="muted">no topic has seen a message yet</td></tr>')
+    return "\n".join(rows), max(0, len(names) - MAX_ROWS)
+
+
+def _discard_rows(c: _Counters) -> str:
+    rows = [
+        f'          <tr><th scope="row"><code>{escape(reason)}</code></th>'
+        f'<td class="num">{_v(f"counters:Discard{{reason={reason}}}", n)}</td></tr>'
+        for reason, n in sorted(c.labelled("Discard", "reason").items())
+    ]
+    return "\n".join(rows) or '          <tr><td colspan="2" class="muted">no discards</td></tr>'
+
+
+def _broker_rows(brokers: Sequence[BrokerState]) -> str:
+    rows = []
+    for b in brokers:
+        src = f"broker:{b.node_id}"
+        tone = "ok" if b.state == "connected" else "idle" if b.state == "idle" else "bad"
+        rows.append(
+            f'          <tr><th scope="row">{_v(f"{src}:node_id", b.node_id, "text")}</th>'
+            f"<td>{_v(f'{src}:host', b.host, 'text')}:{_v(f'{src}:port', b.port, 'text')}</td>"
+            f'<td><span class="state {tone}">{_v(f"{src}:state", b.state, "text")}</span></td>'
+            f"<td>{_v(f'{src}:since', b.since, 'time') if b.since else 'start'}</td>"
+            f"<td>{_v(f'{src}:last_error', b.last_error, 'text') if b.last_error else '—'}</td>"
+            f"<td>{_v(f'{src}:last_error_at', b.last_error_at, 'time') if b.last_error else ''}</td></tr>"
+        )
+    return "\n".join(rows) or '          <tr><td colspan="6" class="muted">no broker known yet (no metadata)</td></tr>'
+
+
 def render_front_page(source: StatusSource, *, now: float, metrics: bool = True) -> str:
     """The dashboard for ``source`` at wall-clock time ``now`` (epoch seconds)."""
     e = escape
@@ -225,56 +277,10 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
         ]
     )
 
-    # -- topics
-    delivered_by_topic = c.labelled("TopicMsgDelivered", "topic")
-    held = {q.topic: q for q in queues.topics}
-    names = sorted(held.keys() | delivered_by_topic.keys())
-    topic_rows = []
-    for name in names[:MAX_ROWS]:
-        q = held.get(name)
-        r, s = rates(lambda sample, n=name: sample.topic(n))
-        label = f"counters:TopicMsgDelivered{{topic={name}}}"
-        cells = [
-            f'<th scope="row">{_v(f"topic:{name}", name, "text")}</th>',
-            f'<td class="num">{_v(label, delivered_by_topic.get(name, 0))}</td>',
-            f'<td class="num">{"&ndash;" if r is None else _v(f"rate:topic:{name}", r, "rate")}</td>',
-            f"<td>{_sparkline(s, 'Delivered per second, last minute', '#059669', width=120, height=24)}</td>",
-        ]
-        for field in ("batch", "send_wait", "ack_wait"):
-            cells.append(f'<td class="num">{_v(f"queues:{name}:{field}", getattr(q, field)) if q else "&ndash;"}</td>')
-        topic_rows.append("          <tr>" + "".join(cells) + "</tr>")
-    if not topic_rows:
-        topic_rows.append('          <tr><td colspan="7" class="muted">no topic has seen a message yet</td></tr>')
-    more = len(names) - MAX_ROWS
+    topic_rows, more = _topic_rows(c, queues, samples)
     more_note = f'<p class="muted">and {_v("derived:topics_not_shown", more)} more topics</p>' if more > 0 else ""
-
-    # -- discards by reason
-    reasons = sorted(c.labelled("Discard", "reason").items())
-    discard_rows = (
-        "\n".join(
-            f'          <tr><th scope="row"><code>{e(reason)}</code></th>'
-            f'<td class="num">{_v(f"counters:Discard{{reason={reason}}}", n)}</td></tr>'
-            for reason, n in reasons
-        )
-        or '          <tr><td colspan="2" class="muted">no discards</td></tr>'
-    )
-
-    # -- brokers
-    broker_rows = (
-        "\n".join(
-            f'          <tr><th scope="row">{_v(f"broker:{b.node_id}:node_id", b.node_id, "text")}</th>'
-            f"<td>{_v(f'broker:{b.node_id}:host', b.host, 'text')}:"
-            f"{_v(f'broker:{b.node_id}:port', b.port, 'text')}</td>"
-            f'<td><span class="state {"ok" if b.state == "connected" else "idle" if b.state == "idle" else "bad"}">'
-            f"{_v(f'broker:{b.node_id}:state', b.state, 'text')}</span></td>"
-            f"<td>{_v(f'broker:{b.node_id}:since', b.since, 'time') if b.since else 'start'}</td>"
-            f"<td>{_v(f'broker:{b.node_id}:last_error', b.last_error, 'text') if b.last_error else '—'}</td>"
-            f"<td>{_v(f'broker:{b.node_id}:last_error_at', b.last_error_at, 'time') if b.last_error else ''}</td></tr>"
-            for b in brokers
-        )
-        or '          <tr><td colspan="6" class="muted">no broker known yet (no metadata)</td></tr>'
-    )
-
+    discard_rows = _discard_rows(c)
+    broker_rows = _broker_rows(brokers)
     links = "\n".join(
         f'        <li>{e(PAGE_TITLES[page])}: <a href="/{page}/plain">plain</a> · <a href="/{page}/json">JSON</a></li>'
         for page in PAGES
@@ -320,7 +326,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
             <th scope="col">trend</th><th scope="col">batch</th><th scope="col">send wait</th>
             <th scope="col">ACK wait</th></tr></thead>
           <tbody>
-{chr(10).join(topic_rows)}
+{topic_rows}
           </tbody>
         </table>
         {more_note}

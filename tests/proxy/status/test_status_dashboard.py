@@ -8,7 +8,7 @@ import pytest
 from dashboard_check import check_dashboard, parse_dashboard
 
 from bruce.proxy.status import BrokerState, QueueStats, RateHistory, TopicQueue
-from bruce.proxy.status.dashboard import render_front_page
+from bruce.proxy.status.dashboard import MAX_ROWS, render_front_page
 from bruce.proxy.status.history import MAX_TOPICS, rate, series
 
 from .conftest import NOW, FakeSource, RunningStatus
@@ -89,3 +89,11 @@ def test_rate_uses_the_last_minute_only(gap: float, expected: float | None) -> N
     h.sample(0.0, 0, 0, 0, {})
     h.sample(gap, int(2 * gap), 0, 0, {})
     assert rate(h.samples(), lambda s: s.received) == expected
+
+
+def test_topic_rows_are_bounded(source: FakeSource) -> None:
+    source.queues = QueueStats(tuple(TopicQueue(f"t{i:03d}", 1, 0, 0) for i in range(MAX_ROWS + 5)), 0)
+    page = parse_dashboard(render_front_page(source, now=NOW))
+    topics = [v.text for v in page.values if v.src.startswith("topic:")]
+    assert len(topics) == MAX_ROWS and topics[0] == "alpha"  # sorted: the delivered-only topics come first
+    assert _texts(page.values, "derived:topics_not_shown") == {"derived:topics_not_shown": "7"}
