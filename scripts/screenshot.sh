@@ -40,7 +40,7 @@ for _ in $(seq 100); do
 done
 curl -sf -o /dev/null "$url" || { cat "$tmp/bruce.log" >&2; echo "screenshot: the daemon did not start" >&2; exit 1; }
 
-end=$((SECONDS + LOAD_S))
+end=$((SECONDS + LOAD_S + 3))  # still sending when the screenshot is taken
 send() {  # send TOPIC INTERVAL_US: bursts of one second at a rate that rises and falls, until the end
     local topic="$1" interval="$2" step
     while [ "$SECONDS" -lt "$end" ]; do
@@ -56,9 +56,10 @@ send orders 8000 & pids+=($!)
 send audit.log 4000 & pids+=($!)
 sleep $((LOAD_S / 2))
 .venv/bin/to_bruce --socket_path "$sock" --topic orders --bad --count 3 >/dev/null 2>&1 || true
-wait "${pids[@]:1}" 2>/dev/null || true
+sleep $((LOAD_S - LOAD_S / 2))
 profile="$tmp/chromium"
 chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
     --disable-sync --no-first-run --user-data-dir="$profile" --hide-scrollbars --window-size=1280,1000 \
     --screenshot="$out" "$url" >"$tmp/chromium.log" 2>&1 || { cat "$tmp/chromium.log" >&2; exit 1; }
+wait "${pids[@]:1}" 2>/dev/null || true  # the senders end on their own a few seconds later
 echo "screenshot: wrote $out"

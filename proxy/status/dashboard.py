@@ -44,8 +44,8 @@ def _rate(v: float) -> str:
 def _bytes(v: float) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if v >= size:
-            return f"{v / size:.1f} {unit}"
-    return f"{int(v)} B"
+            return f"{v / size:.1f}\N{NO-BREAK SPACE}{unit}"
+    return f"{int(v)}\N{NO-BREAK SPACE}B"
 
 
 def _time(v: float) -> str:
@@ -69,7 +69,7 @@ FORMATS: dict[str, Callable[[float], str]] = {
     "bytes": _bytes,
     "time": _time,
     "time_ms": lambda v: _time(v / 1000),
-    "pct": lambda v: f"{v:.1f} %",
+    "pct": lambda v: f"{v:.1f}\N{NO-BREAK SPACE}%",
     "dur": _duration,
 }
 """How ``data-fmt`` turns ``data-v`` into the text shown (``text``: shown as it is)."""
@@ -269,8 +269,8 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
             _card(
                 "Brokers",
                 f"{_v('derived:brokers_connected', connected)} of {_v('derived:brokers_known', len(brokers))}",
-                f"connected; {_v('gauge:InFlightRequests', int(gauges.get('InFlightRequests', 0)))} requests "
-                "awaiting an ACK",
+                f"connected; requests awaiting an ACK: "
+                f"{_v('gauge:InFlightRequests', int(gauges.get('InFlightRequests', 0)))}",
                 "",
                 "green" if brokers and connected == len(brokers) else "amber",
             ),

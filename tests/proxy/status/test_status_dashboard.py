@@ -29,7 +29,8 @@ def test_every_value_on_the_dashboard_equals_the_json_pages(status: RunningStatu
     # The fake daemon's figures, as a person reads them.
     assert shown["counters:MsgReceived"] == "11,000"
     assert shown["counters:Discard{reason=RATE_LIMIT}"] == "1"
-    assert shown["gauge:MsgBufferUsedBytes"] == "1.5 KiB" and shown["gauge:MsgBufferCapacityBytes"] == "256.0 MiB"
+    assert shown["gauge:MsgBufferUsedBytes"] == "1.5\N{NO-BREAK SPACE}KiB"
+    assert shown["gauge:MsgBufferCapacityBytes"] == "256.0\N{NO-BREAK SPACE}MiB"
     assert shown["rate:received"] == "200" and shown["rate:discarded"] == "0.6"  # 1000 and 3 per 5 s
     assert shown["rate:received:peak"] == "200"
     assert shown["rate:topic:alpha"] == "120" and shown["queues:beta.events:ack_wait"] == "30"
