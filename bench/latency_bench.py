@@ -25,12 +25,14 @@ bench/report.py.
     .venv/bin/python bench/latency_bench.py --rates 1000,10000 --seconds 2 --json /tmp/latency.json
     .venv/bin/python bench/latency_bench.py --quick             # 1k msgs/s for 1 s: checks that it runs
     .venv/bin/python bench/latency_bench.py --no-daemon --gc-off  # the collector's share of our tail
+    .venv/bin/python bench/latency_bench.py --no-daemon --peer-one-in-flight  # confluent-kafka pipelining as we do
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import multiprocessing as mp
@@ -189,10 +191,12 @@ def run_bruce_no_gc(address: str, topic: str, rate: int, seconds: float) -> Run:
     return run
 
 
-def run_confluent(address: str, topic: str, rate: int, seconds: float) -> Run:
+def run_confluent(address: str, topic: str, rate: int, seconds: float, in_flight: int | None = None) -> Run:
+    """confluent-kafka at ``rate``; ``in_flight`` sets ``max.in.flight.requests.per.connection`` (librdkafka's default
+    pipelines many requests; ours sends one at a time per partition)."""
     from confluent_kafka import Producer as CKProducer
 
-    run = Run("confluent-kafka", rate, seconds)
+    run = Run("confluent-kafka" if in_flight is None else f"confluent-kafka, {in_flight} in flight", rate, seconds)
     total = int(rate * seconds)
     producer = CKProducer(
         {
@@ -203,6 +207,7 @@ def run_confluent(address: str, topic: str, rate: int, seconds: float) -> Run:
             "batch.size": BATCH_BYTES,
             "queue.buffering.max.messages": total + 1,
             "log_level": 3,
+            **({} if in_flight is None else {"max.in.flight.requests.per.connection": in_flight}),
         }
     )
     producer.list_topics(topic, timeout=10)
@@ -359,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=3.0, help="per client and rate (the first 0.5 s is warm-up)")
     p.add_argument("--no-daemon", action="store_true", help="only the producer libraries")
     p.add_argument("--gc-off", action="store_true", help="also bruce.producer with the garbage collector off")
+    p.add_argument(
+        "--peer-one-in-flight", action="store_true", help="also confluent-kafka with one request in flight, as ours"
+    )
     p.add_argument("--json", type=Path, help="also write the figures and CDFs here (for bench/report.py)")
     p.add_argument("--quick", action="store_true", help="1,000 msgs/s for 1 s: checks that it runs")
     a = p.parse_args(argv)
@@ -374,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             clients = [("bruce", run_bruce), ("confluent", run_confluent)]
             if a.gc_off:
                 clients.append(("bruce-nogc", run_bruce_no_gc))
+            if a.peer_one_in_flight:
+                clients.append(("confluent-1", functools.partial(run_confluent, in_flight=1)))
             for client, bench in clients:
                 n += 1
                 topic = f"latency-{client}-{n}"
