@@ -5,6 +5,7 @@ children, and the kernel's queue length for UNIX datagram sockets. Imported by t
 from __future__ import annotations
 
 import os
+import platform
 import resource
 from pathlib import Path
 
@@ -29,3 +30,21 @@ def child_pids(pid: int) -> list[int]:
 def max_dgram_qlen() -> int:
     """``net.unix.max_dgram_qlen``: the kernel queues one more datagram than this per UNIX datagram socket."""
     return int(Path("/proc/sys/net/unix/max_dgram_qlen").read_text())
+
+
+def machine() -> dict[str, object]:
+    """What the figures were measured on: CPU model and count, Python version, kernel (for the JSON outputs)."""
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor() or "unknown CPU",
+    )
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }

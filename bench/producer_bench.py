@@ -2,12 +2,17 @@
 producing the same messages to the same tansu broker in one run. Prints msgs/s per client and our ratios.
 
 Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat 1] [--bootstrap HOST:PORT] [--quick]
+       python bench/producer_bench.py --sizes 10,100,1000,10000 --clients bruce,confluent,aiokafka --json FILE
 
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
 The best of --repeat runs counts. Targets: at least 3x aiokafka's per-message rate and 0.4x confluent-kafka's.
 Last, bruce.producer runs again with Python's garbage collector off, to show the collector's share of its cost (the
 messages held in flight are what it walks).
+
+``--sizes`` repeats the whole comparison per value size (at most 100 MB of values per client and size: 10,000
+messages of 10 KB), ``--clients`` picks clients by name prefix, ``--json FILE`` writes every rate for
+bench/report.py (throughput against message size).
 """
 
 from __future__ import annotations
@@ -16,9 +21,13 @@ import argparse
 import asyncio
 import gc
 import itertools
+import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+from _common import machine
 
 from bruce.producer import Producer, ProducerConfig, new_event_loop
 from bruce.proxy.embedded import EmbeddedBroker
@@ -152,20 +161,47 @@ def best_rate(
     return best
 
 
-def run(address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: int) -> dict[str, float]:
+MAX_BYTES_PER_RUN = 100_000_000
+
+
+def run(
+    address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: int, clients: list[str] | None = None
+) -> dict[str, float]:
+    """Every client (or those named) at one value size; bruce.producer also with the collector off."""
     value = b"x" * size
+    n = max(1, min(n, MAX_BYTES_PER_RUN // size))
+    print(f"-- {n:,} x {size:,}-byte values", flush=True)
     rates: dict[str, float] = {}
     for name, bench in CLIENTS.items():
-        rates[name] = best_rate(bench, address, broker, n, value, repeat)
-        print(f"{name:24} {rates[name]:12,.0f} msgs/s", flush=True)
-    ours = rates["bruce.producer"]
-    without_gc = best_rate(bench_bruce, address, broker, n, value, repeat, collector=False)
+        if clients is None or name in clients:
+            rates[name] = best_rate(bench, address, broker, n, value, repeat)
+            print(f"{name:24} {rates[name]:12,.0f} msgs/s", flush=True)
+    ours = rates.get("bruce.producer")
+    if ours is None:
+        return rates
+    without_gc = rates["bruce.producer, no gc"] = best_rate(
+        bench_bruce, address, broker, n, value, repeat, collector=False
+    )
     share = 1 - ours / without_gc
     print(f"{'bruce.producer, no gc':24} {without_gc:12,.0f} msgs/s (the garbage collector's share: {share:.0%})")
-    print(f"ratio vs aiokafka (await send): {ours / rates['aiokafka (await send)']:.2f}x (target >= 3)")
-    print(f"ratio vs confluent-kafka:       {ours / rates['confluent-kafka']:.2f}x (target >= 0.4)")
-    print(f"ratio vs kafka-python:          {ours / rates['kafka-python']:.2f}x")
+    for peer, target in (("aiokafka (await send)", " (target >= 3)"), ("confluent-kafka", " (target >= 0.4)")):
+        if peer in rates:
+            print(f"ratio vs {peer + ':':22} {ours / rates[peer]:.2f}x{target}")
+    if "kafka-python" in rates:
+        print(f"ratio vs {'kafka-python:':22} {ours / rates['kafka-python']:.2f}x")
     return rates
+
+
+def _clients(spec: str | None) -> list[str] | None:
+    if not spec:
+        return None
+    out = []
+    for prefix in spec.split(","):
+        found = [name for name in CLIENTS if name.startswith(prefix)]
+        if not found:
+            raise SystemExit(f"no client named {prefix!r}; the clients: {', '.join(CLIENTS)}")
+        out += found
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,14 +211,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--bootstrap", help="an existing broker (topics are auto-created by the clients' metadata)")
     parser.add_argument("--quick", action="store_true", help="2,000 messages, one run (keeps the script from rotting)")
+    parser.add_argument("--sizes", help="comma-separated value sizes: one comparison per size (overrides --size)")
+    parser.add_argument("--clients", help="comma-separated client name prefixes (default: all)")
+    parser.add_argument("--json", type=Path, help="also write the rates here (for bench/report.py)")
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
-    print(f"producing {n:,} x {args.size}-byte values per client, acks=1, python {sys.version.split()[0]}")
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.size]
+    clients = _clients(args.clients)
+    print(f"producing up to {n:,} values per client and size, acks=1, python {sys.version.split()[0]}")
+    by_size: dict[int, dict[str, float]] = {}
     if args.bootstrap:
-        run(args.bootstrap, None, n, args.size, repeat)
+        for size in sizes:
+            by_size[size] = run(args.bootstrap, None, n, size, repeat, clients)
     else:
         with EmbeddedBroker() as broker:
-            run(broker.address, broker, n, args.size, repeat)
+            for size in sizes:
+                by_size[size] = run(broker.address, broker, n, size, repeat, clients)
+    if args.json:
+        body = {
+            "bench": "producer",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": machine(),
+            "settings": {"messages": n, "max_bytes_per_run": MAX_BYTES_PER_RUN, "acks": 1, "repeat": repeat},
+            "rates": [
+                {"size": size, "client": c, "msgs_per_s": round(r)}
+                for size, rs in by_size.items()
+                for c, r in rs.items()
+            ],
+        }
+        args.json.write_text(json.dumps(body, indent=1) + "\n")
+        print(f"wrote {args.json}")
     return 0
 
 

@@ -21,6 +21,7 @@ Configurations: ``plain`` (combined-topics batching as in Bruce's shipped config
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain
     .venv/bin/python bench/proxy_bench.py --qlen 512      # in a network namespace with max_dgram_qlen=512 (root)
     .venv/bin/python bench/proxy_bench.py --quick         # 20,000 messages: checks that it runs
+    .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --json /tmp/proxy.json  # for report.py
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from _common import child_pids, max_dgram_qlen, proc_cpu_s
+from _common import child_pids, machine, max_dgram_qlen, proc_cpu_s
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bruce.proxy.embedded import EmbeddedBroker
@@ -348,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-peer", action="store_true", help="skip the confluent-kafka peer run")
     p.add_argument("--quick", action="store_true", help="20,000 messages, 2 senders: checks that it runs")
+    p.add_argument("--json", type=Path, help="also write the figures here (for bench/report.py)")
     a = p.parse_args(argv)
     if a.qlen is not None:
         return _in_namespace(a)
@@ -375,6 +377,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  CPU {cpu_us:.2f} us/message (librdkafka's threads included); read back {read_back:,}")
         for r in results:
             print(f"ratio bruce[{r.config}]/confluent-kafka: rate {r.rate / rate:.2f}x, CPU {r.cpu_us / cpu_us:.2f}x")
+    if a.json:
+        body = {
+            "bench": "proxy",
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": {**machine(), "max_dgram_qlen": qlen},
+            "settings": {"messages": a.messages, "senders": a.senders, "value_bytes": VALUE_SIZE},
+            "runs": [{**asdict(r), "rate": r.rate, "cpu_us": r.cpu_us} for r in results],
+            "peer": None if peer is None else {"client": "confluent-kafka", "rate": peer[0], "cpu_us": peer[1]},
+        }
+        a.json.write_text(json.dumps(body, indent=1) + "\n")
+        print(f"wrote {a.json}")
     lost = sum(r.sent - r.read_back - r.discarded for r in results)
     return 0 if lost == 0 else 1
 
@@ -388,6 +401,7 @@ def _in_namespace(a: argparse.Namespace) -> int:
         *(["--nonblocking"] if a.nonblocking else []),
         *(["--no-peer"] if a.no_peer else []),
         *(["--quick"] if a.quick else []),
+        *(["--json", str(a.json.resolve())] if a.json else []),
     ]
     script = (
         f"ip link set lo up && sysctl -qw net.unix.max_dgram_qlen={a.qlen} && "

@@ -21,7 +21,7 @@ from .counters import Counters
 from .errors import ConfigError, DeliveryError, ProducerClosed, QueueFull, TransportError
 from .message import Message, OutcomeSink
 from .partitioner import key_to_partition_key, partition_for_key
-from .producer import Producer, QueueStats
+from .producer import BrokerState, Producer, QueueStats
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .transport import BrokerConnection, Timeouts, open_connection
@@ -30,6 +30,7 @@ __all__ = [
     "BadMetadata",
     "Broker",
     "BrokerConnection",
+    "BrokerState",
     "ClusterView",
     "Compression",
     "CompressionPolicy",

@@ -58,7 +58,7 @@ from .pause import PauseController
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
-from .sender import Sender
+from .sender import BrokerHealth, Sender
 from .transport import Timeouts
 from .trouble import BrokerTrouble
 
@@ -70,6 +70,21 @@ class QueueStats:
     batching: int
     send_wait: int
     ack_wait: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerState:
+    """One broker as the status pages show it: address, connection state (``connected``, ``connect failed``,
+    ``disconnected``, ``idle``: no produce connection opened yet), since when (epoch s; 0 = since start), and the
+    last error's text and time (``""`` and 0 when none)."""
+
+    node_id: int
+    host: str
+    port: int
+    state: str
+    since: float = 0.0
+    last_error: str = ""
+    last_error_at: float = 0.0
 
 
 class Producer:
@@ -407,6 +422,19 @@ class Producer:
     def connected_brokers(self) -> int:
         """Brokers with an open produce connection (metadata connections are short-lived and not counted)."""
         return sum(1 for s in self._senders.values() if s.connection is not None and s.connection.alive)
+
+    def broker_states(self) -> tuple[BrokerState, ...]:
+        """Every broker of the current metadata (and any sender left from an earlier one), by node id."""
+        view = self._dispatcher.view
+        brokers = dict(view.brokers) if view is not None else {}
+        out = []
+        for node_id in sorted(brokers.keys() | self._senders.keys()):
+            b = brokers.get(node_id)
+            sender = self._senders.get(node_id)
+            h = sender.health if sender is not None else BrokerHealth()
+            host, port = (b.host, b.port) if b is not None else ("?", 0)
+            out.append(BrokerState(node_id, host, port, h.state, h.since, h.last_error, h.last_error_at))
+        return tuple(out)
 
     def requests_in_flight(self) -> int:
         """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""

@@ -22,6 +22,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,27 @@ class Prepared:
     conn: BrokerConnection
     parts: list[Part]
     request: ProduceRequest
+
+
+CONNECTED, CONNECT_FAILED, DISCONNECTED, IDLE = "connected", "connect failed", "disconnected", "idle"
+
+
+@dataclass(slots=True)
+class BrokerHealth:
+    """A sender's connection state for the status pages: the state, since when (epoch s), the last error's text and
+    time. Changed only on transitions (connect, connect failure, connection lost), never per message."""
+
+    state: str = IDLE
+    since: float = 0.0
+    last_error: str = ""
+    last_error_at: float = 0.0
+
+    def note(self, state: str, error: str = "") -> None:
+        now = time.time()
+        if state != self.state:
+            self.state, self.since = state, now
+        if error:
+            self.last_error, self.last_error_at = error, now
 
 
 class Sender:
@@ -77,6 +99,7 @@ class Sender:
         self._reconnect = ExponentialBackoff(self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms)
         self._next_connect = 0.0
         self._crash: BaseException | None = None  # raised by run(): callbacks must not swallow errors
+        self.health = BrokerHealth()
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -164,6 +187,7 @@ class Sender:
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
             self.trouble.failed(node, str(e))
+            self.health.note(CONNECT_FAILED, f"cannot connect: {e}")
             self._next_connect = now + self._reconnect.next_delay() / 1000
             self._wake_at(self._next_connect)
             self.refresh()
@@ -172,6 +196,7 @@ class Sender:
         self._reconnect.reset()
         conn.on_writable = self.wake
         self.connection = conn
+        self.health.note(CONNECTED)
         return conn
 
     def _prepare(self, conn: BrokerConnection, queues: list[PartitionQueue]) -> Prepared | None:
@@ -235,6 +260,7 @@ class Sender:
             self.counters.inc(f"Connector{result.value}", labels=(("broker", str(self.broker)),))
             if self.connection is conn:
                 self.connection = None
+                self.health.note(DISCONNECTED, f"connection lost: {result.value}")
             d.on_failure(self.broker, parts, result, written=True)
             return
         if self.staged is not None and not _all_acknowledged(parts, result):

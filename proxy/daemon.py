@@ -340,7 +340,7 @@ class Daemon:
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
 
     async def _timers(self) -> None:
-        """Batch deadlines, parked-topic deadlines, the debug log's tick and the discard-query watchdog.
+        """Batch and parked-topic deadlines, the debug log's tick, the status rate sample, the discard-query watchdog.
 
         Sleeps until the next batch deadline, but never longer than the shortest batch time (and 50 ms): a batch
         opened meanwhile cannot have an earlier deadline than one tick away, so every batch ships on time without a
@@ -360,6 +360,7 @@ class Daemon:
             if now >= next_second:
                 next_second = now + 1.0
                 self.debug.tick()
+                self.status_source.sample()
                 if now >= next_watchdog:
                     next_watchdog = now + watchdog_every
                     self.tracker.check_query_rate()

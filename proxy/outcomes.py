@@ -13,7 +13,8 @@ Rules:
   the event loop is between callbacks: ``received`` is what the inputs read (:meth:`Outcomes.add_input`),
   ``in flight`` is what holds a budget reservation. :meth:`Outcomes.snapshot` reads the four numbers together;
   :class:`AccountingCounters` shows the totals on ``/counters`` and ``/metrics`` (``MsgReceived``, ``MsgDelivered``,
-  ``MsgDiscarded``); in flight is Bruce's ``MsgCreate - MsgDestroy`` beside them (and the ``MsgInFlight`` gauge).
+  ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
+  ``MsgCreate - MsgDestroy`` beside them (and the ``MsgInFlight`` gauge).
 - ``on_message`` is the router's ``route`` itself (set by the daemon), so a valid message costs no extra call here.
 - Synchronous, for the event loop's thread; never raises for a well-formed call (the tracker and the debug log
   contain their own failures).
@@ -58,6 +59,7 @@ class Outcomes:
         self.debug = debug
         self.delivered_total = 0
         self.discarded_total = 0
+        self.delivered_by_topic: dict[str, int] = {}  # topics a broker accepted: bounded by the cluster's topics
         self._inputs: list[Callable[[], int]] = []
         self.on_message: Callable[[Message], None] = self._no_router
 
@@ -104,6 +106,8 @@ class Outcomes:
             charge += m.charge  # type: ignore[attr-defined]
         self.budget.release(charge, len(messages))
         self.delivered_total += len(messages)
+        by_topic = self.delivered_by_topic
+        by_topic[topic] = by_topic.get(topic, 0) + len(messages)
         debug = self.debug
         if debug is not None and debug.active:
             for m in messages:
@@ -147,3 +151,5 @@ class AccountingCounters:
         yield "MsgDelivered", (), a.delivered
         yield "MsgDiscarded", (), a.discarded
         yield "MsgReceived", (), a.received
+        for topic, n in sorted(self._outcomes.delivered_by_topic.items()):
+            yield "TopicMsgDelivered", (("topic", topic),), n

@@ -6,6 +6,8 @@ Rules:
 - ``/queues``: ``batch`` is the daemon's open batches plus the producer's; ``send_wait`` and ``ack_wait`` are the
   producer's; ``new`` is what the router still holds (waiting for the first metadata, or parked while its topic is
   created). Their sum is every message in flight, so ``/queues`` agrees with the accounting.
+- :meth:`DaemonStatus.sample` is called once a second by the daemon's timer task: it adds the accounting totals to
+  the bounded ring of rate samples the front page draws its rates and sparklines from.
 - Counter sets, in display order: ``bruce.proxy`` (intake, budget, router, discards, debug log),
   ``bruce.proxy.accounting`` (received / delivered / discarded totals), the inputs' own (``bruce.proxy.plog``: per
   plog listener), ``bruce.producer``; the status server adds its own.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from bruce.producer.counters import Counters
 from bruce.producer.producer import Producer
@@ -25,7 +27,8 @@ from .batcher import Batcher
 from .msg_debug import MessageDebugLog
 from .outcomes import AccountingCounters, Outcomes
 from .router import Router
-from .status.source import CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
+from .status.history import RateHistory, RateSample
+from .status.source import BrokerState, CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
 from .version import package_version
 
 
@@ -57,6 +60,7 @@ class DaemonStatus:
         self._producer = producer
         self._extra_gauges = extra_gauges
         self._extra_counter_sets = tuple(extra_counter_sets)
+        self._history = RateHistory()
 
     def server_info(self) -> ServerInfo:
         return self._info
@@ -107,3 +111,15 @@ class DaemonStatus:
             Gauge("InFlightRequests", "Produce requests written and not yet answered.", producer.requests_in_flight()),
             *self._extra_gauges(),
         ]
+
+    def broker_states(self) -> Sequence[BrokerState]:
+        return self._producer.broker_states()
+
+    def rate_samples(self) -> Sequence[RateSample]:
+        return self._history.samples()
+
+    def sample(self, now: float | None = None) -> None:
+        """Add the current totals to the rate ring (the daemon calls this once a second)."""
+        a = self._outcomes.snapshot()
+        t = time.time() if now is None else now
+        self._history.sample(t, a.received, a.delivered, a.discarded, self._outcomes.delivered_by_topic)

@@ -11,16 +11,20 @@ The daemon implements :class:`StatusSource` and runs::
 
 from __future__ import annotations
 
+from .history import RateHistory, RateSample
 from .server import DEFAULT_HOST, DEFAULT_PORT, StatusBindError, StatusServer, check_status_port
-from .source import CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, StatusSource, TopicQueue
+from .source import BrokerState, CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, StatusSource, TopicQueue
 
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "BrokerState",
     "CounterSet",
     "Gauge",
     "MetadataTimes",
     "QueueStats",
+    "RateHistory",
+    "RateSample",
     "ServerInfo",
     "StatusBindError",
     "StatusServer",

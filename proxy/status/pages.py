@@ -1,6 +1,6 @@
 """The status pages as pure renderers: values in, text out (Bruce's ``/server_info``, ``/counters``, ``/discards``,
-``/queues``, ``/metadata_fetch_time``, the metadata update answer and the HTML front page). ``/metrics`` is
-:mod:`bruce.proxy.status.prometheus`.
+``/queues``, ``/metadata_fetch_time`` and the metadata update answer). ``/metrics`` is
+:mod:`bruce.proxy.status.prometheus`, the HTML front page :mod:`bruce.proxy.status.dashboard`.
 
 Rules:
 - Field names and plain-text layouts are Bruce's (bruce-behaviour.md §14). Times are passed in (``now`` in epoch
@@ -13,7 +13,6 @@ Rules:
   the last ``.`` and the first ``=`` as the name) still read every line. JSON carries the raw ``labels`` object.
 - ``/discards`` shows the discard tracker's report; byte prefixes are base64 as in Bruce, topics are printable text
   (the tracker made them so).
-- HTML escapes every value it shows (topic names, versions).
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import json
 import time
 from base64 import b64encode
 from collections.abc import Iterable
-from html import escape
 
 from bruce.proxy.discards import DiscardReport, PeriodReport, TopicInterval
 
@@ -264,63 +262,3 @@ def render_metadata_update(*, now: float) -> str:
     """The answer to ``POST /metadata_update``."""
     now_s = int(now)
     return f"Metadata update initiated at {now_s} {_ctime(now_s)}\n"
-
-
-# -- / (HTML) ---------------------------------------------------------------------------------------------------------
-
-
-def render_front_page(info: ServerInfo, stats: QueueStats, *, now: float, metrics: bool = True) -> str:
-    """The front page: server identity, links to every page (``/metrics`` when served), the message debug commands,
-    the held messages per topic, and the "Update Metadata" form."""
-    e = escape
-    links = "\n".join(
-        f'      <li>{e(PAGE_TITLES[page])}: [<a href="/{page}/plain">plain</a>] [<a href="/{page}/json">JSON</a>]</li>'
-        for page in PAGES
-    )
-    debug_buttons = "\n".join(
-        f'      <form action="/msg_debug/{cmd}" method="get"><div><input type="submit" value="{cmd}"/></div></form>'
-        for cmd in MSG_DEBUG_COMMANDS[1:]
-    )
-    rows = "\n".join(
-        f"        <tr><td>{e(q.topic)}</td><td>{q.batch}</td><td>{q.send_wait}</td><td>{q.ack_wait}</td></tr>"
-        for q in stats.topics
-    )
-    if metrics:
-        links += '\n      <li>Prometheus metrics: [<a href="/metrics">metrics</a>]</li>'
-    since = int(info.start_time)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8"/>
-    <title>bruce {e(info.version)}</title>
-  </head>
-  <body>
-    <h1>Server Status</h1>
-    <p>pid {info.pid}, version {e(info.version)}, running since {since} ({e(_ctime(since))}),
-      now {int(now)} ({e(_ctime(now))})</p>
-    <ul>
-{links}
-    </ul>
-    <h1>Queued Messages</h1>
-    <table>
-      <thead>
-        <tr><th>topic</th><th>batch</th><th>send_wait</th><th>ack_wait</th></tr>
-      </thead>
-      <tbody>
-{rows}
-      </tbody>
-    </table>
-    <p>new (not yet routed): {stats.new}; total held: {stats.total}</p>
-    <h1>Message Debug</h1>
-    <p>[<a href="/msg_debug/get_topics">get_topics</a>];
-      one topic: <code>/msg_debug/add_topic/&lt;topic&gt;</code>, <code>/msg_debug/del_topic/&lt;topic&gt;</code></p>
-{debug_buttons}
-    <h1>Server Management</h1>
-    <form action="/metadata_update" method="post">
-      <div>
-        <input type="submit" value="Update Metadata"/>
-      </div>
-    </form>
-  </body>
-</html>
-"""

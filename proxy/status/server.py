@@ -37,7 +37,7 @@ from aiohttp import web
 from bruce.producer.counters import Counters
 from bruce.wire.errors import BruceError, UsageError
 
-from . import pages
+from . import dashboard, pages
 from .guard import ConnectionGate, GatedSite, HostPolicy, RequestErrorLog, connection_cap
 from .prometheus import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from .prometheus import render_metrics
@@ -185,8 +185,7 @@ class StatusServer:
         return [*self.source.counter_sets(), (LOCATION, self.counters)]
 
     def _front(self) -> str:
-        src = self.source
-        return pages.render_front_page(src.server_info(), src.queue_stats(), now=self.clock(), metrics=self.metrics)
+        return dashboard.render_front_page(self.source, now=self.clock(), metrics=self.metrics)
 
     def _metadata_update(self) -> web.Response:
         self.source.request_metadata_update()

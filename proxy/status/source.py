@@ -8,25 +8,32 @@ Rules:
   we have no file and line, so the location is the dotted name of the package that owns the counters (for example
   ``bruce.producer`` for the producer's, ``bruce.proxy`` for the daemon's). It is stable across releases.
 - Times: ``ServerInfo.start_time`` is epoch seconds; metadata times are epoch milliseconds, 0 meaning "never".
-- Gauges are for ``/metrics`` only: CamelCase names like the counters' (``MsgBufferUsedBytes`` becomes
-  ``bruce_msg_buffer_used_bytes``); a gauge's name must not collide with a counter's.
+- Broker rows are :class:`~bruce.producer.BrokerState` values (state, since, last error), filled by the producer;
+  rate samples are :class:`~bruce.proxy.status.history.RateSample` values from the daemon's one-per-second ring.
+- Gauges are for ``/metrics`` and the front page's totals: CamelCase names like the counters' (``MsgBufferUsedBytes``
+  becomes ``bruce_msg_buffer_used_bytes``); a gauge's name must not collide with a counter's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from bruce.producer import BrokerState
 from bruce.producer.counters import Labels
 from bruce.proxy.discards import DiscardReport
 
+from .history import RateSample
+
 __all__ = [
+    "BrokerState",
     "CounterSet",
     "Gauge",
     "Labels",
     "MetadataTimes",
     "QueueStats",
+    "RateSample",
     "ServerInfo",
     "StatusSource",
     "TopicQueue",
@@ -134,4 +141,12 @@ class StatusSource(Protocol):
 
     def gauges(self) -> Iterable[Gauge]:
         """Current gauges for ``/metrics``: budget used and capacity, messages in flight, connected brokers, ..."""
+        ...
+
+    def broker_states(self) -> Sequence[BrokerState]:
+        """Every known broker: address, connection state and since when, the last error and when (front page)."""
+        ...
+
+    def rate_samples(self) -> Sequence[RateSample]:
+        """The recent totals, oldest first (front page rates and sparklines); may be empty."""
         ...

@@ -1,6 +1,7 @@
 """The running daemon's status interface over HTTP: every page in plain and JSON (the JSON parses), Prometheus text that
 prometheus_client parses, the accounting invariant on /counters and /metrics, /queues agreeing with the messages in
-flight, the metadata pages, and message debugging writing its files."""
+flight, the metadata pages, message debugging writing its files, and the front page's dashboard agreeing with the JSON
+pages."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dashboard_check import check_dashboard
 
 from bruce.proxy.config import Broker
 
@@ -98,3 +100,25 @@ def test_metadata_update_and_msg_debug(
         lines = (debug / name).read_text().splitlines()
         assert len(lines) == 5, name
         assert all(f"topic: {len(topic)}[{topic}]" in line for line in lines)
+
+
+def test_dashboard_agrees_with_the_json_pages(
+    start_daemon: Callable[..., DaemonThread], new_topic: Callable[..., str]
+) -> None:
+    """A settled daemon: every value on / equals the JSON pages', the broker is connected, the rates come from the
+    daemon's own samples (one a second)."""
+    topic = new_topic(partitions=2)
+    d = start_daemon()
+    _send(d, topic, 40)
+    d.settle(41)
+    source = d.daemon.status_source
+    wait_for(lambda: [s.delivered for s in d.call(source.rate_samples)][-2:] == [40, 40], what="two settled samples")
+    status, _, html = d.get("/")
+    assert status == 200
+    brokers = d.call(source.broker_states)
+    assert [b.state for b in brokers] == ["connected"]
+    page = check_dashboard(html, lambda path: d.get(path)[2], brokers=brokers, samples=None)
+    shown = {v.src: v.text for v in page.values}
+    assert shown[f"counters:TopicMsgDelivered{{topic={topic}}}"] == "40"
+    assert (shown["counters:MsgReceived"], shown["counters:Discard{reason=MALFORMED}"]) == ("41", "1")
+    assert "rate:received" in shown and "broker trouble" not in html

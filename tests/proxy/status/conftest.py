@@ -20,10 +20,13 @@ from bruce.producer.reasons import DiscardReason
 from bruce.proxy.discards import DiscardReport, DiscardTracker
 from bruce.proxy.msg_debug import MessageDebugLog
 from bruce.proxy.status import (
+    BrokerState,
     CounterSet,
     Gauge,
     MetadataTimes,
     QueueStats,
+    RateHistory,
+    RateSample,
     ServerInfo,
     StatusServer,
     TopicQueue,
@@ -45,6 +48,12 @@ class FakeSource:
         self.producer_counters = Counters()
         self.daemon_counters.inc("MsgCreate", 10)
         self.producer_counters.inc("AckOk", 7)
+        self.accounting = Counters()
+        self.accounting.inc("MsgReceived", 11_000)
+        self.accounting.inc("MsgDelivered", 10_890)
+        self.accounting.inc("MsgDiscarded", 33)
+        self.accounting.inc("TopicMsgDelivered", 6_600, labels=(("topic", "alpha"),))
+        self.accounting.inc("TopicMsgDelivered", 4_290, labels=(("topic", "beta.events"),))
         self.producer_counters.inc("AckError", 2, labels=(("code", "6"),))
         self.tracker = DiscardTracker(counters=self.daemon_counters, clock=lambda: NOW, log_discards=False)
         self.tracker.record(DiscardReason.RATE_LIMIT, "rated", b"k", b"v", 1_700_000_001_000)
@@ -58,9 +67,20 @@ class FakeSource:
         self.gauge_list = [
             Gauge("MsgBufferUsedBytes", "Bytes of held messages.", 1536),
             Gauge("MsgBufferCapacityBytes", "The message budget.", 262144 * 1024),
+            Gauge("MsgBufferHighWaterBytes", "The most bytes ever held.", 1_048_576),
+            Gauge("MsgInFlight", "Messages in flight.", 77),
             Gauge("ConnectedBrokers", "Brokers with an open connection.", 3),
             Gauge("InFlightRequests", "Produce requests awaiting an ACK.", 2, (("broker", "1"),)),
         ]
+        self.brokers = [
+            BrokerState(1, "127.0.0.1", 9092, "connected", START + 5),
+            BrokerState(2, "kafka-2.example", 9093, "connect failed", NOW - 30, "cannot connect: refused", NOW - 3),
+        ]
+        history = RateHistory()
+        for i in range(12):  # one sample every 5 s over the last minute
+            t = NOW - 55 + 5 * i
+            history.sample(t, 1000 * i, 990 * i, 3 * i, {"alpha": 600 * i, "beta.events": 390 * i})
+        self.history = history
         self.metadata_update_requests = 0
         self.fail: str | None = None
 
@@ -74,7 +94,11 @@ class FakeSource:
 
     def counter_sets(self) -> Iterable[tuple[str, CounterSet]]:
         self._check("counter_sets")
-        return [("bruce.proxy", self.daemon_counters), ("bruce.producer", self.producer_counters)]
+        return [
+            ("bruce.proxy", self.daemon_counters),
+            ("bruce.proxy.accounting", self.accounting),
+            ("bruce.producer", self.producer_counters),
+        ]
 
     def discard_report(self) -> DiscardReport:
         self._check("discard_report")
@@ -99,6 +123,14 @@ class FakeSource:
     def gauges(self) -> Iterable[Gauge]:
         self._check("gauges")
         return list(self.gauge_list)
+
+    def broker_states(self) -> list[BrokerState]:
+        self._check("broker_states")
+        return list(self.brokers)
+
+    def rate_samples(self) -> tuple[RateSample, ...]:
+        self._check("rate_samples")
+        return self.history.samples()
 
 
 @dataclass

@@ -1,0 +1,425 @@
+"""The front page (``/``): a live dashboard of the daemon — totals, rates over the last minute with sparklines, held
+messages and budget use, per-topic rows, each broker's connection state and last error — above the links to every
+page, the message debug commands and the "Update Metadata" form.
+
+Rules:
+- One self-contained HTML5 document: inline CSS and server-rendered inline SVG; no script, no font, no image, nothing
+  fetched from anywhere. It reloads itself every :data:`REFRESH_S` seconds (``<meta http-equiv="refresh">``).
+- It reads only what the other pages read, through the same :class:`~bruce.proxy.status.source.StatusSource` calls:
+  counters (``/counters``), gauges (``/metrics``), queue stats (``/queues``), metadata times, server info, plus the
+  broker states and the rate samples (:mod:`bruce.proxy.status.history`). Rates are differences of sampled totals.
+- Every value shown is in an element with ``data-src`` (where it comes from: ``counters:<Name>``,
+  ``counters:<Name>{<label>=<value>}``, ``gauge:<Name>``, ``queues:<topic>:<field>``, ``server_info:<field>``,
+  ``metadata:<field>``, ``broker:<id>:<field>``, ``topic:<name>``, ``rate:<what>``, ``derived:<what>``), ``data-v``
+  (the raw value) and ``data-fmt`` (the :data:`FORMATS` entry that turned it into the text), so a test — or a person
+  — can check every number on the page against the JSON pages. No other text holds a digit.
+- Every value is HTML-escaped; colours are never the only signal (states and badges are words too); each chart has a
+  text alternative. Bounded: at most :data:`MAX_ROWS` topic rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from html import escape
+
+from .history import RateSample, rate, series
+from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
+from .source import BrokerState, QueueStats, StatusSource
+
+REFRESH_S = 5
+MAX_ROWS = 100
+HEALTHY_STATES = frozenset({"connected", "idle"})
+BUDGET_WARN = 0.9
+
+
+def _int(v: float) -> str:
+    return f"{int(v):,}"
+
+
+def _rate(v: float) -> str:
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def _bytes(v: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if v >= size:
+            return f"{v / size:.1f}\N{NO-BREAK SPACE}{unit}"
+    return f"{int(v)}\N{NO-BREAK SPACE}B"
+
+
+def _time(v: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(v)) if v else "never"
+
+
+def _duration(v: float) -> str:
+    s = int(v)
+    if s >= 86400:
+        return f"{s // 86400} d {s % 86400 // 3600:02d} h"
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
+
+
+FORMATS: dict[str, Callable[[float], str]] = {
+    "int": _int,
+    "rate": _rate,
+    "bytes": _bytes,
+    "time": _time,
+    "time_ms": lambda v: _time(v / 1000),
+    "pct": lambda v: f"{v:.1f}\N{NO-BREAK SPACE}%",
+    "dur": _duration,
+}
+"""How ``data-fmt`` turns ``data-v`` into the text shown (``text``: shown as it is)."""
+
+
+def _v(src: str, value: object, fmt: str = "int", cls: str = "") -> str:
+    """One shown value with its provenance (see the module rules)."""
+    text = str(value) if fmt == "text" else FORMATS[fmt](value)  # type: ignore[arg-type]
+    klass = f' class="{cls}"' if cls else ""
+    return f'<span{klass} data-src="{escape(src)}" data-v="{escape(str(value))}" data-fmt="{fmt}">{escape(text)}</span>'
+
+
+def _sparkline(values: Sequence[float], label: str, colour: str, *, width: int = 168, height: int = 40) -> str:
+    """A small SVG line of ``values`` (per-second rates, oldest first), scaled to its own maximum."""
+    alt = f"{label}: no data yet" if len(values) < 2 else f"{label}: now {values[-1]:.1f}/s, peak {max(values):.1f}/s"
+    head = f'<svg class="spark" viewBox="0 0 {width} {height}" height="{height}" preserveAspectRatio="none" role="img"'
+    head += f' aria-label="{escape(alt)}"><title>{escape(label)}</title>'
+    if len(values) < 2:
+        y = height - 2
+        return head + f'<line x1="0" y1="{y}" x2="{width}" y2="{y}" stroke="#c5cad3" stroke-dasharray="3 3"/></svg>'
+    top = max(values) or 1.0
+    step = width / (len(values) - 1)
+    pts = " ".join(f"{i * step:.1f},{height - 2 - (v / top) * (height - 6):.1f}" for i, v in enumerate(values))
+    area = f"0,{height} {pts} {width},{height}"
+    return (
+        head
+        + f'<polygon points="{area}" fill="{colour}" fill-opacity="0.12"/>'
+        + f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2" stroke-linejoin="round"'
+        + ' vector-effect="non-scaling-stroke"/></svg>'
+    )
+
+
+class _Counters:
+    """Counter values by name and labels, over every counter set (a name is shown from the set that has it)."""
+
+    def __init__(self, counter_sets: Iterable[tuple[str, object]]) -> None:
+        self.values: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        for _, counters in counter_sets:
+            for name, labels, value in counters.items():  # type: ignore[attr-defined]
+                self.values.setdefault((name, tuple(labels)), value)
+
+    def get(self, name: str) -> int:
+        return self.values.get((name, ()), 0)
+
+    def labelled(self, name: str, label: str) -> dict[str, int]:
+        return {dict(lb)[label]: v for (n, lb), v in self.values.items() if n == name and label in dict(lb)}
+
+
+def _card(title: str, total: str, detail: str, chart: str, tone: str) -> str:
+    return f"""      <section class="card {tone}">
+        <h2>{title}</h2>
+        <p class="big">{total}</p>
+        <p class="detail">{detail}</p>
+        {chart}
+      </section>"""
+
+
+def _problems(
+    gauges: dict[str, float], brokers: Sequence[BrokerState], metadata_ms: int, discard_rate: float | None
+) -> list[str]:
+    out = []
+    if not metadata_ms:
+        out.append("no metadata from Kafka yet")
+    bad = [b for b in brokers if b.state not in HEALTHY_STATES]
+    if bad:
+        out.append(
+            "broker trouble: "
+            + ", ".join(f"broker {_v(f'broker:{b.node_id}:node_id', b.node_id, 'text')} {escape(b.state)}" for b in bad)
+        )
+    if discard_rate:
+        out.append("discarding messages")
+    cap = gauges.get("MsgBufferCapacityBytes", 0)
+    if cap and gauges.get("MsgBufferUsedBytes", 0) >= BUDGET_WARN * cap:
+        out.append("message budget nearly full")
+    return out  # HTML: values escaped
+
+
+def _topic_rows(c: _Counters, queues: QueueStats, samples: Sequence[RateSample]) -> tuple[str, int]:
+    """The topics table's rows (at most :data:`MAX_ROWS`) and how many topics were left out."""
+    delivered = c.labelled("TopicMsgDelivered", "topic")
+    held = {q.topic: q for q in queues.topics}
+    names = sorted(held.keys() | delivered.keys())
+    rows = []
+    for name in names[:MAX_ROWS]:
+        q = held.get(name)
+        per_topic = lambda sample, n=name: sample.topic(n)  # noqa: E731
+        r = rate(samples, per_topic)
+        chart = _sparkline(
+            series(samples, per_topic), "Delivered per second, last minute", "#059669", width=120, height=24
+        )
+        cells = [
+            f'<th scope="row">{_v(f"topic:{name}", name, "text")}</th>',
+            f'<td class="num">{_v(f"counters:TopicMsgDelivered{{topic={name}}}", delivered.get(name, 0))}</td>',
+            f'<td class="num">{"&ndash;" if r is None else _v(f"rate:topic:{name}", r, "rate")}</td>',
+            f"<td>{chart}</td>",
+        ]
+        for state in ("batch", "send_wait", "ack_wait"):
+            cells.append(f'<td class="num">{_v(f"queues:{name}:{state}", getattr(q, state)) if q else "&ndash;"}</td>')
+        rows.append("          <tr>" + "".join(cells) + "</tr>")
+    if not rows:
+        rows.append('          <tr><td colspan="7" class="muted">no topic has seen a message yet</td></tr>')
+    return "\n".join(rows), max(0, len(names) - MAX_ROWS)
+
+
+def _discard_rows(c: _Counters) -> str:
+    rows = [
+        f'          <tr><th scope="row"><code>{escape(reason)}</code></th>'
+        f'<td class="num">{_v(f"counters:Discard{{reason={reason}}}", n)}</td></tr>'
+        for reason, n in sorted(c.labelled("Discard", "reason").items())
+    ]
+    return "\n".join(rows) or '          <tr><td colspan="2" class="muted">no discards</td></tr>'
+
+
+def _broker_rows(brokers: Sequence[BrokerState]) -> str:
+    rows = []
+    for b in brokers:
+        src = f"broker:{b.node_id}"
+        tone = "ok" if b.state == "connected" else "idle" if b.state == "idle" else "bad"
+        rows.append(
+            f'          <tr><th scope="row">{_v(f"{src}:node_id", b.node_id, "text")}</th>'
+            f"<td>{_v(f'{src}:host', b.host, 'text')}:{_v(f'{src}:port', b.port, 'text')}</td>"
+            f'<td><span class="state {tone}">{_v(f"{src}:state", b.state, "text")}</span></td>'
+            f"<td>{_v(f'{src}:since', b.since, 'time') if b.since else 'start'}</td>"
+            f"<td>{_v(f'{src}:last_error', b.last_error, 'text') if b.last_error else '—'}</td>"
+            f"<td>{_v(f'{src}:last_error_at', b.last_error_at, 'time') if b.last_error else ''}</td></tr>"
+        )
+    return "\n".join(rows) or '          <tr><td colspan="6" class="muted">no broker known yet (no metadata)</td></tr>'
+
+
+def render_front_page(source: StatusSource, *, now: float, metrics: bool = True) -> str:
+    """The dashboard for ``source`` at wall-clock time ``now`` (epoch seconds)."""
+    e = escape
+    info = source.server_info()
+    c = _Counters(source.counter_sets())
+    gauges: dict[str, float] = {}
+    for g in source.gauges():  # a labelled gauge is shown as its sum, like a counter in two sets on /metrics
+        gauges[g.name] = gauges.get(g.name, 0) + g.value
+    queues = source.queue_stats()
+    times = source.metadata_times()
+    brokers = list(source.broker_states())
+    samples: Sequence[RateSample] = source.rate_samples()
+
+    def rates(value: Callable[[RateSample], int | None]) -> tuple[float | None, list[float]]:
+        return rate(samples, value), series(samples, value)
+
+    def rate_text(what: str, r: float | None, per_interval: list[float]) -> str:
+        if r is None:
+            return "&ndash; /s over the last minute"
+        text = _v(f"rate:{what}", r, "rate") + " /s over the last minute"
+        return text + f"; peak {_v(f'rate:{what}:peak', max(per_interval), 'rate')} /s" if per_interval else text
+
+    received_r, received_s = rates(lambda s: s.received)
+    delivered_r, delivered_s = rates(lambda s: s.delivered)
+    discarded_r, discarded_s = rates(lambda s: s.discarded)
+    problems = _problems(gauges, brokers, times.last_updated_ms, discarded_r)
+
+    used, cap = gauges.get("MsgBufferUsedBytes", 0), gauges.get("MsgBufferCapacityBytes", 0)
+    share = 100.0 * used / cap if cap else 0.0
+    budget = (
+        f'<div class="bar" role="img" aria-label="budget {share:.1f} percent used">'
+        f'<div style="width:{min(100.0, share):.1f}%"></div></div>'
+    )
+    connected = sum(1 for b in brokers if b.state == "connected")
+    cards = "\n".join(
+        [
+            _card(
+                "Received",
+                _v("counters:MsgReceived", c.get("MsgReceived")),
+                rate_text("received", received_r, received_s),
+                _sparkline(received_s, "Received per second, last minute", "#2563eb"),
+                "blue",
+            ),
+            _card(
+                "Delivered",
+                _v("counters:MsgDelivered", c.get("MsgDelivered")),
+                rate_text("delivered", delivered_r, delivered_s),
+                _sparkline(delivered_s, "Delivered per second, last minute", "#059669"),
+                "green",
+            ),
+            _card(
+                "Discarded",
+                _v("counters:MsgDiscarded", c.get("MsgDiscarded")),
+                rate_text("discarded", discarded_r, discarded_s),
+                _sparkline(discarded_s, "Discarded per second, last minute", "#dc2626"),
+                "red" if c.get("MsgDiscarded") else "grey",
+            ),
+            _card(
+                "In flight",
+                _v("gauge:MsgInFlight", int(gauges.get("MsgInFlight", 0))),
+                f"budget {_v('gauge:MsgBufferUsedBytes', int(used), 'bytes')} of "
+                f"{_v('gauge:MsgBufferCapacityBytes', int(cap), 'bytes')} "
+                f"({_v('derived:budget_pct', share, 'pct')}); most ever "
+                f"{_v('gauge:MsgBufferHighWaterBytes', int(gauges.get('MsgBufferHighWaterBytes', 0)), 'bytes')}",
+                budget,
+                "amber" if share < 100 * BUDGET_WARN else "red",
+            ),
+            _card(
+                "Brokers",
+                f"{_v('derived:brokers_connected', connected)} of {_v('derived:brokers_known', len(brokers))}",
+                f"connected; requests awaiting an ACK: "
+                f"{_v('gauge:InFlightRequests', int(gauges.get('InFlightRequests', 0)))}",
+                "",
+                "green" if brokers and connected == len(brokers) else "amber",
+            ),
+        ]
+    )
+
+    topic_rows, more = _topic_rows(c, queues, samples)
+    more_note = f'<p class="muted">and {_v("derived:topics_not_shown", more)} more topics</p>' if more > 0 else ""
+    discard_rows = _discard_rows(c)
+    broker_rows = _broker_rows(brokers)
+    links = "\n".join(
+        f'        <li>{e(PAGE_TITLES[page])}: <a href="/{page}/plain">plain</a> · <a href="/{page}/json">JSON</a></li>'
+        for page in PAGES
+    )
+    if metrics:
+        links += '\n        <li>Prometheus: <a href="/metrics">metrics</a></li>'
+    debug_buttons = "\n".join(
+        f'        <form action="/msg_debug/{cmd}" method="get"><div><input type="submit" value="{cmd}"/></div></form>'
+        for cmd in MSG_DEBUG_COMMANDS[1:]
+    )
+    health = (
+        '<p class="health ok" role="status">Healthy: metadata fetched, no broker in trouble, nothing discarded in the '
+        "last minute</p>"
+        if not problems
+        else f'<p class="health bad" role="status">Attention: {"; ".join(problems)}</p>'
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8"/>
+    <meta name="viewport" content="width=device-width, initial-scale=1"/>
+    <meta http-equiv="refresh" content="{REFRESH_S}"/>
+    <title>bruce status</title>
+    <style>{_CSS}</style>
+  </head>
+  <body>
+    <header>
+      <h1>bruce <small>{_v("server_info:version", info.version, "text")}</small></h1>
+      <p>pid {_v("server_info:pid", info.pid, "text")} · up {_v("derived:uptime", now - info.start_time, "dur")}
+        (since {_v("server_info:since", int(info.start_time), "time")}) · page of
+        {_v("server_info:now", int(now), "time")} · refreshes itself</p>
+    </header>
+    <main>
+    {health}
+    <div class="cards">
+{cards}
+    </div>
+    <div class="cols">
+      <section class="wide">
+        <h2>Topics</h2>
+        <table>
+          <thead><tr><th scope="col">topic</th><th scope="col">delivered</th><th scope="col">per s, last minute</th>
+            <th scope="col">trend</th><th scope="col">batch</th><th scope="col">send wait</th>
+            <th scope="col">ACK wait</th></tr></thead>
+          <tbody>
+{topic_rows}
+          </tbody>
+        </table>
+        {more_note}
+        <p class="muted">Not yet routed to a topic: {_v("queues:new", queues.new)}; held in all:
+          {_v("derived:queues_total", queues.total)}.</p>
+      </section>
+      <section>
+        <h2>Discards by reason</h2>
+        <table>
+          <thead><tr><th scope="col">reason</th><th scope="col">messages</th></tr></thead>
+          <tbody>
+{discard_rows}
+          </tbody>
+        </table>
+        <p class="muted">Details: the discard report, under Pages.</p>
+      </section>
+    </div>
+    <section>
+      <h2>Brokers</h2>
+      <table>
+        <thead><tr><th scope="col">id</th><th scope="col">address</th><th scope="col">state</th>
+          <th scope="col">since</th><th scope="col">last error</th><th scope="col">at</th></tr></thead>
+        <tbody>
+{broker_rows}
+        </tbody>
+      </table>
+      <p class="muted">Metadata last fetched {_v("metadata:last_updated", times.last_updated_ms, "time_ms")}, last
+        changed {_v("metadata:last_modified", times.last_modified_ms, "time_ms")}.</p>
+    </section>
+    <div class="cols">
+      <section>
+        <h2>Pages</h2>
+        <ul>
+{links}
+        </ul>
+      </section>
+      <section>
+        <h2>Message debug</h2>
+        <p><a href="/msg_debug/get_topics">get_topics</a>; one topic:
+          <code>/msg_debug/add_topic/&lt;topic&gt;</code>, <code>/msg_debug/del_topic/&lt;topic&gt;</code></p>
+{debug_buttons}
+      </section>
+      <section>
+        <h2>Server management</h2>
+        <form action="/metadata_update" method="post"><div><input type="submit" value="Update Metadata"/></div></form>
+      </section>
+    </div>
+    </main>
+  </body>
+</html>
+"""
+
+
+_CSS = """
+      :root { color-scheme: light; --ink: #1f2937; --muted: #6b7280; --line: #e5e7eb; --bg: #f5f6f8; }
+      * { box-sizing: border-box; }
+      body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink);
+             background: var(--bg); }
+      header { background: #111827; color: #f9fafb; padding: 14px 28px; }
+      header h1 { margin: 0; font-size: 22px; font-weight: 650; }
+      header h1 small { font-weight: 400; color: #9ca3af; font-size: 15px; margin-left: 6px; }
+      header p { margin: 4px 0 0; color: #d1d5db; font-size: 13px; }
+      main { padding: 18px 28px 28px; max-width: 1280px; }
+      h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .06em; color: var(--muted); margin: 0 0 8px; }
+      section { background: #fff; border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px;
+                margin-bottom: 16px; }
+      .health { margin: 0 0 16px; padding: 10px 14px; border-radius: 8px; font-weight: 600; }
+      .health.ok { background: #ecfdf5; color: #065f46; border: 1px solid #a7f3d0; }
+      .health.bad { background: #fef2f2; color: #991b1b; border: 1px solid #fecaca; }
+      .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(200px, 1fr)); gap: 14px;
+               margin-bottom: 16px; }
+      .card { margin: 0; border-top: 4px solid #9ca3af; }
+      .card.blue { border-top-color: #2563eb; } .card.green { border-top-color: #059669; }
+      .card.red { border-top-color: #dc2626; } .card.amber { border-top-color: #d97706; }
+      .big { font-size: 28px; font-weight: 650; margin: 0; font-variant-numeric: tabular-nums; }
+      .detail { margin: 2px 0 8px; color: var(--muted); font-size: 13px; min-height: 2.9em; }
+      .spark { display: block; width: 100%; }
+      .bar { height: 10px; background: #f3f4f6; border-radius: 5px; overflow: hidden; border: 1px solid var(--line); }
+      .bar div { height: 100%; background: #d97706; }
+      .cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 16px; }
+      .cols section.wide { grid-column: span 2; }
+      table { border-collapse: collapse; width: 100%; font-size: 14px; }
+      th, td { text-align: left; padding: 5px 10px 5px 0; border-bottom: 1px solid var(--line);
+               vertical-align: middle; }
+      thead th { color: var(--muted); font-weight: 500; font-size: 12px; }
+      tbody th { font-weight: 600; }
+      td.num { text-align: right; font-variant-numeric: tabular-nums; padding-right: 18px; }
+      .muted { color: var(--muted); font-size: 13px; }
+      .state { padding: 1px 8px; border-radius: 10px; font-size: 13px; font-weight: 600; }
+      .state.ok { background: #d1fae5; color: #065f46; } .state.bad { background: #fee2e2; color: #991b1b; }
+      .state.idle { background: #f3f4f6; color: #374151; }
+      form { display: inline-block; margin: 4px 6px 0 0; }
+      input[type=submit] { font: inherit; font-size: 13px; padding: 4px 10px; border: 1px solid #d1d5db;
+                           border-radius: 6px; background: #fff; cursor: pointer; }
+      ul { margin: 0; padding-left: 18px; } a { color: #1d4ed8; }
+    """

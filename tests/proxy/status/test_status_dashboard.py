@@ -1,0 +1,100 @@
+"""The dashboard on the front page: valid HTML5 with no script and nothing external, every value equal to the JSON
+pages' at the same moment (a frozen source), rates from the sample ring, broker states and problems shown in words,
+every value escaped; and the ring of rate samples itself (bounded, rates from differences)."""
+
+from __future__ import annotations
+
+import pytest
+from dashboard_check import check_dashboard, parse_dashboard
+
+from bruce.proxy.status import BrokerState, QueueStats, RateHistory, TopicQueue
+from bruce.proxy.status.dashboard import MAX_ROWS, render_front_page
+from bruce.proxy.status.history import MAX_TOPICS, rate, series
+
+from .conftest import NOW, FakeSource, RunningStatus
+
+EVIL = '<script>alert("x")</script>&amp;'
+
+
+def _texts(page_values: list, prefix: str) -> dict[str, str]:
+    return {v.src: v.text for v in page_values if v.src.startswith(prefix)}
+
+
+def test_every_value_on_the_dashboard_equals_the_json_pages(status: RunningStatus) -> None:
+    reply = status.get("/")
+    assert (reply.status, reply.content_type) == (200, "text/html; charset=utf-8")
+    src = status.source
+    page = check_dashboard(reply.text, lambda p: status.get(p).text, brokers=src.brokers, samples=src.rate_samples())
+    shown = {v.src: v.text for v in page.values}
+    # The fake daemon's figures, as a person reads them.
+    assert shown["counters:MsgReceived"] == "11,000"
+    assert shown["counters:Discard{reason=RATE_LIMIT}"] == "1"
+    assert shown["gauge:MsgBufferUsedBytes"] == "1.5\N{NO-BREAK SPACE}KiB"
+    assert shown["gauge:MsgBufferCapacityBytes"] == "256.0\N{NO-BREAK SPACE}MiB"
+    assert shown["rate:received"] == "200" and shown["rate:discarded"] == "0.6"  # 1000 and 3 per 5 s
+    assert shown["rate:received:peak"] == "200"
+    assert shown["rate:topic:alpha"] == "120" and shown["queues:beta.events:ack_wait"] == "30"
+    assert shown["broker:2:state"] == "connect failed" and shown["broker:2:last_error"] == "cannot connect: refused"
+    assert shown["server_info:since"] == "2023-11-14 22:13:20 UTC" and shown["derived:uptime"] == "1 h 00 min"
+    assert '<meta http-equiv="refresh" content="5"/>' in reply.text
+    assert "Attention: broker trouble: broker" in reply.text and "connect failed; discarding messages" in reply.text
+
+
+def test_healthy_idle_and_empty(source: FakeSource) -> None:
+    source.brokers = [BrokerState(1, "127.0.0.1", 9092, "connected"), BrokerState(2, "127.0.0.1", 9093, "idle")]
+    source.history = RateHistory()  # no samples yet: no rate is shown, none is made up
+    source.queues = QueueStats()
+    html = render_front_page(source, now=NOW)
+    page = parse_dashboard(html)
+    assert "Healthy:" in html and "Attention" not in html
+    assert not [v for v in page.values if v.src.startswith("rate:")]
+    assert html.count("&ndash; /s over the last minute") == 3
+    assert _texts(page.values, "derived:brokers") == {"derived:brokers_connected": "1", "derived:brokers_known": "2"}
+
+
+def test_every_shown_text_is_escaped(source: FakeSource) -> None:
+    source.queues = QueueStats((TopicQueue(EVIL, 1, 2, 3),), 0)
+    source.brokers = [BrokerState(7, EVIL, 1, "disconnected", NOW, f"connection lost: {EVIL}", NOW)]
+    source.info = type(source.info)(pid=1, version=EVIL, start_time=0)
+    html = render_front_page(source, now=NOW)
+    page = parse_dashboard(html)
+    assert page.scripts == 0 and "<script>" not in html
+    texts = {v.src: v.text for v in page.values}
+    assert texts[f"topic:{EVIL}"] == EVIL and texts["broker:7:host"] == EVIL
+    assert texts["server_info:version"] == EVIL and texts["broker:7:last_error"] == f"connection lost: {EVIL}"
+
+
+def test_a_failing_source_is_a_500_and_the_server_keeps_serving(status: RunningStatus) -> None:
+    status.source.fail = "broker_states"
+    assert status.get("/").status == 500
+    status.source.fail = None
+    assert status.get("/").status == 200
+
+
+def test_rate_ring_is_bounded_and_rates_are_differences() -> None:
+    h = RateHistory(maxlen=5)
+    for i in range(8):
+        h.sample(100.0 + i, 10 * i, 5 * i, 0, {f"t{k}": i for k in range(MAX_TOPICS + 10)})
+    samples = h.samples()
+    assert [s.t for s in samples] == [103.0, 104.0, 105.0, 106.0, 107.0]
+    assert all(len(s.topics) == MAX_TOPICS for s in samples)
+    assert rate(samples, lambda s: s.received) == 10.0
+    assert series(samples, lambda s: s.delivered) == [5.0] * 4
+    assert rate(samples[:1], lambda s: s.received) is None
+    assert rate(samples, lambda s: s.topic("no such topic")) is None
+
+
+@pytest.mark.parametrize(("gap", "expected"), [(30.0, 2.0), (90.0, None)])
+def test_rate_uses_the_last_minute_only(gap: float, expected: float | None) -> None:
+    h = RateHistory()
+    h.sample(0.0, 0, 0, 0, {})
+    h.sample(gap, int(2 * gap), 0, 0, {})
+    assert rate(h.samples(), lambda s: s.received) == expected
+
+
+def test_topic_rows_are_bounded(source: FakeSource) -> None:
+    source.queues = QueueStats(tuple(TopicQueue(f"t{i:03d}", 1, 0, 0) for i in range(MAX_ROWS + 5)), 0)
+    page = parse_dashboard(render_front_page(source, now=NOW))
+    topics = [v.text for v in page.values if v.src.startswith("topic:")]
+    assert len(topics) == MAX_ROWS and topics[0] == "alpha"  # sorted: the delivered-only topics come first
+    assert _texts(page.values, "derived:topics_not_shown") == {"derived:topics_not_shown": "7"}
