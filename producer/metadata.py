@@ -161,7 +161,10 @@ class MetadataFetcher:
         self, host: str, port: int, topics: list[str] | None, *, allow_auto_topic_creation: bool
     ) -> MetadataResponse:
         """One Metadata request on a connection of its own (``topics=None``: every topic)."""
-        conn = await open_connection(host, port, self.config.wire_client_id, self.timeouts, self.config.protocol)
+        config = self.config
+        conn = await open_connection(
+            host, port, config.wire_client_id, self.timeouts, config.protocol, security=config.security
+        )
         try:
             version = conn.versions.version(METADATA)  # type: ignore[union-attr]
             request = metadata_request(topics, version=version, allow_auto_topic_creation=allow_auto_topic_creation)

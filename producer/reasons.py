@@ -29,4 +29,5 @@ class DiscardReason(StrEnum):
     # Library use (bruce.producer.Producer)
     MESSAGE_TIMEOUT = "MESSAGE_TIMEOUT"  # not delivered within the caller's delivery timeout (given to close())
     PRODUCER_CLOSED = "PRODUCER_CLOSED"  # close() deadline passed with the message undelivered
+    AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # every bootstrap broker refused authentication (TLS or SASL)
     BUG = "BUG"

@@ -144,6 +144,7 @@ class Sender:
                 self.config.wire_client_id,
                 self.timeouts,
                 self.config.protocol,
+                security=self.config.security,
                 tolerate_unsolicited=True,
             )
         except TransportError as e:

@@ -12,11 +12,15 @@ Rules:
   above its high-water mark, and ``on_writable`` is called when it drains.
 - Connecting is bounded by the connect timeout. :func:`open_connection` also negotiates versions (ApiVersions), and
   with ``protocol="auto"`` falls back to the Kafka 0.8 protocol when the broker closes the connection on ApiVersions.
+- Security (:class:`SecurityConfig`): TLS is asyncio's TLS transport under the same protocol object (one framing
+  path); a certificate the checks refuse is an :class:`AuthenticationFailed`. SASL runs after ApiVersions, within the
+  connect timeout; :attr:`BrokerConnection.reauthenticate_at` says when the session must be renewed (KIP-368).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +32,8 @@ from bruce.wire.versions import ProtocolChoice, choose_versions
 from .acks import Failure
 from .connection import Connection
 from .errors import BrokerProtocolError, TransportError
+from .sasl import AuthenticationFailed, authenticate
+from .security import SecurityConfig, client_context
 
 Token = Callable[[Any], None]  # called with the response body or a Failure
 API_VERSIONS_VERSION = 3  # the version we ask with (flexible; brokers that lack it answer in v0 with error 35)
@@ -61,6 +67,7 @@ class BrokerConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.writable = True  # False while the transport's write buffer is above its high-water mark
         self.on_writable: Callable[[], None] = lambda: None
+        self.reauthenticate_at: float | None = None  # loop time by which SASL must be renewed (KIP-368)
 
     # ---------------------------------------------------------------- asyncio.Protocol
 
@@ -170,26 +177,71 @@ class BrokerConnection(asyncio.Protocol):
             p.token(failure)
 
 
-async def connect(host: str, port: int, client_id: str, timeouts: Timeouts, **kwargs: Any) -> BrokerConnection:
-    """A TCP connection to ``host:port`` within the connect timeout (no version negotiation)."""
+async def connect(
+    host: str,
+    port: int,
+    client_id: str,
+    timeouts: Timeouts,
+    *,
+    tls: ssl.SSLContext | None = None,
+    **kwargs: Any,
+) -> BrokerConnection:
+    """A TCP (or, with ``tls``, TLS) connection to ``host:port`` within the connect timeout (no version negotiation)."""
     loop = asyncio.get_running_loop()
     node = f"{host}:{port}"
+    extra: dict[str, Any] = {} if tls is None else {"ssl": tls, "server_hostname": host}
     try:
         async with asyncio.timeout(timeouts.connect):
             _, protocol = await loop.create_connection(
-                lambda: BrokerConnection(node, client_id, timeouts, **kwargs), host, port
+                lambda: BrokerConnection(node, client_id, timeouts, **kwargs), host, port, **extra
             )
+    except ssl.SSLCertVerificationError as e:
+        raise AuthenticationFailed(node, "TLS", f"the broker's certificate is refused: {e.verify_message}") from None
+    except ssl.SSLError as e:
+        detail = f"TLS handshake with {node} failed: {e.reason or e}"
+        raise TransportError(detail, reason=Failure.CONNECT_FAIL) from None
     except (OSError, TimeoutError) as e:
         raise TransportError(f"cannot connect to {node}: {e or 'timed out'}", reason=Failure.CONNECT_FAIL) from None
     return protocol
 
 
 async def open_connection(
-    host: str, port: int, client_id: str, timeouts: Timeouts, protocol: str, **kwargs: Any
+    host: str,
+    port: int,
+    client_id: str,
+    timeouts: Timeouts,
+    protocol: str,
+    *,
+    security: SecurityConfig | None = None,
+    **kwargs: Any,
 ) -> BrokerConnection:
-    """Connect and negotiate versions. ``protocol``: "auto" (ApiVersions; v0 when the broker closes on it), "v0"
-    (no ApiVersions) or "modern" (ApiVersions required). Raises :class:`TransportError`."""
-    conn = await connect(host, port, client_id, timeouts, **kwargs)
+    """Connect, negotiate versions and authenticate. ``protocol``: "auto" (ApiVersions; v0 when the broker closes on
+    it), "v0" (no ApiVersions) or "modern" (ApiVersions required); ``security``: TLS and SASL (None: plaintext).
+    Raises :class:`TransportError` (an :class:`AuthenticationFailed` when credentials or certificates are refused)."""
+    tls = client_context(security) if security is not None else None
+    conn = await _negotiate(host, port, client_id, timeouts, protocol, tls, kwargs)
+    if security is not None and security.sasl:
+        try:
+            conn.reauthenticate_at = await authenticate(conn, security)
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+async def reauthenticate(conn: BrokerConnection, security: SecurityConfig) -> None:
+    """Renew the SASL session on ``conn`` (KIP-368); on failure the connection is closed and the error raised."""
+    try:
+        conn.reauthenticate_at = await authenticate(conn, security)
+    except BaseException:
+        conn.close()
+        raise
+
+
+async def _negotiate(
+    host: str, port: int, client_id: str, timeouts: Timeouts, protocol: str, tls: ssl.SSLContext | None, kwargs: Any
+) -> BrokerConnection:
+    conn = await connect(host, port, client_id, timeouts, tls=tls, **kwargs)
     if protocol == "v0":
         conn.versions = choose_versions(None, generation="v0")
         return conn
@@ -200,7 +252,7 @@ async def open_connection(
         if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR):
             raise
         # Kafka before 0.10 closes the connection on ApiVersions: speak the 0.8 protocol on a new connection.
-        conn = await connect(host, port, client_id, timeouts, **kwargs)
+        conn = await connect(host, port, client_id, timeouts, tls=tls, **kwargs)
         conn.versions = choose_versions(None, generation="auto")
         return conn
     except BaseException:  # cancelled while negotiating: never leave the socket open

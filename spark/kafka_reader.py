@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from bruce.producer import (
+    AuthenticationFailed,
     BadMetadata,
     BrokerConnection,
     ClusterView,
@@ -182,10 +183,12 @@ class KafkaReader:
         if view is not None:
             servers = [(b.host, b.port) for b in view.brokers.values()] + servers
         problems = []
+        refused = 0
         for host, port in servers:
             try:
                 conn = await self._open(host, port)
             except TransportError as e:
+                refused += isinstance(e, AuthenticationFailed)
                 problems.append(str(e))
                 continue
             try:
@@ -214,6 +217,8 @@ class KafkaReader:
                 raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
             self._view = view
             return view
+        if refused == len(servers):  # retrying cannot help: the credentials or certificates are wrong
+            raise KafkaReadError("; ".join(problems), reason="AUTHENTICATION_FAILED")
         raise Retry("no broker answered Metadata: " + "; ".join(problems))
 
     async def _leader(self, topic: str, partition: int) -> BrokerConnection:
@@ -233,7 +238,9 @@ class KafkaReader:
 
     async def _open(self, host: str, port: int) -> BrokerConnection:
         config = self.config
-        return await open_connection(host, port, config.client_id, self.timeouts, config.protocol)
+        return await open_connection(
+            host, port, config.client_id, self.timeouts, config.protocol, security=config.security
+        )
 
     async def _list_offsets(self, topic: str, partitions: Sequence[int], timestamp: int) -> dict[int, int]:
         by_leader: dict[BrokerConnection, list[int]] = {}
