@@ -53,9 +53,12 @@ def free_port() -> int:
 class EmbeddedBroker:
     """A tansu broker process on 127.0.0.1. Use as a context manager or call :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, *, port: int | None = None, log_path: Path | None = None) -> None:
+    def __init__(
+        self, *, port: int | None = None, log_path: Path | None = None, advertised_port: int | None = None
+    ) -> None:
         self.binary = tansu_binary()
         self.port = port or free_port()
+        self.advertised_port = advertised_port or self.port  # another port: a TLS or SASL front relays to this one
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -79,7 +82,7 @@ class EmbeddedBroker:
                     "--listener-url",
                     self.url,
                     "--advertised-listener-url",
-                    self.url,
+                    f"tcp://127.0.0.1:{self.advertised_port}",
                     "--storage-engine",
                     "memory://tansu/",
                 ],
