@@ -12,6 +12,8 @@ Rules:
 - Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
   than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
   failure backs off like a retry. No storm is possible: at most one fetch is under way.
+- A round in which every broker refused authentication (TLS or SASL) sets :attr:`MetadataFetcher.auth_failure` and
+  calls ``on_refused``; a good answer clears it. Retries go on with the same backoff (never a tight loop).
 - Auto-creation (Bruce §9): a single-topic request (allowing creation) to each broker in turn; success is the topic
   answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until the topic shows up.
 """
@@ -31,6 +33,7 @@ from .cluster import BadMetadata, ClusterView, build_view
 from .config import ProducerConfig
 from .counters import Counters
 from .errors import TransportError
+from .sasl import AuthenticationFailed
 from .transport import Timeouts, open_connection
 
 AUTOCREATE_CHECKS = (3.0, 6.0, 12.0)  # seconds between refreshes after a topic was auto-created
@@ -66,6 +69,8 @@ class MetadataFetcher:
         self._wanted = asyncio.Event()
         self._last = 0.0  # loop time of the last refresh (or of the pause that replaced it)
         self._busy = asyncio.Lock()
+        self.auth_failure: str | None = None  # why the last round failed, when every broker refused authentication
+        self.on_refused: Callable[[str], None] = lambda detail: None
 
     def request(self) -> None:
         """Ask for a refresh soon (merged with others, rate-limited)."""
@@ -81,16 +86,23 @@ class MetadataFetcher:
                 first = order.pop(self.rng.randrange(len(order)))
                 order.insert(0, first)
             errors = []
+            refused = 0
             for host, port in order:
                 try:
                     view = await self._ask(host, port)
                 except (TransportError, BadMetadata) as e:
                     self.counters.inc("GetMetadataFail", labels=(("broker", f"{host}:{port}"),))
-                    errors.append(f"{host}:{port}: {e}")
+                    refused += isinstance(e, AuthenticationFailed)
+                    errors.append(str(e) if isinstance(e, AuthenticationFailed) else f"{host}:{port}: {e}")
                     continue
+                self.auth_failure = None
                 self._accept(view)
                 return view, number
-            raise MetadataUnavailable("; ".join(errors) or "no brokers known")
+            detail = "; ".join(errors) or "no brokers known"
+            if order and refused == len(order):
+                self.auth_failure = detail
+                self.on_refused(detail)
+            raise MetadataUnavailable(detail)
 
     async def fetch_with_retry(self) -> tuple[ClusterView, int]:
         backoff = ExponentialBackoff(self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms, self.rng)

@@ -37,7 +37,7 @@ from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
-from .errors import ProducerClosed, QueueFull
+from .errors import DeliveryError, ProducerClosed, QueueFull
 from .message import (
     Message,
     OutcomeSink,
@@ -122,6 +122,8 @@ class Producer:
         d.on_drained = self._drained
         d.on_progress = self._pause.progress
         d.fetches_begun = lambda: fetcher.begun
+        fetcher.on_refused = self._refused
+        self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -149,7 +151,8 @@ class Producer:
         self._accepting = True
 
     async def ready(self, timeout: float | None = None) -> ClusterView:
-        """Wait (up to ``timeout`` s) for the first cluster view; raises ``TimeoutError``."""
+        """Wait (up to ``timeout`` s) for the first cluster view; raises ``TimeoutError``, or a :class:`DeliveryError`
+        (AUTHENTICATION_FAILED) when every bootstrap broker refused authentication."""
         if self._first_view is None:
             raise ProducerClosed("the producer is not started")
         async with asyncio.timeout(timeout):
@@ -429,8 +432,28 @@ class Producer:
         for broker, sender in self._senders.items():
             if broker not in view.brokers:
                 sender.close_connection()
+        if self._first_view is not None and self._first_view.done() and self._first_view.exception() is not None:
+            self._first_view = self._loop.create_future()  # refused before, accepted now
         if self._first_view is not None and not self._first_view.done():
             self._first_view.set_result(None)
+
+    @property
+    def authentication_failure(self) -> str | None:
+        """Why brokers refuse us (TLS or SASL), while they do: names the broker and the mechanism; else None."""
+        return self._fetcher.auth_failure or next(
+            (s.auth_failure for s in self._senders.values() if s.auth_failure), None
+        )
+
+    def _refused(self, detail: str) -> None:
+        """A metadata round was refused by every broker: before the first view, fail :meth:`ready` and (library use)
+        the messages waiting for it, rather than hold them while nothing can change."""
+        if self._dispatcher.view is not None:
+            return
+        if self._first_view is not None and not self._first_view.done():
+            self._first_view.set_exception(DeliveryError(DiscardReason.AUTHENTICATION_FAILED, "", detail))
+            self._first_view.exception()  # retrieved: ready() raises it to whoever waits
+        if not self.keep_on_auth_failure:
+            self._dispatcher.discard_everything(DiscardReason.AUTHENTICATION_FAILED, detail)
 
     def _drained(self) -> None:
         drained, self._drained_future = self._drained_future, None

@@ -147,6 +147,7 @@ class Daemon:
             compression=TopicCompression(config),
             require_topics=not embedded,
         )
+        self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
         self.batcher = Batcher(config.batching_for, self._submit)
         self.autocreate = options.topic_autocreate or embedded
         self.router = Router(

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import struct
-import sys
 import time
 from pathlib import Path
 
 from scramp import ScramException, ScramMechanism
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # when run as a program from a source tree
-
-from bruce.wire.protocol import api_versions, sasl_authenticate, sasl_handshake  # noqa: E402
-from bruce.wire.protocol.base import decode_request, encode_response  # noqa: E402
+from bruce.wire.protocol import api_versions, sasl_authenticate, sasl_handshake
+from bruce.wire.protocol.base import decode_request, encode_response
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_ITERATIONS = 4096
@@ -91,7 +89,9 @@ class Session:
 
                 self.server = ScramMechanism(self.mechanism).make_server(lookup)
                 self.server.set_client_first(token.decode())
-                return sasl_authenticate.SaslAuthenticateResponse(0, None, self.server.get_server_first().encode()), True
+                return sasl_authenticate.SaslAuthenticateResponse(
+                    0, None, self.server.get_server_first().encode()
+                ), True
             server, self.server = self.server, None
             server.set_client_final(token.decode())
             return self._done(self.user, True, server.get_server_final().encode())
@@ -189,7 +189,5 @@ async def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
-    except KeyboardInterrupt:
-        pass

@@ -64,9 +64,7 @@ def make_certificates(directory: Path) -> Certificates:
             .not_valid_before(now - day)
             .not_valid_after(now + 30 * day)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-            )
+            .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(k.public_key()), critical=False)
             .sign(k, hashes.SHA256())
         )
@@ -96,9 +94,7 @@ def make_certificates(directory: Path) -> Certificates:
                 x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]),
                 critical=False,
             )
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         )
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -108,9 +104,7 @@ def make_certificates(directory: Path) -> Certificates:
         (directory / f"{stem}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         if k is not None:
             encryption = (
-                serialization.BestAvailableEncryption(password.encode())
-                if password
-                else serialization.NoEncryption()
+                serialization.BestAvailableEncryption(password.encode()) if password else serialization.NoEncryption()
             )
             pem = k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
             (directory / f"{stem}-key.pem").write_bytes(pem)
@@ -238,9 +232,7 @@ class Secured:
         return props
 
 
-def start_secured(
-    stack: ExitStack, workdir: Path, certs: Certificates, name: str, *, lifetime_ms: int = 0
-) -> Secured:
+def start_secured(stack: ExitStack, workdir: Path, certs: Certificates, name: str, *, lifetime_ms: int = 0) -> Secured:
     """tansu plus the fronts ``name`` needs: SSL (stunnel), mTLS (stunnel requiring a client certificate),
     SASL_PLAINTEXT (the SASL front), SASL_SSL (stunnel, then the SASL front)."""
     outer = free_port()
