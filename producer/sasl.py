@@ -43,8 +43,9 @@ class AuthenticationFailed(TransportError):
         self.method = method
 
 
-async def authenticate(conn: BrokerConnection, security: SecurityConfig) -> float | None:
-    """Authenticate ``conn`` with ``security``'s mechanism; the loop time by which to re-authenticate, or None."""
+async def authenticate(conn: BrokerConnection, security: SecurityConfig, *, nonce: str | None = None) -> float | None:
+    """Authenticate ``conn`` with ``security``'s mechanism; the loop time by which to re-authenticate, or None.
+    ``nonce``: SCRAM's client nonce, for test vectors only (random otherwise)."""
     mechanism = security.sasl_mechanism
     choice = conn.versions
     if choice is None or not choice.negotiated or not choice.supports(SASL_HANDSHAKE):
@@ -65,7 +66,7 @@ async def authenticate(conn: BrokerConnection, security: SecurityConfig) -> floa
     if mechanism == "PLAIN":
         answer = await _round(conn, mechanism, version, f"\0{username}\0{password}".encode())
     else:
-        client = ScramClient([mechanism], username, password)
+        client = ScramClient([mechanism], username, password, c_nonce=nonce)
         try:
             first = await _round(conn, mechanism, version, client.get_client_first().encode())
             client.set_server_first(first.auth_bytes.decode())

@@ -28,7 +28,7 @@ def test_the_producer_reauthenticates_before_the_session_expires(peers) -> None:
     async def main() -> int:
         async with Producer(cfg) as producer:
             await producer.ready(10)
-            for v in values:  # 16 × 0.25 s: over two and a half session lifetimes
+            for v in values:  # 16 x 0.25 s: over two and a half session lifetimes
                 await asyncio.wait_for(producer.send(topic, v), 10)
                 await asyncio.sleep(0.25)
             return sum(n for name, _, n in producer.counters.items() if name == "ConnectorReauthenticated")
