@@ -11,7 +11,7 @@ from scramp import ScramClient
 
 from bruce.producer.sasl import AuthenticationFailed, authenticate
 from bruce.producer.security import SecurityConfig
-from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateResponse
 from bruce.wire.protocol.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from bruce.wire.versions import choose_versions
 

@@ -73,7 +73,7 @@ def test_unloadable_certificates_are_config_errors_without_the_key_password(tmp_
     s = SecurityConfig(
         security_protocol="SSL", ssl_certificate_location=str(tmp_path / "none.pem"), ssl_key_password="kpw-123"
     )
-    with pytest.raises(ConfigError, match="ssl.certificate.location/ssl.key.location: cannot load") as caught:
+    with pytest.raises(ConfigError, match=r"ssl.certificate.location/ssl.key.location: cannot load") as caught:
         s.ssl_context()
     assert "kpw-123" not in str(caught.value)
 
