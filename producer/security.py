@@ -31,6 +31,7 @@ SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 REDACTED = "********"
 MAX_SECRET_FILE = 64 * 1024
+SECRETS = ("sasl.password", "ssl.key.password")  # never shown: redacted in reprs, logs, pages and converted configs
 
 
 class Secret:
@@ -151,6 +152,15 @@ class SecurityConfig:
                 raise ConfigError(f"unknown security property {key!r}")
             kwargs[name] = value
         return cls(**kwargs)
+
+    def settings(self) -> dict[str, Any]:
+        """The non-default settings by librdkafka name, as values :meth:`from_mapping` takes (secrets as
+        :class:`Secret`: still redacted)."""
+        return {
+            _dotted(f.name): getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) != f.default
+        }
 
     def properties(self) -> dict[str, Any]:
         """The non-default settings by librdkafka name, secrets as given by reference or redacted (for display)."""

@@ -90,6 +90,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         topic_autocreate=False,
         shutdown_max_delay_ms=options.shutdown_max_delay,
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
+        security=config.kafka,
     )
 
 

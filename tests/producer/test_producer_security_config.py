@@ -80,5 +80,5 @@ def test_unloadable_certificates_are_config_errors_without_the_key_password(tmp_
 
 def test_a_secret_is_redacted_everywhere_it_could_be_printed() -> None:
     secret = Secret("hunter2")
-    assert "hunter2" not in f"{secret} {secret!r} {[secret]} {({'p': secret})}"
+    assert "hunter2" not in f"{secret} {secret!r} {[secret]} { ({'p': secret}) }"
     assert secret.reveal() == "hunter2"
