@@ -21,6 +21,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections import deque
@@ -56,6 +57,8 @@ from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .sender import Sender
 from .transport import Timeouts
+
+log = logging.getLogger("bruce.producer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class Producer:
         d.fetches_begun = lambda: fetcher.begun
         fetcher.on_refused = self._refused
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
+        self._last_refusal = ""
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -445,15 +449,18 @@ class Producer:
         )
 
     def _refused(self, detail: str) -> None:
-        """A metadata round was refused by every broker: before the first view, fail :meth:`ready` and (library use)
-        the messages waiting for it, rather than hold them while nothing can change."""
-        if self._dispatcher.view is not None:
+        """A metadata round was refused by every broker: before the first view, library use fails :meth:`ready` and
+        the messages waiting for it, rather than hold them while nothing can change (the daemon keeps them). Logged
+        once per distinct refusal, not per retry."""
+        if detail != self._last_refusal:
+            self._last_refusal = detail
+            log.error("%s; retrying with backoff", detail)
+        if self._dispatcher.view is not None or self.keep_on_auth_failure:
             return
         if self._first_view is not None and not self._first_view.done():
             self._first_view.set_exception(DeliveryError(DiscardReason.AUTHENTICATION_FAILED, "", detail))
             self._first_view.exception()  # retrieved: ready() raises it to whoever waits
-        if not self.keep_on_auth_failure:
-            self._dispatcher.discard_everything(DiscardReason.AUTHENTICATION_FAILED, detail)
+        self._dispatcher.discard_everything(DiscardReason.AUTHENTICATION_FAILED, detail)
 
     def _drained(self) -> None:
         drained, self._drained_future = self._drained_future, None

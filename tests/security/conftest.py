@@ -8,8 +8,11 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from e2e.daemon.harness import bruce_process, workdir
 
 from .peers import Certificates, Secured, make_certificates, start_secured
+
+__all__ = ["bruce_process", "peers", "workdir"]  # the daemon tests' fixtures, shared
 
 
 class Peers:
