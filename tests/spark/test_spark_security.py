@@ -38,6 +38,6 @@ def test_spark_read_with_a_wrong_password_fails_clearly(spark, peers) -> None:  
     secured = peers.get("SASL_PLAINTEXT")
     options = {f"kafka.{k}": v for k, v in secured.client("PLAIN", password="wrong-pw-123").items()}
     read = spark.read.format("bruce").option("bootstrap.servers", secured.bootstrap).option("topic", "t")
-    with pytest.raises(Exception, match="authentication failed: broker .*, PLAIN") as caught:
+    with pytest.raises(Exception, match=r"authentication failed: broker .*, PLAIN") as caught:
         read.options(**options).load().collect()
     assert "wrong-pw-123" not in str(caught.value)
