@@ -173,7 +173,7 @@ def test_security_options_map_to_the_security_config_for_reads_and_writes() -> N
 
 
 def test_bad_security_options_fail_at_planning_without_the_secret() -> None:
-    with pytest.raises(OptionError, match="security settings \\(kafka\\.\\*\\): sasl.username: required") as caught:
+    with pytest.raises(OptionError, match=r"security settings \(kafka\.\*\): sasl\.username: required") as caught:
         write_options(
             {"bootstrap.servers": "b:1", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.password": "pw-2"}
         )
