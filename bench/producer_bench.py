@@ -2,12 +2,18 @@
 producing the same messages to the same tansu broker in one run. Prints msgs/s per client and our ratios.
 
 Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat 1] [--bootstrap HOST:PORT] [--quick]
+       python bench/producer_bench.py --security [--messages 200000] [--repeat 1] [--quick]
 
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
 The best of --repeat runs counts. Targets: at least 3x aiokafka's per-message rate and 0.4x confluent-kafka's.
 Last, bruce.producer runs again with Python's garbage collector off, to show the collector's share of its cost (the
 messages held in flight are what it walks).
+
+``--security``: bruce.producer and confluent-kafka over PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) in one run,
+against tansu behind the test peers of tests/security (stunnel for TLS, the SASL front for SASL; a socat relay gives
+the plaintext baseline the same extra hop). Targets: our ratio to confluent-kafka over SASL_SSL as in plaintext
+(>= 0.5x), and TLS costing us at most 25 % of our rate through the same hop in plaintext.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from bruce.proxy.embedded import EmbeddedBroker
 _topics = itertools.count(1)
 
 
-def bench_bruce(address: str, topic: str, n: int, value: bytes) -> float:
+def bench_bruce(address: str, topic: str, n: int, value: bytes, props: dict | None = None) -> float:
     async def main() -> float:
-        config = ProducerConfig(bootstrap_servers=(address,), acks=1, queue_buffering_max_messages=n + 1)
+        config = ProducerConfig.from_mapping(
+            {"bootstrap.servers": address, "acks": 1, "queue.buffering.max.messages": n + 1, **(props or {})}
+        )
         async with Producer(config) as producer:
             await producer.ready(10)
             send = producer.send
@@ -45,7 +53,7 @@ def bench_bruce(address: str, topic: str, n: int, value: bytes) -> float:
         return runner.run(main())
 
 
-def bench_confluent(address: str, topic: str, n: int, value: bytes) -> float:
+def bench_confluent(address: str, topic: str, n: int, value: bytes, props: dict | None = None) -> float:
     from confluent_kafka import Producer as CKProducer
 
     producer = CKProducer(
@@ -56,6 +64,7 @@ def bench_confluent(address: str, topic: str, n: int, value: bytes) -> float:
             "batch.num.messages": 10000,
             "queue.buffering.max.messages": n + 1,
             "log_level": 3,
+            **(props or {}),
         }
     )
     producer.list_topics(topic, timeout=10)
@@ -135,6 +144,7 @@ def best_rate(
     repeat: int,
     *,
     collector: bool = True,
+    props: dict | None = None,
 ) -> float:
     """The best msgs/s of ``repeat`` runs, each to a fresh topic (``collector=False``: garbage collector off)."""
     best = 0.0
@@ -146,7 +156,7 @@ def best_rate(
         if not collector:
             gc.disable()
         try:
-            best = max(best, n / bench(address, topic, n, value))
+            best = max(best, n / (bench(address, topic, n, value, props) if props else bench(address, topic, n, value)))
         finally:
             gc.enable()
     return best
@@ -168,6 +178,57 @@ def run(address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: 
     return rates
 
 
+def run_security(n: int, size: int, repeat: int) -> dict[str, float]:
+    """Ours and confluent-kafka over PLAINTEXT (direct, and through a socat relay), SSL and SASL_SSL, in one run."""
+    import shutil
+    import subprocess
+    import tempfile
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from security.peers import make_certificates, start_secured, stop, wait_for_port  # the tests' peers
+
+    from bruce.proxy.embedded import free_port
+
+    value = b"x" * size
+    rates: dict[str, float] = {}
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        certs = make_certificates(work / "certs")
+        plain = stack.enter_context(EmbeddedBroker())
+        relay_port = free_port()
+        relayed = stack.enter_context(EmbeddedBroker(advertised_port=relay_port))
+        socat = shutil.which("socat")
+        if socat is None:
+            raise SystemExit("socat is needed for the relayed baseline (scripts/bootstrap.sh installs it)")
+        relay = subprocess.Popen(
+            [socat, f"TCP-LISTEN:{relay_port},bind=127.0.0.1,reuseaddr,fork", f"TCP:127.0.0.1:{relayed.port}"]
+        )
+        stack.callback(stop, relay)
+        wait_for_port(relay_port, relay, "socat")
+        ssl_way = start_secured(stack, work, certs, "SSL")
+        sasl_way = start_secured(stack, work, certs, "SASL_SSL")
+        ways = [
+            ("PLAINTEXT", plain.address, plain, None),
+            ("PLAINTEXT relayed", f"127.0.0.1:{relay_port}", relayed, None),
+            ("SSL", ssl_way.bootstrap, ssl_way.broker, ssl_way.client()),
+            ("SASL_SSL", sasl_way.bootstrap, sasl_way.broker, sasl_way.client("SCRAM-SHA-512")),
+        ]
+        for way, address, broker, props in ways:
+            for name, bench in (("bruce.producer", bench_bruce), ("confluent-kafka", bench_confluent)):
+                rate = best_rate(bench, address, broker, n, value, repeat, props=props or {"client.id": "bench"})
+                rates[f"{name} {way}"] = rate
+                print(f"{name:16} {way:18} {rate:12,.0f} msgs/s", flush=True)
+    for way, *_ in ways:
+        ratio = rates[f"bruce.producer {way}"] / rates[f"confluent-kafka {way}"]
+        print(f"ratio vs confluent-kafka, {way + ':':19} {ratio:.2f}x (target >= 0.5)")
+    for way in ("SSL", "SASL_SSL"):
+        cost = 1 - rates[f"bruce.producer {way}"] / rates["bruce.producer PLAINTEXT relayed"]
+        print(f"{way} cost to bruce.producer vs the same hop in plaintext: {cost:.0%} (target <= 25%)")
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
@@ -175,8 +236,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--bootstrap", help="an existing broker (topics are auto-created by the clients' metadata)")
     parser.add_argument("--quick", action="store_true", help="2,000 messages, one run (keeps the script from rotting)")
+    parser.add_argument("--security", action="store_true", help="PLAINTEXT vs SSL vs SASL_SSL, ours and confluent's")
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
+    if args.security:
+        print(f"producing {n:,} x {args.size}-byte values per client and protocol, acks=1")
+        run_security(n, args.size, repeat)
+        return 0
     print(f"producing {n:,} x {args.size}-byte values per client, acks=1, python {sys.version.split()[0]}")
     if args.bootstrap:
         run(args.bootstrap, None, n, args.size, repeat)
