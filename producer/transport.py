@@ -13,7 +13,8 @@ Rules:
 - Connecting is bounded by the connect timeout. :func:`open_connection` also negotiates versions (ApiVersions), and
   with ``protocol="auto"`` falls back to the Kafka 0.8 protocol when the broker closes the connection on ApiVersions.
 - Security (:class:`SecurityConfig`): TLS is asyncio's TLS transport under the same protocol object (one framing
-  path); a certificate the checks refuse is an :class:`AuthenticationFailed`. SASL runs after ApiVersions, within the
+  path); a broker certificate our checks refuse, or a TLS alert by which the broker refuses ours (mTLS), is an
+  :class:`AuthenticationFailed` (and never the cue for the 0.8 fallback). SASL runs after ApiVersions, within the
   connect timeout; :attr:`BrokerConnection.reauthenticate_at` says when the session must be renewed (KIP-368).
 """
 
@@ -36,6 +37,7 @@ from .sasl import AuthenticationFailed, authenticate
 from .security import SecurityConfig, client_context
 
 Token = Callable[[Any], None]  # called with the response body or a Failure
+_REFUSED_ALERTS = ("CERTIFICATE", "UNKNOWN_CA", "ACCESS_DENIED")  # TLS alerts by which a broker refuses our certificate
 API_VERSIONS_VERSION = 3  # the version we ask with (flexible; brokers that lack it answer in v0 with error 35)
 
 
@@ -68,6 +70,7 @@ class BrokerConnection(asyncio.Protocol):
         self.writable = True  # False while the transport's write buffer is above its high-water mark
         self.on_writable: Callable[[], None] = lambda: None
         self.reauthenticate_at: float | None = None  # loop time by which SASL must be renewed (KIP-368)
+        self.tls_alert = ""  # the TLS alert that ended the connection, if one did (e.g. our certificate refused)
 
     # ---------------------------------------------------------------- asyncio.Protocol
 
@@ -95,6 +98,8 @@ class BrokerConnection(asyncio.Protocol):
         if exc is None:
             self._fail(Failure.BROKER_CLOSE, "the broker closed the connection")
         else:
+            if isinstance(exc, ssl.SSLError):
+                self.tls_alert = str(exc.reason or exc)
             self._fail(Failure.SOCKET_ERROR, f"socket error: {exc}")
 
     # ---------------------------------------------------------------- requests
@@ -249,7 +254,9 @@ async def _negotiate(
         answer = await _api_versions(conn, API_VERSIONS_VERSION)
     except TransportError as e:
         conn.close()
-        if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR):
+        if any(word in conn.tls_alert for word in _REFUSED_ALERTS):
+            raise AuthenticationFailed(conn.node, "TLS", f"the broker refused us: {conn.tls_alert}") from None
+        if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR) or conn.tls_alert:
             raise
         # Kafka before 0.10 closes the connection on ApiVersions: speak the 0.8 protocol on a new connection.
         conn = await connect(host, port, client_id, timeouts, tls=tls, **kwargs)

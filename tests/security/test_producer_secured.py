@@ -109,12 +109,9 @@ def test_hostname_checks_can_be_turned_off_and_verification_disabled_only_with_a
 
 def test_mtls_without_a_client_certificate_is_refused(peers) -> None:
     secured = peers.get("mTLS")
-    plain_tls = {"security.protocol": "SSL", "ssl.ca.location": peers.certs.ca}
-
-    async def attempt() -> None:
-        async with Producer(config(secured, **plain_tls)) as producer:
-            with pytest.raises(TimeoutError):
-                await producer.ready(2)  # the TLS front hangs up: a transport failure, retried with backoff
-            assert producer.authentication_failure is None
-
-    asyncio.run(attempt())
+    ready, handle = asyncio.run(
+        refused(config(secured, **{"security.protocol": "SSL", "ssl.ca.location": peers.certs.ca}))
+    )
+    assert ready.reason == handle.reason == DiscardReason.AUTHENTICATION_FAILED
+    assert f"authentication failed: broker {secured.bootstrap}, TLS: the broker refused us: " in str(ready)
+    assert "CERTIFICATE_REQUIRED" in str(ready)

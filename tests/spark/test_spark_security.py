@@ -34,10 +34,15 @@ def test_spark_writes_and_reads_through_the_secured_peer(spark, peers, way: str,
     assert sorted(bytes(r.value) for r in read.select("value").collect()) == sorted(b"s-%03d" % i for i in range(200))
 
 
-def test_spark_read_with_a_wrong_password_fails_clearly(spark, peers) -> None:  # noqa: F811
+def test_spark_with_a_wrong_password_fails_clearly(spark, peers) -> None:  # noqa: F811
     secured = peers.get("SASL_PLAINTEXT")
     options = {f"kafka.{k}": v for k, v in secured.client("PLAIN", password="wrong-pw-123").items()}
     read = spark.read.format("bruce").option("bootstrap.servers", secured.bootstrap).option("topic", "t")
     with pytest.raises(Exception, match=r"authentication failed: broker .*, PLAIN") as caught:
         read.options(**options).load().collect()
+    assert "wrong-pw-123" not in str(caught.value)
+    df = spark.range(3).select(F.col("id").cast("string").alias("value"))
+    write = df.write.format("bruce").mode("append").option("bootstrap.servers", secured.bootstrap).option("topic", "t")
+    with pytest.raises(Exception, match=r"AUTHENTICATION_FAILED \(authentication failed: broker .*, PLAIN") as caught:
+        write.options(**options).save()
     assert "wrong-pw-123" not in str(caught.value)
