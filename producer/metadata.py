@@ -12,8 +12,8 @@ Rules:
 - Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
   than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
   failure backs off like a retry. No storm is possible: at most one fetch is under way.
-- A round in which every broker refused authentication (TLS or SASL) sets :attr:`MetadataFetcher.auth_failure` and
-  calls ``on_refused``; a good answer clears it. Retries go on with the same backoff (never a tight loop).
+- A round in which a broker refused authentication (TLS or SASL) sets :attr:`MetadataFetcher.auth_failure`, and calls
+  ``on_refused`` when every broker did; a round without refusals clears it. Retries keep their backoff.
 - Auto-creation (Bruce §9): a single-topic request (allowing creation) to each broker in turn; success is the topic
   answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until the topic shows up.
 """
@@ -98,9 +98,10 @@ class MetadataFetcher:
                 self.auth_failure = None
                 self._accept(view)
                 return view, number
-            detail = "; ".join(errors) or "no brokers known"
+            # sorted when refused: the same refusals read the same whichever broker was asked first
+            detail = "; ".join(sorted(errors) if refused else errors) or "no brokers known"
+            self.auth_failure = detail if refused else None
             if order and refused == len(order):
-                self.auth_failure = detail
                 self.on_refused(detail)
             raise MetadataUnavailable(detail)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from scramp import ScramClient, ScramException
 
 from bruce.wire.protocol.sasl_authenticate import KEY as SASL_AUTHENTICATE
-from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateRequest
+from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from bruce.wire.protocol.sasl_handshake import KEY as SASL_HANDSHAKE
 from bruce.wire.protocol.sasl_handshake import SaslHandshakeRequest
 
@@ -78,8 +78,9 @@ async def authenticate(conn: BrokerConnection, security: SecurityConfig, *, nonc
     return started + lifetime_ms / 1000 * REAUTH_FRACTION if lifetime_ms > 0 else None
 
 
-async def _round(conn: BrokerConnection, mechanism: str, version: int, token: bytes):  # -> SaslAuthenticateResponse
-    answer = await conn.request(SaslAuthenticateRequest(token), version)
+async def _round(conn: BrokerConnection, mechanism: str, version: int, token: bytes) -> SaslAuthenticateResponse:
+    """One SaslAuthenticate exchange; a refusal is :class:`AuthenticationFailed` with the broker's message."""
+    answer: SaslAuthenticateResponse = await conn.request(SaslAuthenticateRequest(token), version)
     if answer.error_code != 0:
         message = answer.error_message or "no message"
         raise AuthenticationFailed(conn.node, mechanism, f"{message} (error {answer.error_code})")

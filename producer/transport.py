@@ -14,8 +14,8 @@ Rules:
   with ``protocol="auto"`` falls back to the Kafka 0.8 protocol when the broker closes the connection on ApiVersions.
 - Security (:class:`SecurityConfig`): TLS is asyncio's TLS transport under the same protocol object (one framing
   path); a broker certificate our checks refuse, or a TLS alert by which the broker refuses ours (mTLS), is an
-  :class:`AuthenticationFailed` (and never the cue for the 0.8 fallback). SASL runs after ApiVersions, within the
-  connect timeout; :attr:`BrokerConnection.reauthenticate_at` says when the session must be renewed (KIP-368).
+  :class:`AuthenticationFailed` (and never the cue for the 0.8 fallback). SASL runs after ApiVersions, each of its
+  requests bounded like any other; :attr:`BrokerConnection.reauthenticate_at` says when to renew the session (KIP-368).
 """
 
 from __future__ import annotations
@@ -203,8 +203,10 @@ async def connect(
     except ssl.SSLCertVerificationError as e:
         raise AuthenticationFailed(node, "TLS", f"the broker's certificate is refused: {e.verify_message}") from None
     except ssl.SSLError as e:
-        detail = f"TLS handshake with {node} failed: {e.reason or e}"
-        raise TransportError(detail, reason=Failure.CONNECT_FAIL) from None
+        alert = str(e.reason or e)
+        if any(word in alert for word in _REFUSED_ALERTS):  # TLS 1.2: refused in the handshake
+            raise AuthenticationFailed(node, "TLS", f"the broker refused us: {alert}") from None
+        raise TransportError(f"TLS handshake with {node} failed: {alert}", reason=Failure.CONNECT_FAIL) from None
     except (OSError, TimeoutError) as e:
         raise TransportError(f"cannot connect to {node}: {e or 'timed out'}", reason=Failure.CONNECT_FAIL) from None
     return protocol
