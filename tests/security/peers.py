@@ -12,6 +12,7 @@ Rules:
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import json
 import shutil
 import socket
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,9 @@ FRONT = Path(__file__).resolve().parents[1] / "fakebroker" / "sasl_front.py"
 
 @dataclass(frozen=True)
 class Certificates:
+    """The PEM files: ``certs.ca``, ``certs.server`` / ``certs.server_key``, ``wronghost``, ``expired``,
+    ``untrusted``, ``client`` (each with its ``_key``)."""
+
     dir: Path
 
     def __getattr__(self, name: str) -> str:
@@ -76,8 +80,6 @@ def make_certificates(directory: Path) -> Certificates:
         sans: list[x509.GeneralName] = []
         for h in hosts:
             try:
-                import ipaddress
-
                 sans.append(x509.IPAddress(ipaddress.ip_address(h)))
             except ValueError:
                 sans.append(x509.DNSName(h))
@@ -215,7 +217,6 @@ class Secured:
     bootstrap: str
     properties: dict[str, Any]  # librdkafka names: security.protocol, ssl.*, sasl.* (no mechanism, user, password)
     front: SaslFront | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def plain(self) -> str:
