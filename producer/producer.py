@@ -55,6 +55,7 @@ from .pause import PauseController
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
+from .security import client_context
 from .sender import Sender
 from .transport import Timeouts
 
@@ -83,6 +84,7 @@ class Producer:
         rng: random.Random | None = None,
     ) -> None:
         self.config = config = config or ProducerConfig()
+        client_context(config.security)  # certificates and keys load now: a bad one is a ConfigError here, not later
         self.counters = Counters()
         self._rng = rng or random.Random()
         if compression is None:

@@ -37,6 +37,7 @@ from bruce.producer import (
     open_connection,
     parse_host_port,
 )
+from bruce.producer.security import client_context
 from bruce.wire import errorcodes
 from bruce.wire.errors import BruceError, MalformedInput
 from bruce.wire.protocol.fetch import (
@@ -80,6 +81,7 @@ class KafkaReader:
     """``with KafkaReader(config) as kafka: kafka.partitions("t"); kafka.read("t", 0, 0, 100)``."""
 
     def __init__(self, config: ClientConfig) -> None:
+        client_context(config.security)  # certificates and keys load now: a bad one fails the read at once
         self.config = config
         self.timeouts = Timeouts(
             connect=config.connect_timeout_ms / 1000,

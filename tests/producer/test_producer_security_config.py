@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from bruce.producer import ConfigError, ProducerConfig, Secret, SecurityConfig
+from bruce.producer import ConfigError, Producer, ProducerConfig, Secret, SecurityConfig
 
 
 def test_librdkafka_names_build_the_security_config() -> None:
@@ -82,3 +82,9 @@ def test_a_secret_is_redacted_everywhere_it_could_be_printed() -> None:
     secret = Secret("hunter2")
     assert "hunter2" not in f"{secret} {secret!r} {[secret]} { ({'p': secret}) }"
     assert secret.reveal() == "hunter2"
+
+
+def test_a_producer_loads_its_certificates_when_built(tmp_path) -> None:
+    config = ProducerConfig.from_mapping({"security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "no-ca.pem")})
+    with pytest.raises(ConfigError, match=r"ssl\.ca\.location: cannot load .*no-ca\.pem"):
+        Producer(config)
