@@ -3,6 +3,7 @@ producing the same messages to the same tansu broker in one run. Prints msgs/s p
 
 Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat 1] [--bootstrap HOST:PORT] [--quick]
        python bench/producer_bench.py --sizes 10,100,1000,10000 --clients bruce,confluent,aiokafka --json FILE
+       python bench/producer_bench.py --security [--messages 200000] [--repeat 1] [--quick]
 
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
@@ -13,6 +14,10 @@ messages held in flight are what it walks).
 ``--sizes`` repeats the whole comparison per value size (at most 100 MB of values per client and size: 10,000
 messages of 10 KB), ``--clients`` picks clients by name prefix, ``--json FILE`` writes every rate for
 bench/report.py (throughput against message size).
+``--security``: bruce.producer and confluent-kafka over PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) in one run,
+against tansu behind the test peers of tests/security (stunnel for TLS, the SASL front for SASL). Targets: our ratio
+to confluent-kafka over SASL_SSL as in plaintext (>= 0.5x), and TLS costing us at most 25 % of our plaintext rate
+(an upper bound: the TLS figure also pays stunnel's extra hop).
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ from bruce.proxy.embedded import EmbeddedBroker
 _topics = itertools.count(1)
 
 
-def bench_bruce(address: str, topic: str, n: int, value: bytes) -> float:
+def bench_bruce(address: str, topic: str, n: int, value: bytes, props: dict | None = None) -> float:
     async def main() -> float:
-        config = ProducerConfig(bootstrap_servers=(address,), acks=1, queue_buffering_max_messages=n + 1)
+        config = ProducerConfig.from_mapping(
+            {"bootstrap.servers": address, "acks": 1, "queue.buffering.max.messages": n + 1, **(props or {})}
+        )
         async with Producer(config) as producer:
             await producer.ready(10)
             send = producer.send
@@ -54,7 +61,7 @@ def bench_bruce(address: str, topic: str, n: int, value: bytes) -> float:
         return runner.run(main())
 
 
-def bench_confluent(address: str, topic: str, n: int, value: bytes) -> float:
+def bench_confluent(address: str, topic: str, n: int, value: bytes, props: dict | None = None) -> float:
     from confluent_kafka import Producer as CKProducer
 
     producer = CKProducer(
@@ -65,6 +72,7 @@ def bench_confluent(address: str, topic: str, n: int, value: bytes) -> float:
             "batch.num.messages": 10000,
             "queue.buffering.max.messages": n + 1,
             "log_level": 3,
+            **(props or {}),
         }
     )
     producer.list_topics(topic, timeout=10)
@@ -144,6 +152,7 @@ def best_rate(
     repeat: int,
     *,
     collector: bool = True,
+    props: dict | None = None,
 ) -> float:
     """The best msgs/s of ``repeat`` runs, each to a fresh topic (``collector=False``: garbage collector off)."""
     best = 0.0
@@ -155,7 +164,7 @@ def best_rate(
         if not collector:
             gc.disable()
         try:
-            best = max(best, n / bench(address, topic, n, value))
+            best = max(best, n / (bench(address, topic, n, value, props) if props else bench(address, topic, n, value)))
         finally:
             gc.enable()
     return best
@@ -204,6 +213,45 @@ def _clients(spec: str | None) -> list[str] | None:
     return out
 
 
+def run_security(n: int, size: int, repeat: int) -> dict[str, float]:
+    """Ours and confluent-kafka over PLAINTEXT, SSL and SASL_SSL, in one run."""
+    import tempfile
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from security.peers import make_certificates, start_secured  # the tests' peers
+
+    value = b"x" * size
+    rates: dict[str, float] = {}
+    with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        certs = make_certificates(work / "certs")
+        plain = stack.enter_context(EmbeddedBroker())
+        ssl_way = start_secured(stack, work, certs, "SSL")
+        sasl_way = start_secured(stack, work, certs, "SASL_SSL")
+        ways = [
+            ("PLAINTEXT", plain.address, plain, None),
+            ("SSL", ssl_way.bootstrap, ssl_way.broker, ssl_way.client()),
+            ("SASL_SSL", sasl_way.bootstrap, sasl_way.broker, sasl_way.client("SCRAM-SHA-512")),
+        ]
+        for _ in range(repeat):  # rounds interleave every client and protocol: a busy machine hurts them alike
+            for way, address, broker, props in ways:
+                for name, bench in (("bruce.producer", bench_bruce), ("confluent-kafka", bench_confluent)):
+                    rate = best_rate(bench, address, broker, n, value, 1, props=props or {"client.id": "bench"})
+                    rates[f"{name} {way}"] = max(rate, rates.get(f"{name} {way}", 0.0))
+        for way, *_ in ways:
+            for name in ("bruce.producer", "confluent-kafka"):
+                print(f"{name:16} {way:10} {rates[f'{name} {way}']:12,.0f} msgs/s (best of {repeat})", flush=True)
+    for way, *_ in ways:
+        ratio = rates[f"bruce.producer {way}"] / rates[f"confluent-kafka {way}"]
+        print(f"ratio vs confluent-kafka, {way + ':':11} {ratio:.2f}x (target >= 0.5)")
+    for way in ("SSL", "SASL_SSL"):
+        cost = 1 - rates[f"bruce.producer {way}"] / rates["bruce.producer PLAINTEXT"]
+        print(f"{way} cost to bruce.producer vs plaintext: {cost:.0%} (target <= 25%; includes the front's hop)")
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
@@ -214,8 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", help="comma-separated value sizes: one comparison per size (overrides --size)")
     parser.add_argument("--clients", help="comma-separated client name prefixes (default: all)")
     parser.add_argument("--json", type=Path, help="also write the rates here (for bench/report.py)")
+    parser.add_argument("--security", action="store_true", help="PLAINTEXT vs SSL vs SASL_SSL, ours and confluent's")
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
+    if args.security:
+        print(f"producing {n:,} x {args.size}-byte values per client and protocol, acks=1")
+        run_security(n, args.size, repeat)
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.size]
     clients = _clients(args.clients)
     print(f"producing up to {n:,} values per client and size, acks=1, python {sys.version.split()[0]}")

@@ -7,7 +7,8 @@ Library use::
         partition, offset = await handle
 
 Besides the producer, the pieces other Kafka clients build on (a reader, tools) are public too: a negotiated broker
-connection (:func:`open_connection`, :class:`BrokerConnection`, :class:`Timeouts`, :class:`TransportError`), the cluster
+connection (:func:`open_connection`, :class:`BrokerConnection`, :class:`Timeouts`, :class:`TransportError`, with TLS
+and SASL from :class:`SecurityConfig`, refusals as :class:`AuthenticationFailed`), the cluster
 view of a Metadata answer (:func:`build_view`, :class:`ClusterView`, :class:`BadMetadata`), ``host:port`` parsing
 (:func:`parse_host_port`) and Bruce's partitioning (:func:`key_to_partition_key`, :func:`partition_for_key`).
 """
@@ -24,9 +25,12 @@ from .partitioner import key_to_partition_key, partition_for_key
 from .producer import BrokerState, Producer, QueueStats
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
+from .sasl import AuthenticationFailed
+from .security import Secret, SecurityConfig
 from .transport import BrokerConnection, Timeouts, open_connection
 
 __all__ = [
+    "AuthenticationFailed",
     "BadMetadata",
     "Broker",
     "BrokerConnection",
@@ -46,6 +50,8 @@ __all__ = [
     "ProducerConfig",
     "QueueFull",
     "QueueStats",
+    "Secret",
+    "SecurityConfig",
     "Timeouts",
     "Topic",
     "TransportError",

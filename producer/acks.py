@@ -38,6 +38,7 @@ class Failure(StrEnum):
     SOCKET_TIMEOUT = "SocketTimeout"
     REQUEST_TIMEOUT = "RequestTimeout"
     PROTOCOL_ERROR = "ProtocolError"  # unparseable response, correlation mismatch, unexpected topic/partition
+    AUTHENTICATION = "AuthenticationFailed"  # SASL refused, or the broker's TLS certificate refused
 
 
 @dataclass(frozen=True, slots=True)

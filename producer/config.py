@@ -5,7 +5,8 @@ Rules:
   (bruce-behaviour.md §15) for Bruce's own settings. Times are integer milliseconds, sizes bytes, unless the name says
   otherwise. Defaults are librdkafka's or Bruce's, whichever the setting comes from.
 - Every value is checked at construction; a bad one raises :class:`ConfigError` naming the setting and what it accepts.
-- :meth:`ProducerConfig.from_mapping` also accepts librdkafka's dotted names (``"linger.ms": 5``).
+- :meth:`ProducerConfig.from_mapping` also accepts librdkafka's dotted names (``"linger.ms": 5``), the security ones
+  (``"security.protocol"``, ``"sasl.*"``, ``"ssl.*"``) included: they form :attr:`ProducerConfig.security`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 from bruce.wire.versions import Generation
 
 from .errors import ConfigError
+from .security import PLAINTEXT, SecurityConfig
+from .security import PROPERTIES as SECURITY_PROPERTIES
 
 PROTOCOLS = tuple(g.value for g in Generation)  # auto, v0, modern
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -66,6 +69,8 @@ class ProducerConfig:
     # Delivery timeout (librdkafka's message.timeout.ms): a message not delivered this long after the producer took it
     # fails with MESSAGE_TIMEOUT; 0 = no limit (the daemon's default: Bruce's attempt limits only)
     message_timeout_ms: int = 300_000
+    # Security: TLS and SASL, librdkafka's properties (see docs/security.md)
+    security: SecurityConfig = PLAINTEXT
 
     def __post_init__(self) -> None:
         servers = self.bootstrap_servers
@@ -78,6 +83,10 @@ class ProducerConfig:
             parse_host_port(server)
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"protocol: {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        if isinstance(self.security, Mapping):
+            object.__setattr__(self, "security", SecurityConfig.from_mapping(self.security))
+        if not isinstance(self.security, SecurityConfig):
+            raise ConfigError("security: a SecurityConfig or a mapping of security properties")
         if self.compression_codec not in CODECS:
             raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
         if not -1 <= self.acks <= 32767:
@@ -132,12 +141,18 @@ class ProducerConfig:
     def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerConfig:
         """Build from a mapping whose keys are field names or librdkafka's dotted names."""
         known = {f.name for f in dataclasses.fields(cls)}
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
+        security = {}
         for key, value in settings.items():
+            if key in SECURITY_PROPERTIES:
+                security[key] = value
+                continue
             name = key.replace(".", "_")
             if name not in known:
                 raise ConfigError(f"unknown producer setting {key!r}")
             kwargs[name] = tuple(value) if name == "bootstrap_servers" and isinstance(value, list) else value
+        if security:
+            kwargs["security"] = SecurityConfig.from_mapping(security)
         return cls(**kwargs)
 
 

@@ -31,10 +31,12 @@ class ProducerClosed(BruceError):
 
 
 class DeliveryError(BruceError):
-    """A message was not delivered. ``reason`` is its :class:`DiscardReason`; ``topic`` names where it was going."""
+    """A message was not delivered. ``reason`` is its :class:`DiscardReason`; ``topic`` names where it was going ("" for
+    the producer as a whole: :meth:`Producer.ready` refused with AUTHENTICATION_FAILED)."""
 
     def __init__(self, reason: DiscardReason, topic: str, detail: str = "") -> None:
-        super().__init__(f"message for topic {topic!r} not delivered: {reason}" + (f" ({detail})" if detail else ""))
+        what = f"message for topic {topic!r}" if topic else "messages"
+        super().__init__(f"{what} not delivered: {reason}" + (f" ({detail})" if detail else ""))
         self.reason = reason
         self.topic = topic
         self.detail = detail

@@ -15,6 +15,8 @@ Rules:
   failure backs off up to ``metadata_retry_backoff_max_ms``, or at most ``reconnect_backoff_max_ms`` while messages
   wait (no view yet, or messages held): the brokers are probed that often. No storm is possible: at most one fetch
   is under way.
+- A round in which a broker refused authentication (TLS or SASL) sets :attr:`MetadataFetcher.auth_failure`, and calls
+  ``on_refused`` when every broker did; a round without refusals clears it. Retries keep their backoff.
 - Auto-creation (Bruce §9): a single-topic request (allowing creation) to each broker in turn; success is the topic
   answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until the topic shows up.
 """
@@ -34,6 +36,7 @@ from .cluster import BadMetadata, ClusterView, build_view
 from .config import ProducerConfig
 from .counters import Counters
 from .errors import TransportError
+from .sasl import AuthenticationFailed
 from .transport import Timeouts, open_connection
 from .trouble import BrokerTrouble
 
@@ -72,6 +75,8 @@ class MetadataFetcher:
         self._wanted = asyncio.Event()
         self._last = 0.0  # loop time of the last refresh (or of the pause that replaced it)
         self._busy = asyncio.Lock()
+        self.auth_failure: str | None = None  # why the last round failed, when every broker refused authentication
+        self.on_refused: Callable[[str], None] = lambda detail: None
 
     def request(self) -> None:
         """Ask for a refresh soon (merged with others, rate-limited)."""
@@ -87,19 +92,29 @@ class MetadataFetcher:
                 first = order.pop(self.rng.randrange(len(order)))
                 order.insert(0, first)
             errors = []
+            refused = 0
             for host, port in order:
                 node = f"{host}:{port}"
                 try:
                     view = await self._ask(host, port)
                 except (TransportError, BadMetadata) as e:
                     self.counters.inc("GetMetadataFail", labels=(("broker", node),))
-                    self.trouble.failed(node, f"metadata request failed: {e}")
-                    errors.append(f"{node}: {e}")
+                    if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: logged by the producer
+                        refused += 1
+                    else:
+                        self.trouble.failed(node, f"metadata request failed: {e}")
+                    errors.append(str(e) if isinstance(e, AuthenticationFailed) else f"{node}: {e}")
                     continue
                 self.trouble.reachable(node)
+                self.auth_failure = None
                 self._accept(view)
                 return view, number
-            raise MetadataUnavailable("; ".join(errors) or "no brokers known")
+            # sorted when refused: the same refusals read the same whichever broker was asked first
+            detail = "; ".join(sorted(errors) if refused else errors) or "no brokers known"
+            self.auth_failure = detail if refused else None
+            if order and refused == len(order):
+                self.on_refused(detail)
+            raise MetadataUnavailable(detail)
 
     async def fetch_with_retry(self) -> tuple[ClusterView, int]:
         backoff = ExponentialBackoff(self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms, self.rng)
@@ -180,7 +195,10 @@ class MetadataFetcher:
         self, host: str, port: int, topics: list[str] | None, *, allow_auto_topic_creation: bool
     ) -> MetadataResponse:
         """One Metadata request on a connection of its own (``topics=None``: every topic)."""
-        conn = await open_connection(host, port, self.config.wire_client_id, self.timeouts, self.config.protocol)
+        config = self.config
+        conn = await open_connection(
+            host, port, config.wire_client_id, self.timeouts, config.protocol, security=config.security
+        )
         try:
             version = conn.versions.version(METADATA)  # type: ignore[union-attr]
             request = metadata_request(topics, version=version, allow_auto_topic_creation=allow_auto_topic_creation)

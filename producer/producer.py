@@ -24,6 +24,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 import time
@@ -41,7 +42,7 @@ from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
-from .errors import ProducerClosed, QueueFull
+from .errors import DeliveryError, ProducerClosed, QueueFull
 from .message import (
     Message,
     OutcomeSink,
@@ -58,9 +59,12 @@ from .pause import PauseController
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
+from .security import client_context
 from .sender import BrokerHealth, Sender
 from .transport import Timeouts
 from .trouble import BrokerTrouble
+
+log = logging.getLogger("bruce.producer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,7 @@ class Producer:
         rng: random.Random | None = None,
     ) -> None:
         self.config = config = config or ProducerConfig()
+        client_context(config.security)  # certificates and keys load now: a bad one is a ConfigError here, not later
         self.counters = Counters()
         self._rng = rng or random.Random()
         if compression is None:
@@ -143,6 +148,9 @@ class Producer:
         d.on_drained = self._drained
         d.on_progress = self._pause.progress
         d.fetches_begun = lambda: fetcher.begun
+        fetcher.on_refused = self._refused
+        self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
+        self._last_refusal = ""
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -176,7 +184,8 @@ class Producer:
 
     async def ready(self, timeout: float | None = None) -> ClusterView:
         """Wait (up to ``timeout`` s; None: ``message_timeout_ms``, if set) for the first cluster view; raises
-        ``TimeoutError``."""
+        ``TimeoutError``, or a :class:`DeliveryError` (AUTHENTICATION_FAILED) when every bootstrap broker refused
+        authentication."""
         if self._first_view is None:
             raise ProducerClosed("the producer is not started")
         if timeout is None and self.config.message_timeout_ms:
@@ -496,8 +505,31 @@ class Producer:
         for broker, sender in self._senders.items():
             if broker not in view.brokers:
                 sender.close_connection()
+        if self._first_view is not None and self._first_view.done() and self._first_view.exception() is not None:
+            self._first_view = self._loop.create_future()  # refused before, accepted now
         if self._first_view is not None and not self._first_view.done():
             self._first_view.set_result(None)
+
+    @property
+    def authentication_failure(self) -> str | None:
+        """Why brokers refuse us (TLS or SASL), while they do: names the broker and the mechanism; else None."""
+        return self._fetcher.auth_failure or next(
+            (s.auth_failure for s in self._senders.values() if s.auth_failure), None
+        )
+
+    def _refused(self, detail: str) -> None:
+        """A metadata round was refused by every broker: before the first view, library use fails :meth:`ready` and
+        the messages waiting for it, rather than hold them while nothing can change (the daemon keeps them). Logged
+        once per distinct refusal, not per retry."""
+        if detail != self._last_refusal:
+            self._last_refusal = detail
+            log.error("%s; retrying with backoff", detail)
+        if self._dispatcher.view is not None or self.keep_on_auth_failure:
+            return
+        if self._first_view is not None and not self._first_view.done():
+            self._first_view.set_exception(DeliveryError(DiscardReason.AUTHENTICATION_FAILED, "", detail))
+            self._first_view.exception()  # retrieved: ready() raises it to whoever waits
+        self._dispatcher.discard_everything(DiscardReason.AUTHENTICATION_FAILED, detail)
 
     def _drained(self) -> None:
         drained, self._drained_future = self._drained_future, None

@@ -31,4 +31,5 @@ class DiscardReason(StrEnum):
         "MESSAGE_TIMEOUT"  # not delivered within message_timeout_ms (or a caller's timeout, given to close())
     )
     PRODUCER_CLOSED = "PRODUCER_CLOSED"  # close() deadline passed with the message undelivered
+    AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # every bootstrap broker refused authentication (TLS or SASL)
     BUG = "BUG"

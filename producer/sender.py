@@ -10,6 +10,8 @@ Rules:
   refresh is requested (rate-limited) in case its partitions moved, and the failure goes to the trouble log.
 - Each request's outcome (response or transport failure) goes to the dispatcher exactly once, from the connection's
   token; with acks=0 the messages are done once written (a response some brokers send anyway is tolerated).
+- SASL sessions are renewed before the broker's lifetime runs out (KIP-368): before the next request, once nothing is
+  outstanding on the connection; a staged request is not written past that point.
 - Staging (one request in flight per broker): while a request is outstanding, the next one for the same partitions is
   assembled and encoded, so encoding overlaps the broker's work. It is written only when the outstanding request was
   acknowledged without error for every partition, on the same live connection, to partitions this broker still
@@ -37,7 +39,8 @@ from .dispatcher import Dispatcher
 from .errors import TransportError
 from .queues import PartitionQueue
 from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_part
-from .transport import BrokerConnection, Timeouts, open_connection
+from .sasl import AuthenticationFailed
+from .transport import BrokerConnection, Timeouts, open_connection, reauthenticate
 from .trouble import BrokerTrouble
 
 
@@ -51,6 +54,7 @@ class Prepared:
 
 
 CONNECTED, CONNECT_FAILED, DISCONNECTED, IDLE = "connected", "connect failed", "disconnected", "idle"
+AUTH_FAILED = "authentication failed"
 
 
 @dataclass(slots=True)
@@ -100,6 +104,7 @@ class Sender:
         self._next_connect = 0.0
         self._crash: BaseException | None = None  # raised by run(): callbacks must not swallow errors
         self.health = BrokerHealth()
+        self.auth_failure: str | None = None  # the broker refused authentication on the last connect
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -160,6 +165,10 @@ class Sender:
                 if conn is None or d.paused:
                     return
                 continue  # the wait may have changed what is ready
+            if _reauth_due(conn):
+                if self.in_flight or not await self._reauthenticate(conn):
+                    return  # renewed once the outstanding request is answered (its outcome wakes us)
+                continue
             prepared = self._prepare(conn, candidates)
             if prepared is None:
                 return
@@ -182,22 +191,43 @@ class Sender:
                 self.config.wire_client_id,
                 self.timeouts,
                 self.config.protocol,
+                security=self.config.security,
                 tolerate_unsolicited=True,
             )
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
-            self.trouble.failed(node, str(e))
-            self.health.note(CONNECT_FAILED, f"cannot connect: {e}")
+            if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: not broker trouble
+                self.auth_failure = str(e)
+                self.counters.inc("ConnectorAuthenticationFailed", labels=(("broker", str(self.broker)),))
+                self.health.note(AUTH_FAILED, str(e))
+            else:
+                self.trouble.failed(node, str(e))
+                self.health.note(CONNECT_FAILED, f"cannot connect: {e}")
             self._next_connect = now + self._reconnect.next_delay() / 1000
             self._wake_at(self._next_connect)
             self.refresh()
             return None
         self.trouble.reachable(node)
+        self.auth_failure = None
         self._reconnect.reset()
         conn.on_writable = self.wake
         self.connection = conn
         self.health.note(CONNECTED)
         return conn
+
+    async def _reauthenticate(self, conn: BrokerConnection) -> bool:
+        """KIP-368: renew the SASL session before the broker's lifetime runs out; a failure closes the connection."""
+        try:
+            await reauthenticate(conn, self.config.security)
+        except TransportError as e:
+            self.counters.inc("ConnectorReauthenticationFailed", labels=(("broker", str(self.broker)),))
+            self.auth_failure = str(e) if isinstance(e, AuthenticationFailed) else None
+            if self.connection is conn:
+                self.connection = None
+            self.dispatcher.request_pause(f"re-authentication with broker {self.broker} failed: {e}")
+            return False
+        self.counters.inc("ConnectorReauthenticated", labels=(("broker", str(self.broker)),))
+        return True
 
     def _prepare(self, conn: BrokerConnection, queues: list[PartitionQueue]) -> Prepared | None:
         config = self.config
@@ -274,6 +304,7 @@ class Sender:
         sendable = (
             staged.conn is self.connection
             and staged.conn.alive
+            and not _reauth_due(staged.conn)
             and staged.conn.writable
             and not d.paused
             and all(p.queue.leader == self.broker and not p.queue.busy for p in staged.parts)
@@ -304,6 +335,11 @@ class Sender:
         if self._retry_timer is not None and not self._retry_timer.cancelled():
             self._retry_timer.cancel()
         self._retry_timer = asyncio.get_running_loop().call_at(when, self.wake)
+
+
+def _reauth_due(conn: BrokerConnection) -> bool:
+    due = conn.reauthenticate_at
+    return due is not None and asyncio.get_running_loop().time() >= due
 
 
 def _all_acknowledged(parts: list[Part], response: Any) -> bool:

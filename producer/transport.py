@@ -12,11 +12,16 @@ Rules:
   above its high-water mark, and ``on_writable`` is called when it drains.
 - Connecting is bounded by the connect timeout. :func:`open_connection` also negotiates versions (ApiVersions), and
   with ``protocol="auto"`` falls back to the Kafka 0.8 protocol when the broker closes the connection on ApiVersions.
+- Security (:class:`SecurityConfig`): TLS is asyncio's TLS transport under the same protocol object (one framing
+  path); a broker certificate our checks refuse, or a TLS alert by which the broker refuses ours (mTLS), is an
+  :class:`AuthenticationFailed` (and never the cue for the 0.8 fallback). SASL runs after ApiVersions, each of its
+  requests bounded like any other; :attr:`BrokerConnection.reauthenticate_at` says when to renew the session (KIP-368).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +33,11 @@ from bruce.wire.versions import ProtocolChoice, choose_versions
 from .acks import Failure
 from .connection import Connection
 from .errors import BrokerProtocolError, TransportError
+from .sasl import AuthenticationFailed, authenticate
+from .security import SecurityConfig, client_context
 
 Token = Callable[[Any], None]  # called with the response body or a Failure
+_REFUSED_ALERTS = ("CERTIFICATE", "UNKNOWN_CA", "ACCESS_DENIED")  # TLS alerts by which a broker refuses our certificate
 API_VERSIONS_VERSION = 3  # the version we ask with (flexible; brokers that lack it answer in v0 with error 35)
 
 
@@ -61,6 +69,8 @@ class BrokerConnection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.writable = True  # False while the transport's write buffer is above its high-water mark
         self.on_writable: Callable[[], None] = lambda: None
+        self.reauthenticate_at: float | None = None  # loop time by which SASL must be renewed (KIP-368)
+        self.tls_alert = ""  # the TLS alert that ended the connection, if one did (e.g. our certificate refused)
 
     # ---------------------------------------------------------------- asyncio.Protocol
 
@@ -88,6 +98,8 @@ class BrokerConnection(asyncio.Protocol):
         if exc is None:
             self._fail(Failure.BROKER_CLOSE, "the broker closed the connection")
         else:
+            if isinstance(exc, ssl.SSLError):
+                self.tls_alert = str(exc.reason or exc)
             self._fail(Failure.SOCKET_ERROR, f"socket error: {exc}")
 
     # ---------------------------------------------------------------- requests
@@ -170,26 +182,73 @@ class BrokerConnection(asyncio.Protocol):
             p.token(failure)
 
 
-async def connect(host: str, port: int, client_id: str, timeouts: Timeouts, **kwargs: Any) -> BrokerConnection:
-    """A TCP connection to ``host:port`` within the connect timeout (no version negotiation)."""
+async def connect(
+    host: str,
+    port: int,
+    client_id: str,
+    timeouts: Timeouts,
+    *,
+    tls: ssl.SSLContext | None = None,
+    **kwargs: Any,
+) -> BrokerConnection:
+    """A TCP (or, with ``tls``, TLS) connection to ``host:port`` within the connect timeout (no version negotiation)."""
     loop = asyncio.get_running_loop()
     node = f"{host}:{port}"
+    extra: dict[str, Any] = {} if tls is None else {"ssl": tls, "server_hostname": host}
     try:
         async with asyncio.timeout(timeouts.connect):
             _, protocol = await loop.create_connection(
-                lambda: BrokerConnection(node, client_id, timeouts, **kwargs), host, port
+                lambda: BrokerConnection(node, client_id, timeouts, **kwargs), host, port, **extra
             )
+    except ssl.SSLCertVerificationError as e:
+        raise AuthenticationFailed(node, "TLS", f"the broker's certificate is refused: {e.verify_message}") from None
+    except ssl.SSLError as e:
+        alert = str(e.reason or e)
+        if any(word in alert for word in _REFUSED_ALERTS):  # TLS 1.2: refused in the handshake
+            raise AuthenticationFailed(node, "TLS", f"the broker refused us: {alert}") from None
+        raise TransportError(f"TLS handshake with {node} failed: {alert}", reason=Failure.CONNECT_FAIL) from None
     except (OSError, TimeoutError) as e:
         raise TransportError(f"cannot connect to {node}: {e or 'timed out'}", reason=Failure.CONNECT_FAIL) from None
     return protocol
 
 
 async def open_connection(
-    host: str, port: int, client_id: str, timeouts: Timeouts, protocol: str, **kwargs: Any
+    host: str,
+    port: int,
+    client_id: str,
+    timeouts: Timeouts,
+    protocol: str,
+    *,
+    security: SecurityConfig | None = None,
+    **kwargs: Any,
 ) -> BrokerConnection:
-    """Connect and negotiate versions. ``protocol``: "auto" (ApiVersions; v0 when the broker closes on it), "v0"
-    (no ApiVersions) or "modern" (ApiVersions required). Raises :class:`TransportError`."""
-    conn = await connect(host, port, client_id, timeouts, **kwargs)
+    """Connect, negotiate versions and authenticate. ``protocol``: "auto" (ApiVersions; v0 when the broker closes on
+    it), "v0" (no ApiVersions) or "modern" (ApiVersions required); ``security``: TLS and SASL (None: plaintext).
+    Raises :class:`TransportError` (an :class:`AuthenticationFailed` when credentials or certificates are refused)."""
+    tls = client_context(security) if security is not None else None
+    conn = await _negotiate(host, port, client_id, timeouts, protocol, tls, kwargs)
+    if security is not None and security.sasl:
+        try:
+            conn.reauthenticate_at = await authenticate(conn, security)
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+async def reauthenticate(conn: BrokerConnection, security: SecurityConfig) -> None:
+    """Renew the SASL session on ``conn`` (KIP-368); on failure the connection is closed and the error raised."""
+    try:
+        conn.reauthenticate_at = await authenticate(conn, security)
+    except BaseException:
+        conn.close()
+        raise
+
+
+async def _negotiate(
+    host: str, port: int, client_id: str, timeouts: Timeouts, protocol: str, tls: ssl.SSLContext | None, kwargs: Any
+) -> BrokerConnection:
+    conn = await connect(host, port, client_id, timeouts, tls=tls, **kwargs)
     if protocol == "v0":
         conn.versions = choose_versions(None, generation="v0")
         return conn
@@ -197,10 +256,12 @@ async def open_connection(
         answer = await _api_versions(conn, API_VERSIONS_VERSION)
     except TransportError as e:
         conn.close()
-        if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR):
+        if any(word in conn.tls_alert for word in _REFUSED_ALERTS):
+            raise AuthenticationFailed(conn.node, "TLS", f"the broker refused us: {conn.tls_alert}") from None
+        if protocol == "modern" or e.reason not in (Failure.BROKER_CLOSE, Failure.SOCKET_ERROR) or conn.tls_alert:
             raise
         # Kafka before 0.10 closes the connection on ApiVersions: speak the 0.8 protocol on a new connection.
-        conn = await connect(host, port, client_id, timeouts, **kwargs)
+        conn = await connect(host, port, client_id, timeouts, tls=tls, **kwargs)
         conn.versions = choose_versions(None, generation="auto")
         return conn
     except BaseException:  # cancelled while negotiating: never leave the socket open

@@ -93,6 +93,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         shutdown_max_delay_ms=options.shutdown_max_delay,
         message_timeout_ms=options.message_timeout_ms,  # 0 by default: Bruce's attempt limits only
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
+        security=config.kafka,
     )
 
 
@@ -150,6 +151,7 @@ class Daemon:
             compression=TopicCompression(config),
             require_topics=not embedded,
         )
+        self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
         self.batcher = Batcher(config.batching_for, self._submit)
         self.autocreate = options.topic_autocreate or embedded
         self.router = Router(

@@ -58,7 +58,7 @@ class EmbeddedBroker:
     ) -> None:
         self.binary = tansu_binary()
         self.port = port or free_port()
-        self.advertised_port = advertised_port or self.port  # another port only behind a forwarder (outage tests)
+        self.advertised_port = advertised_port or self.port  # another port only behind a forwarder or a TLS/SASL front
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -86,11 +86,11 @@ class DaemonStatus:
             row[1] += q.send_wait
             row[2] += q.ack_wait
         topics = tuple(TopicQueue(topic, *row) for topic, row in sorted(rows.items()))
-        return QueueStats(topics=topics, new=self._router.held)
+        return QueueStats(topics=topics, new=self._router.held, broker_problem=self._producer.authentication_failure)
 
     def metadata_times(self) -> MetadataTimes:
         updated, modified = self._producer.metadata_times()
-        return MetadataTimes(updated, modified)
+        return MetadataTimes(updated, modified, self._producer.authentication_failure)
 
     def request_metadata_update(self) -> None:
         self._producer.request_metadata_refresh()
@@ -109,6 +109,11 @@ class DaemonStatus:
             Gauge("MsgDebugActive", "1 while message debug logging is on.", int(self._debug.active)),
             Gauge("ConnectedBrokers", "Brokers with an open produce connection.", producer.connected_brokers()),
             Gauge("InFlightRequests", "Produce requests written and not yet answered.", producer.requests_in_flight()),
+            Gauge(
+                "BrokerAuthenticationFailed",
+                "1 while brokers refuse our TLS or SASL authentication (the pages say why).",
+                int(producer.authentication_failure is not None),
+            ),
             *self._extra_gauges(),
         ]
 

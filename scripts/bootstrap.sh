@@ -25,6 +25,8 @@ if ! command -v socat >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq socat >/dev/null
 fi
 
+command -v stunnel4 >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && S="" || S="sudo"; $S apt-get update -qq && DEBIAN_FRONTEND=noninteractive $S apt-get install -y -qq stunnel4 >/dev/null; }  # TLS proxy for the security tests
+
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi

@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
 from bruce.producer import (
+    AuthenticationFailed,
     BadMetadata,
     BrokerConnection,
     ClusterView,
@@ -36,6 +37,7 @@ from bruce.producer import (
     open_connection,
     parse_host_port,
 )
+from bruce.producer.security import client_context
 from bruce.wire import errorcodes
 from bruce.wire.errors import BruceError, MalformedInput
 from bruce.wire.protocol.fetch import (
@@ -79,6 +81,7 @@ class KafkaReader:
     """``with KafkaReader(config) as kafka: kafka.partitions("t"); kafka.read("t", 0, 0, 100)``."""
 
     def __init__(self, config: ClientConfig) -> None:
+        client_context(config.security)  # certificates and keys load now: a bad one fails the read at once
         self.config = config
         self.timeouts = Timeouts(
             connect=config.connect_timeout_ms / 1000,
@@ -182,10 +185,12 @@ class KafkaReader:
         if view is not None:
             servers = [(b.host, b.port) for b in view.brokers.values()] + servers
         problems = []
+        refused = 0
         for host, port in servers:
             try:
                 conn = await self._open(host, port)
             except TransportError as e:
+                refused += isinstance(e, AuthenticationFailed)
                 problems.append(str(e))
                 continue
             try:
@@ -214,6 +219,8 @@ class KafkaReader:
                 raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
             self._view = view
             return view
+        if refused == len(servers):  # retrying cannot help: the credentials or certificates are wrong
+            raise KafkaReadError("; ".join(problems), reason="AUTHENTICATION_FAILED")
         raise Retry("no broker answered Metadata: " + "; ".join(problems))
 
     async def _leader(self, topic: str, partition: int) -> BrokerConnection:
@@ -233,7 +240,9 @@ class KafkaReader:
 
     async def _open(self, host: str, port: int) -> BrokerConnection:
         config = self.config
-        return await open_connection(host, port, config.client_id, self.timeouts, config.protocol)
+        return await open_connection(
+            host, port, config.client_id, self.timeouts, config.protocol, security=config.security
+        )
 
     async def _list_offsets(self, topic: str, partitions: Sequence[int], timestamp: int) -> dict[int, int]:
         by_leader: dict[BrokerConnection, list[int]] = {}

@@ -3,7 +3,9 @@
 Rules:
 - Names are the ones Spark's Kafka source users know: ``bootstrap.servers`` (``kafka.bootstrap.servers`` is an alias),
   ``topic`` (``subscribe`` is an alias for reading), ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
-  ``maxRecordsPerPartition``; client settings are ``kafka.<librdkafka name>`` (``kafka.linger.ms``, ``kafka.acks``).
+  ``maxRecordsPerPartition``; client settings are ``kafka.<librdkafka name>`` (``kafka.linger.ms``, ``kafka.acks``),
+  the security ones too, for reads and writes alike (``kafka.security.protocol``, ``kafka.sasl.*``, ``kafka.ssl.*``;
+  see docs/security.md).
   Spark lower-cases option names; so does every lookup here.
 - Every problem is an :class:`OptionError` naming the option and what it accepts, raised when the query is planned
   (before any task runs). Unknown options are errors too: a misspelt option must not be silently ignored.
@@ -20,8 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.producer import ProducerConfig, parse_host_port
+from bruce.producer import ProducerConfig, SecurityConfig, parse_host_port
 from bruce.producer.config import PROTOCOLS
+from bruce.producer.security import PLAINTEXT
+from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
 from bruce.wire.errors import BruceError, UsageError
 
 EARLIEST = -2  # Spark's JSON offset for "the log start"
@@ -67,6 +71,7 @@ class ClientConfig:
     fetch_max_wait_ms: int = 100  # only matters at the log end
     retries: int = 5  # failed requests (transport, leader change) retried per read, then the read fails
     retry_backoff_ms: int = 100
+    security: SecurityConfig = PLAINTEXT  # kafka.security.protocol, kafka.sasl.*, kafka.ssl.*
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +136,9 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         )
     producer = None
     if servers:
-        settings: dict[str, Any] = {"client_id": "bruce-spark"}
+        settings: dict[str, Any] = {"client_id": "bruce-spark", "security": _security(opts)}
         for key, text in opts.items():
-            if key.startswith(_KAFKA) and key != "kafka.bootstrap.servers":
+            if key.startswith(_KAFKA) and key != "kafka.bootstrap.servers" and key[len(_KAFKA) :] not in _SECURITY:
                 name = key[len(_KAFKA) :].replace(".", "_")
                 settings[name] = _producer_value(key, name, text)
         settings["bootstrap_servers"] = servers
@@ -256,9 +261,9 @@ _CLIENT_SETTINGS = {
 
 
 def _client_config(opts: dict[str, str]) -> ClientConfig:
-    values: dict[str, Any] = {"bootstrap_servers": _servers(opts, required=True)}
+    values: dict[str, Any] = {"bootstrap_servers": _servers(opts, required=True), "security": _security(opts)}
     for key, text in opts.items():
-        if not key.startswith(_KAFKA) or key == "kafka.bootstrap.servers":
+        if not key.startswith(_KAFKA) or key == "kafka.bootstrap.servers" or key[len(_KAFKA) :] in _SECURITY:
             continue
         field = _CLIENT_SETTINGS.get(key)
         if field is None:
@@ -272,6 +277,18 @@ def _client_config(opts: dict[str, str]) -> ClientConfig:
         else:
             values[field] = _int(opts, key, None, low=0 if field in ("retries", "retry_backoff_ms") else 1)
     return ClientConfig(**values)
+
+
+_SECURITY = {name.lower() for name in SECURITY_PROPERTIES}  # Spark lower-cases option names
+
+
+def _security(opts: dict[str, str]) -> SecurityConfig:
+    """``kafka.<librdkafka security property>`` options, for reads and writes (secrets stay redacted in errors)."""
+    given = {key[len(_KAFKA) :]: text for key, text in opts.items() if key.startswith(_KAFKA)}
+    try:
+        return SecurityConfig.from_mapping({k: v for k, v in given.items() if k in _SECURITY})
+    except BruceError as e:
+        raise OptionError(f"security settings (kafka.*): {e}") from None
 
 
 def _producer_value(key: str, name: str, text: str) -> Any:

@@ -152,6 +152,8 @@ def check_dashboard(
             assert raw == metrics[metric_name(rest)], s
         elif kind == "queues" and rest == "new":
             assert raw == queues["new"], s
+        elif kind == "queues" and rest == "broker_problem":
+            assert raw == queues["broker_problem"], s
         elif kind == "queues":
             topic, _, what = rest.rpartition(":")
             assert raw == (topic if what == "topic" else sending[topic][what]), s

@@ -33,7 +33,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from bruce.producer.security import PLAINTEXT, SecurityConfig
+from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
 from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
+from bruce.wire.errors import BruceError
 
 from .errors import ConfigError, Path
 from .model import (
@@ -64,7 +67,7 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
     """The :class:`Config` described by ``raw``. ``actions`` maps the format's spellings of the batching actions;
     ``initial_brokers``, when given, replace the file's (which may then be left out)."""
     top = _table(raw, ())
-    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers", "plog"))
+    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers", "plog", "kafka"))
     if "initial_brokers" not in top and not initial_brokers:
         raise ConfigError(
             "is missing: list at least one broker here, or name them with --initial_brokers (or --embedded_broker)",
@@ -82,10 +85,44 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         ),
         initial_brokers=listed or tuple(initial_brokers),
         plog_listeners=_plog(top.get("plog", {})),
+        kafka=kafka_security(_kafka_properties(top.get("kafka", {}), ("kafka",))),
     )
     if listed and initial_brokers:  # the file's brokers were checked with the rest; the caller's replace them
         config = dataclasses.replace(config, initial_brokers=tuple(initial_brokers))
     return config
+
+
+def kafka_security(properties: Mapping[str, object], base: SecurityConfig = PLAINTEXT) -> SecurityConfig:
+    """``base`` with librdkafka security ``properties`` applied (the ``[kafka]`` table, ``--kafka_property``)."""
+    try:
+        return SecurityConfig.from_mapping({**base.settings(), **properties})
+    except BruceError as error:
+        key = next((k for k in properties if str(error).startswith(f"{k}:")), None)
+        path = ("kafka", key) if key else ("kafka",)
+        raise ConfigError(str(error).split(": ", 1)[1] if key else str(error), path=path) from None
+
+
+def _kafka_properties(raw: object, path: Path) -> dict[str, object]:
+    """The ``[kafka]`` table: librdkafka property names (quoted, or TOML's dotted keys) → string or boolean values."""
+    flat: dict[str, object] = {}
+
+    def walk(table: Mapping[str, object], prefix: str) -> None:
+        for key, value in table.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, Mapping):
+                walk(value, f"{name}.")
+            elif isinstance(value, bool | str):
+                flat[name] = value
+            else:
+                raise ConfigError("expected a string (or true/false)", path=(*path, name))
+
+    walk(_table(raw, path), "")
+    for name in flat:
+        if name not in SECURITY_PROPERTIES:
+            close = difflib.get_close_matches(name, list(SECURITY_PROPERTIES), n=1)
+            hint = f'; did you mean "{close[0]}"?' if close else ""
+            raise ConfigError(f"not a security property bruce takes{hint} (docs/security.md)", path=(*path, name))
+    return flat
 
 
 def _plog(raw: object) -> tuple[ListenerConfig, ...]:

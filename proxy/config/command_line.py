@@ -2,7 +2,8 @@
 
 Rules:
 - ``--name VALUE`` or ``--name=VALUE``; ``-`` may stand for ``_`` in a name; a switch takes no value. An option given
-  twice, an unknown option (answered with the closest known one) or a stray word is an error naming it.
+  twice (except :data:`REPEATABLE` ones), an unknown option (answered with the closest known one) or a stray word is
+  an error naming it.
 - A value may start with ``-`` (``--required_acks -1``): the word after an option that takes a value is its value.
 - ``-h``/``--help`` and ``--version`` anywhere win and return :class:`ImmediateExit`; ``--convert_config FILE``,
   given alone, returns a :class:`ConvertConfig` request. ``startup.configure`` carries both out.
@@ -37,6 +38,7 @@ class ConvertConfig:
 
 
 ACTIONS = ("help", "version", "convert_config")
+REPEATABLE = ("kafka_property",)  # options that may be given more than once (their values add up)
 
 
 def parse_command_line(argv: Sequence[str]) -> Options | ImmediateExit | ConvertConfig:
@@ -62,7 +64,7 @@ def parse_command_line(argv: Sequence[str]) -> Options | ImmediateExit | Convert
             close = difflib.get_close_matches(name, [*specs, *ACTIONS], n=1)
             hint = f"; did you mean --{close[0]}?" if close else ""
             raise ConfigError(f"unknown option --{name}{hint} (see bruce --help)")
-        if name in values:
+        if name in values and name not in REPEATABLE:
             raise ConfigError("is given twice", where=f"--{name}")
         _, has_value, value = arg.partition("=")
         if spec.read is None:
@@ -76,7 +78,7 @@ def parse_command_line(argv: Sequence[str]) -> Options | ImmediateExit | Convert
             value = args[index]
             index += 1
         try:
-            values[name] = spec.read(value)
+            values[name] = values.get(name, ()) + spec.read(value) if name in REPEATABLE else spec.read(value)
         except ValueError as error:
             raise ConfigError(str(error), where=f"--{name}") from None
     if values.get("discard_log_path") == "":

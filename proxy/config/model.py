@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
 
+from bruce.producer.security import PLAINTEXT, SecurityConfig
 from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError, Path
@@ -210,6 +211,7 @@ class Config:
     initial_brokers: tuple[Broker, ...]
     topic_rate_limiting: RateLimitingConfig = field(default_factory=RateLimitingConfig.unlimited)
     plog_listeners: tuple[ListenerConfig, ...] = ()  # [[plog.listener]] (docs/plog.md)
+    kafka: SecurityConfig = PLAINTEXT  # [kafka] / <kafka>: TLS and SASL by librdkafka name (docs/security.md)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "initial_brokers", tuple(self.initial_brokers))

@@ -11,8 +11,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
+from bruce.producer.security import SECRETS, Secret
 from bruce.proxy.plog.config import listeners_from_option
 from bruce.proxy.socket_path import default_socket_path
+from bruce.wire.errors import BruceError
 
 from .model import DEFAULT_BROKER_PORT, Broker
 
@@ -115,6 +118,21 @@ def broker_list(value: str) -> tuple[Broker, ...]:
             raise ValueError(f'"{item}": the port must be a number from 1 to 65535')
         brokers.append(Broker(host, int(port)))
     return tuple(brokers)
+
+
+def kafka_property(value: str) -> tuple[tuple[str, Any], ...]:
+    """``NAME=VALUE``: one librdkafka security property (a secret is kept as a redacted :class:`Secret`)."""
+    name, sep, setting = value.partition("=")
+    name = name.strip()
+    if not sep or name not in SECURITY_PROPERTIES:
+        known = ", ".join(sorted(SECURITY_PROPERTIES))
+        raise ValueError(f"{name or value!r} is not NAME=VALUE with a security property ({known})")
+    if name in SECRETS:
+        try:
+            return ((name, Secret.parse(name, setting)),)
+        except BruceError as error:
+            raise ValueError(str(error)) from None
+    return ((name, setting),)
 
 
 def plog_listeners(protocol: str) -> Reader:

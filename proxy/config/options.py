@@ -37,6 +37,7 @@ from .option_values import (
     file_mode,
     host_names,
     integer,
+    kafka_property,
     path,
     plog_listeners,
     text,
@@ -172,6 +173,14 @@ class Options:
         0, "VERSION", "Bruce's protocol version; only 0 is accepted (see --kafka_protocol).", KAFKA, integer()
     )
     client_id: str = option("", "CLIENT_ID", 'Client id in requests; empty sends "bruce".', KAFKA, text())
+    kafka_property: tuple[tuple[str, Any], ...] = option(
+        (),
+        "NAME=VALUE",
+        "A librdkafka security property (security.protocol, sasl.*, ssl.*; docs/security.md), repeatable; overrides "
+        "the config file's [kafka] table. Give secrets as file:/path or env:VAR, never literally here.",
+        KAFKA,
+        kafka_property,
+    )
     required_acks: int = option(
         -1,
         "REQUIRED_ACKS",

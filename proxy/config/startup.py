@@ -7,6 +7,7 @@ Rules:
 - The initial brokers are, first that applies: the embedded broker (``Options.use_embedded_broker``: 127.0.0.1 on a
   port picked here, which the daemon then starts tansu on), ``--initial_brokers``, the config file's. A config file
   may leave its brokers out only when one of the first two names them.
+- ``--kafka_property NAME=VALUE`` settings override the file's ``[kafka]`` (``<kafka>``) security properties.
 - A config file is read whole, at most :data:`MAX_FILE_BYTES`.
 - Every problem is printed as ``bruce: <ConfigError>`` on stderr and ends the command with status 2 (command line)
   or 1 (config file) before anything starts.
@@ -14,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import TextIO
 
 from bruce.proxy.embedded import free_port
 
+from .build import kafka_security
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
 from .model import (
@@ -76,8 +79,18 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
     if options.use_embedded_broker:
         brokers = (Broker("127.0.0.1", embedded_port or free_port()),)
     if options.config_path is None:
-        return default_config(brokers)
-    return load_config_file(options.config_path, initial_brokers=brokers)
+        config = default_config(brokers)
+    else:
+        config = load_config_file(options.config_path, initial_brokers=brokers)
+    if options.kafka_property:
+        try:
+            kafka = kafka_security(dict(options.kafka_property), config.kafka)
+        except ConfigError as error:
+            key = error.path[1:] if error.path else ()
+            problem = f"{key[0]}: {error.problem}" if key else error.problem
+            raise ConfigError(problem, where="--kafka_property") from None
+        config = dataclasses.replace(config, kafka=kafka)
+    return config
 
 
 def load_config_file(path: str | Path, *, initial_brokers: Sequence[Broker] = ()) -> Config:

@@ -8,6 +8,9 @@ Rules:
 - Values are TOML integers, or strings parsed exactly like the XML attributes (``"256k"``, ``"disable"``,
   ``"unlimited"``); the keys, requirements and every rule are the XML loader's (``build.py``, the model).
 - Errors name the file and the key path (``batching.named_configs.low_latency.time``); syntax errors also the line.
+- ``[kafka]`` holds librdkafka's security properties (docs/security.md), quoted (``"security.protocol"``) or as
+  TOML dotted keys. ``to_toml`` writes secrets only by reference (``file:``/``env:``): a literal one is left out with
+  a comment, so the output never holds a password (and fails to load until it is given again).
 - ``to_toml`` writes a file that loads back to an equal :class:`Config`: sizes that are whole KiB as ``"Nk"``,
   keys quoted when they are not bare TOML keys, no ``[topic_rate_limiting]`` when nothing is limited, and in each
   ``[[plog.listener]]`` only the settings that differ from their defaults (protocol, port and topic always).
@@ -20,6 +23,7 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
 
+from bruce.producer.security import Secret, SecurityConfig
 from bruce.proxy.plog.config import ListenerConfig
 
 from .build import build_config
@@ -105,7 +109,21 @@ def to_toml(config: Config, *, comment: str | None = None) -> str:
         lines += ["", "[[initial_brokers]]", f"host = {_string(broker.host)}", f"port = {broker.port}"]
     for listener in config.plog_listeners:
         lines += ["", "[[plog.listener]]", *_listener(listener)]
+    lines += _kafka(config.kafka)
     return "\n".join(lines) + "\n"
+
+
+def _kafka(security: SecurityConfig) -> list[str]:
+    """The ``[kafka]`` table; a secret given literally is left out (with a comment saying how to give it)."""
+    entries = []
+    for name, value in security.settings().items():
+        if isinstance(value, Secret):
+            if value.reference is None:
+                entries.append(f'# {name}: given literally, not written here; give it as "file:/path" or "env:VAR"')
+                continue
+            value = value.reference
+        entries.append(f"{_string(name)} = {_bool(value) if isinstance(value, bool) else _string(str(value))}")
+    return ["", "[kafka]", *entries] if entries else []
 
 
 def _listener(listener: ListenerConfig) -> list[str]:

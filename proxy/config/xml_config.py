@@ -127,6 +127,8 @@ BRUCE_CONFIG = Node(
             ),
         ),
         "initialBrokers": ("initial_brokers", Items("broker", Leaf({"host": "host", "port": "port"}), named=False)),
+        # bruce-kafka's extension: <kafka><property name="security.protocol" value="SASL_SSL"/></kafka>
+        "kafka": ("kafka", Items("property", _value())),
     }
 )
 """Bruce's elements, mapped onto the neutral settings of ``build.py``."""

@@ -128,11 +128,17 @@ def _card(title: str, total: str, detail: str, chart: str, tone: str) -> str:
 
 
 def _problems(
-    gauges: dict[str, float], brokers: Sequence[BrokerState], metadata_ms: int, discard_rate: float | None
+    gauges: dict[str, float],
+    brokers: Sequence[BrokerState],
+    metadata_ms: int,
+    discard_rate: float | None,
+    broker_problem: str | None,
 ) -> list[str]:
     out = []
     if not metadata_ms:
         out.append("no metadata from Kafka yet")
+    if broker_problem:  # e.g. every broker refused authentication: no sender may exist yet to show it
+        out.append(_v("queues:broker_problem", broker_problem, "text"))
     bad = [b for b in brokers if b.state not in HEALTHY_STATES]
     if bad:
         out.append(
@@ -224,7 +230,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     received_r, received_s = rates(lambda s: s.received)
     delivered_r, delivered_s = rates(lambda s: s.delivered)
     discarded_r, discarded_s = rates(lambda s: s.discarded)
-    problems = _problems(gauges, brokers, times.last_updated_ms, discarded_r)
+    problems = _problems(gauges, brokers, times.last_updated_ms, discarded_r, queues.broker_problem)
 
     used, cap = gauges.get("MsgBufferUsedBytes", 0), gauges.get("MsgBufferCapacityBytes", 0)
     share = 100.0 * used / cap if cap else 0.0

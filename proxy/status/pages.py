@@ -221,6 +221,8 @@ def render_queues_plain(info: ServerInfo, stats: QueueStats, *, now: float) -> s
         f"{stats.total_ack_wait:10d} total ack_wait",
         f"{stats.total:10d} total (all states: new + batch + send_wait + ack_wait)",
     ]
+    if stats.broker_problem:
+        lines += ["", f"brokers: {stats.broker_problem}"]
     return "\n".join(lines) + "\n"
 
 
@@ -228,7 +230,10 @@ def render_queues_json(info: ServerInfo, stats: QueueStats, *, now: float) -> st
     sending = [
         {"topic": q.topic, "batch": q.batch, "send_wait": q.send_wait, "ack_wait": q.ack_wait} for q in stats.topics
     ]
-    return _json({"now": int(now), "pid": info.pid, "version": info.version, "sending": sending, "new": stats.new})
+    body = {"now": int(now), "pid": info.pid, "version": info.version, "sending": sending, "new": stats.new}
+    if stats.broker_problem:
+        body["broker_problem"] = stats.broker_problem
+    return _json(body)
 
 
 # -- /metadata_fetch_time, /metadata_update ---------------------------------------------------------------------------
@@ -243,6 +248,7 @@ def render_metadata_fetch_time_plain(info: ServerInfo, times: MetadataTimes, *, 
         f"{_ctime(times.last_updated_ms // 1000)}\n"
         f"metadata last modified at (milliseconds since epoch): {times.last_modified_ms} "
         f"{_ctime(times.last_modified_ms // 1000)}\n"
+        + (f"brokers: {times.broker_problem}\n" if times.broker_problem else "")
     )
 
 
@@ -254,6 +260,7 @@ def render_metadata_fetch_time_json(info: ServerInfo, times: MetadataTimes, *, n
             "now": now_ms,
             "last_updated": times.last_updated_ms,
             "last_modified": times.last_modified_ms,
+            **({"broker_problem": times.broker_problem} if times.broker_problem else {}),
         }
     )
 

@@ -65,6 +65,7 @@ class QueueStats:
 
     topics: tuple[TopicQueue, ...] = ()
     new: int = 0
+    broker_problem: str | None = None  # why messages cannot go out now: "authentication failed: broker ..., ..."
 
     @property
     def total_batch(self) -> int:
@@ -90,6 +91,7 @@ class MetadataTimes:
 
     last_updated_ms: int = 0
     last_modified_ms: int = 0
+    broker_problem: str | None = None  # as QueueStats.broker_problem
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,3 +28,20 @@ def test_producer_bench_quick_prints_its_figures() -> None:
     assert re.search(no_gc, result.stdout, re.M), result.stdout
     assert re.search(r"ratio vs aiokafka \(await send\): [\d.]+x", result.stdout)
     assert re.search(r"ratio vs confluent-kafka:\s+[\d.]+x", result.stdout)
+
+
+@pytest.mark.e2e
+def test_producer_bench_security_quick_prints_its_figures() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "producer_bench.py"), "--security", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    for client in ("bruce.producer", "confluent-kafka"):
+        for way in ("PLAINTEXT", "SSL", "SASL_SSL"):
+            assert re.search(rf"^{re.escape(client)}\s+{way}\s+[\d,]+ msgs/s \(best of 1\)$", result.stdout, re.M)
+    assert re.search(r"ratio vs confluent-kafka, SASL_SSL:\s+[\d.]+x", result.stdout)
+    assert re.search(r"SSL cost to bruce.producer vs plaintext: -?\d+%", result.stdout)

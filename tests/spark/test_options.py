@@ -149,3 +149,32 @@ def test_write_daemon() -> None:
 def test_bad_write_options(options: dict, message: str) -> None:
     with pytest.raises(OptionError, match=message):
         write_options(options)
+
+
+def test_security_options_map_to_the_security_config_for_reads_and_writes() -> None:
+    given = {
+        "bootstrap.servers": "b:9093",
+        "topic": "t",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-256",
+        "kafka.sasl.username": "u",
+        "kafka.sasl.password": "pw-spark-1",
+        "kafka.ssl.ca.location": "/etc/ca.pem",
+    }
+    read = read_options(given, streaming=False).client.security
+    write = write_options(given).producer.security
+    assert read == write
+    assert (read.security_protocol, read.sasl_mechanism, read.ssl_ca_location) == (
+        "SASL_SSL",
+        "SCRAM-SHA-256",
+        "/etc/ca.pem",
+    )
+    assert "pw-spark-1" not in repr(read)
+
+
+def test_bad_security_options_fail_at_planning_without_the_secret() -> None:
+    with pytest.raises(OptionError, match=r"security settings \(kafka\.\*\): sasl\.username: required") as caught:
+        write_options(
+            {"bootstrap.servers": "b:1", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.password": "pw-2"}
+        )
+    assert "pw-2" not in str(caught.value)

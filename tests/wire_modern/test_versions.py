@@ -27,6 +27,8 @@ from . import api_versions_answers as answers
 
 OURS = {PRODUCE: range(12), FETCH: range(13), LIST_OFFSETS: range(10), METADATA: range(13), API_VERSIONS: range(5),
         CREATE_TOPICS: range(8)}  # fmt: skip
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL = {SASL_HANDSHAKE: range(2), SASL_AUTHENTICATE: range(3)}
 
 # broker answer -> (Produce, Fetch, ListOffsets, Metadata, ApiVersions, CreateTopics) versions, magic, zstd, negotiated
 TABLE = {
@@ -56,7 +58,13 @@ def test_choice_per_broker(broker: str) -> None:
 def test_our_versions_come_from_the_registry() -> None:
     ours = our_versions()
     assert {k: ours[k] for k in KEYS} == OURS
-    assert choose_versions(answers.KAFKA_4_0) == choose_versions(answers.KAFKA_4_0, OURS)
+    assert choose_versions(answers.KAFKA_4_0) == choose_versions(answers.KAFKA_4_0, {**OURS, **SASL})
+
+
+def test_sasl_versions_follow_the_broker() -> None:
+    choice = choose_versions(answers.KAFKA_4_0)
+    assert (choice.version(SASL_HANDSHAKE), choice.version(SASL_AUTHENTICATE)) == (1, 2)
+    assert our_versions()[SASL_HANDSHAKE] == SASL[SASL_HANDSHAKE]
 
 
 @pytest.mark.parametrize("broker", list(TABLE))
@@ -118,5 +126,5 @@ def test_kafka_versions_doc_lists_what_the_registry_holds() -> None:
         spec.name: str(spec.versions[-1]) for spec in REGISTRY.values()
     }
     assert dict(re.findall(r"(\w+) v(\d+)", flexible)) == {
-        spec.name: str(spec.first_flexible) for spec in REGISTRY.values()
+        spec.name: str(spec.first_flexible) for spec in REGISTRY.values() if spec.first_flexible is not None
     }

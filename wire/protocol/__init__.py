@@ -7,3 +7,5 @@ from . import fetch as fetch
 from . import list_offsets as list_offsets
 from . import metadata as metadata
 from . import produce as produce
+from . import sasl_authenticate as sasl_authenticate
+from . import sasl_handshake as sasl_handshake

@@ -16,7 +16,9 @@ import construct as c
 
 from ..primitives import (
     Array,
+    Bytes,
     CompactArray,
+    CompactBytes,
     CompactNullableArray,
     CompactNullableBytes,
     CompactNullableString,
@@ -59,6 +61,11 @@ def string(flexible: bool) -> c.Construct:
 
 def nullable_string(flexible: bool) -> c.Construct:
     return CompactNullableString if flexible else NullableString
+
+
+def blob(flexible: bool) -> c.Construct:
+    """BYTES (non-nullable) in its classic or compact form."""
+    return CompactBytes if flexible else Bytes
 
 
 def nullable_bytes(flexible: bool) -> c.Construct:

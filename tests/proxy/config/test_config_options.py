@@ -46,6 +46,7 @@ DEFAULTS = {
     "kafka_protocol": "auto",
     "protocol_version": 0,
     "client_id": "",
+    "kafka_property": (),
     "required_acks": -1,
     "replication_timeout": 10000,
     "max_failed_delivery_attempts": 5,
@@ -100,6 +101,10 @@ SAMPLES = {
     "kafka_protocol": (["--kafka_protocol", "v0"], "v0"),
     "protocol_version": (["--protocol_version", "0"], 0),
     "client_id": (["--client_id", "host-17"], "host-17"),
+    "kafka_property": (
+        ["--kafka_property", "security.protocol=SSL", "--kafka_property=ssl.ca.location=/etc/ca.pem"],
+        (("security.protocol", "SSL"), ("ssl.ca.location", "/etc/ca.pem")),
+    ),
     "required_acks": (["--required_acks", "0"], 0),
     "replication_timeout": (["--replication_timeout", "2147483647"], 2**31 - 1),
     "max_failed_delivery_attempts": (["--max_failed_delivery_attempts", "0"], 0),

@@ -1,0 +1,128 @@
+"""The daemon's security settings: the [kafka] TOML table, the <kafka> XML extension element, --kafka_property, and
+secrets that never reach --convert_config's output, a repr or an error."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from reference_files import BRUCE_EXAMPLE_CONF
+
+from bruce.producer.security import Secret
+from bruce.proxy.config.errors import ConfigError
+from bruce.proxy.config.model import Broker
+from bruce.proxy.config.options import Options
+from bruce.proxy.config.startup import configure, default_config
+from bruce.proxy.config.toml_config import load_toml, to_toml
+from bruce.proxy.config.xml_config import load_xml
+from bruce.proxy.daemon import producer_config
+
+
+def base_toml() -> str:
+    return to_toml(default_config([Broker("k1", 9092)]))
+
+
+def test_the_kafka_table_takes_librdkafka_names_quoted_or_dotted(monkeypatch) -> None:
+    monkeypatch.setenv("BRUCE_TEST_SASL_PW", "pw-from-env")
+    config = load_toml(
+        base_toml()
+        + '\n[kafka]\n"security.protocol" = "SASL_SSL"\nsasl.mechanism = "SCRAM-SHA-256"\nsasl.username = "bruce"\n'
+        + 'sasl.password = "env:BRUCE_TEST_SASL_PW"\n"enable.ssl.certificate.verification" = true\n'
+    )
+    k = config.kafka
+    assert (k.security_protocol, k.sasl_mechanism, k.sasl_username) == ("SASL_SSL", "SCRAM-SHA-256", "bruce")
+    assert k.sasl_password.reveal() == "pw-from-env" and "pw-from-env" not in repr(config)
+    assert producer_config_of(config).security == k
+
+
+def producer_config_of(config):
+    return producer_config(Options(initial_brokers=config.initial_brokers), config)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('"security.protocl" = "SSL"', 'kafka."security.protocl": not a security property bruce takes; did you mean'),
+        ('"security.protocol" = "TLS"', "kafka.\"security.protocol\": 'TLS' is not one of PLAINTEXT"),
+        ('"security.protocol" = 1', 'kafka."security.protocol": expected a string'),
+        ('"security.protocol" = "SASL_PLAINTEXT"', "kafka: sasl.username: required with"),
+        ('"linger.ms" = "5"', 'kafka."linger.ms": not a security property bruce takes'),
+    ],
+)
+def test_kafka_table_errors_name_the_key(table: str, message: str) -> None:
+    with pytest.raises(ConfigError, match="^f.toml: " + message.replace(".", r"\.").replace("(", r"\(")):
+        load_toml(base_toml() + "\n[kafka]\n" + table + "\n", source="f.toml")
+
+
+def xml_with(kafka: str) -> str:
+    return BRUCE_EXAMPLE_CONF.read_text().replace("</bruceConfig>", f"<kafka>{kafka}</kafka></bruceConfig>")
+
+
+def test_the_kafka_xml_element_and_its_errors() -> None:
+    config = load_xml(
+        xml_with(
+            '<property name="security.protocol" value="SSL"/><property name="ssl.ca.location" value="/etc/ca.pem"/>'
+        )
+    )
+    assert (config.kafka.security_protocol, config.kafka.ssl_ca_location) == ("SSL", "/etc/ca.pem")
+    with pytest.raises(ConfigError, match=r'kafka/property\[name="sasl\.usrname"\]: not a security property'):
+        load_xml(xml_with('<property name="sasl.usrname" value="u"/>'), source="b.xml")
+    with pytest.raises(ConfigError, match=r'the name "sasl\.username" is used twice'):
+        load_xml(xml_with('<property name="sasl.username" value="a"/><property name="sasl.username" value="b"/>'))
+
+
+def test_convert_config_never_writes_a_literal_secret(tmp_path: Path) -> None:
+    source = tmp_path / "bruce.xml"
+    source.write_text(
+        xml_with(
+            '<property name="security.protocol" value="SASL_SSL"/><property name="sasl.username" value="u"/>'
+            '<property name="sasl.password" value="hunter2-literal"/>'
+            '<property name="ssl.key.password" value="file:/etc/bruce/key-pw"/>'
+        ).replace("/etc/bruce/key-pw", str(tmp_path / "key-pw"))
+    )
+    (tmp_path / "key-pw").write_text("kpw-from-file\n")
+    out = io.StringIO()
+    assert configure(["--convert_config", str(source)], stdout=out) == 0
+    text = out.getvalue()
+    assert "hunter2-literal" not in text and "kpw-from-file" not in text
+    assert f'"ssl.key.password" = "file:{tmp_path / "key-pw"}"' in text
+    assert "# sasl.password: given literally, not written here" in text
+    with pytest.raises(ConfigError, match=r"sasl\.password: required"):  # loud until the secret is given again
+        load_toml(text)
+
+
+def test_kafka_property_overrides_the_file_and_keeps_secrets_redacted(tmp_path: Path) -> None:
+    source = tmp_path / "bruce.toml"
+    source.write_text(base_toml() + '\n[kafka]\n"security.protocol" = "SSL"\n"ssl.ca.location" = "/a.pem"\n')
+    pw = tmp_path / "pw"
+    pw.write_text("cli-secret")
+    options, config = configure(
+        [
+            "--config_path",
+            str(source),
+            "--kafka_property",
+            "security.protocol=SASL_SSL",
+            "--kafka_property=sasl.username=u",
+            "--kafka_property",
+            f"sasl.password=file:{pw}",
+        ]
+    )
+    k = config.kafka
+    assert (k.security_protocol, k.ssl_ca_location, k.sasl_password.reveal()) == ("SASL_SSL", "/a.pem", "cli-secret")
+    assert isinstance(dict(options.kafka_property)["sasl.password"], Secret)
+    assert "cli-secret" not in repr(options) and "cli-secret" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--kafka_property", "linger.ms=5"], "--kafka_property: 'linger.ms' is not NAME=VALUE with a security"),
+        (["--kafka_property", "security.protocol=SASL_SSL"], "--kafka_property: sasl.username: required"),
+        (["--kafka_property", "sasl.password=env:BRUCE_NO_SUCH_VAR"], "environment variable BRUCE_NO_SUCH_VAR"),
+    ],
+)
+def test_kafka_property_errors(argv: list[str], message: str) -> None:
+    err = io.StringIO()
+    assert configure(["--initial_brokers", "k1", *argv], stderr=err) == 2
+    assert message in err.getvalue()
