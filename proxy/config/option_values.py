@@ -121,3 +121,12 @@ def default_receive_socket_name() -> str:
     """``$XDG_RUNTIME_DIR/bruce.socket`` when that directory is set, else ``/tmp/bruce-<uid>.socket``."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     return os.path.join(runtime, "bruce.socket") if runtime else f"/tmp/bruce-{os.getuid()}.socket"
+
+
+def default_debug_dir() -> str:
+    """``$XDG_STATE_HOME/bruce/debug`` when that variable holds an absolute path, else ``~/.local/state/bruce/debug``:
+    a directory the user running bruce owns (Bruce's default, ``/home/bruce/debug``, is another user's home)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "bruce", "debug")
