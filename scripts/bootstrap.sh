@@ -19,6 +19,7 @@ esac
 TEST_APT=(
     "java openjdk-17-jre-headless"  # Spark (tests/spark, the pipeline example)
     "socat socat"  # the plog sender tests
+    "curl curl"  # the README's status-page example (tests/e2e/docs)
 )
 
 PYTHON="${PYTHON:-python3}"
