@@ -85,6 +85,8 @@ def setup(tansu: EmbeddedBroker) -> Iterator[Setup]:
 
 def _repository_state() -> str:
     """What git sees as changed or new in the working tree (examples must not write into the repository)."""
+    if not (ROOT / ".git").exists():
+        return ""  # not a checkout (an unpacked source archive): nothing to compare
     done = subprocess.run(
         ["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True, text=True, check=True
     )
