@@ -16,22 +16,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from bruce.proxy.embedded import EmbeddedBroker
 
-from ..daemon.harness import start_bruce
+from ..daemon.harness import BruceProcess, counters_json, start_bruce, wait_for
 from .examples import ROOT, Block, doc_paths, read_blocks, runnable_blocks, substitute
 
 SH_TIMEOUT_S = 120
 PYTHON_TIMEOUT_S = 120  # per page, plus PYTHON_BLOCK_TIMEOUT_S per block
 PYTHON_BLOCK_TIMEOUT_S = 60
+pytestmark = pytest.mark.e2e
 RUN_PYTHON = Path(__file__).with_name("run_python.py")
 BLOCKS = runnable_blocks()
 SH = [b for b in BLOCKS if b.kind == "sh"]
@@ -45,11 +50,14 @@ WAITING = {
 }
 
 
+@dataclass(frozen=True)
 class Setup:
-    """The daemon, the environment and the placeholder values the examples run with."""
+    """The environment and the placeholder values the examples run with, and the daemon's log."""
 
-    def __init__(self, env: dict[str, str], values: dict[str, str], daemon_log: Path) -> None:
-        self.env, self.values, self.daemon_log = env, values, daemon_log
+    env: dict[str, str]
+    values: dict[str, str]
+    daemon_log: Path
+    daemon: BruceProcess
 
 
 @pytest.fixture(scope="module")
@@ -62,13 +70,16 @@ def setup(tansu: EmbeddedBroker) -> Iterator[Setup]:
             env[name] = str(work / sub)
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env["SPARK_LOCAL_IP"] = "127.0.0.1"  # docs/spark.md: on a laptop or in CI, Spark must bind loopback
+        tansu.create_topic(f"docs-{work.name}", 1)  # a cluster without topics is bad metadata (Bruce's rule)
         daemon = start_bruce(
             ["--initial_brokers", tansu.address, "--topic_autocreate", "--status_port", "0"],
             work / "bruce.log",
             env={k: env[k] for k in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "TMPDIR")},
         )
         try:
-            status = daemon.wait_serving().removeprefix("http://")
+            status_url = daemon.wait_serving()
+            wait_for(lambda: counters_json(status_url).get("MetadataChanged", 0) >= 1, what="the first metadata")
+            status = status_url.removeprefix("http://")
             socket_path = str(work / "run" / "bruce.socket")  # the default path under $XDG_RUNTIME_DIR
             assert os.path.exists(socket_path), daemon.log
             values = {
@@ -76,11 +87,11 @@ def setup(tansu: EmbeddedBroker) -> Iterator[Setup]:
                 "127.0.0.1:9090": status,
                 "/var/run/bruce/bruce.socket": socket_path,
             }
-            yield Setup(env, values, work / "bruce.log")
+            yield Setup(env, values, work / "bruce.log", daemon)
         finally:
             daemon.kill()
     finally:
-        subprocess.run(["rm", "-rf", str(work)], check=False)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _repository_state() -> str:
@@ -151,3 +162,19 @@ def test_python_examples(doc: str, setup: Setup, tmp_path: Path) -> None:
     _run(
         [sys.executable, str(RUN_PYTHON), str(script)], setup, timeout, f"{doc}: the ```python examples (lines {lines})"
     )
+
+
+# Last, as pytest runs a module's tests in order: it stops the daemon the examples used.
+def test_the_daemon_delivered_what_the_examples_sent(setup: Setup) -> None:
+    """Examples that send through the daemon exit 0 once it has their messages: its account at the end says whether
+    they reached Kafka. The only discard they may cause is the malformed datagram docs/client.md sends on purpose."""
+    setup.daemon.signal(signal.SIGTERM)  # an orderly stop: it delivers what it holds, then gives its account
+    assert setup.daemon.wait(60) == 0
+    log = setup.daemon.log
+    stopped = re.search(r"stopped: (\d+) received, (\d+) delivered, (\d+) discarded, (\d+) in flight", log)
+    assert stopped, log[-3000:]
+    received, delivered, discarded, in_flight = map(int, stopped.groups())
+    assert received > 0 and in_flight == 0, stopped.group(0)
+    reasons = set(re.findall(r"discarded message: (\w+)", log))
+    assert reasons <= {"MALFORMED"}, f"the examples' messages were discarded: {reasons}\n{log[-3000:]}"
+    assert delivered == received - discarded
