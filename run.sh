@@ -3,5 +3,5 @@
 # loopback port. Arguments go to the `bruce` command (see `./run.sh --help`).
 set -euo pipefail
 cd "$(dirname "$0")"
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh run
 exec .venv/bin/bruce "$@"

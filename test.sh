@@ -3,7 +3,7 @@
 # injection included), then a short fuzzing run. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")"
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/python -m pytest "$@"

@@ -1,11 +1,13 @@
 """Run every fuzz harness (``fuzz/fuzz_<name>.py``) under atheris for a share of the time, and fail on any crash.
 
-Usage: ``python fuzz/run_all.py --total-seconds 50 [--only NAME ...]``
+Usage: ``python fuzz/run_all.py --total-seconds 50 [--only NAME ...] [--crash-dir DIR]``
 
 Each harness gets an equal share of ``--total-seconds``, start-up included (at least 1 s of fuzzing). Its seed
 corpus ``fuzz/corpus/<name>/`` is read, never written: new inputs go to a temporary directory. A crash (a harness's
 invariant broken) prints the harness's last output and the path of the input that broke it, and the run exits
-non-zero. Harnesses are found by name: add ``fuzz/fuzz_<name>.py`` (and seeds in ``fuzz/corpus/<name>/``).
+non-zero; crashing inputs are kept in ``--crash-dir`` (default: a new ``bruce-fuzz-crashes-*`` temporary directory,
+named in the output); everything else the run wrote is removed. Harnesses are found by name: add
+``fuzz/fuzz_<name>.py`` (and seeds in ``fuzz/corpus/<name>/``).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--total-seconds", type=int, default=50)
     parser.add_argument("--only", nargs="*", help="harness names (without fuzz_) to run")
     parser.add_argument("--harness-dir", type=Path, default=HERE, help="where the fuzz_*.py files are")
+    parser.add_argument(
+        "--crash-dir", type=Path, help="where to keep crashing inputs (default: a new bruce-fuzz-crashes-* temp dir)"
+    )
     args = parser.parse_args(argv)
     found = [h for h in harnesses(args.harness_dir) if not args.only or h.stem.removeprefix("fuzz_") in args.only]
     if not found:
@@ -75,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fuzz {report}", flush=True)
             failed += not ok
         if failed:
-            keep = Path(tempfile.mkdtemp(prefix="bruce-fuzz-crashes-"))
+            keep = args.crash_dir or Path(tempfile.mkdtemp(prefix="bruce-fuzz-crashes-"))
+            keep.mkdir(parents=True, exist_ok=True)
             for crash in Path(tmp).glob("*-crash-*"):
                 crash.rename(keep / crash.name)
             print(f"fuzz: {failed} of {len(found)} harnesses failed; crashing inputs kept in {keep}", file=sys.stderr)

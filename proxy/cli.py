@@ -110,7 +110,8 @@ def announcement(daemon: Daemon, embedded: EmbeddedBroker | None, *, daemonized:
         return f"bruce: serving on {daemon.socket_path}; status {daemon.status_url}/\n"
     socket_path = daemon.socket_path
     return (
-        f"bruce: no broker configured: an embedded broker (tansu) runs on {embedded.address} for this session\n"
+        f"bruce: {_why_embedded(daemon.options)}: an embedded broker (tansu) runs on {embedded.address} for this "
+        "session\n"
         f"       (in memory, stopped with bruce; topics are created on first use with 4 partitions)\n"
         f"bruce: input socket  {socket_path}\n"
         f"bruce: status pages  {daemon.status_url}/   (Prometheus: {daemon.status_url}/metrics)\n"
@@ -118,6 +119,15 @@ def announcement(daemon: Daemon, embedded: EmbeddedBroker | None, *, daemonized:
         f"       {to_bruce_command()} --socket_path {socket_path} --topic test --value hello\n"
         + (f"bruce: stop with: kill {os.getpid()}\n" if daemonized else "bruce: stop with Ctrl-C (or SIGTERM)\n")
     )
+
+
+def _why_embedded(options: Options) -> str:
+    """Why the embedded broker runs, as the configuration says: asked for (over a config file's brokers), or implied."""
+    if not options.embedded_broker:
+        return "no broker configured"
+    if options.config_path is not None:
+        return f"--embedded_broker (in place of the brokers in {options.config_path})"
+    return "--embedded_broker"
 
 
 def to_bruce_command() -> str:

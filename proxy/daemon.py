@@ -137,6 +137,7 @@ class Daemon:
             counters=counters,
             discard_log=self.discard_log,
             log_discards=not options.no_log_discard,
+            quiet_until_queried=embedded,  # trying bruce out: nobody monitors /discards (yet)
         )
         self.debug = MessageDebugLog(
             options.debug_dir,

@@ -12,7 +12,9 @@ Rules:
   the current period started, Bruce's rule applies: the current data is dropped and both reports become empty
   placeholders. We keep that, but make it visible: ``DiscardReportDataLost`` and a warning when data was dropped.
 - ``check_query_rate`` is Bruce's watchdog: call it every ``interval_s + 1`` seconds; when no report was asked for
-  in the last interval it increments ``NoDiscardQuery`` and warns.
+  in the last interval it increments ``NoDiscardQuery`` and warns. With ``quiet_until_queried`` (the try-out mode,
+  where nobody monitors) it only counts until a first report was asked for: then someone monitors, and a monitor that
+  goes silent is warned about.
 - What each reason updates (Bruce's tracker): MALFORMED → count + recent prefixes; API_KEY → count; VERSION → count
   + version→count; BAD_TOPIC → count + recent bad topics; LONG_MSG → recent ``topic SP value`` prefixes (+
   discard_topic when the topic is known); RATE_LIMIT → rate_limit_discard + discard_topic; every other reason with a
@@ -190,6 +192,7 @@ class DiscardTracker:
         clock: Callable[[], float] = time.time,
         max_topics: int = DEFAULT_MAX_TOPICS,
         log_discards: bool = True,
+        quiet_until_queried: bool = False,
     ) -> None:
         if interval_s < 1:
             raise UsageError(f"discard report interval must be at least 1 s, got {interval_s}")
@@ -202,6 +205,7 @@ class DiscardTracker:
         self.clock = clock
         self.max_topics = max_topics
         self.log_discards = log_discards
+        self._quiet = quiet_until_queried  # cleared by the first query
         now = int(clock())
         self._current = _Period(0, now)
         self._finished: _Period | None = None
@@ -285,17 +289,19 @@ class DiscardTracker:
         """The current and last finished periods. Counts as a discard query for the watchdog."""
         now = int(self.clock())
         self._last_query = now
+        self._quiet = False
         period = self._current if now - self._current.start < self.interval else self._advance(now)
         finished = self._finished.snapshot() if self._finished is not None else None
         return DiscardReport(now=now, interval=self.interval, unfinished=period.snapshot(), finished=finished)
 
     def check_query_rate(self) -> bool:
-        """Bruce's watchdog (call every ``interval_s + 1`` s): True, ``NoDiscardQuery`` and a warning when nobody
-        asked for a report within the last interval, so reports may be lost."""
+        """Bruce's watchdog (call every ``interval_s + 1`` s): True, ``NoDiscardQuery`` and a warning (only counted
+        while quiet: see the rules) when nobody asked for a report within the last interval, so reports may be lost."""
         delta = int(self.clock()) - self._last_query
         if delta > self.interval:
             self.counters.inc("NoDiscardQuery")
-            log.warning("no discard query in the last %d s: discard reports may be lost", delta)
+            if not self._quiet:
+                log.warning("no discard query in the last %d s: discard reports may be lost", delta)
             return True
         return False
 

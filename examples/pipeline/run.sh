@@ -3,5 +3,5 @@
 # examples/pipeline/run.py (embedded broker + bruce daemon + sender + Structured Streaming job). Arguments go to it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh test
 exec .venv/bin/python examples/pipeline/run.py "$@"

@@ -7,6 +7,7 @@ a range is part of each reader so that ``--help`` and the error say the same thi
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -148,3 +149,12 @@ def default_receive_socket_name() -> str:
     """``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else ``/tmp/bruce-<uid>/bruce.socket`` (a private
     directory the daemon creates and verifies: :mod:`bruce.proxy.socket_path`)."""
     return default_socket_path()
+
+
+def default_debug_dir() -> str:
+    """``$XDG_STATE_HOME/bruce/debug`` when that variable holds an absolute path, else ``~/.local/state/bruce/debug``:
+    a directory the user running bruce owns (Bruce's default, ``/home/bruce/debug``, is another user's home)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "bruce", "debug")

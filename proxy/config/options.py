@@ -33,6 +33,7 @@ from .option_values import (
     Reader,
     broker_list,
     choice,
+    default_debug_dir,
     default_receive_socket_name,
     file_mode,
     host_names,
@@ -291,7 +292,13 @@ class Options:
     )
     # Message debugging
     debug_dir: str = option(
-        "/home/bruce/debug", "DIR", "Absolute directory for the message debug files.", DEBUG, path(allow_empty=True)
+        None,
+        "DIR",
+        "Absolute directory for the message debug files, created (mode 0700) when debugging is turned on (default: "
+        "$XDG_STATE_HOME/bruce/debug, else ~/.local/state/bruce/debug).",
+        DEBUG,
+        path(allow_empty=True),
+        factory=default_debug_dir,
     )
     msg_debug_time_limit: int = option(
         3600, "LIMIT_SECONDS", "Message debugging turns itself off after this many seconds.", DEBUG, integer(1)

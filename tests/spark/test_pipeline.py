@@ -63,3 +63,28 @@ def test_write_through_the_daemon(example, spark, tansu, new_topic, tmp_path: Pa
     for m in got:
         partitions.setdefault(m.key, set()).add(m.partition)
     assert all(len(p) == 1 for p in partitions.values())  # keyed rows: one partition per key, as in direct mode
+
+
+@pytest.mark.parametrize(("outcome", "kept"), [("ok", False), ("mismatch", True), ("crash", True), ("keep", True)])
+def test_the_example_removes_its_working_directory_unless_it_failed(
+    example, outcome: str, kept: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    _, run, _ = example
+    monkeypatch.setattr(run.tempfile, "tempdir", str(tmp_path))  # where mkdtemp makes the working directory
+
+    def pipeline(events: int, minutes: int, work: Path) -> bool:
+        (work / "bruce.log").write_text("a file the run wrote")
+        if outcome == "crash":
+            raise RuntimeError("the job failed")
+        return outcome != "mismatch"
+
+    monkeypatch.setattr(run, "pipeline", pipeline)
+    argv = ["--keep"] if outcome == "keep" else []
+    if outcome == "crash":
+        with pytest.raises(RuntimeError):
+            run.main(argv)
+    else:
+        assert run.main(argv) == (1 if outcome == "mismatch" else 0)
+    left = list(tmp_path.iterdir())
+    assert len(left) == kept
+    assert ("kept in" in capsys.readouterr().out) is kept

@@ -6,6 +6,7 @@ every seed is valid input."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 import subprocess
 import sys
@@ -69,16 +70,21 @@ def test_a_broken_invariant_fails_the_fuzz_run(tmp_path: Path) -> None:
     (tmp_path / "fuzz_broken.py").write_text(BROKEN)
     (tmp_path / "corpus" / "broken").mkdir(parents=True)
     (tmp_path / "corpus" / "broken" / "seed").write_bytes(b"x")  # the seed itself breaks it
+    (tmp_path / "tmp").mkdir()
+    command = [sys.executable, str(FUZZ / "run_all.py"), "--total-seconds", "3", "--harness-dir", str(tmp_path)]
     done = subprocess.run(
-        [sys.executable, str(FUZZ / "run_all.py"), "--total-seconds", "3", "--harness-dir", str(tmp_path)],
+        [*command, "--crash-dir", str(tmp_path / "crashes")],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
     )
     assert done.returncode == 1
     assert "broken: FAILED" in done.stdout and "invariant broken" in done.stdout
-    assert "crashing inputs kept in" in done.stderr
+    assert f"crashing inputs kept in {tmp_path / 'crashes'}" in done.stderr
+    assert ["-crash-" in p.name for p in (tmp_path / "crashes").iterdir()] == [True]
+    assert list((tmp_path / "tmp").iterdir()) == []  # nothing left behind in the temporary directory
 
 
 def test_every_parser_has_a_harness() -> None:

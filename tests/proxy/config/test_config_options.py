@@ -72,7 +72,6 @@ DEFAULTS = {
     "discard_log_max_file_size": 1024,
     "discard_log_max_archive_size": 8192,
     "discard_log_bad_msg_prefix_size": 256,
-    "debug_dir": "/home/bruce/debug",
     "msg_debug_time_limit": 3600,
     "msg_debug_byte_limit": 2 * 1024**3,
     "log_level": "LOG_NOTICE",
@@ -147,7 +146,7 @@ SAMPLES = {
 
 def test_every_option_has_a_sample_and_a_default() -> None:
     assert set(SAMPLES) == set(option_specs())
-    assert set(DEFAULTS) == set(option_specs()) - {"receive_socket_name"}
+    assert set(DEFAULTS) == set(option_specs()) - {"receive_socket_name", "debug_dir"}
 
 
 def test_defaults_are_bruces() -> None:
@@ -165,6 +164,18 @@ def test_default_socket_follows_the_runtime_dir(monkeypatch: pytest.MonkeyPatch)
     assert Options().receive_socket_name == f"/tmp/bruce-{os.geteuid()}/bruce.socket"
     monkeypatch.setenv("TMPDIR", "/var/tmp/mine")
     assert Options().receive_socket_name == f"/var/tmp/mine/bruce-{os.geteuid()}/bruce.socket"
+
+
+def test_default_debug_dir_is_the_users_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Not Bruce's /home/bruce/debug (another user's home): the XDG state directory, else ~/.local/state."""
+    monkeypatch.setenv("XDG_STATE_HOME", "/var/lib/me/state")
+    assert Options().debug_dir == "/var/lib/me/state/bruce/debug"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative")  # not absolute: ignored, as the XDG spec says
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert Options().debug_dir == f"{tmp_path}/.local/state/bruce/debug"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert parse_command_line([]).debug_dir == f"{tmp_path}/.local/state/bruce/debug"
+    assert parse_command_line(["--debug_dir", "/srv/debug"]).debug_dir == "/srv/debug"  # Bruce's option still wins
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

@@ -132,13 +132,48 @@ def test_nonblocking_counts_what_the_full_socket_refused(
     got = [d.value for d in parsed(receiver)]
     assert 0 < len(got) < 1000
     assert got == [b"%d " % n for n in range(1, len(got) + 1)]  # the first ones went through, the rest were dropped
-    assert f"{1000 - len(got)} of 1000 messages dropped: the socket was full (EAGAIN)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{1000 - len(got)} of 1000 messages dropped: the socket was full (EAGAIN); {len(got)} sent." in err
+    assert "net.unix.max_dgram_qlen" in err and "sysctl -w net.unix.max_dgram_qlen=512" in err  # what to do about it
+    assert "messages sent to" not in err  # no confirmation when messages were lost
+
+
+def test_one_line_confirmation_unless_quiet(
+    receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--socket_path", sock_path, "--topic", "clicks", "--value", "hello"]) == EXIT_OK
+    assert capsys.readouterr() == ("", f"to_bruce: 1 message sent to {sock_path} (topic clicks)\n")
+    assert main(["--socket_path", sock_path, "--topic", "clicks", "--count", "3", "-q"]) == EXIT_OK
+    assert main(["--socket_path", sock_path, "--topic", "clicks", "--quiet"]) == EXIT_OK
+    assert capsys.readouterr() == ("", "")
+    assert len(received(receiver)) == 5
+
+
+def test_socket_path_defaults_to_the_daemons_default(
+    receiver: socket.socket, sock_path: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert Path(sock_path).name == "bruce.socket"  # the daemon's default name under $XDG_RUNTIME_DIR
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(Path(sock_path).parent))
+    assert main(["--topic", "t", "--value", "v", "--count", "2"]) == EXIT_OK
+    assert [d.value for d in parsed(receiver)] == [b"v", b"v"]
+    assert f"2 messages sent to {sock_path}" in capsys.readouterr().err
+
+
+def test_key_default_is_empty_in_help_docs_and_on_the_wire(
+    receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--help"]) == EXIT_OK
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "message key (default: empty, which Kafka receives as no key)" in help_text
+    client_md = (Path(__file__).resolve().parents[3] / "docs" / "client.md").read_text()
+    assert "| `--key KEY` | message key (default: empty, which Kafka receives as no key) |" in client_md
+    assert main(["--socket_path", sock_path, "--topic", "t", "--value", "v"]) == EXIT_OK
+    assert [d.key for d in parsed(receiver)] == [b""]
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["--topic", "t"],  # no socket path
         ["--socket_path", "p"],  # no topic
         ["--socket_path", "p", "--topic", "t", "--value", "v", "--stdin"],  # exclusive
         ["--socket_path", "p", "--topic", "t", "--count", "-1"],

@@ -1,0 +1,82 @@
+"""Try-out mode (``./run.sh``: the embedded broker) is quiet and local: no discard-query warning while nobody
+monitors, message debug files under a directory the user owns (mode 0700), and a banner true to the configuration."""
+
+from __future__ import annotations
+
+import logging
+import stat
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from reference_files import BRUCE_EXAMPLE_CONF
+
+from bruce.proxy.cli import announcement
+from bruce.proxy.config import load_config, parse_command_line
+from bruce.proxy.daemon import Daemon
+from bruce.proxy.discards import DiscardTracker
+from bruce.proxy.msg_debug import MessageDebugLog
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_quiet_watchdog_counts_but_warns_only_once_someone_monitors(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    tracker = DiscardTracker(interval_s=100, clock=clock, quiet_until_queried=True)
+    clock.now += 101
+    with caplog.at_level(logging.WARNING):
+        assert tracker.check_query_rate()  # nobody has ever asked: counted, not warned about
+    assert tracker.counters.get("NoDiscardQuery") == 1 and caplog.text == ""
+    tracker.report()  # a monitor appears ...
+    clock.now += 102  # ... and goes silent
+    with caplog.at_level(logging.WARNING):
+        assert tracker.check_query_rate()
+    assert "no discard query in the last 102 s" in caplog.text
+    assert tracker.counters.get("NoDiscardQuery") == 2
+
+
+@pytest.mark.parametrize(("words", "warned"), [([], False), (["--initial_brokers", "127.0.0.1:9"], True)])
+def test_the_daemon_is_quiet_only_in_try_out_mode(
+    words: list[str], warned: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    options = parse_command_line(["--receive_socket_name", str(tmp_path / "s"), "--status_port", "0", *words])
+    daemon = Daemon(options, load_config(options, embedded_port=9))
+    daemon.tracker.clock = lambda: time.time() + 700  # an idle daemon, 700 s on: the interval (600 s) has passed
+    with caplog.at_level(logging.WARNING):
+        assert daemon.tracker.check_query_rate()
+    assert ("no discard query" in caplog.text) is warned
+
+
+def test_debug_files_go_to_the_users_state_dir_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    debug = MessageDebugLog(parse_command_line([]).debug_dir)
+    debug.start()
+    try:
+        assert debug.add_all_topics() == "All message debug topics enabled\n"  # the status page's button
+        debug.on_receive("t", b"k", b"v", 1)
+    finally:
+        debug.close()
+    where = tmp_path / "state" / "bruce" / "debug"
+    assert (where / "msg_receive").read_bytes().startswith(b"ts: 1 topic: 1[t]")
+    assert stat.S_IMODE(where.stat().st_mode) == 0o700  # message contents: for the daemon's user only
+
+
+def _banner(words: list[str]) -> str:
+    options = parse_command_line(words)
+    daemon = SimpleNamespace(options=options, socket_path="/s", status_url="http://127.0.0.1:1")
+    return announcement(daemon, SimpleNamespace(address="127.0.0.1:2"))  # type: ignore[arg-type]
+
+
+def test_the_banner_says_why_the_embedded_broker_runs() -> None:
+    assert _banner([]).startswith("bruce: no broker configured: an embedded broker (tansu) runs on 127.0.0.1:2 ")
+    assert _banner(["--embedded_broker"]).startswith("bruce: --embedded_broker: an embedded broker (tansu) runs on ")
+    given = _banner(["--embedded_broker", "--config_path", str(BRUCE_EXAMPLE_CONF)])
+    assert given.startswith(f"bruce: --embedded_broker (in place of the brokers in {BRUCE_EXAMPLE_CONF}): an ")
+    assert "no broker configured" not in given
