@@ -27,6 +27,8 @@ def test_every_api_is_covered() -> None:
         "Metadata",
         "ApiVersions",
         "CreateTopics",
+        "InitProducerId",
+        "FindCoordinator",
     }
 
 
