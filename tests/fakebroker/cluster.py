@@ -36,7 +36,7 @@ from bruce.wire.protocol.base import REGISTRY, decode_request, encode_response
 from bruce.wire.recordbatch import RecordBatch, decode_record_batches
 from bruce.wire.records import Record, decode_records, entry_spans
 
-from .sequences import SEQUENCE_MODULUS, SequenceTable
+from .sequences import DUPLICATE_SEQUENCE_NUMBER, SEQUENCE_MODULUS, SequenceTable
 
 SERVED = {api_versions.KEY, metadata.KEY, produce.KEY, init_producer_id.KEY}
 FIRST_PRODUCER_ID = 0x1000
@@ -221,6 +221,7 @@ class FakeCluster:
         self.metadata_faults: list[Fault] = []  # cluster-wide: one per Metadata request, whichever broker gets it
         self.sequences = SequenceTable()  # idempotent producers' state per partition
         self.producer_ids: list[int] = []  # allocated by InitProducerId, in order
+        self.advertised: dict[int, tuple[int, int]] = {}  # extra ApiVersions ranges (APIs it does not serve)
 
     async def __aenter__(self) -> FakeCluster:
         for broker in self.brokers.values():
@@ -275,7 +276,7 @@ class FakeCluster:
         ranges = tuple(
             api_versions.ApiVersionRange(key, min(REGISTRY[key].versions), max(REGISTRY[key].versions))
             for key in sorted(SERVED)
-        )
+        ) + tuple(api_versions.ApiVersionRange(key, *r) for key, r in sorted(self.advertised.items()))
         return api_versions.ApiVersionsResponse(error_code=0, api_keys=ranges)
 
     def metadata_answer(self, request: metadata.MetadataRequest, fault: Fault) -> metadata.MetadataResponse:
@@ -357,9 +358,9 @@ class FakeCluster:
                 else:
                     code, original = self._check_sequences(t.name, p.index, batches)
                 base = -1
+                seen.duplicates += original >= 0 or code == DUPLICATE_SEQUENCE_NUMBER
                 if original >= 0:
                     base = original  # a resend of a stored batch: its offset, nothing stored
-                    seen.duplicates += 1
                 elif code == 0 and (fault.kind != "disconnect" or fault.store):
                     log = self.log.setdefault((t.name, p.index), [])
                     base = len(log)
