@@ -25,9 +25,10 @@ Rules:
   the broker said whether it holds it (success: delivered; a sequence error: it does not, as the broker checks for a
   duplicate first). Then, nothing in flight, :meth:`bump` raises the epoch itself (KIP-360: brokers with
   InitProducerId v3+, below epoch 32767) or asks for a new producer id, and every partition starts again at sequence
-  0 with its waiting batches renumbered in order. A fenced epoch settles nothing: its batches of unknown outcome are
-  renumbered at once and reported as possible duplicates. Those, and a batch given up while its outcome is unknown
-  (it may be stored, yet it is counted as not delivered), are the only duplicates left.
+  0 with its waiting batches renumbered in order. A broker that fences an epoch we bumped ourselves (tansu does)
+  gets new producer ids from then on, and that first refusal counts no attempt. A fenced epoch settles nothing: its
+  batches of unknown outcome are renumbered at once and reported as possible duplicates. Those, and a batch given up
+  while its outcome is unknown (it may be stored, yet it is counted as not delivered), are the only duplicates left.
 - :meth:`Idempotence.on_answer` is the decision for one batch's answer: it takes :func:`bruce.producer.acks.classify`'s
   decision on the idempotent path and returns the action to carry out (never :attr:`Action.SEQUENCE`).
 """
@@ -127,6 +128,7 @@ class Idempotence:
         self.new_id_needed = False  # the epoch cannot be bumped by us: a new producer id is due
         self.in_flight = 0  # batches in flight, every partition
         self.bumps = 0  # epochs bumped by us
+        self._bumped_to = -1  # the epoch we last bumped to ourselves
         self.ids_assigned = 0  # InitProducerId answers accepted
         self.partitions: dict[TopicPartition, PartitionSequences] = {}
 
@@ -263,6 +265,9 @@ class Idempotence:
             return Decision(Action.RESEND, name=decision.name, idempotent=True)
         self.bump_needed = True
         self.new_id_needed = self.new_id_needed or fenced
+        if fenced and self.epoch_bump and batch.producer_epoch == self._bumped_to:
+            self.epoch_bump = False  # this broker refuses epochs we bump ourselves (tansu): our fault, no attempt
+            return Decision(Action.RESEND, name=decision.name, idempotent=True)
         return Decision(Action.RESEND, counts_attempt=True, name=decision.name, idempotent=True)
 
     def on_unknown_outcome(self, batch: Batch) -> None:
@@ -320,7 +325,8 @@ class Idempotence:
             self.state = PidState.NONE
             return []
         self.bumps += 1
-        return self._restart(self.producer_id, self.producer_epoch + 1)
+        self._bumped_to = self.producer_epoch + 1
+        return self._restart(self.producer_id, self._bumped_to)
 
     def _restart(self, producer_id: int, epoch: int) -> list[Batch]:
         """A new producer id or epoch: every partition starts at sequence 0, its waiting batches renumbered in order."""

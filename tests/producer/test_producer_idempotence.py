@@ -457,3 +457,21 @@ def _store(broker: SequenceTable, logs: dict, batch) -> int:
         broker.stored(topic, partition, batch.producer_id, batch.producer_epoch, first, last, len(logs[batch.tp]))
         logs[batch.tp].extend(batch.records)
     return code
+
+
+def test_a_broker_that_fences_our_own_bumps_gets_new_producer_ids_from_then_on() -> None:
+    """tansu advertises InitProducerId v5 yet answers PRODUCER_FENCED to an epoch the client raised itself."""
+    idem = assigned()
+    _gap(idem)
+    idem.bump()
+    batch = idem.to_resend(TP)
+    idem.resend(batch)
+    decision = answer(idem, batch, 90)
+    assert decision.action is Action.RESEND and not decision.counts_attempt  # our mistake, not the message's
+    assert not idem.epoch_bump and idem.new_id_needed
+    idem.bump()
+    idem.init_request()
+    idem.on_init_response(granted(0x999, 0))
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (0x999, 0, 0)
+    idem.give_up(idem.to_resend(OTHER))  # another gap
+    assert idem.bump() == [] and idem.state is PidState.NONE  # no more bumps of our own
