@@ -51,9 +51,8 @@ def test_tansu_init_producer_id_and_find_coordinator(client: KafkaClient) -> Non
     assert [a.error_code for a in granted] == [0, 0, 0] and {a.producer_epoch for a in granted} == {0}
     assert granted[0].producer_id < granted[1].producer_id < granted[2].producer_id  # a new id per request
     resume = ipi.InitProducerIdRequest(producer_id=granted[0].producer_id, producer_epoch=0)
-    assert (
-        client.request(resume).error_code == -1
-    )  # quirk: an idempotent producer may not pass its id (Kafka ignores it)
+    # quirk: an idempotent producer may not pass its id (Kafka ignores it)
+    assert client.request(resume).error_code == -1
     version = client.choice.version(FIND_COORDINATOR)
     request = fc.find_coordinator_request(["tx"], key_type=fc.TRANSACTION, version=version)
     (coordinator,) = client.request(request, version=version).by_key(request).values()
