@@ -12,8 +12,10 @@ from confluent_kafka import KafkaError, Producer
 from fakebroker import FakeCluster, Fault
 from fakebroker.cluster import FIRST_PRODUCER_ID
 from fakebroker.harness import scenario
+from kafkaclient import KafkaClient
 
-from bruce.wire.protocol import fetch, produce
+from bruce.wire.protocol import fetch, init_producer_id, produce
+from bruce.wire.recordbatch import build_record_batch
 
 VALUES = [b"m%03d" % i for i in range(40)]
 
@@ -101,3 +103,41 @@ def test_a_lost_acknowledgement_is_resent_with_its_sequence_and_stored_once(kafk
             )
 
     scenario(body, brokers=1)
+
+
+def test_init_producer_id_faults_and_a_forgotten_producer_over_the_wire() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        cluster.brokers[1].script(init_producer_id.KEY, Fault.error(15), Fault.disconnect())
+        cluster.sequences.unknown_producer_error = True  # plays Kafka 1.0-2.4
+
+        def client_side() -> list:
+            seen = []
+            with KafkaClient.connect(cluster.bootstrap[0], timeout=5) as client:
+                seen.append(client.request(init_producer_id.InitProducerIdRequest()).error_code)
+                with pytest.raises(OSError):  # the scripted disconnect
+                    client.request(init_producer_id.InitProducerIdRequest())
+            with KafkaClient.connect(cluster.bootstrap[0], timeout=5) as client:
+                granted = client.request(init_producer_id.InitProducerIdRequest())
+                seen.append((granted.error_code, granted.producer_id, granted.producer_epoch))
+                seen.append(_produce(client, granted.producer_id, 0))
+                cluster.forget_producers("t", 0)  # as retention would; no request is being handled meanwhile
+                seen.append(_produce(client, granted.producer_id, 5))
+                seen.append(_produce(client, granted.producer_id, 0))
+            return seen
+
+        assert await asyncio.to_thread(client_side) == [15, (0, FIRST_PRODUCER_ID, 0), 0, 59, 0]
+        assert [s.outcome for s in cluster.requests("InitProducerId")] == [
+            "error 15",
+            "disconnect",
+            f"producer id {FIRST_PRODUCER_ID:#x}",
+        ]
+        assert _values(cluster, 0) == [b"seq0", b"seq0"]
+
+    scenario(body, brokers=1)
+
+
+def _produce(client: KafkaClient, pid: int, seq: int) -> int:
+    batch = build_record_batch([(None, b"seq%d" % seq, 0, None)], producer_id=pid, producer_epoch=0, base_sequence=seq)
+    request = produce.ProduceRequest((produce.TopicProduceData("t", (produce.PartitionProduceData(0, batch),)),))
+    return client.request(request).responses[0].partition_responses[0].error_code
