@@ -14,6 +14,8 @@ from bruce.wire.messageset import build_message_set
 from bruce.wire.protocol import api_versions as av
 from bruce.wire.protocol import create_topics as ct
 from bruce.wire.protocol import fetch as f
+from bruce.wire.protocol import find_coordinator as fc
+from bruce.wire.protocol import init_producer_id as ipi
 from bruce.wire.protocol import list_offsets as lo
 from bruce.wire.protocol import metadata as m
 from bruce.wire.protocol import produce as p
@@ -41,7 +43,8 @@ def message_sets() -> list[bytes]:
 
 def record_batches() -> list[bytes]:
     batches = [build_record_batch(RECORDS, codec=codec, base_offset=3) for codec in Codec]
-    return [*batches, batches[0] + batches[1]]
+    idempotent = build_record_batch(RECORDS, producer_id=0x444, producer_epoch=3, base_sequence=2**31 - 2)
+    return [*batches, idempotent, batches[0] + batches[1]]
 
 
 def _responses() -> dict[int, object]:
@@ -70,6 +73,8 @@ def _responses() -> dict[int, object]:
             3,
         ),
         av.KEY: av.ApiVersionsResponse(0, (av.ApiVersionRange(0, 0, 11), av.ApiVersionRange(3, 0, 12)), 1),
+        ipi.KEY: ipi.InitProducerIdResponse(0, 0x444, 3, 1, 0x555, 6),
+        fc.KEY: fc.FindCoordinatorResponse(1, 15, "m", 2, "h", 9092, (fc.Coordinator("k", 2, "h", 9092, 15, "m"),)),
         ct.KEY: ct.CreateTopicsResponse(
             (
                 ct.CreatableTopicResult(
@@ -89,6 +94,8 @@ def _requests() -> list[object]:
         lo.ListOffsetsRequest((lo.ListOffsetsTopic("t", (lo.ListOffsetsPartition(0, lo.EARLIEST),)),)),
         av.ApiVersionsRequest(),
         ct.CreateTopicsRequest((ct.CreatableTopic("t", 3, 1, configs=(ct.CreatableTopicConfig("k", "v"),)),)),
+        ipi.InitProducerIdRequest("tx", 5, 0x444, 3, True, True),
+        fc.FindCoordinatorRequest("k", fc.TRANSACTION, ("k", "l")),
     ]
 
 

@@ -8,6 +8,8 @@ Rules:
   expand to ``max_decompressed_size`` bytes at most; the batches of one buffer share one budget.
 - :func:`decode_record_batches` reads batches back to back and ignores an incomplete batch at the end (a Fetch
   response may cut its last batch).
+- :func:`with_producer_identity` rewrites a built batch's producer id, epoch and base sequence (and its CRC-32C)
+  without encoding its records again: an idempotent producer's batch renumbered after an epoch bump.
 - Records to build are ``(key, value, timestamp_ms, headers)``: key and value ``bytes``/``bytearray`` or ``None``;
   headers ``None``/empty (the fast case) or a sequence of ``(str, bytes | None)``. The first record's timestamp is the
   batch's base timestamp. Producers write create-time batches; the broker stamps log-append time per topic.
@@ -55,6 +57,7 @@ __all__ = [
     "decode_record_batch",
     "decode_record_batch_with_schema",
     "decode_record_batches",
+    "with_producer_identity",
 ]
 
 # ---------------------------------------------------------------- building
@@ -160,6 +163,26 @@ def build_record_batch(
         raise
     except (TypeError, ValueError, AttributeError, IndexError, OverflowError, struct.error) as e:
         raise UsageError(f"cannot encode record batch: {e}") from None
+
+
+_IDENTITY = struct.Struct(">qhi")  # producer id, producer epoch, base sequence
+_IDENTITY_AT = 43  # their position in a batch
+_CRC_AT = 17  # the CRC-32C's position; it covers everything from byte 21 (attributes) on
+
+
+def with_producer_identity(batch: bytes, *, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    """``batch`` (one whole batch, as built) with another producer id, epoch and base sequence, its CRC-32C
+    recomputed; equal to building it again with them. :class:`UsageError` for values out of range or a too-short
+    ``batch``."""
+    if len(batch) < HEADER_SIZE or batch[16] != MAGIC:
+        raise UsageError("not a record batch")
+    try:
+        identity = _IDENTITY.pack(producer_id, producer_epoch, base_sequence)
+    except struct.error as e:
+        raise UsageError(f"cannot encode producer identity: {e}") from None
+    body = bytearray(memoryview(batch)[21:])
+    body[_IDENTITY_AT - 21 : _IDENTITY_AT - 21 + _IDENTITY.size] = identity
+    return b"".join((batch[:_CRC_AT], crc32c(body).to_bytes(4, "big"), body))
 
 
 # ---------------------------------------------------------------- decoding

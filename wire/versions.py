@@ -9,6 +9,9 @@ Rules:
   (Produce v0, Metadata v0, Fetch v0, ListOffsets v0, magic 0). So does any broker when the setting forces ``v0``.
 - Forcing ``modern`` on a broker without Produce v3 (or without ApiVersions), or a broker that shares no Produce or
   Metadata version with us, is :class:`IncompatibleBroker`.
+- Idempotent produce (KIP-98) needs InitProducerId and the RecordBatch v2 format (:attr:`ProtocolChoice.idempotence`);
+  InitProducerId v3+ (Kafka 2.5+, KIP-360) also means the broker takes a client-side epoch bump
+  (:attr:`ProtocolChoice.epoch_bump`). The 0.8 protocol has neither.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from enum import StrEnum
 from .errors import BruceError, UsageError
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
+FIND_COORDINATOR, INIT_PRODUCER_ID = 10, 22
 
 V0_PROTOCOL = {PRODUCE: 0, FETCH: 0, LIST_OFFSETS: 0, METADATA: 0}
 """The Kafka 0.8 protocol Bruce speaks: every API at version 0."""
@@ -57,6 +61,16 @@ class ProtocolChoice:
 
     def supports(self, api_key: int) -> bool:
         return any(key == api_key for key, _ in self.versions)
+
+    @property
+    def idempotence(self) -> bool:
+        """The broker can take idempotent batches: it has InitProducerId and we write RecordBatch v2."""
+        return self.magic == 2 and self.supports(INIT_PRODUCER_ID)
+
+    @property
+    def epoch_bump(self) -> bool:
+        """The broker knows KIP-360 (InitProducerId v3+): an idempotent producer may bump its epoch itself."""
+        return self.idempotence and self.version(INIT_PRODUCER_ID) >= 3
 
 
 def magic_for_produce(version: int) -> int:

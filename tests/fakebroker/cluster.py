@@ -7,6 +7,15 @@ Rules:
   UNKNOWN_TOPIC_OR_PARTITION (3), as real brokers (and Bruce's mock) do. Like Kafka, it refuses with
   MESSAGE_TOO_LARGE (10) a partition's records when one of their log entries (a record batch, or a magic 0/1 message
   or compressed wrapper, each with its 12-byte offset and size) is larger than :attr:`FakeCluster.message_max_bytes`.
+- It answers InitProducerId with a new producer id (epoch 0) per request, and checks every idempotent batch (a
+  producer id set) as Kafka 2.5+ does, per producer id and partition (tests/fakebroker/sequences.py): a resend of one
+  of the last 5 batches is answered with success and the original base offset and not stored again; an older epoch
+  is INVALID_PRODUCER_EPOCH (47); a sequence that does not follow (or a new epoch not starting at 0) is
+  OUT_OF_ORDER_SEQUENCE_NUMBER (45); a producer it holds no state for may start at any sequence. ``cluster.sequences``
+  plays older brokers on demand (``duplicate_error``: Kafka 0.11.0's DUPLICATE_SEQUENCE_NUMBER (46);
+  ``unknown_producer_error``: Kafka 1.0-2.4's UNKNOWN_PRODUCER_ID (59)) and forgets a partition's producers as
+  retention would (:meth:`FakeCluster.forget_producers`). Producer state survives a broker's stop and start, as
+  Kafka's snapshots do.
 - Faults are scripted per broker and API, consumed one per request in order (:class:`Fault`). A broker may play Kafka
   0.8 (``legacy=True``): it closes the connection on ApiVersions and speaks version 0 only.
 - Every request is kept in :attr:`FakeCluster.history`. Any request of an API nobody scripted a handler for is a test
@@ -22,11 +31,15 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from bruce.wire.protocol import api_versions, metadata, produce
+from bruce.wire.protocol import api_versions, init_producer_id, metadata, produce
 from bruce.wire.protocol.base import REGISTRY, decode_request, encode_response
+from bruce.wire.recordbatch import RecordBatch, decode_record_batches
 from bruce.wire.records import Record, decode_records, entry_spans
 
-SERVED = {api_versions.KEY, metadata.KEY, produce.KEY}
+from .sequences import DUPLICATE_SEQUENCE_NUMBER, SEQUENCE_MODULUS, SequenceTable
+
+SERVED = {api_versions.KEY, metadata.KEY, produce.KEY, init_producer_id.KEY}
+FIRST_PRODUCER_ID = 0x1000
 KAFKA_MESSAGE_MAX_BYTES = 1_048_588  # Kafka's default message.max.bytes (1 MiB + the 12-byte log overhead)
 
 
@@ -80,6 +93,9 @@ class Seen:
     outcome: str = "ok"  # "ok", "error <code>", "disconnect", "no response"
     produced: list[tuple[str, int, list[Record]]] = field(default_factory=list)
     entry_sizes: list[int] = field(default_factory=list)  # produce: the size of each log entry received
+    sequences: list[tuple[str, int, int, int, int]] = field(default_factory=list)  # produce: (topic, partition,
+    # producer id, epoch, base sequence) of each idempotent batch received
+    duplicates: int = 0  # produce: batches recognised as resends of stored ones
 
     def __str__(self) -> str:
         return f"broker {self.broker}: {self.api} v{self.version} (correlation {self.correlation_id}) → {self.outcome}"
@@ -156,11 +172,14 @@ class FakeBroker:
             await asyncio.sleep(fault.seconds)
         if api_key == api_versions.KEY:
             answer = self.cluster.api_versions_answer()
-        elif api_key == metadata.KEY:
+        elif api_key in (metadata.KEY, init_producer_id.KEY):
             if fault.kind == "disconnect":
                 seen.outcome = "disconnect"
                 return False
-            answer = self.cluster.metadata_answer(body, fault)
+            if api_key == metadata.KEY:
+                answer = self.cluster.metadata_answer(body, fault)
+            else:
+                answer = self.cluster.init_producer_id_answer(fault, seen)
         else:
             answer = self.cluster.produce(self.node_id, version, body, fault, seen)
             if fault.kind == "disconnect":
@@ -200,6 +219,9 @@ class FakeCluster:
         self.history: list[Seen] = []
         self.unexpected: list[Seen] = []
         self.metadata_faults: list[Fault] = []  # cluster-wide: one per Metadata request, whichever broker gets it
+        self.sequences = SequenceTable()  # idempotent producers' state per partition
+        self.producer_ids: list[int] = []  # allocated by InitProducerId, in order
+        self.advertised: dict[int, tuple[int, int]] = {}  # extra ApiVersions ranges (APIs it does not serve)
 
     async def __aenter__(self) -> FakeCluster:
         for broker in self.brokers.values():
@@ -229,6 +251,10 @@ class FakeCluster:
     def values(self, topic: str) -> list[bytes | None]:
         return [r.value for r in self.records(topic)]
 
+    def forget_producers(self, topic: str, partition: int) -> None:
+        """The partition's idempotent producers' state is gone, as when retention removed their records."""
+        self.sequences.forget(topic, partition)
+
     def requests(self, api: str) -> list[Seen]:
         return [s for s in self.history if s.api == api]
 
@@ -250,7 +276,7 @@ class FakeCluster:
         ranges = tuple(
             api_versions.ApiVersionRange(key, min(REGISTRY[key].versions), max(REGISTRY[key].versions))
             for key in sorted(SERVED)
-        )
+        ) + tuple(api_versions.ApiVersionRange(key, *r) for key, r in sorted(self.advertised.items()))
         return api_versions.ApiVersionsResponse(error_code=0, api_keys=ranges)
 
     def metadata_answer(self, request: metadata.MetadataRequest, fault: Fault) -> metadata.MetadataResponse:
@@ -289,6 +315,15 @@ class FakeCluster:
                 topics.append(metadata.MetadataResponseTopic(error_code=3, name=name, partitions=()))
         return metadata.MetadataResponse(brokers=brokers, topics=tuple(topics))
 
+    def init_producer_id_answer(self, fault: Fault, seen: Seen) -> init_producer_id.InitProducerIdResponse:
+        if fault.kind == "error":
+            seen.outcome = f"error {fault.code}"
+            return init_producer_id.InitProducerIdResponse(error_code=fault.code)
+        pid = FIRST_PRODUCER_ID + len(self.producer_ids)
+        self.producer_ids.append(pid)
+        seen.outcome = f"producer id {pid:#x}"
+        return init_producer_id.InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=0)
+
     def _note(self, outcome: str) -> None:
         if self.history and self.history[-1].api == "Metadata":
             self.history[-1].outcome = outcome
@@ -299,10 +334,19 @@ class FakeCluster:
         for t in request.topic_data:
             parts = []
             for p in t.partition_data:
-                records = decode_records(p.records or b"")
+                data = p.records or b""
+                records = decode_records(data)
+                spans = list(entry_spans(data))
+                batches = decode_record_batches(data) if spans and all(m == 2 for *_, m in spans) else []
                 leader = self.topics.get(t.name, {}).get(p.index)
-                sizes = [end - start for start, end, _ in entry_spans(p.records or b"")]
+                sizes = [end - start for start, end, _ in spans]
                 seen.entry_sizes.extend(sizes)
+                seen.sequences.extend(
+                    (t.name, p.index, b.producer_id, b.producer_epoch, b.base_sequence)
+                    for b in batches
+                    if b.producer_id >= 0
+                )
+                original = -1
                 if fault.kind == "error" and fault.topic in (None, t.name):
                     code = fault.code
                 elif leader is None:
@@ -312,15 +356,37 @@ class FakeCluster:
                 elif max(sizes, default=0) > self.message_max_bytes:
                     code = 10
                 else:
-                    code = 0
+                    code, original = self._check_sequences(t.name, p.index, batches)
                 base = -1
-                if code == 0 and (fault.kind != "disconnect" or fault.store):
+                seen.duplicates += original >= 0 or code == DUPLICATE_SEQUENCE_NUMBER
+                if original >= 0:
+                    base = original  # a resend of a stored batch: its offset, nothing stored
+                elif code == 0 and (fault.kind != "disconnect" or fault.store):
                     log = self.log.setdefault((t.name, p.index), [])
                     base = len(log)
                     log.extend(records)
+                    offset = base
+                    for b in batches:
+                        self.sequences.stored(t.name, p.index, b.producer_id, b.producer_epoch, *_span(b), offset)
+                        offset += len(b.records)
                 seen.produced.append((t.name, p.index, records))
                 codes.add(code)
                 parts.append(produce.PartitionProduceResponse(index=p.index, error_code=code, base_offset=base))
             topics.append(produce.TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
         seen.outcome = "ok" if codes <= {0} else "error " + ",".join(map(str, sorted(codes)))
+        if seen.duplicates:
+            seen.outcome += f" ({seen.duplicates} duplicate)"
         return produce.ProduceResponse(responses=tuple(topics))
+
+    def _check_sequences(self, topic: str, partition: int, batches: list[RecordBatch]) -> tuple[int, int]:
+        """(error code, original base offset of a duplicate or -1) for a partition's idempotent batches."""
+        for b in batches:
+            code, original = self.sequences.check(topic, partition, b.producer_id, b.producer_epoch, *_span(b))
+            if code or original >= 0:
+                return code, original
+        return 0, -1
+
+
+def _span(batch: RecordBatch) -> tuple[int, int]:
+    """A batch's first and last sequence."""
+    return batch.base_sequence, (batch.base_sequence + batch.last_offset_delta) % SEQUENCE_MODULUS

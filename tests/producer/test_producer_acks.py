@@ -58,3 +58,22 @@ def test_the_two_paths_differ_where_the_meanings_differ() -> None:
     assert classify(9, legacy=False).action is Action.PAUSE
     assert classify(19, legacy=True).action is Action.DISCARD
     assert classify(19, legacy=False).action is Action.RESEND
+
+
+@pytest.mark.parametrize("code", ALL_CODES)
+def test_idempotent_path_is_the_modern_table_plus_the_sequence_codes(code: int) -> None:
+    decision = classify(code, legacy=False, idempotent=True)
+    modern = classify(code, legacy=False)
+    if code == 46:  # DUPLICATE_SEQUENCE_NUMBER: an earlier send of the batch was stored
+        assert decision.action is Action.OK and decision.name == "DUPLICATE_SEQUENCE_NUMBER"
+    elif code in (45, 47, 59, 90):  # the partition's sequence state decides (bruce.producer.idempotence)
+        assert decision.action is Action.SEQUENCE and decision.name == modern.name
+    else:
+        assert (decision.action, decision.counts_attempt, decision.reason, decision.name) == (
+            modern.action,
+            modern.counts_attempt,
+            modern.reason,
+            modern.name,
+        )
+    assert not decision.possible_duplicate
+    assert classify(code, legacy=True, idempotent=True) == classify(code, legacy=True)  # 0.8: never idempotent

@@ -1,4 +1,5 @@
-"""docs/producer.md says what the code does: the error-action table for every code, and every setting's default."""
+"""docs/producer.md says what the code does: the error-action table for every code (all three paths), and every
+setting's default."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "producer.md"
 
 
 def test_error_action_table_matches_classify_for_every_code() -> None:
-    rows = re.findall(r"^\| (-?\d+) \| (\w+) \| (\w+) \| (\w+) \|", DOC.read_text(), re.M)
-    table = {int(code): (name, legacy, modern) for code, name, legacy, modern in rows}
+    rows = re.findall(r"^\| (-?\d+) \| (\w+) \| (\w+) \| (\w+) \| (\w+) \|", DOC.read_text(), re.M)
+    table = {int(code): (name, legacy, modern, idempotent) for code, name, legacy, modern, idempotent in rows}
     assert set(table) == set(errorcodes.BY_CODE) - {0}
-    for code, (name, legacy, modern) in table.items():
+    for code, (name, legacy, modern, idempotent) in table.items():
         assert name == errorcodes.BY_CODE[code].name
         assert legacy == classify(code, legacy=True).action.value, code
         assert modern == classify(code, legacy=False).action.value, code
+        assert idempotent == classify(code, legacy=False, idempotent=True).action.value, code
 
 
 def _doc_value(text: str) -> object:

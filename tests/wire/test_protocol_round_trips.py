@@ -29,6 +29,8 @@ def test_every_api_is_covered() -> None:
         "CreateTopics",
         "SaslHandshake",
         "SaslAuthenticate",
+        "InitProducerId",
+        "FindCoordinator",
     }
 
 

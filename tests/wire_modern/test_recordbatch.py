@@ -17,6 +17,7 @@ from bruce.wire.recordbatch import (
     build_record_batch,
     build_record_batch_with_schema,
     decode_record_batch,
+    decode_record_batch_with_schema,
     decode_record_batches,
 )
 from bruce.wire.records import LOG_APPEND_TIME, Record, decode_records
@@ -270,3 +271,22 @@ def test_kafka_python_decoded_by_ours(codec: Codec) -> None:
     assert batch.codec == codec
     got = [(r.offset, r.key, r.value, r.timestamp, r.headers) for r in batch.records]
     assert got == [(i, k, v, t, tuple(h or ())) for i, (k, v, t, h) in enumerate(INTEROP_RECORDS)]
+
+
+def test_idempotent_batch_fields_both_ways_with_kafka_python() -> None:
+    """An idempotent producer's batch: producer id, epoch and base sequence set, not transactional; kafka-python reads
+    them from ours and we read them from theirs (both decoders)."""
+    ours = build_record_batch(INTEROP_RECORDS, producer_id=0x1234, producer_epoch=0x44, base_sequence=2**31 - 2)
+    theirs = DefaultRecordBatch(ours)
+    assert (theirs.producer_id, theirs.producer_epoch, theirs.base_sequence) == (0x1234, 0x44, 2**31 - 2)
+    assert not theirs.is_transactional and theirs.validate_crc()
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=0x555, producer_epoch=7,
+        base_sequence=0x123, batch_size=1 << 20,
+    )  # fmt: skip
+    builder.append(0, timestamp=BASE_TS, key=None, value=b"v", headers=[])
+    data = bytes(builder.build())
+    for decode in (decode_record_batch, decode_record_batch_with_schema):
+        batch = decode(data)
+        assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (0x555, 7, 0x123)
+        assert not batch.is_transactional

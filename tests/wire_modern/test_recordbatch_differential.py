@@ -23,6 +23,7 @@ from bruce.wire.recordbatch import (
     build_record_batch_with_schema,
     decode_record_batch,
     decode_record_batch_with_schema,
+    with_producer_identity,
 )
 from bruce.wire.records import LOG_APPEND_TIME
 
@@ -190,3 +191,32 @@ def test_decoders_agree_on_varint_edges() -> None:
     for ts_delta in (b"\xff" * 9 + b"\x01", b"\xff" * 9 + b"\x02", b"\x80" * 10 + b"\x00", b"\x80\x00"):
         body = b"\x00" + ts_delta + b"\x00\x02k\x02v\x00"
         _same(_rewrap(batch, bytes([len(body) * 2]) + body, Codec.NONE, 1))
+
+
+# ---------------------------------------------------------------- a new producer identity on a built batch
+
+identity = st.fixed_dictionaries({"producer_id": int64, "producer_epoch": int16, "base_sequence": int32})
+
+
+@settings(max_examples=200)
+@given(st.lists(record, min_size=1, max_size=5), st.sampled_from(list(Codec)), identity, identity)
+def test_a_new_identity_equals_building_again(records, codec, before, after) -> None:
+    patched = with_producer_identity(build_record_batch(records, codec=codec, **before), **after)
+    assert patched == build_record_batch_with_schema(records, codec=codec, **after)
+    batch = decode_record_batch(patched)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (
+        after["producer_id"],
+        after["producer_epoch"],
+        after["base_sequence"],
+    )
+
+
+def test_a_new_identity_refuses_what_it_cannot_write() -> None:
+    built = build_record_batch([(None, b"v", 0, None)])
+    for bad in ({"producer_id": 1 << 63, "producer_epoch": 0, "base_sequence": 0},
+                {"producer_id": 1, "producer_epoch": 1 << 15, "base_sequence": 0},
+                {"producer_id": 1, "producer_epoch": 0, "base_sequence": 1 << 31}):  # fmt: skip
+        with pytest.raises(UsageError):
+            with_producer_identity(built, **bad)
+    with pytest.raises(UsageError, match="not a record batch"):
+        with_producer_identity(built[:40], producer_id=1, producer_epoch=0, base_sequence=0)

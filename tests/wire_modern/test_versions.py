@@ -13,6 +13,8 @@ from bruce.wire.versions import (
     API_VERSIONS,
     CREATE_TOPICS,
     FETCH,
+    FIND_COORDINATOR,
+    INIT_PRODUCER_ID,
     LIST_OFFSETS,
     METADATA,
     PRODUCE,
@@ -26,7 +28,7 @@ from bruce.wire.versions import (
 from . import api_versions_answers as answers
 
 OURS = {PRODUCE: range(12), FETCH: range(13), LIST_OFFSETS: range(10), METADATA: range(13), API_VERSIONS: range(5),
-        CREATE_TOPICS: range(8)}  # fmt: skip
+        CREATE_TOPICS: range(8), FIND_COORDINATOR: range(7), INIT_PRODUCER_ID: range(7)}  # fmt: skip
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SASL = {SASL_HANDSHAKE: range(2), SASL_AUTHENTICATE: range(3)}
 
@@ -55,9 +57,35 @@ def test_choice_per_broker(broker: str) -> None:
             assert low <= choice.version(key) <= high
 
 
+# broker answer -> InitProducerId version, idempotent produce possible, client-side epoch bump (KIP-360)
+IDEMPOTENCE = {
+    "0.8 (closes the connection)": (None, False, False),
+    "0.10.0": (None, False, False),
+    "0.11": (0, True, False),
+    "2.8": (4, True, True),
+    "3.9": (5, True, True),
+    "4.0 (advertises Produce v0, rejects v0-v2)": (5, True, True),
+    "tansu 0.6": (5, True, True),
+}
+
+
+@pytest.mark.parametrize("broker", list(TABLE))
+def test_idempotence_per_broker(broker: str) -> None:
+    choice = choose_versions(TABLE[broker][0])
+    version = choice.version(INIT_PRODUCER_ID) if choice.supports(INIT_PRODUCER_ID) else None
+    assert (version, choice.idempotence, choice.epoch_bump) == IDEMPOTENCE[broker]
+    assert not choose_versions(TABLE[broker][0], generation="v0").idempotence
+
+
+def test_idempotence_needs_record_batches_as_well_as_init_producer_id() -> None:
+    old_format = choose_versions({PRODUCE: (0, 2), METADATA: (0, 5), INIT_PRODUCER_ID: (0, 4)})
+    assert choose_versions({PRODUCE: (0, 2), METADATA: (0, 5), INIT_PRODUCER_ID: (0, 4)}).magic == 1
+    assert not old_format.idempotence and not old_format.epoch_bump
+
+
 def test_our_versions_come_from_the_registry() -> None:
     ours = our_versions()
-    assert {k: ours[k] for k in KEYS} == OURS
+    assert ours == {**OURS, **SASL}
     assert choose_versions(answers.KAFKA_4_0) == choose_versions(answers.KAFKA_4_0, {**OURS, **SASL})
 
 

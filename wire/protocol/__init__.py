@@ -4,6 +4,8 @@
 from . import api_versions as api_versions
 from . import create_topics as create_topics
 from . import fetch as fetch
+from . import find_coordinator as find_coordinator
+from . import init_producer_id as init_producer_id
 from . import list_offsets as list_offsets
 from . import metadata as metadata
 from . import produce as produce
