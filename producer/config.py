@@ -18,6 +18,7 @@ from typing import Any
 from bruce.wire.versions import Generation
 
 from .errors import ConfigError
+from .partitioner import PARTITIONERS
 
 PROTOCOLS = tuple(g.value for g in Generation)  # auto, v0, modern
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -63,6 +64,9 @@ class ProducerConfig:
     topic_autocreate: bool = False
     # Shutdown
     shutdown_max_delay_ms: int = 30_000  # close() deadline when none is given
+    # Partitioning of keyed send()s (librdkafka's names): Java's murmur2 placement, as Kafka's own clients, Spark,
+    # Flink and Kafka Streams place keys; null keys go to any partition (docs/producer.md says why)
+    partitioner: str = "murmur2_random"
 
     def __post_init__(self) -> None:
         servers = self.bootstrap_servers
@@ -77,6 +81,8 @@ class ProducerConfig:
             raise ConfigError(f"protocol: {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
         if self.compression_codec not in CODECS:
             raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
+        if self.partitioner not in PARTITIONERS:
+            raise ConfigError(f"partitioner: {self.partitioner!r} is not one of {', '.join(PARTITIONERS)}")
         if not -1 <= self.acks <= 32767:
             raise ConfigError(f"acks: {self.acks} must be -1 (all replicas), 0 (none) or a replica count")
         for name in ("empty_as_null", "topic_autocreate"):
