@@ -69,7 +69,7 @@ def test_offsets_json() -> None:
     [
         ({"topic": "t"}, False, "'bootstrap.servers'.*required"),
         ({**SERVERS}, False, "'topic'.*required"),
-        ({**SERVERS, "topic": "t", "subscribe": "t"}, False, "not both"),
+        ({**SERVERS, "topic": "t", "subscribe": "t"}, False, "not 'topic' and 'subscribe'"),
         ({"bootstrap.servers": "nope", "topic": "t"}, False, "not host:port"),
         ({**SERVERS, "topic": "t", "startingOffsets": "first"}, False, "'startingOffsets'.*not earliest"),
         ({**SERVERS, "topic": "t", "startingOffsets": "latest"}, False, "would read nothing"),
