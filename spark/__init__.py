@@ -8,8 +8,8 @@
     spark.read.format("bruce").option("bootstrap.servers", "127.0.0.1:9092").option("topic", "t").load()
 
 Rules: options are checked when the query is planned (:mod:`bruce.spark.options`); the classes below only wire
-Spark's entry points to the readers and writers. The package must be importable on every executor (install
-bruce-kafka[spark] there, or ship it with ``spark.submit.pyFiles``).
+Spark's entry points to the readers and writers. The package must be importable on every executor: install
+bruce-kafka[spark] into the Python the executors run (``--py-files`` cannot carry it: docs/spark.md, "On a cluster").
 """
 
 from __future__ import annotations
