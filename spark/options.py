@@ -155,8 +155,6 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     least, most = _int(opts, "minoffsetspertrigger", None, low=1), _int(opts, "maxoffsetspertrigger", None, low=1)
     if least is not None and most is not None and least > most:
         raise OptionError(f"option 'minOffsetsPerTrigger' ({least}) is more than 'maxOffsetsPerTrigger' ({most})")
-    if not streaming and (least is not None or most is not None or "maxtriggerdelay" in opts):
-        raise OptionError("options 'min/maxOffsetsPerTrigger' and 'maxTriggerDelay' are for streaming reads")
     if not streaming and starting == "latest" and starting_at is None:
         raise OptionError("option 'startingOffsets': 'latest' would read nothing in a batch query")
     return ReadOptions(

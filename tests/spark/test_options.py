@@ -207,7 +207,6 @@ def test_spark_connector_read_options() -> None:
         ({**SERVERS, "topic": "t", "minPartitions": "0"}, False, "'minPartitions': 0 must be ≥ 1"),
         ({**SERVERS, "topic": "t", "maxTriggerDelay": "soon"}, True, "not a duration"),
         ({**SERVERS, "topic": "t", "minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, True, "is more than"),
-        ({**SERVERS, "topic": "t", "minOffsetsPerTrigger": "9"}, False, "for streaming reads"),
         ({**SERVERS, "topic": "t", "fetchOffset.numRetries": "1", "kafka.retries": "2"}, False, "disagree"),
         ({**SERVERS, "topic": "t", "kafka.partitioner": "murmur2"}, False, "unknown read setting"),
         ({**SERVERS, "topic": "t", "kafka.isolation.level": "read_committed"}, False, "unknown read setting"),
