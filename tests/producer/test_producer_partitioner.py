@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 from kafka.partitioner.default import murmur2 as java_murmur2
 
+from bruce.producer import ConfigError, ProducerConfig
 from bruce.producer.cluster import Partition, Topic
 from bruce.producer.partitioner import (
     AnyPartitionCycle,
@@ -112,3 +113,10 @@ def test_a_new_view_with_the_same_available_partitions_keeps_the_cycle_going() -
     assert cycle.next(topic([None, None])) is None
     again = [cycle.next(topic([1, 2, 1, 2])) for _ in range(4)]
     assert sorted(again) == [0, 1, 2, 3]  # back to the same partitions: a full round again
+
+
+def test_the_partitioner_setting() -> None:
+    assert ProducerConfig().partitioner == "murmur2_random"  # Java's placement (docs/producer.md says why)
+    assert ProducerConfig.from_mapping({"partitioner": "consistent"}).partitioner == "consistent"
+    with pytest.raises(ConfigError, match="partitioner: 'java' is not one of murmur2_random, murmur2, consistent"):
+        ProducerConfig(partitioner="java")
