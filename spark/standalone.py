@@ -26,9 +26,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bruce.proxy.embedded import free_port
 from bruce.wire.errors import BruceError
 
 _MASTER = "org.apache.spark.deploy.master.Master"
@@ -46,14 +48,10 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def free_port() -> int:
-    from bruce.proxy.embedded import free_port as free
-
-    return free()
-
-
 @dataclass
-class Daemon:
+class SparkDaemon:
+    """One JVM this cluster started: the master or a worker."""
+
     name: str
     process: subprocess.Popen[bytes]
     log: Path
@@ -82,7 +80,7 @@ class StandaloneCluster:
         self.timeout = timeout
         self.port = free_port()
         self.ui_port = free_port()
-        self.daemons: list[Daemon] = []
+        self.daemons: list[SparkDaemon] = []
 
     @property
     def master_url(self) -> str:
@@ -126,7 +124,7 @@ class StandaloneCluster:
             raise
         return self
 
-    def add_worker(self, name: str) -> Daemon:
+    def add_worker(self, name: str) -> SparkDaemon:
         """Start one more worker and wait until the master counts it alive."""
         alive = self.alive_workers()
         work = self.root / name
@@ -196,7 +194,7 @@ class StandaloneCluster:
 
     # ---------------------------------------------------------------- pieces
 
-    def _launch(self, name: str, main_class: str, *args: str) -> Daemon:
+    def _launch(self, name: str, main_class: str, *args: str) -> SparkDaemon:
         command = [str(spark_home() / "bin" / "spark-class"), main_class, *args]
         log = self.root / "logs" / f"{name}.log"
         if shutil.which("setpriv"):  # the JVM dies with this process even on kill -9 (as the embedded broker)
@@ -205,13 +203,13 @@ class StandaloneCluster:
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.root
             )
-        daemon = Daemon(name, process, log)
+        daemon = SparkDaemon(name, process, log)
         self.daemons.append(daemon)
         return daemon
 
-    def _wait(self, ready: object, what: str, daemon: Daemon) -> None:
+    def _wait(self, ready: Callable[[], bool], what: str, daemon: SparkDaemon) -> None:
         deadline = time.monotonic() + self.timeout
-        while not ready():  # type: ignore[operator]
+        while not ready():
             if daemon.process.poll() is not None:
                 raise ClusterError(f"{what} exited with status {daemon.process.returncode}; {_tail(daemon.log)}")
             if time.monotonic() > deadline:
