@@ -18,6 +18,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 
@@ -27,15 +28,23 @@ from .cluster import Topic
 
 PARTITIONERS = ("murmur2_random", "murmur2", "consistent", "consistent_random", "fnv1a", "fnv1a_random", "random")
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
+_CACHED_KEY_SIZE = 64  # keys up to this many bytes have their murmur2 remembered (murmur2 is pure Python: ~1 µs/word)
+
+
+@functools.lru_cache(maxsize=4096)  # bounded: 4096 keys (bytes) of at most 64 bytes
+def _java_murmur2(key: bytes) -> int:
+    return murmur2(key) & 0x7FFFFFFF
 
 
 def key_to_partition_key(key: bytes | None, partitioner: str = "murmur2_random") -> int | None:
     """The partition key that places a message keyed ``key`` where librdkafka's ``partitioner`` would (None: any
     partition). See the module rules."""
-    if partitioner == "murmur2_random":
-        return None if key is None else murmur2(key) & 0x7FFFFFFF
-    if partitioner == "murmur2":
-        return murmur2(key or b"") & 0x7FFFFFFF
+    if partitioner == "murmur2_random" or partitioner == "murmur2":
+        if key is None:
+            return None if partitioner == "murmur2_random" else _java_murmur2(b"")
+        if type(key) is bytes and len(key) <= _CACHED_KEY_SIZE:
+            return _java_murmur2(key)
+        return murmur2(key) & 0x7FFFFFFF  # a long key, or a bytearray / memoryview (not hashable)
     if partitioner == "consistent":
         return zlib.crc32(key or b"")
     if partitioner == "consistent_random":

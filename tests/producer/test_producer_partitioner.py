@@ -59,6 +59,9 @@ def test_message_keys_per_partitioner() -> None:
         assert key_to_partition_key(key, "consistent") == zlib.crc32(key)
         assert key_to_partition_key(key, "fnv1a") == key_to_partition_key(key, "fnv1a_random") == _sarama_fnv1a(key)
         assert key_to_partition_key(key, "random") is None
+    for same in (bytearray(b"abc"), memoryview(b"abc"), b"abc" * 30):  # uncached kinds: the same numbers
+        assert key_to_partition_key(same) == java_murmur2(bytes(same)) & 0x7FFFFFFF
+        assert key_to_partition_key(same, "fnv1a") == _sarama_fnv1a(bytes(same))
     assert key_to_partition_key(b"", "consistent_random") is None  # empty keys are random there, as in librdkafka
     assert key_to_partition_key(b"x", "consistent_random") == zlib.crc32(b"x")
 
