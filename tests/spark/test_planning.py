@@ -6,10 +6,12 @@ import pickle
 
 import pytest
 
+from bruce.spark import reader
 from bruce.spark.kafka_reader import KafkaReadError
 from bruce.spark.options import read_options
 from bruce.spark.reader import OffsetRange, check_starts, plan
 from bruce.spark.stream_reader import BruceStreamReader, cap
+from bruce.wire.records import Record
 
 
 def test_one_task_per_partition_and_empty_ranges_skipped() -> None:
@@ -66,3 +68,39 @@ def test_stream_data_loss_checks() -> None:
     reader = BruceStreamReader(read_options({"bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=True))
     with pytest.raises(KafkaReadError, match="t/1 is gone"):
         reader.partitions({"t": {"0": 1, "1": 4}}, {"t": {"0": 1}})
+
+
+class _Retention:
+    """A stand-in KafkaReader for one task: records 0-9 exist until offset 4 has been read, then retention deletes
+    0-6 (the next Fetch is OFFSET_OUT_OF_RANGE and the log starts at 7)."""
+
+    def __init__(self, client) -> None:
+        self.deleted = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def read(self, topic: str, partition: int, start: int, end: int):
+        for offset in range(start, end):
+            if self.deleted and offset < 7:
+                raise KafkaReadError(f"offset {offset} out of range", reason="OFFSET_OUT_OF_RANGE")
+            yield [Record(offset, 1_700_000_000_000, None, b"%d" % offset)]
+            self.deleted = self.deleted or offset == 4
+
+    def earliest_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return dict.fromkeys(partitions, 7 if self.deleted else 0)
+
+
+def test_records_deleted_under_a_task_are_data_loss(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(reader, "KafkaReader", _Retention)
+    task = OffsetRange("t", 0, 0, 10)
+    strict = read_options({"bootstrap.servers": "h:1", "topic": "t"}, streaming=False)
+    with pytest.raises(KafkaReadError, match="offset 5 out of range"):
+        list(reader.read_range(strict, task))
+    lenient = read_options({"bootstrap.servers": "h:1", "topic": "t", "failOnDataLoss": "false"}, streaming=False)
+    values = [v.as_py() for batch in reader.read_range(lenient, task) for v in batch.column("value")]
+    assert values == [b"%d" % i for i in (0, 1, 2, 3, 4, 7, 8, 9)]  # 5 and 6 were deleted: skipped, with a warning
+    assert "t/0: offsets 5 to 6 were deleted" in caplog.text
