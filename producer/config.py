@@ -19,6 +19,7 @@ from typing import Any
 from bruce.wire.versions import Generation
 
 from .errors import ConfigError
+from .partitioner import PARTITIONERS
 from .security import PLAINTEXT, SecurityConfig
 from .security import PROPERTIES as SECURITY_PROPERTIES
 
@@ -71,6 +72,9 @@ class ProducerConfig:
     message_timeout_ms: int = 300_000
     # Security: TLS and SASL, librdkafka's properties (see docs/security.md)
     security: SecurityConfig = PLAINTEXT
+    # Partitioning of keyed send()s (librdkafka's names): Java's murmur2 placement, as Kafka's own clients, Spark,
+    # Flink and Kafka Streams place keys; null keys go to any partition (docs/producer.md says why)
+    partitioner: str = "murmur2_random"
 
     def __post_init__(self) -> None:
         servers = self.bootstrap_servers
@@ -89,6 +93,8 @@ class ProducerConfig:
             raise ConfigError("security: a SecurityConfig or a mapping of security properties")
         if self.compression_codec not in CODECS:
             raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
+        if self.partitioner not in PARTITIONERS:
+            raise ConfigError(f"partitioner: {self.partitioner!r} is not one of {', '.join(PARTITIONERS)}")
         if not -1 <= self.acks <= 32767:
             raise ConfigError(f"acks: {self.acks} must be -1 (all replicas), 0 (none) or a replica count")
         for name in ("empty_as_null", "topic_autocreate"):

@@ -5,8 +5,8 @@ Rules:
   once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`UsageError` for bad arguments). No future and no task is
   created per message.
 - Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
-  ``partition_key`` routes with PartitionKey semantics, and so does a key (its CRC-32); an explicit partition is used
-  as given.
+  ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
+  murmur2 by default, as Java's clients); an explicit partition is used as given.
 - A batch is ready when it holds ``batch_num_messages`` or ``batch_size`` bytes, when its first message is
   ``linger_ms`` old, or on ``flush``/``close``.
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
@@ -123,6 +123,7 @@ class Producer:
         self._batch_messages = config.batch_num_messages
         self._batch_bytes = config.batch_size
         self._linger = config.linger_ms / 1000
+        self._partitioner = config.partitioner
         self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
         self._linger_timer: asyncio.TimerHandle | None = None
         self._drained_future: asyncio.Future[None] | None = None  # what flush() waits on, while someone does
@@ -275,9 +276,10 @@ class Producer:
         """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
 
         Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
-        not, modulo all partitions, moving on to the next available one); else the key's CRC-32 the same way; else
-        any partition. A bad argument (``partition`` and ``partition_key`` together, a timestamp out of range,
-        malformed headers, ...) raises :class:`UsageError` and queues nothing."""
+        not, modulo all partitions, moving on to the next available one); else the key through the configured
+        ``partitioner`` (murmur2 by default: where Java's clients put it) the same way; else any partition. A bad
+        argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
+        raises :class:`UsageError` and queues nothing."""
         d = self._dispatcher
         if d.held_messages >= self._max_messages or not self._accepting:
             self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
@@ -293,7 +295,7 @@ class Producer:
             check_partition_key(partition_key)
             pkey, pinned = partition_key, False
         else:
-            pkey, pinned = (None if key is None else key_to_partition_key(key)), False
+            pkey, pinned = key_to_partition_key(key, self._partitioner), False
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
         else:

@@ -8,8 +8,8 @@
     spark.read.format("bruce").option("bootstrap.servers", "127.0.0.1:9092").option("topic", "t").load()
 
 Rules: options are checked when the query is planned (:mod:`bruce.spark.options`); the classes below only wire
-Spark's entry points to the readers and writers. The package must be importable on every executor (install
-bruce-kafka[spark] there, or ship it with ``spark.submit.pyFiles``).
+Spark's entry points to the readers and writers. The package must be importable on every executor: install
+bruce-kafka[spark] into the Python the executors run (``--py-files`` cannot carry it: docs/spark.md, "On a cluster").
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .delivery import DeliveryFailed, KafkaUnavailable, WriteSummary
 from .kafka_reader import KafkaReader, KafkaReadError
 from .options import OptionError, WriteOptions, read_options, write_options
 from .reader import BruceReader
-from .schema import READ_SCHEMA_DDL, BadRow, check_write_schema
+from .schema import HEADERS_DDL, READ_SCHEMA_DDL, BadRow, check_write_schema
 from .stream_reader import BruceStreamReader
 from .stream_writer import BruceStreamWriter
 from .writer import BruceWriter
@@ -53,7 +53,8 @@ class BruceDataSource(DataSource):
         return "bruce"
 
     def schema(self) -> str:
-        return READ_SCHEMA_DDL
+        wanted = {k.lower(): v for k, v in self.options.items()}.get("includeheaders", "")
+        return READ_SCHEMA_DDL + (HEADERS_DDL if str(wanted).strip().lower() == "true" else "")
 
     def reader(self, schema: StructType) -> BruceReader:
         return BruceReader(read_options(self.options, streaming=False))

@@ -2,10 +2,10 @@
 
 Rules:
 - One datagram per row, through the client library (``bruce.proxy.client.BruceClient``), routed as a direct write
-  routes it (:func:`bruce.spark.schema.row_sends`): a row with a ``partition_key``, or with a key (its CRC-32), is a
-  PartitionKey datagram, so keyed rows land where a direct write would put them; any other row is an AnyPartition
-  datagram. The record key travels as the datagram's key (a null key arrives as an empty one: datagrams
-  cannot tell them apart); a null value cannot travel at all.
+  routes it (:func:`bruce.spark.schema.row_sends`): a row with a ``partition_key``, or with a key (through
+  ``kafka.partitioner``), is a PartitionKey datagram, so keyed rows land where a direct write would put them; any
+  other row is an AnyPartition datagram. The record key travels as the datagram's key (a null key arrives as an
+  empty one: datagrams cannot tell them apart); a null value cannot travel at all.
 - "Delivered" here means handed to the daemon: from then on the daemon delivers or discards and counts each message
   (its status pages and discard log). The daemon never blocks its clients, so this is as far as a task can know.
 - The kernel queues only a few datagrams per socket (``net.unix.max_dgram_qlen``, 10 by default on Linux), so a
@@ -39,7 +39,7 @@ def send_to_daemon(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> 
         for batch in batches:
             r = arrow_rows(batch)
             rows += r.count
-            for topic, value, key, _, timestamp, _, partition_key in row_sends(r, options.topic):
+            for topic, value, key, _, timestamp, _, partition_key in row_sends(r, options.topic, options.partitioner):
                 if value is None:
                     raise BadRow("a null value cannot go through the bruce daemon (datagrams always carry a value)")
                 try:

@@ -76,7 +76,7 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
             rows += batch.num_rows
             last = None
             for topic, value, key, partition, timestamp, headers, partition_key in row_sends(
-                arrow_rows(batch), options.topic
+                arrow_rows(batch), options.topic, options.partitioner
             ):
                 try:
                     last = send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)

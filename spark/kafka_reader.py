@@ -7,6 +7,10 @@ Rules:
   between calls (the loop does not run while Spark consumes what a call returned).
 - Latest offsets: the larger of ListOffsets(latest) and the high watermark a Fetch at that offset reports. A
   well-behaved broker gives the same number twice; tansu under-reports ListOffsets after multi-record batches.
+- Offsets by timestamp (Spark's ``...ByTimestamp`` options): ListOffsets(timestamp) (v1+) gives a first candidate,
+  then the records from there are read until one's timestamp reaches the one asked for (the answer) or the log ends
+  (None). A well-behaved broker's candidate is the answer (one Fetch); tansu answers the log start for any
+  timestamp, so there the lookup reads the partition from its start (docs/kafka-versions.md).
 - :meth:`KafkaReader.read` yields the records of ``[start, end)`` batch by batch: records below ``start`` (a batch
   begins earlier) and from ``end`` on are dropped, control batches are stepped over, a partial batch at the end of a
   response is fetched again whole (``max.partition.fetch.bytes`` doubles, up to 64 MiB, when not even one batch fits),
@@ -20,9 +24,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import struct
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from bruce.producer import (
@@ -114,6 +119,17 @@ class KafkaReader:
         assert info is not None
         return tuple(p.id for p in info.partitions)
 
+    def topic_names(self) -> list[str]:
+        """Every topic the brokers know, sorted, internal topics left out (as Java's consumer leaves them out of a
+        pattern subscription)."""
+        return self._call("the list of topics", self._topic_names)
+
+    def offsets_for_times(self, topic: str, timestamps: Mapping[int, int]) -> dict[int, int | None]:
+        """Per partition, the first offset whose record timestamp is ≥ the partition's timestamp (epoch ms), or
+        None when no record is that recent (see the module rules)."""
+        partitions = sorted(timestamps)
+        return self._call(f"offsets by timestamp of {topic!r}", lambda: self._by_time(topic, partitions, timestamps))
+
     def earliest_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
         """The first offset of each partition (the log start)."""
         return self._call(f"earliest offsets of {topic!r}", lambda: self._list_offsets(topic, partitions, EARLIEST))
@@ -181,10 +197,41 @@ class KafkaReader:
         view = self._view
         if view is not None and view.topic(topic) is not None:
             return view
+        problems: list[str] = []
+        async with contextlib.aclosing(self._metadata_answers([topic], problems)) as answers:
+            async for where, answer in answers:
+                for t in answer.topics:
+                    if t.name == topic and t.error_code:
+                        error = errorcodes.lookup(t.error_code)
+                        if t.error_code == 3:
+                            raise KafkaReadError(f"topic {topic!r} does not exist ({error})", reason=error.name)
+                        if error.retriable:
+                            raise Retry(f"metadata of topic {topic!r}: {error}")
+                        raise KafkaReadError(f"metadata of topic {topic!r}: {error}", reason=error.name)
+                try:
+                    view = build_view(answer.brokers, answer.topics)
+                except BadMetadata as e:
+                    problems.append(f"{where}: {e}")
+                    continue
+                if view.topic(topic) is None:
+                    raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
+                self._view = view
+                return view
+        raise Retry("no broker answered Metadata: " + "; ".join(problems))
+
+    async def _topic_names(self) -> list[str]:
+        problems: list[str] = []
+        async with contextlib.aclosing(self._metadata_answers(None, problems)) as answers:
+            async for _, answer in answers:
+                return sorted(t.name for t in answer.topics if t.name and not t.is_internal and not t.error_code)
+        raise Retry("no broker answered Metadata: " + "; ".join(problems))
+
+    async def _metadata_answers(self, topics: list[str] | None, problems: list[str]) -> AsyncIterator[tuple[str, Any]]:
+        """A Metadata answer from each broker in turn (known ones first, then the bootstrap servers), until the
+        caller stops; transport failures are noted in ``problems``."""
         servers = [parse_host_port(s) for s in self.config.bootstrap_servers]
-        if view is not None:
-            servers = [(b.host, b.port) for b in view.brokers.values()] + servers
-        problems = []
+        if self._view is not None:
+            servers = [(b.host, b.port) for b in self._view.brokers.values()] + servers
         refused = 0
         for host, port in servers:
             try:
@@ -195,33 +242,16 @@ class KafkaReader:
                 continue
             try:
                 version = conn.versions.version(METADATA)  # type: ignore[union-attr]
-                request = metadata_request([topic], version=version, allow_auto_topic_creation=False)
+                request = metadata_request(topics, version=version, allow_auto_topic_creation=False)
                 answer = await conn.request(request, version)
             except TransportError as e:
                 problems.append(str(e))
                 continue
             finally:
                 conn.close()
-            for t in answer.topics:
-                if t.name == topic and t.error_code:
-                    error = errorcodes.lookup(t.error_code)
-                    if t.error_code == 3:
-                        raise KafkaReadError(f"topic {topic!r} does not exist ({error})", reason=error.name)
-                    if error.retriable:
-                        raise Retry(f"metadata of topic {topic!r}: {error}")
-                    raise KafkaReadError(f"metadata of topic {topic!r}: {error}", reason=error.name)
-            try:
-                view = build_view(answer.brokers, answer.topics)
-            except BadMetadata as e:
-                problems.append(f"{host}:{port}: {e}")
-                continue
-            if view.topic(topic) is None:
-                raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
-            self._view = view
-            return view
+            yield f"{host}:{port}", answer
         if refused == len(servers):  # retrying cannot help: the credentials or certificates are wrong
             raise KafkaReadError("; ".join(problems), reason="AUTHENTICATION_FAILED")
-        raise Retry("no broker answered Metadata: " + "; ".join(problems))
 
     async def _leader(self, topic: str, partition: int) -> BrokerConnection:
         view = await self._metadata(topic)
@@ -244,14 +274,18 @@ class KafkaReader:
             host, port, config.client_id, self.timeouts, config.protocol, security=config.security
         )
 
-    async def _list_offsets(self, topic: str, partitions: Sequence[int], timestamp: int) -> dict[int, int]:
+    async def _list_offsets(
+        self, topic: str, partitions: Sequence[int], timestamp: int | Mapping[int, int]
+    ) -> dict[int, int]:
         by_leader: dict[BrokerConnection, list[int]] = {}
         for p in partitions:
             by_leader.setdefault(await self._leader(topic, p), []).append(p)
         offsets: dict[int, int] = {}
         for conn, parts in by_leader.items():
             version = conn.versions.version(LIST_OFFSETS)  # type: ignore[union-attr]
-            asked = tuple(ListOffsetsPartition(p, timestamp) for p in parts)
+            asked = tuple(
+                ListOffsetsPartition(p, timestamp if isinstance(timestamp, int) else timestamp[p]) for p in parts
+            )
             answer = await conn.request(ListOffsetsRequest(topics=(ListOffsetsTopic(topic, asked),)), version)
             for t in answer.topics:
                 for p in t.partitions:
@@ -261,6 +295,38 @@ class KafkaReader:
         if missing:
             raise Retry(f"list offsets of {topic!r}: no answer for partitions {sorted(missing)}")
         return offsets
+
+    async def _by_time(self, topic: str, partitions: Sequence[int], when: Mapping[int, int]) -> dict[int, int | None]:
+        for p in partitions:
+            conn = await self._leader(topic, p)
+            if conn.versions.version(LIST_OFFSETS) == 0:  # type: ignore[union-attr]
+                raise KafkaReadError(f"offsets by timestamp of {topic!r}: the broker speaks ListOffsets v0 only")
+        listed = await self._list_offsets(topic, partitions, when)
+        latest = await self._latest(topic, partitions)
+        found: dict[int, int | None] = {}
+        for p in partitions:
+            found[p] = None if listed[p] < 0 else await self._first_at(topic, p, listed[p], latest[p], when[p])
+        return found
+
+    async def _first_at(self, topic: str, partition: int, offset: int, end: int, timestamp: int) -> int | None:
+        """The first offset in ``[offset, end)`` whose record timestamp is ≥ ``timestamp`` (None: none is)."""
+        max_bytes = self.config.max_partition_fetch_bytes
+        while offset < end:
+            answer = await self._fetch(topic, partition, offset, max_bytes)
+            try:
+                records, after = _decode(answer.records or b"")
+            except MalformedInput as e:
+                raise KafkaReadError(f"fetch {topic}/{partition} at offset {offset}: {e}", reason=e.reason) from None
+            if after is None or after <= offset:
+                if answer.records and max_bytes < MAX_FETCH_BYTES:
+                    max_bytes = min(max_bytes * 2, MAX_FETCH_BYTES)
+                    continue
+                return None
+            for r in records:
+                if offset <= r.offset < end and r.timestamp >= timestamp:
+                    return r.offset
+            offset = after
+        return None
 
     async def _latest(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
         listed = await self._list_offsets(topic, partitions, LATEST)

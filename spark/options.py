@@ -1,12 +1,14 @@
 """The data source's options: Spark's case-insensitive string map → validated, picklable values.
 
 Rules:
-- Names are the ones Spark's Kafka source users know: ``bootstrap.servers`` (``kafka.bootstrap.servers`` is an alias),
-  ``topic`` (``subscribe`` is an alias for reading), ``startingOffsets``, ``endingOffsets``, ``maxOffsetsPerTrigger``,
-  ``maxRecordsPerPartition``; client settings are ``kafka.<librdkafka name>`` (``kafka.linger.ms``, ``kafka.acks``),
-  the security ones too, for reads and writes alike (``kafka.security.protocol``, ``kafka.sasl.*``, ``kafka.ssl.*``;
-  see docs/security.md).
-  Spark lower-cases option names; so does every lookup here.
+- Names are the ones Spark's Kafka connector users know (docs/spark.md has the table): ``bootstrap.servers``
+  (``kafka.bootstrap.servers`` is an alias), ``topic`` (``subscribe`` is an alias for reading), ``assign``,
+  ``subscribePattern``, ``startingOffsets``, ``endingOffsets`` and their ``...ByTimestamp`` and ``...Timestamp`` forms,
+  ``failOnDataLoss``, ``minPartitions``, ``includeHeaders``, ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``,
+  ``maxTriggerDelay``, ``maxRecordsPerPartition``; client settings are ``kafka.<librdkafka name>`` (``kafka.linger.ms``,
+  ``kafka.acks``, ``kafka.partitioner``), the security ones too, for reads and writes alike
+  (``kafka.security.protocol``, ``kafka.sasl.*``, ``kafka.ssl.*``; see docs/security.md). Spark lower-cases option
+  names; so does every lookup here.
 - Every problem is an :class:`OptionError` naming the option and what it accepts, raised when the query is planned
   (before any task runs). Unknown options are errors too: a misspelt option must not be silently ignored.
 - Offsets specs: ``earliest``, ``latest``, or Spark's JSON ``{"topic": {"0": 23, "1": -2}}`` where -2 means earliest
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bruce.producer import ProducerConfig, SecurityConfig, parse_host_port
 from bruce.producer.config import PROTOCOLS
+from bruce.producer.partitioner import PARTITIONERS
 from bruce.producer.security import PLAINTEXT
 from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
 from bruce.wire.errors import BruceError, UsageError
@@ -32,6 +36,7 @@ EARLIEST = -2  # Spark's JSON offset for "the log start"
 LATEST = -1  # Spark's JSON offset for "the log end"
 
 OffsetSpec = str | dict[str, dict[int, int]]  # "earliest" | "latest" | {topic: {partition: offset or -2/-1}}
+SPARK_PARTITIONER = "murmur2_random"  # Spark's Kafka sink (Java's producer): murmur2 for keys, any partition for null
 
 _KAFKA = "kafka."
 _READ_OPTIONS = {
@@ -49,6 +54,27 @@ _LABELS = {  # Spark lower-cases option names; errors show the documented spelli
     "maxoffsetspertrigger": "maxOffsetsPerTrigger",
     "maxrecordsperpartition": "maxRecordsPerPartition",
 }
+# Spark's Kafka source options beyond the basics (docs/spark.md, "Spark's Kafka connector options")
+_SPARK_SOURCE_LABELS = {
+    "assign": "assign",
+    "subscribepattern": "subscribePattern",
+    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
+    "startingtimestamp": "startingTimestamp",
+    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
+    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+    "endingtimestamp": "endingTimestamp",
+    "failondataloss": "failOnDataLoss",
+    "minpartitions": "minPartitions",
+    "includeheaders": "includeHeaders",
+    "minoffsetspertrigger": "minOffsetsPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay",
+    "groupidprefix": "groupIdPrefix",
+    "kafkaconsumer.polltimeoutms": "kafkaConsumer.pollTimeoutMs",
+    "fetchoffset.numretries": "fetchOffset.numRetries",
+    "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
+}
+_READ_OPTIONS |= set(_SPARK_SOURCE_LABELS)
+_LABELS |= _SPARK_SOURCE_LABELS
 _COMMON = {"bootstrap.servers", "path", "checkpointlocation"}  # the last two are Spark's own, passed along; ignored
 
 
@@ -74,14 +100,30 @@ class ClientConfig:
     security: SecurityConfig = PLAINTEXT  # kafka.security.protocol, kafka.sasl.*, kafka.ssl.*
 
 
+TimestampSpec = int | dict[str, dict[int, int]]  # one timestamp for every partition | {topic: {partition: ms}}
+
+
 @dataclass(frozen=True, slots=True)
 class ReadOptions:
+    """What to read. Exactly one of ``topics`` (subscribe), ``pattern`` (subscribePattern) and ``assign`` is set."""
+
     topics: tuple[str, ...]
     client: ClientConfig
     starting: OffsetSpec
     ending: OffsetSpec
     max_offsets_per_trigger: int | None = None
     max_records_per_partition: int = 500_000
+    # Spark's Kafka source options beyond the basics
+    pattern: str | None = None  # subscribePattern: a regular expression every topic name is matched against, whole
+    assign: dict[str, tuple[int, ...]] | None = None  # assign: these partitions only
+    starting_timestamps: TimestampSpec | None = None  # startingTimestamp / startingOffsetsByTimestamp (win)
+    ending_timestamps: TimestampSpec | None = None  # endingTimestamp / endingOffsetsByTimestamp (win)
+    no_match: str = "error"  # startingOffsetsByTimestampStrategy: no offset at the timestamp → "error" | "latest"
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+    include_headers: bool = False
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +135,7 @@ class WriteOptions:
     socket: str | None
     delivery_timeout_ms: int = 120_000
     max_datagram_size: int = 65536  # the daemon's max_input_msg_size
+    partitioner: str = SPARK_PARTITIONER  # kafka.partitioner: where a keyed row goes (both modes)
 
     @property
     def mode(self) -> str:
@@ -103,23 +146,39 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Validate a read's options (``streaming``: startingOffsets defaults to latest, endingOffsets is refused)."""
     opts = _lower(options)
     _refuse_unknown(opts, _READ_OPTIONS, "read")
-    topics = _topics(opts)
+    topics, pattern, assign = _subscription(opts)
+    known = tuple(assign) if assign is not None else None if pattern is not None else topics
     client = _client_config(opts)
-    starting = _offset_spec(opts, "startingoffsets", "latest" if streaming else "earliest", topics)
-    if streaming and "endingoffsets" in opts:
-        raise OptionError("option 'endingOffsets' is for batch reads; a stream has no end")
-    ending = _offset_spec(opts, "endingoffsets", "latest", topics)
+    starting = _offset_spec(opts, "startingoffsets", "latest" if streaming else "earliest", known)
+    for name in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp"):
+        if streaming and name in opts:
+            raise OptionError(f"option {_LABELS[name]!r} is for batch reads; a stream has no end")
+    ending = _offset_spec(opts, "endingoffsets", "latest", known)
     if ending == "earliest":
         raise OptionError("option 'endingOffsets': 'earliest' would read nothing; use 'latest' or per-partition JSON")
-    if not streaming and starting == "latest":
+    starting_at = _timestamps(opts, "startingtimestamp", "startingoffsetsbytimestamp", known)
+    least, most = _int(opts, "minoffsetspertrigger", None, low=1), _int(opts, "maxoffsetspertrigger", None, low=1)
+    if least is not None and most is not None and least > most:
+        raise OptionError(f"option 'minOffsetsPerTrigger' ({least}) is more than 'maxOffsetsPerTrigger' ({most})")
+    if not streaming and starting == "latest" and starting_at is None:
         raise OptionError("option 'startingOffsets': 'latest' would read nothing in a batch query")
     return ReadOptions(
         topics=topics,
         client=client,
         starting=starting,
         ending=ending,
-        max_offsets_per_trigger=_int(opts, "maxoffsetspertrigger", None, low=1),
+        max_offsets_per_trigger=most,
         max_records_per_partition=_int(opts, "maxrecordsperpartition", 500_000, low=1),
+        pattern=pattern,
+        assign=assign,
+        starting_timestamps=starting_at,
+        ending_timestamps=_timestamps(opts, "endingtimestamp", "endingoffsetsbytimestamp", known),
+        no_match=_choice(opts, "startingoffsetsbytimestampstrategy", ("error", "latest"), "error"),
+        fail_on_data_loss=_bool(opts, "failondataloss", True),
+        min_partitions=_int(opts, "minpartitions", None, low=1),
+        include_headers=_bool(opts, "includeheaders", False),
+        min_offsets_per_trigger=least,
+        max_trigger_delay_ms=_duration_ms(opts, "maxtriggerdelay", 15 * 60_000),
     )
 
 
@@ -134,9 +193,12 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
             "a write needs exactly one of 'bootstrap.servers' (produce to the brokers) and 'socket' "
             "(the local bruce daemon's input socket)"
         )
+    partitioner = opts.pop("kafka.partitioner", SPARK_PARTITIONER)
+    if partitioner not in PARTITIONERS:
+        raise OptionError(f"option 'kafka.partitioner': {partitioner!r} is not one of {', '.join(PARTITIONERS)}")
     producer = None
     if servers:
-        settings: dict[str, Any] = {"client_id": "bruce-spark", "security": _security(opts)}
+        settings: dict[str, Any] = {"client_id": "bruce-spark", "partitioner": partitioner, "security": _security(opts)}
         for key, text in opts.items():
             if key.startswith(_KAFKA) and key != "kafka.bootstrap.servers" and key[len(_KAFKA) :] not in _SECURITY:
                 name = key[len(_KAFKA) :].replace(".", "_")
@@ -155,13 +217,14 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         socket=socket,
         delivery_timeout_ms=_int(opts, "delivery.timeout.ms", 120_000, low=1),
         max_datagram_size=_int(opts, "max.datagram.size", 65536, low=64),
+        partitioner=partitioner,
     )
 
 
 # ---------------------------------------------------------------- offsets specs
 
 
-def _offset_spec(opts: dict[str, str], name: str, default: str, topics: tuple[str, ...]) -> OffsetSpec:
+def _offset_spec(opts: dict[str, str], name: str, default: str, topics: tuple[str, ...] | None) -> OffsetSpec:
     text = opts.get(name, default).strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower()
@@ -176,7 +239,7 @@ def _offset_spec(opts: dict[str, str], name: str, default: str, topics: tuple[st
         raise OptionError(f"option {label!r}: the JSON must be an object of topics")
     spec: dict[str, dict[int, int]] = {}
     for topic, partitions in parsed.items():
-        if topic not in topics:
+        if topics is not None and topic not in topics:
             raise OptionError(f"option {label!r} names topic {topic!r}, which the read does not subscribe to")
         if not isinstance(partitions, dict):
             raise OptionError(f"option {label!r}: topic {topic!r} must map partitions to offsets")
@@ -248,6 +311,107 @@ def _topics(opts: dict[str, str]) -> tuple[str, ...]:
     return topics
 
 
+# ---------------------------------------------------------------- Spark's Kafka source options
+
+
+def _subscription(opts: dict[str, str]) -> tuple[tuple[str, ...], str | None, dict[str, tuple[int, ...]] | None]:
+    """(topics, pattern, assign): exactly one of subscribe (``topic``), subscribePattern and assign, as Spark."""
+    given = [n for n in ("topic", "subscribe", "subscribepattern", "assign") if opts.get(n)]
+    if len(given) > 1:
+        names = " and ".join(repr(_LABELS.get(n, n)) for n in given)
+        raise OptionError(f"give one of 'topic' (alias 'subscribe'), 'subscribePattern' and 'assign', not {names}")
+    if not given:
+        raise OptionError("one of 'topic' (or 'subscribe'), 'subscribePattern' and 'assign' is required: what to read")
+    if given[0] == "subscribepattern":
+        text = opts["subscribepattern"]
+        try:
+            re.compile(text)
+        except re.error as e:
+            raise OptionError(f"option 'subscribePattern': {text!r} is not a regular expression ({e})") from None
+        return (), text, None
+    if given[0] == "assign":
+        return (), None, _assign(opts["assign"])
+    return _topics(opts), None, None
+
+
+def _assign(text: str) -> dict[str, tuple[int, ...]]:
+    usage = 'option \'assign\': {} (expected JSON like {{"topicA": [0, 1], "topicB": [2, 4]}})'
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        raise OptionError(usage.format(f"{text!r} is not JSON")) from None
+    if not isinstance(parsed, dict) or not parsed:
+        raise OptionError(usage.format("give an object of topics"))
+    out = {}
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, list) or not partitions:
+            raise OptionError(usage.format(f"topic {topic!r} needs a list of partitions"))
+        if any(type(p) is not int or p < 0 for p in partitions):
+            raise OptionError(usage.format(f"the partitions of {topic!r} must be integers ≥ 0"))
+        out[topic] = tuple(sorted(set(partitions)))
+    return out
+
+
+def _timestamps(
+    opts: dict[str, str], single: str, by_partition: str, topics: tuple[str, ...] | None
+) -> TimestampSpec | None:
+    """``startingTimestamp`` (one for all) wins over ``startingOffsetsByTimestamp`` (per partition), as in Spark."""
+    if opts.get(single):
+        return _int(opts, single, None, low=0)
+    text = opts.get(by_partition)
+    if not text:
+        return None
+    label = _LABELS[by_partition]
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(isinstance(v, dict) for v in parsed.values()):
+        raise OptionError(f'option {label!r}: expected JSON like {{"topic": {{"0": 1700000000000}}}}, not {text!r}')
+    spec: dict[str, dict[int, int]] = {}
+    for topic, partitions in parsed.items():
+        if topics is not None and topic not in topics:
+            raise OptionError(f"option {label!r} names topic {topic!r}, which the read does not subscribe to")
+        for partition, ms in partitions.items():
+            if not (isinstance(partition, str) and partition.isdigit()) or type(ms) is not int or ms < 0:
+                raise OptionError(
+                    f"option {label!r}: {topic}/{partition}: {ms!r} must be a partition number → epoch ms ≥ 0"
+                )
+            spec.setdefault(topic, {})[int(partition)] = ms
+    return spec
+
+
+def _bool(opts: dict[str, str], name: str, default: bool) -> bool:
+    text = opts.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text not in ("true", "false"):
+        raise OptionError(f"option {_LABELS.get(name, name)!r}: {text!r} is not true or false")
+    return text == "true"
+
+
+def _choice(opts: dict[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+    text = opts.get(name, "").strip().lower() or default
+    if text not in choices:
+        raise OptionError(f"option {_LABELS.get(name, name)!r}: {text!r} is not one of {', '.join(choices)}")
+    return text
+
+
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _duration_ms(opts: dict[str, str], name: str, default: int) -> int:
+    """A duration as Spark writes it: ``15m``, ``30s``, ``500ms`` (a bare number is milliseconds)."""
+    text = opts.get(name, "").strip().lower()
+    if not text:
+        return default
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number) :].strip() or "ms"
+    if not number.strip().isdigit() or unit not in _UNITS_MS:
+        raise OptionError(f"option {_LABELS.get(name, name)!r}: {text!r} is not a duration like 15m, 30s or 500ms")
+    return int(number) * _UNITS_MS[unit]
+
+
 _CLIENT_SETTINGS = {
     "kafka.client.id": "client_id",
     "kafka.protocol": "protocol",
@@ -260,10 +424,28 @@ _CLIENT_SETTINGS = {
 }
 
 
+_SPARK_CLIENT_ALIASES = {  # Spark's names for the same client settings
+    "kafkaconsumer.polltimeoutms": "kafka.request.timeout.ms",
+    "fetchoffset.numretries": "kafka.retries",
+    "fetchoffset.retryintervalms": "kafka.retry.backoff.ms",
+}
+_IGNORED_READ_SETTINGS = {"kafka.group.id"}  # no consumer group is joined: offsets live in Spark's checkpoint
+
+
 def _client_config(opts: dict[str, str]) -> ClientConfig:
     values: dict[str, Any] = {"bootstrap_servers": _servers(opts, required=True), "security": _security(opts)}
+    for alias, key in _SPARK_CLIENT_ALIASES.items():
+        if alias in opts:
+            if opts.get(key, opts[alias]) != opts[alias]:
+                raise OptionError(f"{_LABELS[alias]!r} and {key!r} are the same setting and disagree; give one")
+            opts = {**opts, key: opts[alias]}
     for key, text in opts.items():
-        if not key.startswith(_KAFKA) or key == "kafka.bootstrap.servers" or key[len(_KAFKA) :] in _SECURITY:
+        if (
+            not key.startswith(_KAFKA)
+            or key == "kafka.bootstrap.servers"
+            or key in _IGNORED_READ_SETTINGS
+            or key[len(_KAFKA) :] in _SECURITY
+        ):
             continue
         field = _CLIENT_SETTINGS.get(key)
         if field is None:

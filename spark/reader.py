@@ -1,26 +1,40 @@
-"""Batch reads: ``spark.read.format("bruce").option("topic", ...).load()``.
+"""Batch reads: ``spark.read.format("bruce").option("topic", ...).load()``, and the planning streams share.
 
 Rules:
-- Planning (on the driver) resolves ``startingOffsets`` and ``endingOffsets`` to concrete offsets per partition once,
-  so every task reads a fixed range and a retried task reads the same rows again.
-- One Spark partition per Kafka partition; a range longer than ``maxRecordsPerPartition`` is split into equal
-  consecutive pieces. Empty ranges get no task. A start after its end is an error naming the partition.
-- Each task reads its range with :class:`KafkaReader` and hands Spark one Arrow batch per Fetch answer.
+- What to read (:func:`assigned`): ``topic``/``subscribe`` (every partition of those topics), ``subscribePattern``
+  (every topic whose whole name matches; internal topics left out) or ``assign`` (those partitions only).
+- Planning (on the driver) resolves the starting and ending positions to concrete offsets per partition once, so
+  every task reads a fixed range and a retried task reads the same rows again. Positions: a timestamp option wins
+  over its offsets option (Spark's order); a timestamp resolves to the first offset whose record is at least that
+  recent; when none is, a start fails (or, with ``startingOffsetsByTimestampStrategy=latest``, starts at the end) and an
+  end is the latest offset.
+- Data loss (``failOnDataLoss``, default true): a start before the log start (records deleted), records deleted
+  while a task reads them, and in a stream an offset that went backwards or a partition that disappeared. With true
+  the query fails naming the partition and the offsets; with false a warning is reported and reading goes on from
+  what exists (as Spark's connector does). A batch start after its end stays an error (as in Spark).
+- Tasks: one per Kafka partition range, a range longer than ``maxRecordsPerPartition`` split into equal consecutive
+  pieces, and, when ``minPartitions`` asks for more tasks than that, the ranges split further in proportion to their
+  sizes (Spark's rule). Empty ranges get no task.
+- Each task reads its range with :class:`KafkaReader` and hands Spark one Arrow batch per Fetch answer, with the
+  ``headers`` column only under ``includeHeaders``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+from .delivery import report
 from .kafka_reader import KafkaReader, KafkaReadError
-from .options import EARLIEST, LATEST, ClientConfig, OffsetSpec, ReadOptions
+from .options import EARLIEST, LATEST, OffsetSpec, ReadOptions, TimestampSpec
 from .schema import records_to_arrow
 
 Offsets = dict[str, dict[int, int]]  # topic → partition → offset
+Assignment = dict[str, tuple[int, ...]]  # topic → partitions
 
 
 @dataclass(frozen=True)  # no slots: Spark's InputPartition keeps a __dict__ (its repr reads it)
@@ -33,23 +47,57 @@ class OffsetRange(InputPartition):
     end: int
 
 
-def resolve(kafka: KafkaReader, topics: Sequence[str], spec: OffsetSpec, default: int) -> Offsets:
-    """Concrete offsets for every partition of ``topics``: ``spec`` is earliest, latest or per-partition JSON
-    (-2/-1 inside it); partitions the JSON leaves out get ``default`` (EARLIEST or LATEST)."""
+def assigned(kafka: KafkaReader, o: ReadOptions) -> Assignment:
+    """The partitions the read covers (see the module rules)."""
+    if o.assign is not None:
+        for topic, wanted in o.assign.items():
+            missing = sorted(set(wanted) - set(kafka.partitions(topic)))
+            if missing:
+                raise KafkaReadError(f"option 'assign': topic {topic!r} has no partition(s) {missing}")
+        return dict(o.assign)
+    if o.pattern is not None:
+        pattern = re.compile(o.pattern)
+        return {t: kafka.partitions(t) for t in kafka.topic_names() if pattern.fullmatch(t)}
+    return {t: kafka.partitions(t) for t in o.topics}
+
+
+def resolve(
+    kafka: KafkaReader,
+    parts: Assignment,
+    spec: OffsetSpec,
+    default: int,
+    timestamps: TimestampSpec | None = None,
+    no_match: str = "latest",
+) -> Offsets:
+    """Concrete offsets for ``parts``: ``timestamps`` when given, else ``spec`` (earliest, latest or per-partition
+    JSON with -2/-1 inside); partitions a JSON leaves out get ``default`` (EARLIEST or LATEST). ``no_match`` says what
+    a timestamp with no record that recent becomes: "latest" or "error"."""
     out: Offsets = {}
-    for topic in topics:
-        partitions = kafka.partitions(topic)
-        if isinstance(spec, str):
+    for topic, partitions in parts.items():
+        if timestamps is not None:
+            given = {p: timestamps for p in partitions} if isinstance(timestamps, int) else timestamps.get(topic, {})
+        else:
+            given = {} if isinstance(spec, str) else spec.get(topic, {})
+        unknown = sorted(set(given) - set(partitions))
+        if unknown:
+            raise KafkaReadError(f"topic {topic!r} has no partition(s) {unknown} (it has {list(partitions)})")
+        if isinstance(spec, str) and timestamps is None:
             wanted = dict.fromkeys(partitions, EARLIEST if spec == "earliest" else LATEST)
         else:
-            given = spec.get(topic, {})
-            unknown = sorted(set(given) - set(partitions))
-            if unknown:
-                raise KafkaReadError(f"topic {topic!r} has no partition(s) {unknown} (it has {list(partitions)})")
-            wanted = {p: given.get(p, default) for p in partitions}
-        earliest = [p for p, o in wanted.items() if o == EARLIEST]
-        latest = [p for p, o in wanted.items() if o == LATEST]
+            wanted = {p: default for p in partitions if p not in given}
+            if timestamps is None:
+                wanted.update(given)
         found = dict(wanted)
+        if timestamps is not None and given:
+            for p, offset in kafka.offsets_for_times(topic, given).items():
+                if offset is None and no_match == "error":
+                    raise KafkaReadError(
+                        f"{topic}/{p}: no record has a timestamp ≥ {given[p]} (set "
+                        "startingOffsetsByTimestampStrategy=latest to start at the end instead)"
+                    )
+                found[p] = LATEST if offset is None else offset
+        earliest = [p for p, o in found.items() if o == EARLIEST]
+        latest = [p for p, o in found.items() if o == LATEST]
         if earliest:
             found.update(kafka.earliest_offsets(topic, earliest))
         if latest:
@@ -58,9 +106,34 @@ def resolve(kafka: KafkaReader, topics: Sequence[str], spec: OffsetSpec, default
     return out
 
 
-def plan(starts: Offsets, ends: Offsets, limit: int) -> list[OffsetRange]:
-    """The tasks reading from ``starts`` to ``ends``, each at most ``limit`` records long."""
-    ranges = []
+def data_loss(message: str, fail: bool) -> None:
+    """Spark's failOnDataLoss: fail the query, or warn and go on."""
+    if fail:
+        raise KafkaReadError(
+            f"{message}. Some data may have been lost (deleted by retention, or the topic was recreated); "
+            "set failOnDataLoss=false to read on from what exists",
+            reason="DATA_LOSS",
+        )
+    report(f"bruce: {message}; some data may have been lost, reading on (failOnDataLoss=false)", warning=True)
+
+
+def check_starts(kafka: KafkaReader, starts: Offsets, fail: bool) -> Offsets:
+    """``starts`` moved up to the log start where records are gone (each a data loss: see the module rules)."""
+    out: Offsets = {}
+    for topic, offsets in starts.items():
+        first = kafka.earliest_offsets(topic, sorted(offsets))
+        out[topic] = dict(offsets)
+        for p, start in offsets.items():
+            if start < first[p]:
+                data_loss(f"{topic}/{p}: offset {start} is before the log start {first[p]}", fail)
+                out[topic][p] = first[p]
+    return out
+
+
+def plan(starts: Offsets, ends: Offsets, limit: int, *, min_partitions: int | None = None) -> list[OffsetRange]:
+    """The tasks reading from ``starts`` to ``ends``, each at most ``limit`` records long, at least
+    ``min_partitions`` of them when the records allow (see the module rules)."""
+    spans = []
     for topic in sorted(ends):
         for partition, end in sorted(ends[topic].items()):
             start = starts.get(topic, {}).get(partition, end)
@@ -68,19 +141,40 @@ def plan(starts: Offsets, ends: Offsets, limit: int) -> list[OffsetRange]:
                 raise KafkaReadError(
                     f"{topic}/{partition}: the starting offset {start} is after the ending offset {end}"
                 )
-            pieces = -(-(end - start) // limit)
-            for i in range(pieces):
-                low = start + (end - start) * i // pieces
-                high = start + (end - start) * (i + 1) // pieces
-                ranges.append(OffsetRange(topic, partition, low, high))
+            if end > start:
+                spans.append((topic, partition, start, end))
+    total = sum(end - start for *_, start, end in spans)
+    ranges = []
+    for topic, partition, start, end in spans:
+        size = end - start
+        pieces = -(-size // limit)
+        if min_partitions and len(spans) < min_partitions:
+            pieces = max(pieces, min(size, int(size * min_partitions / total + 0.5) or 1))
+        for i in range(pieces):
+            low = start + size * i // pieces
+            high = start + size * (i + 1) // pieces
+            ranges.append(OffsetRange(topic, partition, low, high))
     return ranges
 
 
-def read_range(client: ClientConfig, task: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """The rows of one task, as Arrow batches in the read schema."""
-    with KafkaReader(client) as kafka:
-        for records in kafka.read(task.topic, task.partition, task.start, task.end):
-            yield records_to_arrow(task.topic, task.partition, records)
+def read_range(o: ReadOptions, task: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """The rows of one task, as Arrow batches in the read schema; records deleted under the read are a data loss."""
+    offset = task.start
+    with KafkaReader(o.client) as kafka:
+        while offset < task.end:
+            try:
+                for records in kafka.read(task.topic, task.partition, offset, task.end):
+                    offset = records[-1].offset + 1
+                    yield records_to_arrow(task.topic, task.partition, records, include_headers=o.include_headers)
+                return
+            except KafkaReadError as e:
+                if e.reason != "OFFSET_OUT_OF_RANGE" or o.fail_on_data_loss:
+                    raise
+                first = kafka.earliest_offsets(task.topic, [task.partition])[task.partition]
+                if first <= offset:
+                    raise
+                data_loss(f"{task.topic}/{task.partition}: offsets {offset} to {first - 1} were deleted", False)
+                offset = first
 
 
 class BruceReader(DataSourceReader):
@@ -90,11 +184,13 @@ class BruceReader(DataSourceReader):
     def partitions(self) -> list[OffsetRange]:
         o = self.options
         with KafkaReader(o.client) as kafka:
-            starts = resolve(kafka, o.topics, o.starting, EARLIEST)
-            ends = resolve(kafka, o.topics, o.ending, LATEST)
-        return plan(starts, ends, o.max_records_per_partition)
+            parts = assigned(kafka, o)
+            starts = resolve(kafka, parts, o.starting, EARLIEST, o.starting_timestamps, o.no_match)
+            ends = resolve(kafka, parts, o.ending, LATEST, o.ending_timestamps)
+            starts = check_starts(kafka, starts, o.fail_on_data_loss)
+        return plan(starts, ends, o.max_records_per_partition, min_partitions=o.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange):
             return iter(())  # nothing to read: Spark replaces an empty plan with one placeholder partition
-        return read_range(self.options.client, partition)
+        return read_range(self.options, partition)

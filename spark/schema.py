@@ -3,7 +3,8 @@
 Rules:
 - Reads produce exactly Spark's Kafka source columns: ``key``, ``value`` (binary), ``topic``, ``partition``,
   ``offset``, ``timestamp`` (null when the record has none), ``timestampType`` (0 create time, 1 log append time),
-  ``headers`` (array of key/value structs). Rows leave as Arrow record batches whose schema matches Spark's exactly.
+  and, only with ``includeHeaders`` (as Spark), ``headers`` (array of key/value structs). Rows leave as Arrow record
+  batches whose schema matches Spark's exactly.
 - Writes accept ``value`` (required; binary or string, UTF-8 encoded), and optionally ``key`` (binary or string),
   ``topic`` (string; null → the ``topic`` option), ``partition`` (integer), ``partition_key`` (integer: Bruce's
   PartitionKey), ``headers`` (array of structs with a string ``key`` and a binary or string ``value``), ``timestamp``
@@ -11,8 +12,9 @@ Rules:
   planned, naming the column — a misspelt ``partition_key`` must not silently change routing.
 - The daemon's datagrams carry no headers and no explicit partition: those columns are refused for ``socket`` writes.
 - Routing per row, both modes (:func:`row_sends`): ``partition`` as given; else ``partition_key`` (Bruce's
-  PartitionKey); else the key's CRC-32 through the same PartitionKey rule; else any partition. A null topic takes the
-  ``topic`` option; a null timestamp is now. A row that cannot be written raises :class:`BadRow`.
+  PartitionKey); else the key through the write's ``kafka.partitioner`` (default ``murmur2_random``: where Spark's
+  Kafka sink and Java's producer put it), as a partition key under the same PartitionKey rule; else any partition.
+  A null topic takes the ``topic`` option; a null timestamp is now. A row that cannot be written raises :class:`BadRow`.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ from bruce.wire.records import Record
 from .options import OptionError
 
 READ_SCHEMA_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-    "timestampType int, headers array<struct<key: string, value: binary>>"
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 )
+HEADERS_DDL = ", headers array<struct<key: string, value: binary>>"  # includeHeaders
 
 _HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 ARROW_READ_SCHEMA = pa.schema(
@@ -63,6 +65,7 @@ ARROW_READ_SCHEMA = pa.schema(
         ("headers", pa.list_(pa.field("element", _HEADER))),
     ]
 )
+ARROW_READ_SCHEMA_NO_HEADERS = ARROW_READ_SCHEMA.remove(ARROW_READ_SCHEMA.get_field_index("headers"))
 
 _PARTITION_KEY_RANGE = range(-(2**31), 2**32)
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
@@ -79,14 +82,11 @@ class BadRow(UsageError):
 # ---------------------------------------------------------------- reading
 
 
-def records_to_arrow(topic: str, partition: int, records: Sequence[Record]) -> pa.RecordBatch:
-    """One Arrow batch in the read schema for ``records`` of one partition."""
+def records_to_arrow(
+    topic: str, partition: int, records: Sequence[Record], *, include_headers: bool = True
+) -> pa.RecordBatch:
+    """One Arrow batch in the read schema (with or without ``headers``) for ``records`` of one partition."""
     n = len(records)
-    headers_type = ARROW_READ_SCHEMA.field("headers").type
-    if any(r.headers for r in records):
-        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], headers_type)
-    else:  # the common case: n empty lists, built without a Python object per row
-        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], _HEADER), headers_type)
     columns = [
         pa.array([r.key for r in records], pa.binary()),
         pa.array([r.value for r in records], pa.binary()),
@@ -95,9 +95,15 @@ def records_to_arrow(topic: str, partition: int, records: Sequence[Record]) -> p
         pa.array([r.offset for r in records], pa.int64()),
         pa.array([r.timestamp * 1000 if r.timestamp >= 0 else None for r in records], pa.timestamp("us", tz="UTC")),
         pa.array([r.timestamp_type for r in records], pa.int32()),
-        headers,
     ]
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA)
+    if not include_headers:
+        return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS)
+    headers_type = ARROW_READ_SCHEMA.field("headers").type
+    if any(r.headers for r in records):
+        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], headers_type)
+    else:  # the common case: n empty lists, built without a Python object per row
+        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], _HEADER), headers_type)
+    return pa.RecordBatch.from_arrays([*columns, headers], schema=ARROW_READ_SCHEMA)
 
 
 # ---------------------------------------------------------------- writing
@@ -201,7 +207,7 @@ Headers = Sequence[tuple[str, bytes | None]] | None
 Send = tuple[str, bytes | None, bytes | None, int | None, int, Headers, int | None]
 
 
-def row_sends(rows: Rows, default_topic: str | None) -> Iterator[Send]:
+def row_sends(rows: Rows, default_topic: str | None, partitioner: str = "murmur2_random") -> Iterator[Send]:
     """Each row of one batch as ``Producer.send``'s arguments, routed per the module rules."""
     n = rows.count
     now = time.time_ns() // 1_000_000
@@ -209,12 +215,12 @@ def row_sends(rows: Rows, default_topic: str | None) -> Iterator[Send]:
     if rows.topic is None and rows.partition is None and rows.partition_key is None and rows.headers is None:
         if default_topic is None:
             raise BadRow("a row has a null topic and the write has no 'topic' option")
-        if rows.key is None:
+        if rows.key is None and partitioner.endswith("random"):
             for v, t in zip(rows.value, timestamps, strict=False):
                 yield default_topic, v, None, None, t, None, None
             return
-        for k, v, t in zip(rows.key, rows.value, timestamps, strict=False):
-            yield default_topic, v, k, None, t, None, None if k is None else key_to_partition_key(k)
+        for k, v, t in zip(rows.key or repeat(None), rows.value, timestamps, strict=False):
+            yield default_topic, v, k, None, t, None, key_to_partition_key(k, partitioner)
         return
     columns = zip(
         rows.value,
@@ -239,4 +245,4 @@ def row_sends(rows: Rows, default_topic: str | None) -> Iterator[Send]:
                 raise BadRow(f"partition_key {partition_key} does not fit in 32 bits")
             yield topic, value, key, None, ts, headers, partition_key
         else:
-            yield topic, value, key, None, ts, headers, None if key is None else key_to_partition_key(key)
+            yield topic, value, key, None, ts, headers, key_to_partition_key(key, partitioner)

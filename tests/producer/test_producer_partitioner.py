@@ -7,6 +7,10 @@ import random
 import zlib
 from collections import Counter
 
+import pytest
+from kafka.partitioner.default import murmur2 as java_murmur2
+
+from bruce.producer import ConfigError, ProducerConfig
 from bruce.producer.cluster import Partition, Topic
 from bruce.producer.partitioner import (
     AnyPartitionCycle,
@@ -45,8 +49,38 @@ def test_walk_wraps_around_and_none_when_nothing_is_available() -> None:
     assert partition_for_key(0, Topic("t", (), {}, ())) is None
 
 
-def test_message_keys_use_crc32() -> None:
-    assert key_to_partition_key(b"abc") == zlib.crc32(b"abc")
+KEYS = [b"", b"a", b"abc", "ключ-ü-東京".encode(), bytes(range(256)) * 3, b"user-1"]
+
+
+def test_message_keys_per_partitioner() -> None:
+    for key in KEYS:
+        java = java_murmur2(key) & 0x7FFFFFFF  # kafka-python's port of Java's Utils.murmur2
+        assert key_to_partition_key(key) == key_to_partition_key(key, "murmur2") == java  # murmur2_random: default
+        assert key_to_partition_key(key, "consistent") == zlib.crc32(key)
+        assert key_to_partition_key(key, "fnv1a") == key_to_partition_key(key, "fnv1a_random") == _sarama_fnv1a(key)
+        assert key_to_partition_key(key, "random") is None
+    for same in (bytearray(b"abc"), memoryview(b"abc"), b"abc" * 30):  # uncached kinds: the same numbers
+        assert key_to_partition_key(same) == java_murmur2(bytes(same)) & 0x7FFFFFFF
+        assert key_to_partition_key(same, "fnv1a") == _sarama_fnv1a(bytes(same))
+    assert key_to_partition_key(b"", "consistent_random") is None  # empty keys are random there, as in librdkafka
+    assert key_to_partition_key(b"x", "consistent_random") == zlib.crc32(b"x")
+
+
+def test_null_keys_per_partitioner() -> None:
+    for random_null in ("murmur2_random", "consistent_random", "fnv1a_random", "random"):
+        assert key_to_partition_key(None, random_null) is None
+    assert key_to_partition_key(None, "murmur2") == java_murmur2(b"") & 0x7FFFFFFF
+    assert key_to_partition_key(None, "consistent") == 0
+    assert key_to_partition_key(None, "fnv1a") == abs(0x811C9DC5 - 2**32)  # the empty key's hash, as a negative int32
+    with pytest.raises(ValueError, match="not one of murmur2_random"):
+        key_to_partition_key(b"k", "crc")
+
+
+def _sarama_fnv1a(key: bytes) -> int:
+    h = 0x811C9DC5
+    for byte in key:
+        h = ((h ^ byte) * 0x01000193) % 2**32
+    return abs(h - 2**32 if h >= 2**31 else h)
 
 
 def test_explicit_partition() -> None:
@@ -82,3 +116,10 @@ def test_a_new_view_with_the_same_available_partitions_keeps_the_cycle_going() -
     assert cycle.next(topic([None, None])) is None
     again = [cycle.next(topic([1, 2, 1, 2])) for _ in range(4)]
     assert sorted(again) == [0, 1, 2, 3]  # back to the same partitions: a full round again
+
+
+def test_the_partitioner_setting() -> None:
+    assert ProducerConfig().partitioner == "murmur2_random"  # Java's placement (docs/producer.md says why)
+    assert ProducerConfig.from_mapping({"partitioner": "consistent"}).partitioner == "consistent"
+    with pytest.raises(ConfigError, match="partitioner: 'java' is not one of murmur2_random, murmur2, consistent"):
+        ProducerConfig(partitioner="java")

@@ -15,6 +15,7 @@ from bruce.spark.delivery import DeliveryFailed, deliver
 from bruce.spark.options import write_options
 from bruce.spark.schema import BadRow
 from bruce.wire.datagram import DatagramKind, parse_datagram
+from bruce.wire.plog import murmur2
 
 
 @pytest.fixture
@@ -49,14 +50,20 @@ def test_rows_become_datagrams(daemon_socket) -> None:
     assert (summary.mode, summary.rows, summary.delivered, summary.discarded) == ("daemon", 3, 3, {})
     a, b, c = _received(sock, 3)
     assert (a.kind, a.topic, a.key, a.value, a.timestamp) == (DatagramKind.ANY_PARTITION, b"events", b"", b"a", 11)
-    assert (b.kind, b.topic, b.key, b.partition_key) == (DatagramKind.PARTITION_KEY, b"other", b"k", _signed(b"k"))
+    java = murmur2(b"k") & 0x7FFFFFFF  # Java's placement: the daemon takes it modulo all partitions
+    assert (b.kind, b.topic, b.key, b.partition_key) == (DatagramKind.PARTITION_KEY, b"other", b"k", java)
     assert (c.kind, c.topic, c.key, c.partition_key) == (DatagramKind.PARTITION_KEY, b"events", b"k2", -7)
     assert c.timestamp > 1_600_000_000_000  # no timestamp: now
 
 
-def _signed(key: bytes) -> int:
-    crc = zlib.crc32(key)
-    return crc - 2**32 if crc >= 2**31 else crc
+def test_the_partitioner_option_reaches_daemon_writes(daemon_socket) -> None:
+    path, sock = daemon_socket
+    batch = pa.RecordBatch.from_pydict({"value": ["a", "b"], "key": pa.array([b"k", None], pa.binary())})
+    deliver(iter([batch]), write_options({"socket": path, "topic": "t", "kafka.partitioner": "consistent"}))
+    a, b = _received(sock, 2)
+    crc = zlib.crc32(b"k")
+    assert (a.kind, a.partition_key) == (DatagramKind.PARTITION_KEY, crc - 2**32 if crc >= 2**31 else crc)
+    assert (b.kind, b.partition_key) == (DatagramKind.PARTITION_KEY, 0)  # consistent: a null key is crc32(b"") = 0
 
 
 def test_no_daemon_fails_the_task(tmp_path: Path) -> None:

@@ -3,11 +3,10 @@ back by confluent-kafka, and a failing broker turned into discards with reasons 
 
 from __future__ import annotations
 
-import zlib
-
 import pyarrow as pa
 import pytest
 from fakebroker import FakeCluster, Fault
+from kafka.partitioner.default import murmur2 as java_murmur2
 
 from bruce.producer import Partition, Topic, partition_for_key, run
 from bruce.proxy.embedded import free_port
@@ -15,6 +14,7 @@ from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable, deliver
 from bruce.spark.direct import produce_batches
 from bruce.spark.options import write_options
 from bruce.spark.schema import BadRow, arrow_rows, row_sends
+from bruce.wire.plog import murmur2
 
 from .kafka_io import consume_all
 
@@ -34,7 +34,7 @@ def test_routing_per_row() -> None:
     )
     a, b, c, d, e = row_sends(rows, "default")  # (topic, value, key, partition, timestamp, headers, partition_key)
     assert a == ("t1", b"a", None, None, 5, None, None)
-    assert b[:4] == ("default", b"b", b"k", None) and b[6] == zlib.crc32(b"k")  # the key's CRC-32
+    assert b[:4] == ("default", b"b", b"k", None) and b[6] == murmur2(b"k") & 0x7FFFFFFF  # Java's placement
     assert b[4] > 1_600_000_000_000  # no timestamp: now
     assert c == ("t2", b"c", b"k", 3, 6, None, None)  # partition wins over partition_key and key
     assert d == ("t2", b"d", None, None, 7, None, 2**32 - 1)
@@ -83,7 +83,8 @@ def test_every_row_delivered_and_read_back(tansu, new_topic) -> None:
     by_key: dict[bytes, set[int]] = {}
     for m in got:
         by_key.setdefault(m.key, set()).add(m.partition)
-    assert all(len(parts) == 1 for parts in by_key.values())  # one key, one partition
+    java = {key: {(java_murmur2(key) & 0x7FFFFFFF) % 3} for key in by_key}  # kafka-python's murmur2 partitioner
+    assert by_key == java  # one key, one partition: the one Java's producer (and Spark's Kafka sink) would pick
 
 
 def test_unreachable_broker_fails_before_taking_rows() -> None:

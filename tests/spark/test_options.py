@@ -69,7 +69,7 @@ def test_offsets_json() -> None:
     [
         ({"topic": "t"}, False, "'bootstrap.servers'.*required"),
         ({**SERVERS}, False, "'topic'.*required"),
-        ({**SERVERS, "topic": "t", "subscribe": "t"}, False, "not both"),
+        ({**SERVERS, "topic": "t", "subscribe": "t"}, False, "not 'topic' and 'subscribe'"),
         ({"bootstrap.servers": "nope", "topic": "t"}, False, "not host:port"),
         ({**SERVERS, "topic": "t", "startingOffsets": "first"}, False, "'startingOffsets'.*not earliest"),
         ({**SERVERS, "topic": "t", "startingOffsets": "latest"}, False, "would read nothing"),
@@ -178,3 +178,79 @@ def test_bad_security_options_fail_at_planning_without_the_secret() -> None:
             {"bootstrap.servers": "b:1", "kafka.security.protocol": "SASL_SSL", "kafka.sasl.password": "pw-2"}
         )
     assert "pw-2" not in str(caught.value)
+
+
+def test_spark_connector_read_options() -> None:
+    o = read_options(
+        {
+            **SERVERS,
+            "subscribePattern": "clicks-.*",
+            "startingTimestamp": "1700000000000",
+            "startingOffsetsByTimestamp": '{"x": {"0": 1}}',  # startingTimestamp wins, as in Spark
+            "endingOffsetsByTimestamp": '{"clicks-1": {"0": 1700000009000}}',
+            "startingOffsetsByTimestampStrategy": "latest",
+            "failOnDataLoss": "false",
+            "minPartitions": "8",
+            "includeHeaders": "true",
+            "groupIdPrefix": "ignored",
+            "kafka.group.id": "ignored",
+            "kafkaConsumer.pollTimeoutMs": "5000",
+            "fetchOffset.numRetries": "2",
+            "fetchOffset.retryIntervalMs": "20",
+        },
+        streaming=False,
+    )
+    assert (o.topics, o.pattern, o.assign) == ((), "clicks-.*", None)
+    assert (o.starting_timestamps, o.ending_timestamps) == (1_700_000_000_000, {"clicks-1": {0: 1_700_000_009_000}})
+    assert (o.no_match, o.fail_on_data_loss, o.min_partitions, o.include_headers) == ("latest", False, 8, True)
+    assert (o.client.request_timeout_ms, o.client.retries, o.client.retry_backoff_ms) == (5000, 2, 20)
+    s = read_options(
+        {**SERVERS, "assign": '{"a": [2, 0, 2]}', "minOffsetsPerTrigger": "5", "maxTriggerDelay": "30s"}, streaming=True
+    )
+    assert (s.assign, s.min_offsets_per_trigger, s.max_trigger_delay_ms, s.include_headers) == (
+        {"a": (0, 2)},
+        5,
+        30_000,
+        False,
+    )
+    assert (s.fail_on_data_loss, s.no_match, s.max_trigger_delay_ms) == (True, "error", 30_000)
+    assert read_options({**SERVERS, "topic": "t"}, streaming=True).max_trigger_delay_ms == 15 * 60_000
+    assert pickle.loads(pickle.dumps(o)) == o
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "message"),
+    [
+        ({**SERVERS, "topic": "t", "assign": '{"t": [0]}'}, False, "not 'topic' and 'assign'"),
+        ({**SERVERS, "subscribePattern": "(", "subscribe": "t"}, False, "not 'subscribe' and 'subscribePattern'"),
+        ({**SERVERS, "subscribePattern": "("}, False, "not a regular expression"),
+        ({**SERVERS, "assign": "[0]"}, False, "give an object of topics"),
+        ({**SERVERS, "assign": '{"t": [-1]}'}, False, "integers ≥ 0"),
+        ({**SERVERS, "assign": '{"t": [0]}', "startingOffsets": '{"u": {"0": 1}}'}, False, "does not subscribe"),
+        ({**SERVERS, "topic": "t", "startingTimestamp": "soon"}, False, "not an integer"),
+        ({**SERVERS, "topic": "t", "startingOffsetsByTimestamp": '{"t": 5}'}, False, "expected JSON like"),
+        ({**SERVERS, "topic": "t", "endingOffsetsByTimestamp": '{"t": {"0": -1}}'}, False, "epoch ms ≥ 0"),
+        ({**SERVERS, "topic": "t", "endingTimestamp": "1"}, True, "a stream has no end"),
+        ({**SERVERS, "topic": "t", "startingOffsetsByTimestampStrategy": "skip"}, False, "not one of error, latest"),
+        ({**SERVERS, "topic": "t", "failOnDataLoss": "maybe"}, False, "'failOnDataLoss': 'maybe' is not true"),
+        ({**SERVERS, "topic": "t", "minPartitions": "0"}, False, "'minPartitions': 0 must be ≥ 1"),
+        ({**SERVERS, "topic": "t", "maxTriggerDelay": "soon"}, True, "not a duration"),
+        ({**SERVERS, "topic": "t", "minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, True, "is more than"),
+        ({**SERVERS, "topic": "t", "fetchOffset.numRetries": "1", "kafka.retries": "2"}, False, "disagree"),
+        ({**SERVERS, "topic": "t", "kafka.partitioner": "murmur2"}, False, "unknown read setting"),
+        ({**SERVERS, "topic": "t", "kafka.isolation.level": "read_committed"}, False, "unknown read setting"),
+    ],
+)
+def test_bad_spark_connector_read_options(options: dict, streaming: bool, message: str) -> None:
+    with pytest.raises(OptionError, match=message):
+        read_options(options, streaming=streaming)
+
+
+def test_partitioner_option() -> None:
+    assert write_options({**SERVERS, "topic": "t"}).partitioner == "murmur2_random"  # Spark's Kafka sink
+    assert write_options({**SERVERS, "topic": "t"}).producer.partitioner == "murmur2_random"
+    o = write_options({**SERVERS, "topic": "t", "kafka.partitioner": "consistent"})
+    assert (o.partitioner, o.producer.partitioner) == ("consistent", "consistent")
+    assert write_options({"socket": "/x", "kafka.partitioner": "fnv1a"}).partitioner == "fnv1a"  # computed per row
+    with pytest.raises(OptionError, match=r"'kafka.partitioner': 'java' is not one of murmur2_random, murmur2"):
+        write_options({**SERVERS, "topic": "t", "kafka.partitioner": "java"})

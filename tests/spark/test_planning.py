@@ -6,9 +6,12 @@ import pickle
 
 import pytest
 
+from bruce.spark import reader
 from bruce.spark.kafka_reader import KafkaReadError
-from bruce.spark.reader import OffsetRange, plan
-from bruce.spark.stream_reader import cap
+from bruce.spark.options import read_options
+from bruce.spark.reader import OffsetRange, check_starts, plan
+from bruce.spark.stream_reader import BruceStreamReader, cap
+from bruce.wire.records import Record
 
 
 def test_one_task_per_partition_and_empty_ranges_skipped() -> None:
@@ -35,3 +38,69 @@ def test_cap_shares_the_limit_by_backlog() -> None:
     assert cap(begin, end, 1000) == end  # under the limit: unchanged
     assert cap(begin, end, 40) == {"t": {0: 30, 1: 110, 2: 50}}  # 3:1 backlog → 30 + 10
     assert cap(begin, end, 1) == {"t": {0: 1, 1: 101, 2: 50}}  # every backlog moves by at least one
+
+
+def test_min_partitions_splits_in_proportion_to_size() -> None:
+    starts, ends = {"t": {0: 0, 1: 0, 2: 0}}, {"t": {0: 600, 1: 300, 2: 2}}
+    assert len(plan(starts, ends, 10_000, min_partitions=2)) == 3  # already enough: unchanged
+    tasks = plan(starts, ends, 10_000, min_partitions=9)
+    pieces = {p: [(t.start, t.end) for t in tasks if t.partition == p] for p in (0, 1, 2)}
+    assert pieces[0] == [(0, 100), (100, 200), (200, 300), (300, 400), (400, 500), (500, 600)]  # round(600/902*9)
+    assert pieces[1] == [(0, 100), (100, 200), (200, 300)] and pieces[2] == [(0, 2)]  # at least one each
+    assert len(plan({"t": {0: 0}}, {"t": {0: 3}}, 10, min_partitions=8)) == 3  # never an empty task
+
+
+class _Earliest:
+    """A stand-in for KafkaReader's earliest_offsets: the log starts at 5 (records 0-4 deleted)."""
+
+    def earliest_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return dict.fromkeys(partitions, 5)
+
+
+def test_a_start_before_the_log_start_is_data_loss(caplog) -> None:
+    with pytest.raises(KafkaReadError, match=r"t/0: offset 2 is before the log start 5.*failOnDataLoss=false"):
+        check_starts(_Earliest(), {"t": {0: 2, 1: 7}}, fail=True)
+    assert check_starts(_Earliest(), {"t": {0: 2, 1: 7}}, fail=False) == {"t": {0: 5, 1: 7}}  # read on from 5
+    assert "t/0: offset 2 is before the log start 5; some data may have been lost" in caplog.text  # a warning
+
+
+def test_stream_data_loss_checks() -> None:
+    reader = BruceStreamReader(read_options({"bootstrap.servers": "127.0.0.1:1", "topic": "t"}, streaming=True))
+    with pytest.raises(KafkaReadError, match="t/1 is gone"):
+        reader.partitions({"t": {"0": 1, "1": 4}}, {"t": {"0": 1}})
+
+
+class _Retention:
+    """A stand-in KafkaReader for one task: records 0-9 exist until offset 4 has been read, then retention deletes
+    0-6 (the next Fetch is OFFSET_OUT_OF_RANGE and the log starts at 7)."""
+
+    def __init__(self, client) -> None:
+        self.deleted = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def read(self, topic: str, partition: int, start: int, end: int):
+        for offset in range(start, end):
+            if self.deleted and offset < 7:
+                raise KafkaReadError(f"offset {offset} out of range", reason="OFFSET_OUT_OF_RANGE")
+            yield [Record(offset, 1_700_000_000_000, None, b"%d" % offset)]
+            self.deleted = self.deleted or offset == 4
+
+    def earliest_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        return dict.fromkeys(partitions, 7 if self.deleted else 0)
+
+
+def test_records_deleted_under_a_task_are_data_loss(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(reader, "KafkaReader", _Retention)
+    task = OffsetRange("t", 0, 0, 10)
+    strict = read_options({"bootstrap.servers": "h:1", "topic": "t"}, streaming=False)
+    with pytest.raises(KafkaReadError, match="offset 5 out of range"):
+        list(reader.read_range(strict, task))
+    lenient = read_options({"bootstrap.servers": "h:1", "topic": "t", "failOnDataLoss": "false"}, streaming=False)
+    values = [v.as_py() for batch in reader.read_range(lenient, task) for v in batch.column("value")]
+    assert values == [b"%d" % i for i in (0, 1, 2, 3, 4, 7, 8, 9)]  # 5 and 6 were deleted: skipped, with a warning
+    assert "t/0: offsets 5 to 6 were deleted" in caplog.text

@@ -89,6 +89,7 @@ def test_read_what_confluent_wrote_row_for_row(spark, tansu, new_topic) -> None:
         .option("kafka.bootstrap.servers", tansu.address)
         .option("subscribe", topic)
         .option("maxRecordsPerPartition", "100")
+        .option("includeHeaders", "true")
         .load()
     )
     assert df.schema.simpleString() == (

@@ -24,7 +24,7 @@ def test_stream_round_trip_over_micro_batches(spark, tansu, new_topic, tmp_path:
     source, sink = new_topic(partitions=2), new_topic(partitions=3)
     produce_all(tansu.address, source, [{"value": b"before-%d" % i} for i in range(50)])
     query = (
-        _source(spark, tansu.address, source, startingOffsets="earliest")
+        _source(spark, tansu.address, source, startingOffsets="earliest", includeHeaders="true")
         .selectExpr("key", "value", "headers", "timestamp")
         .writeStream.format("bruce")
         .option("bootstrap.servers", tansu.address)
