@@ -21,6 +21,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections import deque
@@ -325,19 +326,30 @@ class Producer:
 
     async def create_topic(self, topic: str) -> DiscardReason | None:
         """Ask the brokers to create ``topic`` and wait until the metadata shows it (Bruce's auto-creation: a
-        single-topic Metadata request allowing creation to each known broker in turn; then a refresh after 3, 6 and
-        12 s until the topic appears). Returns None once the topic is in the cluster view (at once if it already
-        is), TOPIC_AUTOCREATE_FAIL when no broker agreed, BAD_TOPIC when it never appeared. Never raises for a
-        broker failure; counted as ``TopicAutocreateOk/Fail/NoAnswer``."""
+        single-topic Metadata request allowing creation to each known broker in turn; then a refresh at once and
+        after 3, 6 and 12 s, then every 12 s, until the topic appears), all within ``topic_create_timeout_ms``.
+        Returns None once the topic is in the cluster view (at once if it already is), TOPIC_AUTOCREATE_FAIL when no
+        broker agreed, TOPIC_CREATE_TIMEOUT when the deadline passed first (the cluster was asked, or could not be
+        reached, and the topic has not appeared). Never raises for a broker failure; counted as
+        ``TopicAutocreateOk/Fail/NoAnswer/Timeout``."""
         if self._first_view is None or self._group is None:
             raise ProducerClosed("the producer is not running")
-        d = self._dispatcher
-        if d.topic_info(topic) is not None:
+        if self._dispatcher.topic_info(topic) is not None:
             return None
+        try:
+            async with asyncio.timeout(self.config.topic_create_timeout_ms / 1000):
+                return await self._create_and_wait(topic)
+        except TimeoutError:
+            self.counters.inc("TopicAutocreateTimeout")
+            return DiscardReason.TOPIC_CREATE_TIMEOUT
+
+    async def _create_and_wait(self, topic: str) -> DiscardReason | None:
+        d = self._dispatcher
         if not await self._fetcher.autocreate(topic):
             return DiscardReason.TOPIC_AUTOCREATE_FAIL
-        for delay in metadata.AUTOCREATE_CHECKS:
-            await asyncio.sleep(delay)
+        checks = metadata.AUTOCREATE_CHECKS
+        for attempt in itertools.count():
+            await asyncio.sleep(0.0 if attempt == 0 else checks[min(attempt, len(checks)) - 1])
             if d.topic_info(topic) is not None:  # another refresh found it meanwhile
                 return None
             try:
@@ -347,7 +359,7 @@ class Producer:
             self._apply_view(view, number)
             if view.topic(topic) is not None:
                 return None
-        return DiscardReason.BAD_TOPIC
+        raise AssertionError("unreachable")
 
     # ---------------------------------------------------------------- the daemon's queries
 
@@ -454,5 +466,5 @@ class Producer:
 
 _AUTOCREATE_DETAIL = {
     DiscardReason.TOPIC_AUTOCREATE_FAIL: "no broker agreed to create the topic",
-    DiscardReason.BAD_TOPIC: "the created topic never appeared in metadata",
+    DiscardReason.TOPIC_CREATE_TIMEOUT: "the topic was not in metadata by the creation deadline",
 }

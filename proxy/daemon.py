@@ -15,10 +15,10 @@ Rules:
 - Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT, or a plog ``KILL`` on a
   listener that enables it): stop accepting input → drain what the kernel still holds (the datagram socket, then the
   plog listeners: their sockets, the lines TCP connections hold; incomplete multipart messages are discarded) → flush
-  the batches (messages still waiting for the first metadata wait for it within
-  the deadline) → wait for ACKs until ``shutdown_max_delay`` after the request → count what is left as
-  SERVER_SHUTDOWN → close the broker connections → stop the status server. A second request skips the waiting but
-  still drains and accounts.
+  the batches (messages still waiting for the first metadata or for their topic's creation wait for it within the
+  deadline, like any held message; stderr says how many are held and how long the wait may last) → wait for ACKs
+  until ``shutdown_max_delay`` after the request → count what is left as SERVER_SHUTDOWN → close the broker
+  connections → stop the status server. A second request skips the waiting but still drains and accounts.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config
@@ -88,6 +88,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         dispatcher_restart_max_delay_ms=options.dispatcher_restart_max_delay,
         metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
         topic_autocreate=False,
+        topic_create_timeout_ms=options.topic_create_timeout,
         shutdown_max_delay_ms=options.shutdown_max_delay,
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
     )
@@ -326,7 +327,7 @@ class Daemon:
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
 
     async def _timers(self) -> None:
-        """Batch deadlines, parked-topic deadlines, the debug log's tick and the discard-query watchdog.
+        """Batch deadlines, the router's look at the view, the debug log's tick and the discard-query watchdog.
 
         Sleeps until the next batch deadline, but never longer than the shortest batch time (and 50 ms): a batch
         opened meanwhile cannot have an earlier deadline than one tick away, so every batch ships on time without a
@@ -340,9 +341,6 @@ class Daemon:
             now = time.monotonic()
             batcher.expire(now)
             router.refresh(now)
-            parked = router.next_deadline()
-            if parked is not None and parked <= now:
-                router.expire(now)
             if now >= next_second:
                 next_second = now + 1.0
                 self.debug.tick()
@@ -350,9 +348,9 @@ class Daemon:
                     next_watchdog = now + watchdog_every
                     self.tracker.check_query_rate()
             wake = min(now + self._tick, next_second)
-            for deadline in (batcher.next_deadline(), router.next_deadline()):
-                if deadline is not None and deadline < wake:
-                    wake = deadline
+            deadline = batcher.next_deadline()
+            if deadline is not None and deadline < wake:
+                wake = deadline
             await asyncio.sleep(max(0.0, wake - time.monotonic()))
 
     def _submit(self, topic: str, messages: list[Message]) -> None:
@@ -387,17 +385,18 @@ class Daemon:
         drained = await self.intake.drain()  # 2. what the kernel still holds
         log.info("read %d datagrams still queued at shutdown", drained)
         await self.plog.stop()  # (the plog listeners: stop, read what is queued, then refuse)
-        router = self.router  # 3. flush: waiting messages get the first metadata if it comes in time
-        if router.held and self.producer.cluster() is None:
-            await self._until(self.producer.ready(), deadline, loop_time)
+        router = self.router  # 3. flush: messages waiting for the first metadata or for their topic's creation
+        held = router.held + self.batcher.held + self.producer.held
+        if held:
+            log.log(NOTICE, "waiting up to %.0f s to deliver %s held messages", deadline - loop_time(), f"{held:,}")
+        if router.held:
+            await self._until(self._router_settled(), deadline, loop_time)
         router.refresh(time.monotonic())
         for task in self._creations:
             task.cancel()
         router.discard_held(DiscardReason.SERVER_SHUTDOWN)
         self.batcher.flush_all()
-        held = self.producer.held  # 4. wait for ACKs until the deadline
-        if held:
-            log.info("waiting up to %.1f s for %d messages to be acknowledged", deadline - loop_time(), held)
+        if self.producer.held:  # 4. wait for ACKs until the deadline
             await self._until(self.producer.flush(), deadline, loop_time)
         left = self.producer.held  # 5. count what is left, 6. close the connections
         await self.producer.shutdown(0)
@@ -406,6 +405,15 @@ class Daemon:
         await self.status.stop()  # 7. stop the status server
         await self._close_local()
         self._log_accounting(failed=False)
+
+    async def _router_settled(self) -> None:
+        """Until the router holds nothing: the first metadata has come and every topic creation has ended (each
+        ends by its deadline, ``--topic_create_timeout``; its messages then move on to the batcher or are
+        discarded)."""
+        await self.producer.ready()
+        self.router.refresh(time.monotonic())
+        while self._creations:
+            await asyncio.wait(set(self._creations))
 
     def _log_accounting(self, *, failed: bool) -> None:
         """The exit summary: every message's fate. After a failure, messages still in flight are those whose

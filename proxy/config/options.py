@@ -217,6 +217,13 @@ class Options:
         30000, "MAX_DELAY_MS", "On shutdown, how long in ms to keep delivering held messages.", KAFKA, integer()
     )
     topic_autocreate: bool = switch("Create unknown topics (the brokers must allow it).", KAFKA)
+    topic_create_timeout: int = option(
+        30000,
+        "TIMEOUT_MS",
+        "How long in ms messages of a topic being created wait for it; then TOPIC_CREATE_TIMEOUT.",
+        KAFKA,
+        integer(1),
+    )
     # Status interface
     status_host: str = option(
         "127.0.0.1",
