@@ -31,7 +31,7 @@ from .config import ProducerConfig
 from .counters import Counters
 from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
-from .queues import PartitionQueue
+from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Part
 
@@ -56,6 +56,7 @@ class Dispatcher:
         self.queues: dict[str, dict[int, PartitionQueue]] = {}
         self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
+        self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
         # topic → (messages, fetches begun when the topic became wanted): only a later fetch can answer for it
         self.unknown: dict[str, tuple[list[Message], int]] = {}
         self.paused = False
@@ -159,6 +160,7 @@ class Dispatcher:
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
             pq.add_ready(ms, sum(map(_size, ms)))
+            self.compactable.add(pq)
             self.mark_ready(pq)
         if lost:
             self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
@@ -424,6 +426,12 @@ class Dispatcher:
 
     def all_queues(self) -> list[PartitionQueue]:
         return [pq for queues in self.queues.values() for pq in queues.values()]
+
+    def compact(self, pack: Pack) -> int:
+        """Pack the loose ready batches queued since the last call that ``pack`` accepts (the daemon, when memory
+        runs short); returns how many messages were packed. Costs nothing when no batch was queued since."""
+        queues, self.compactable = self.compactable, set()
+        return sum(pq.compact(pack) for pq in queues)
 
     def seal_all(self) -> None:
         for pq in self.all_queues():

@@ -52,7 +52,7 @@ from .message import (
 from .metadata import MetadataFetcher, MetadataUnavailable
 from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
-from .queues import PartitionQueue
+from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .sender import Sender
@@ -360,6 +360,12 @@ class Producer:
             if view.topic(topic) is not None:
                 return None
         raise AssertionError("unreachable")
+
+    def compact(self, pack: Pack) -> int:
+        """Store the ready batches waiting in the partition queues in ``pack``'s compact form where it accepts them
+        (the daemon's :class:`~bruce.proxy.packed.Packer`, when its memory budget runs short); they are unpacked
+        when sent or rerouted. Returns how many messages were packed."""
+        return self._dispatcher.compact(pack)
 
     # ---------------------------------------------------------------- the daemon's queries
 

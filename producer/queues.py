@@ -8,17 +8,33 @@ Rules:
   (one in-flight batch per partition: per-partition order without idempotence). ``staged``: messages already taken
   for the next request; nothing newer is sent before them.
 - Ready batches are lists of messages with their byte size (Σ key + value); ``take`` splits a batch when a request's
-  data limit ends inside it. A message queued alone (:meth:`PartitionQueue.append_ready`) joins the last ready batch
-  instead of making one of its own (batches only speed up ``take``: where they end changes nothing). The queue owns
-  the lists in ``ready``: it copies what it is given back (:meth:`PartitionQueue.push_front`).
+  data limit ends inside it. A ready batch may also be held *packed* (:class:`Packed`, the daemon's compact form,
+  made by :meth:`PartitionQueue.compact` when memory runs short): it counts and waits like any batch and is unpacked
+  into its messages when it is taken for a request or drained (only then do its messages exist as objects).
+- A message queued alone (:meth:`PartitionQueue.append_ready`) joins the last loose ready batch instead of making one
+  of its own (batches only speed up ``take``: where they end changes nothing). The queue owns the lists in
+  ``ready``: it copies what it is given back (:meth:`PartitionQueue.push_front`).
 - Pure: no clocks (times are passed in), no asyncio.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from typing import Protocol
 
 from .message import Message
+
+
+class Packed(Protocol):
+    """A ready batch in compact form: its message count, and its messages back, in order."""
+
+    def __len__(self) -> int: ...
+
+    def unpack(self) -> list[Message]: ...
+
+
+Pack = Callable[[str, list[Message]], Packed | None]  # (topic, a ready batch) → its compact form, or None
 
 
 class PartitionQueue:
@@ -44,7 +60,7 @@ class PartitionQueue:
         self.open: list[Message] = []  # accumulating (library path)
         self.open_bytes = 0
         self.open_since = 0.0  # when the first open message arrived (loop time)
-        self.ready: deque[tuple[list[Message], int]] = deque()  # (messages, Σ size)
+        self.ready: deque[tuple[list[Message] | Packed, int]] = deque()  # (messages, Σ size)
         self.ready_count = 0
         self.busy = False
         self.in_flight = 0  # messages in the outstanding request
@@ -74,9 +90,9 @@ class PartitionQueue:
     def append_ready(self, m: Message) -> None:
         """Append one ready message (to the last ready batch: no batch per message)."""
         ready = self.ready
-        if ready:
+        if ready and type(ready[-1][0]) is list:
             batch, size = ready[-1]
-            batch.append(m)
+            batch.append(m)  # type: ignore[union-attr]
             ready[-1] = (batch, size + m.size)
         else:
             ready.append(([m], m.size))
@@ -95,6 +111,9 @@ class PartitionQueue:
         ready = self.ready
         while ready:
             batch, size = ready[0]
+            if type(batch) is not list:
+                batch = batch.unpack()
+                ready[0] = (batch, size)
             if total + size <= budget:
                 ready.popleft()
                 taken += batch
@@ -121,10 +140,25 @@ class PartitionQueue:
         """Remove and return every queued message (not the in-flight ones), oldest first."""
         out: list[Message] = []
         for batch, _ in self.ready:
-            out += batch
+            out += batch if type(batch) is list else batch.unpack()
         out += self.open
         self.ready.clear()
         self.ready_count = 0
         self.open = []
         self.open_bytes = 0
         return out
+
+    def compact(self, pack: Pack) -> int:
+        """Pack the loose ready batches queued after the last packed one (newest first, the front excepted: it is
+        sent next) that ``pack`` accepts; returns how many messages were packed."""
+        packed = 0
+        ready = self.ready
+        for i in range(len(ready) - 1, 0, -1):
+            batch, size = ready[i]
+            if type(batch) is not list:
+                break
+            compact = pack(self.topic, batch)
+            if compact is not None:
+                ready[i] = (compact, size)
+                packed += len(batch)
+        return packed

@@ -21,6 +21,10 @@ Rules:
   connections → stop the status server. A second request skips the waiting but still drains and accounts.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
+- Memory: every held message holds its charge in the budget (``--msg_buffer_max``). When a new message does not fit,
+  the batches waiting in the producer's queues are first packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
+  beside its key and value, instead of a few hundred as loose objects), which gives back most of their charge; only
+  what still does not fit is NO_MEM.
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
   budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
@@ -55,6 +59,7 @@ from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .message import Message
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
+from .packed import Packer
 from .plog.config import PlogConfigError, check_unique
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
@@ -117,6 +122,8 @@ class Daemon:
         embedded = options.use_embedded_broker
         self.counters = counters = Counters()
         self.budget = MessageBudget(options.msg_buffer_max_bytes, counters=counters)
+        self.packer = Packer(self.budget)
+        self.budget.on_full = self._make_room
         self.discard_log = (
             DiscardLog(
                 options.discard_log_path,
@@ -361,6 +368,11 @@ class Daemon:
         except ProducerClosed:  # raised before the producer takes any of them
             for msg in messages:
                 self.outcomes.discard_routed(msg, DiscardReason.SERVER_SHUTDOWN)
+
+    def _make_room(self) -> None:
+        """The budget is full: store the batches waiting in the producer's queues compactly (what is packed gives
+        back the bytes it saves)."""
+        self.producer.compact(self.packer.pack)
 
     def _create_topic(self, topic: str) -> None:
         """The router's callback for a topic to create (``--topic_autocreate``)."""
