@@ -17,6 +17,8 @@ Rules:
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
   auto-creation). The answer of a fetch begun earlier asks for another fetch.
+- With a ``pack`` function (the daemon's), a batch that must wait — queued behind another, or while paused or
+  leaderless — is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the rest on demand.
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -57,6 +59,7 @@ class Dispatcher:
         self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
         self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
+        self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         # topic → (messages, fetches begun when the topic became wanted): only a later fetch can answer for it
         self.unknown: dict[str, tuple[list[Message], int]] = {}
         self.paused = False
@@ -160,7 +163,10 @@ class Dispatcher:
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
             pq.add_ready(ms, sum(map(_size, ms)))
-            self.compactable.add(pq)
+            if self.pack is not None and (len(pq.ready) > 1 or self.paused or pq.leader is None):
+                pq.compact(self.pack)  # it waits behind others, or for a broker: held compactly meanwhile
+            else:
+                self.compactable.add(pq)
             self.mark_ready(pq)
         if lost:
             self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
@@ -427,11 +433,12 @@ class Dispatcher:
     def all_queues(self) -> list[PartitionQueue]:
         return [pq for queues in self.queues.values() for pq in queues.values()]
 
-    def compact(self, pack: Pack) -> int:
-        """Pack the loose ready batches queued since the last call that ``pack`` accepts (the daemon, when memory
+    def compact(self) -> int:
+        """Pack the loose ready batches queued since the last call that :attr:`pack` accepts (the daemon, when memory
         runs short); returns how many messages were packed. Costs nothing when no batch was queued since."""
         queues, self.compactable = self.compactable, set()
-        return sum(pq.compact(pack) for pq in queues)
+        pack = self.pack
+        return 0 if pack is None else sum(pq.compact(pack) for pq in queues)
 
     def seal_all(self) -> None:
         for pq in self.all_queues():

@@ -79,6 +79,7 @@ class Producer:
         compression: CompressionPolicy | None = None,
         require_topics: bool = False,
         rng: random.Random | None = None,
+        pack: Pack | None = None,
     ) -> None:
         self.config = config = config or ProducerConfig()
         self.counters = Counters()
@@ -123,6 +124,7 @@ class Producer:
         d.on_drained = self._drained
         d.on_progress = self._pause.progress
         d.fetches_begun = lambda: fetcher.begun
+        d.pack = pack
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -361,11 +363,12 @@ class Producer:
                 return None
         raise AssertionError("unreachable")
 
-    def compact(self, pack: Pack) -> int:
-        """Store the ready batches waiting in the partition queues in ``pack``'s compact form where it accepts them
-        (the daemon's :class:`~bruce.proxy.packed.Packer`, when its memory budget runs short); they are unpacked
-        when sent or rerouted. Returns how many messages were packed."""
-        return self._dispatcher.compact(pack)
+    def compact(self) -> int:
+        """With a ``pack`` function (the daemon's :meth:`~bruce.proxy.packed.Packer.pack`): store the loose ready
+        batches waiting in the partition queues in its compact form where it accepts them (the daemon calls this
+        when its memory budget runs short); they are unpacked when sent or rerouted. Returns how many messages were
+        packed (0 without ``pack``)."""
+        return self._dispatcher.compact()
 
     # ---------------------------------------------------------------- the daemon's queries
 

@@ -21,10 +21,10 @@ Rules:
   connections → stop the status server. A second request skips the waiting but still drains and accounts.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
-- Memory: every held message holds its charge in the budget (``--msg_buffer_max``). When a new message does not fit,
-  the batches waiting in the producer's queues are first packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
-  beside its key and value, instead of a few hundred as loose objects), which gives back most of their charge; only
-  what still does not fit is NO_MEM.
+- Memory: every held message holds its charge in the budget (``--msg_buffer_max``). A batch that must wait in the
+  producer's queues (behind another, or for a broker) is packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
+  beside its key and value, instead of a few hundred as loose objects), which gives back most of its charge; when a
+  new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
   budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
@@ -154,6 +154,7 @@ class Daemon:
             sink=outcomes,
             compression=TopicCompression(config),
             require_topics=not embedded,
+            pack=self.packer.pack,
         )
         self.batcher = Batcher(config.batching_for, self._submit)
         self.autocreate = options.topic_autocreate or embedded
@@ -372,7 +373,7 @@ class Daemon:
     def _make_room(self) -> None:
         """The budget is full: store the batches waiting in the producer's queues compactly (what is packed gives
         back the bytes it saves)."""
-        self.producer.compact(self.packer.pack)
+        self.producer.compact()
 
     def _create_topic(self, topic: str) -> None:
         """The router's callback for a topic to create (``--topic_autocreate``)."""

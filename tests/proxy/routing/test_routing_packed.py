@@ -10,10 +10,15 @@ import tracemalloc
 
 import pytest
 
+from bruce.producer.config import ProducerConfig
+from bruce.producer.counters import Counters
+from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.queues import PartitionQueue
 from bruce.proxy.budget import MessageBudget
 from bruce.proxy.message import Message
 from bruce.proxy.packed import BATCH_BYTES, INDEX_BYTES, KEYED_INDEX_BYTES, PACK_MIN, PackedBatch, Packer
+
+from .helpers import view
 
 FIELDS = ("topic", "key", "value", "timestamp", "partition_key", "size", "headers", "pinned", "attempts")
 
@@ -131,3 +136,21 @@ def test_the_budget_packs_before_it_refuses() -> None:
     assert budget.used == 20 * (100 + INDEX_BYTES) + BATCH_BYTES + 500 and budget.refused == 0
     queued.clear()
     assert not budget.try_reserve(10_000) and budget.refused == 1  # nothing left to pack: NO_MEM
+
+
+def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> None:
+    """A batch queued behind another is packed at once (the front one, sent next, stays loose); taking the queue's
+    messages for requests gives every message back in order, with the charges the budget holds."""
+    messages = [loose(20), loose(20), loose(20)]
+    budget = reserved([m for b in messages for m in b])
+    d = Dispatcher(ProducerConfig(), Counters(), None)
+    d.pack = Packer(budget).pack
+    d.apply_view(view({"t": [1]}), 1)
+    for batch in messages:
+        d.route("t", list(batch))
+    pq = d.queue("t", 0)
+    assert [type(b).__name__ for b, _ in pq.ready] == ["list", "PackedBatch", "PackedBatch"]
+    assert budget.used == sum(m.charge for m in messages[0]) + 2 * (20 * (100 + INDEX_BYTES) + BATCH_BYTES)
+    taken, _ = pq.take(10**9, first=True)
+    assert [fields(m) for m in taken] == [fields(m) for b in messages for m in b]
+    assert sum(m.charge for m in taken) == budget.used
