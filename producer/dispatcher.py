@@ -17,8 +17,9 @@ Rules:
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
   auto-creation). The answer of a fetch begun earlier asks for another fetch.
-- With a ``pack`` function (the daemon's), a batch that must wait — queued behind another, or while paused or
-  leaderless — is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the rest on demand.
+- With a ``pack`` function (the daemon's), a batch that must wait for a broker (queued while paused, or for a
+  partition without a leader) is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the
+  rest on demand (the daemon's budget, when full). Batches that flow are never packed: packing costs CPU.
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -163,10 +164,9 @@ class Dispatcher:
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
             pq.add_ready(ms, sum(map(_size, ms)))
-            if self.pack is not None and (len(pq.ready) > 1 or self.paused or pq.leader is None):
-                pq.compact(self.pack)  # it waits behind others, or for a broker: held compactly meanwhile
-            else:
-                self.compactable.add(pq)
+            if self.pack is not None and (self.paused or pq.leader is None):
+                pq.compact(self.pack)  # it waits for a broker: held compactly meanwhile
+            self.compactable.add(pq)
             self.mark_ready(pq)
         if lost:
             self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))

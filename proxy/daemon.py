@@ -22,7 +22,7 @@ Rules:
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
 - Memory: every held message holds its charge in the budget (``--msg_buffer_max``). A batch that must wait in the
-  producer's queues (behind another, or for a broker) is packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
+  producer's queues for a broker (paused, or no leader) is packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
   beside its key and value, instead of a few hundred as loose objects), which gives back most of its charge; when a
   new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config

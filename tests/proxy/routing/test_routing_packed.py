@@ -139,16 +139,21 @@ def test_the_budget_packs_before_it_refuses() -> None:
 
 
 def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> None:
-    """A batch queued behind another is packed at once (the front one, sent next, stays loose); taking the queue's
-    messages for requests gives every message back in order, with the charges the budget holds."""
+    """Flowing batches are packed only when the budget asks (the front one, sent next, stays loose); while paused, a
+    batch is packed on the way in; taking the queue's messages for requests gives every message back in order,
+    with the charges the budget holds."""
     messages = [loose(20), loose(20), loose(20)]
     budget = reserved([m for b in messages for m in b])
     d = Dispatcher(ProducerConfig(), Counters(), None)
     d.pack = Packer(budget).pack
     d.apply_view(view({"t": [1]}), 1)
-    for batch in messages:
-        d.route("t", list(batch))
+    d.route("t", list(messages[0]))
+    d.route("t", list(messages[1]))
     pq = d.queue("t", 0)
+    assert [type(b).__name__ for b, _ in pq.ready] == ["list", "list"]  # flowing: never packed on the way
+    assert d.compact() == 20  # the budget asks: all but the front one
+    d.paused = True
+    d.route("t", list(messages[2]))  # waits for a broker: packed on the way
     assert [type(b).__name__ for b, _ in pq.ready] == ["list", "PackedBatch", "PackedBatch"]
     assert budget.used == sum(m.charge for m in messages[0]) + 2 * (20 * (100 + INDEX_BYTES) + BATCH_BYTES)
     taken, _ = pq.take(10**9, first=True)
