@@ -21,7 +21,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import itertools
 import random
 import time
 from collections import deque
@@ -349,9 +348,11 @@ class Producer:
         d = self._dispatcher
         if not await self._fetcher.autocreate(topic):
             return DiscardReason.TOPIC_AUTOCREATE_FAIL
-        checks = metadata.AUTOCREATE_CHECKS
-        for attempt in itertools.count():
-            await asyncio.sleep(0.0 if attempt == 0 else checks[min(attempt, len(checks)) - 1])
+        delays = iter(metadata.AUTOCREATE_CHECKS)
+        delay = 0.0  # the first look at once: a broker that creates on request (tansu) shows the topic already
+        while True:  # ended by create_topic's deadline
+            await asyncio.sleep(delay)
+            delay = next(delays, delay)
             if d.topic_info(topic) is not None:  # another refresh found it meanwhile
                 return None
             try:
@@ -361,7 +362,6 @@ class Producer:
             self._apply_view(view, number)
             if view.topic(topic) is not None:
                 return None
-        raise AssertionError("unreachable")
 
     def compact(self) -> int:
         """With a ``pack`` function (the daemon's :meth:`~bruce.proxy.packed.Packer.pack`): store the loose ready
