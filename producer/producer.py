@@ -14,6 +14,8 @@ Rules:
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
   that crashes ends the producer with its exception. The producer starts without waiting for Kafka: messages for topics
   not yet known wait for the first metadata (``await producer.ready()`` waits for it).
+- The daemon may give a ``pack`` function: ready batches that wait for a broker are then held in its compact form
+  (:mod:`bruce.producer.queues`), and :meth:`Producer.compact` packs the others on demand.
 - ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
   with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
 """
