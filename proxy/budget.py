@@ -122,6 +122,12 @@ class MessageBudget:
             for callback in waiters:
                 callback()
 
+    def has_room(self, charge: int) -> bool:
+        """Whether ``charge`` would fit now, after asking ``on_full`` for room if needed (nothing is reserved)."""
+        if self.used + charge <= self.capacity:
+            return True
+        return self.on_full is not None and self._made_room(charge)
+
     def shrink(self, amount: int) -> None:
         """Held messages now occupy ``amount`` bytes less (stored more compactly): their reservation shrinks."""
         if not 0 <= amount <= self.used:

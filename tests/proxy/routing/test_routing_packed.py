@@ -132,7 +132,8 @@ def test_the_budget_packs_before_it_refuses() -> None:
     packer = Packer(budget)
     queued = [messages]
     budget.on_full = lambda: [packer.pack("t", ms) for ms in queued]
-    assert budget.try_reserve(500)  # room made by packing
+    assert budget.has_room(500)  # room made by packing (what a TCP input asks before it reads)
+    assert budget.try_reserve(500)
     assert budget.used == 20 * (100 + INDEX_BYTES) + BATCH_BYTES + 500 and budget.refused == 0
     queued.clear()
     assert not budget.try_reserve(10_000) and budget.refused == 1  # nothing left to pack: NO_MEM
