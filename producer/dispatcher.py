@@ -183,6 +183,8 @@ class Dispatcher:
         if pq is None:
             pq = self.queue(topic, p)
         pq.append_ready(m)
+        if self.pack is not None:
+            self.compactable.add(pq)
         ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]
         if ready is None or pq not in ready:
             self.mark_ready(pq)

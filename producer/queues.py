@@ -149,11 +149,11 @@ class PartitionQueue:
         return out
 
     def compact(self, pack: Pack) -> int:
-        """Pack the loose ready batches queued after the last packed one (newest first, the front excepted: it is
-        sent next) that ``pack`` accepts; returns how many messages were packed."""
+        """Pack the loose ready batches queued after the last packed one (newest first) that ``pack`` accepts;
+        returns how many messages were packed."""
         packed = 0
         ready = self.ready
-        for i in range(len(ready) - 1, 0, -1):
+        for i in range(len(ready) - 1, -1, -1):
             batch, size = ready[i]
             if type(batch) is not list:
                 break

@@ -114,7 +114,10 @@ def test_queues_send_and_drain_packed_batches_like_loose_ones() -> None:
     budget = reserved([m for b in batches for m in b])
     for b in batches:
         pq.add_ready(b, sum(m.size for m in b))
-    assert pq.compact(lambda topic, ms: Packer(budget).pack(topic, ms)) == 20  # the front batch is sent next
+    pq.ready[0] = (loose(10), pq.ready[0][1])
+    pq.ready[0][0][3].attempts = 1  # the front batch came back from a request: it stays loose
+    everything[3] = fields(pq.ready[0][0][3])
+    assert pq.compact(lambda topic, ms: Packer(budget).pack(topic, ms)) == 20
     assert [type(b).__name__ for b, _ in pq.ready] == ["list", "PackedBatch", "PackedBatch"]
     pq.append_ready(loose(1)[0])  # joins no packed batch
     assert pq.ready_count == 31 and len(pq.ready) == 4
@@ -140,8 +143,7 @@ def test_the_budget_packs_before_it_refuses() -> None:
 
 
 def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> None:
-    """Flowing batches are packed only when the budget asks (the front one, sent next, stays loose); while paused, a
-    batch is packed on the way in; taking the queue's messages for requests gives every message back in order,
+    """Flowing batches are packed only when the budget asks; while paused, a batch is packed on the way in; taking the queue's messages for requests gives every message back in order,
     with the charges the budget holds."""
     messages = [loose(20), loose(20), loose(20)]
     budget = reserved([m for b in messages for m in b])
@@ -152,11 +154,27 @@ def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> Non
     d.route("t", list(messages[1]))
     pq = d.queue("t", 0)
     assert [type(b).__name__ for b, _ in pq.ready] == ["list", "list"]  # flowing: never packed on the way
-    assert d.compact() == 20  # the budget asks: all but the front one
+    assert d.compact() == 40  # the budget asks
+    assert d.compact() == 0  # nothing queued since: nothing to look at
     d.paused = True
     d.route("t", list(messages[2]))  # waits for a broker: packed on the way
-    assert [type(b).__name__ for b, _ in pq.ready] == ["list", "PackedBatch", "PackedBatch"]
-    assert budget.used == sum(m.charge for m in messages[0]) + 2 * (20 * (100 + INDEX_BYTES) + BATCH_BYTES)
+    assert [type(b).__name__ for b, _ in pq.ready] == ["PackedBatch"] * 3
+    assert budget.used == 3 * (20 * (100 + INDEX_BYTES) + BATCH_BYTES)
     taken, _ = pq.take(10**9, first=True)
     assert [fields(m) for m in taken] == [fields(m) for b in messages for m in b]
     assert sum(m.charge for m in taken) == budget.used
+
+
+def test_messages_of_unbatched_topics_are_packed_when_the_budget_asks() -> None:
+    messages = loose(30)
+    budget = reserved(messages)
+    d = Dispatcher(ProducerConfig(), Counters(), None)
+    d.pack = Packer(budget).pack
+    d.apply_view(view({"t": [1]}), 1)
+    for m in messages:
+        d.route("t", [m])  # one at a time: they join one ready batch
+    assert d.compact() == 30
+    pq = d.queue("t", 0)
+    d.route("t", [loose(1)[0]])  # after a packed batch: a new loose one
+    assert [type(b).__name__ for b, _ in pq.ready] == ["PackedBatch", "list"]
+    assert [fields(m) for m in pq.drain()] == [*(fields(m) for m in messages), fields(loose(1)[0])]
