@@ -143,8 +143,8 @@ def test_the_budget_packs_before_it_refuses() -> None:
 
 
 def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> None:
-    """Flowing batches are packed only when the budget asks; while paused, a batch is packed on the way in; taking the queue's messages for requests gives every message back in order,
-    with the charges the budget holds."""
+    """Flowing batches are packed only when the budget asks; while paused, a batch is packed on the way in; taking
+    the queue's messages for requests gives every message back in order, with the charges the budget holds."""
     messages = [loose(20), loose(20), loose(20)]
     budget = reserved([m for b in messages for m in b])
     d = Dispatcher(ProducerConfig(), Counters(), None)
