@@ -182,8 +182,7 @@ class Dispatcher:
         pq = queues.get(p) if queues is not None else None
         if pq is None:
             pq = self.queue(topic, p)
-        pq.append_ready(m)
-        if self.pack is not None:
+        if pq.append_ready(m) and self.pack is not None:
             self.compactable.add(pq)
         ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]
         if ready is None or pq not in ready:
@@ -440,7 +439,14 @@ class Dispatcher:
         runs short); returns how many messages were packed. Costs nothing when no batch was queued since."""
         queues, self.compactable = self.compactable, set()
         pack = self.pack
-        return 0 if pack is None else sum(pq.compact(pack) for pq in queues)
+        if pack is None:
+            return 0
+        packed = 0
+        for pq in queues:
+            packed += pq.compact(pack)
+            if pq.ready and type(pq.ready[-1][0]) is list:
+                self.compactable.add(pq)  # too few to pack yet (a batch that grows): look again next time
+        return packed
 
     def seal_all(self) -> None:
         for pq in self.all_queues():

@@ -87,16 +87,19 @@ class PartitionQueue:
         self.ready.append((messages, size))
         self.ready_count += len(messages)
 
-    def append_ready(self, m: Message) -> None:
-        """Append one ready message (to the last ready batch: no batch per message)."""
+    def append_ready(self, m: Message) -> bool:
+        """Append one ready message (to the last ready batch if it is loose: no batch per message); True when it
+        started a new batch."""
         ready = self.ready
-        if ready and type(ready[-1][0]) is list:
-            batch, size = ready[-1]
-            batch.append(m)  # type: ignore[union-attr]
-            ready[-1] = (batch, size + m.size)
-        else:
-            ready.append(([m], m.size))
         self.ready_count += 1
+        if ready:
+            batch, size = ready[-1]
+            if type(batch) is list:
+                batch.append(m)
+                ready[-1] = (batch, size + m.size)
+                return False
+        ready.append(([m], m.size))
+        return True
 
     def push_front(self, messages: list[Message]) -> None:
         """Requeue messages that came back from a request, ahead of everything else."""

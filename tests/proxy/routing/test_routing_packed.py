@@ -155,7 +155,7 @@ def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> Non
     pq = d.queue("t", 0)
     assert [type(b).__name__ for b, _ in pq.ready] == ["list", "list"]  # flowing: never packed on the way
     assert d.compact() == 40  # the budget asks
-    assert d.compact() == 0  # nothing queued since: nothing to look at
+    assert d.compact() == 0 and not d.compactable  # nothing queued since: nothing to look at
     d.paused = True
     d.route("t", list(messages[2]))  # waits for a broker: packed on the way
     assert [type(b).__name__ for b, _ in pq.ready] == ["PackedBatch"] * 3
@@ -171,8 +171,11 @@ def test_messages_of_unbatched_topics_are_packed_when_the_budget_asks() -> None:
     d = Dispatcher(ProducerConfig(), Counters(), None)
     d.pack = Packer(budget).pack
     d.apply_view(view({"t": [1]}), 1)
-    for m in messages:
+    for m in messages[:3]:
         d.route("t", [m])  # one at a time: they join one ready batch
+    assert d.compact() == 0  # too few to pack: looked at again later
+    for m in messages[3:]:
+        d.route("t", [m])
     assert d.compact() == 30
     pq = d.queue("t", 0)
     d.route("t", [loose(1)[0]])  # after a packed batch: a new loose one
