@@ -102,11 +102,10 @@ def packed_charge(arena: int, count: int, keyed: bool) -> int:
 class Packer:
     """Packs the daemon's ready batches and settles the budget difference (see the module rules)."""
 
-    __slots__ = ("budget", "packed")
+    __slots__ = ("budget",)
 
     def __init__(self, budget: MessageBudget) -> None:
         self.budget = budget
-        self.packed = 0  # messages packed so far
 
     def pack(self, topic: str, messages: Sequence[ProducerMessage]) -> PackedBatch | None:
         """``messages`` (the daemon's, all of ``topic``) as one :class:`PackedBatch`, or None when they stay loose."""
@@ -159,5 +158,4 @@ class Packer:
             received,
         )
         self.budget.shrink(loose - batch.charge)
-        self.packed += n
         return batch
