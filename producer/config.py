@@ -65,6 +65,7 @@ class ProducerConfig:
     metadata_min_interval_ms: int = 1_000  # on-demand refreshes closer than this are merged
     metadata_retry_backoff_max_ms: int = 30_000  # failed fetches back off up to this
     topic_autocreate: bool = False
+    topic_create_timeout_ms: int = 30_000  # a topic being created: how long its messages wait for it in metadata
     # Shutdown
     shutdown_max_delay_ms: int = 30_000  # close() deadline when none is given
     # Delivery timeout (librdkafka's message.timeout.ms): a message not delivered this long after the producer took it
@@ -120,6 +121,7 @@ class ProducerConfig:
             "pause_rate_limit_initial_ms",
             "metadata_refresh_interval_ms",
             "metadata_min_interval_ms",
+            "topic_create_timeout_ms",
         ):
             _require(self, name, 1)
         for name in (

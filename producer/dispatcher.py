@@ -22,6 +22,9 @@ Rules:
   oldest first (whole batches from the front of each queue: no timer per message). Messages in a request are the
   request's until it is answered or fails (bounded by ``request_timeout_ms``), then expire like the others. Queue
   times come from :attr:`Dispatcher.stamp` (the tick's clock reading: no clock read per message).
+- With a ``pack`` function (the daemon's), a batch that must wait for a broker (queued while paused, or for a
+  partition without a leader) is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the
+  rest on demand (the daemon's budget, when full). Batches that flow are never packed: packing costs CPU.
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -36,7 +39,7 @@ from .config import ProducerConfig
 from .counters import Counters
 from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
-from .queues import PartitionQueue
+from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Part
 
@@ -61,6 +64,8 @@ class Dispatcher:
         self.queues: dict[str, dict[int, PartitionQueue]] = {}
         self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
+        self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
+        self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
         # [since, count] runs of the messages' queue times, oldest first)
         self.unknown: dict[str, tuple[list[Message], int, list[list[float | int]]]] = {}
@@ -171,6 +176,9 @@ class Dispatcher:
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
             pq.add_ready(ms, sum(map(_size, ms)), since)
+            if self.pack is not None and (self.paused or pq.leader is None):
+                pq.compact(self.pack)  # it waits for a broker: held compactly meanwhile
+            self.compactable.add(pq)
             self.mark_ready(pq)
         if lost:
             self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
@@ -186,7 +194,8 @@ class Dispatcher:
         pq = queues.get(p) if queues is not None else None
         if pq is None:
             pq = self.queue(topic, p)
-        pq.append_ready(m, since)
+        if pq.append_ready(m, since) and self.pack is not None:
+            self.compactable.add(pq)
         ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]
         if ready is None or pq not in ready:
             self.mark_ready(pq)
@@ -465,6 +474,20 @@ class Dispatcher:
 
     def all_queues(self) -> list[PartitionQueue]:
         return [pq for queues in self.queues.values() for pq in queues.values()]
+
+    def compact(self) -> int:
+        """Pack the loose ready batches queued since the last call that :attr:`pack` accepts (the daemon, when memory
+        runs short); returns how many messages were packed. Costs nothing when no batch was queued since."""
+        queues, self.compactable = self.compactable, set()
+        pack = self.pack
+        if pack is None:
+            return 0
+        packed = 0
+        for pq in queues:
+            packed += pq.compact(pack)
+            if pq.ready and type(pq.ready[-1][0]) is list:
+                self.compactable.add(pq)  # too few to pack yet (a batch that grows): look again next time
+        return packed
 
     def seal_all(self) -> None:
         for pq in self.all_queues():

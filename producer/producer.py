@@ -14,6 +14,8 @@ Rules:
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
   that crashes ends the producer with its exception. The producer starts without waiting for Kafka: messages for topics
   not yet known wait for the first metadata (``await producer.ready()`` waits for it).
+- The daemon may give a ``pack`` function: ready batches that wait for a broker are then held in its compact form
+  (:mod:`bruce.producer.queues`), and :meth:`Producer.compact` packs the others on demand.
 - ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
   with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
@@ -56,7 +58,7 @@ from .message import (
 from .metadata import MetadataFetcher, MetadataUnavailable
 from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
-from .queues import PartitionQueue
+from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .security import client_context
@@ -102,6 +104,7 @@ class Producer:
         compression: CompressionPolicy | None = None,
         require_topics: bool = False,
         rng: random.Random | None = None,
+        pack: Pack | None = None,
     ) -> None:
         self.config = config = config or ProducerConfig()
         client_context(config.security)  # certificates and keys load now: a bad one is a ConfigError here, not later
@@ -152,6 +155,7 @@ class Producer:
         fetcher.on_refused = self._refused
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
         self._last_refusal = ""
+        d.pack = pack
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -387,19 +391,32 @@ class Producer:
 
     async def create_topic(self, topic: str) -> DiscardReason | None:
         """Ask the brokers to create ``topic`` and wait until the metadata shows it (Bruce's auto-creation: a
-        single-topic Metadata request allowing creation to each known broker in turn; then a refresh after 3, 6 and
-        12 s until the topic appears). Returns None once the topic is in the cluster view (at once if it already
-        is), TOPIC_AUTOCREATE_FAIL when no broker agreed, BAD_TOPIC when it never appeared. Never raises for a
-        broker failure; counted as ``TopicAutocreateOk/Fail/NoAnswer``."""
+        single-topic Metadata request allowing creation to each known broker in turn; then a refresh at once and
+        after 3, 6 and 12 s, then every 12 s, until the topic appears), all within ``topic_create_timeout_ms``.
+        Returns None once the topic is in the cluster view (at once if it already is), TOPIC_AUTOCREATE_FAIL when no
+        broker agreed, TOPIC_CREATE_TIMEOUT when the deadline passed first (the cluster was asked, or could not be
+        reached, and the topic has not appeared). Never raises for a broker failure; counted as
+        ``TopicAutocreateOk/Fail/NoAnswer/Timeout``."""
         if self._first_view is None or self._group is None:
             raise ProducerClosed("the producer is not running")
-        d = self._dispatcher
-        if d.topic_info(topic) is not None:
+        if self._dispatcher.topic_info(topic) is not None:
             return None
+        try:
+            async with asyncio.timeout(self.config.topic_create_timeout_ms / 1000):
+                return await self._create_and_wait(topic)
+        except TimeoutError:
+            self.counters.inc("TopicAutocreateTimeout")
+            return DiscardReason.TOPIC_CREATE_TIMEOUT
+
+    async def _create_and_wait(self, topic: str) -> DiscardReason | None:
+        d = self._dispatcher
         if not await self._fetcher.autocreate(topic):
             return DiscardReason.TOPIC_AUTOCREATE_FAIL
-        for delay in metadata.AUTOCREATE_CHECKS:
+        delays = iter(metadata.AUTOCREATE_CHECKS)
+        delay = 0.0  # the first look at once: a broker that creates on request (tansu) shows the topic already
+        while True:  # ended by create_topic's deadline
             await asyncio.sleep(delay)
+            delay = next(delays, delay)
             if d.topic_info(topic) is not None:  # another refresh found it meanwhile
                 return None
             try:
@@ -409,7 +426,13 @@ class Producer:
             self._apply_view(view, number)
             if view.topic(topic) is not None:
                 return None
-        return DiscardReason.BAD_TOPIC
+
+    def compact(self) -> int:
+        """With a ``pack`` function (the daemon's :meth:`~bruce.proxy.packed.Packer.pack`): store the loose ready
+        batches waiting in the partition queues in its compact form where it accepts them (the daemon calls this
+        when its memory budget runs short); they are unpacked when sent or rerouted. Returns how many messages were
+        packed (0 without ``pack``)."""
+        return self._dispatcher.compact()
 
     # ---------------------------------------------------------------- the daemon's queries
 
@@ -555,5 +578,5 @@ class Producer:
 
 _AUTOCREATE_DETAIL = {
     DiscardReason.TOPIC_AUTOCREATE_FAIL: "no broker agreed to create the topic",
-    DiscardReason.BAD_TOPIC: "the created topic never appeared in metadata",
+    DiscardReason.TOPIC_CREATE_TIMEOUT: "the topic was not in metadata by the creation deadline",
 }

@@ -8,9 +8,13 @@ Rules:
   (one in-flight batch per partition: per-partition order without idempotence). ``staged``: messages already taken
   for the next request; nothing newer is sent before them.
 - Ready batches are lists of messages with their byte size (Σ key + value); ``take`` splits a batch when a request's
-  data limit ends inside it. A message queued alone (:meth:`PartitionQueue.append_ready`) joins the last ready batch
-  instead of making one of its own (batches only speed up ``take``: where they end changes nothing). The queue owns
-  the lists in ``ready``: it copies what it is given back (:meth:`PartitionQueue.push_front`).
+  data limit ends inside it. A ready batch may also be held *packed* (:class:`Packed`, the daemon's compact form,
+  made by :meth:`PartitionQueue.compact` when memory runs short): it counts and waits like any batch and is unpacked
+  into its messages when it is taken for a request, expires or is drained (only then do its messages exist as
+  objects).
+- A message queued alone (:meth:`PartitionQueue.append_ready`) joins the last loose ready batch instead of making one
+  of its own (batches only speed up ``take``: where they end changes nothing). The queue owns the lists in
+  ``ready``: it copies what it is given back (:meth:`PartitionQueue.push_front`).
 - Each ready batch carries ``since``: when its messages were queued (loop time; the oldest's, or for messages moved
   together — back from a request, rerouted — the newest's, so a message never looks older than it is).
   :meth:`PartitionQueue.append_ready` joins the last batch only if that batch was queued at or after the ``since``
@@ -23,8 +27,21 @@ Rules:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from typing import Protocol
 
 from .message import Message
+
+
+class Packed(Protocol):
+    """A ready batch in compact form: its message count, and its messages back, in order."""
+
+    def __len__(self) -> int: ...
+
+    def unpack(self) -> list[Message]: ...
+
+
+Pack = Callable[[str, list[Message]], Packed | None]  # (topic, a ready batch) → its compact form, or None
 
 
 class PartitionQueue:
@@ -50,7 +67,7 @@ class PartitionQueue:
         self.open: list[Message] = []  # accumulating (library path)
         self.open_bytes = 0
         self.open_since = 0.0  # when the first open message arrived (loop time)
-        self.ready: deque[tuple[list[Message], int, float]] = deque()  # (messages, Σ size, since)
+        self.ready: deque[tuple[list[Message] | Packed, int, float]] = deque()  # (messages, Σ size, since)
         self.ready_count = 0
         self.busy = False
         self.in_flight = 0  # messages in the outstanding request
@@ -77,17 +94,19 @@ class PartitionQueue:
         self.ready.append((messages, size, since))
         self.ready_count += len(messages)
 
-    def append_ready(self, m: Message, since: float = 0.0) -> None:
-        """Append one ready message queued at ``since``: to the last ready batch when that one was queued at or after
-        ``since`` (no batch per message), else as a batch of its own."""
+    def append_ready(self, m: Message, since: float = 0.0) -> bool:
+        """Append one ready message queued at ``since``: to the last ready batch when that one is loose and was queued
+        at or after ``since`` (no batch per message), else as a batch of its own; True when it started a new batch."""
         ready = self.ready
-        if ready and ready[-1][2] >= since:
-            batch, size, when = ready[-1]
-            batch.append(m)
-            ready[-1] = (batch, size + m.size, when)
-        else:
-            ready.append(([m], m.size, since))
         self.ready_count += 1
+        if ready:
+            batch, size, when = ready[-1]
+            if type(batch) is list and when >= since:
+                batch.append(m)
+                ready[-1] = (batch, size + m.size, when)
+                return False
+        ready.append(([m], m.size, since))
+        return True
 
     def push_front(self, messages: list[Message], since: float = 0.0) -> None:
         """Requeue messages that came back from a request (queued at ``since``), ahead of everything else."""
@@ -104,6 +123,9 @@ class PartitionQueue:
         ready = self.ready
         while ready:
             batch, size, since = ready[0]
+            if type(batch) is not list:
+                batch = batch.unpack()
+                ready[0] = (batch, size, since)
             if total + size <= budget:
                 ready.popleft()
                 taken += batch
@@ -135,7 +157,8 @@ class PartitionQueue:
         out: list[Message] = []
         ready = self.ready
         while ready and ready[0][2] <= cutoff:
-            out += ready.popleft()[0]
+            batch = ready.popleft()[0]
+            out += batch if type(batch) is list else batch.unpack()
         self.ready_count -= len(out)
         if not ready and self.open and self.open_since <= cutoff:
             out += self.open
@@ -154,10 +177,25 @@ class PartitionQueue:
         """Remove and return every queued message (not the in-flight ones), oldest first."""
         out: list[Message] = []
         for batch, _, _ in self.ready:
-            out += batch
+            out += batch if type(batch) is list else batch.unpack()
         out += self.open
         self.ready.clear()
         self.ready_count = 0
         self.open = []
         self.open_bytes = 0
         return out
+
+    def compact(self, pack: Pack) -> int:
+        """Pack the loose ready batches queued after the last packed one (newest first) that ``pack`` accepts;
+        returns how many messages were packed."""
+        packed = 0
+        ready = self.ready
+        for i in range(len(ready) - 1, -1, -1):
+            batch, size, since = ready[i]
+            if type(batch) is not list:
+                break
+            compact = pack(self.topic, batch)
+            if compact is not None:
+                ready[i] = (compact, size, since)
+                packed += len(batch)
+        return packed

@@ -21,7 +21,8 @@ class DiscardReason(StrEnum):
     BAD_TOPIC = "BAD_TOPIC"
     NO_AVAILABLE_PARTITIONS = "NO_AVAILABLE_PARTITIONS"
     RATE_LIMIT = "RATE_LIMIT"
-    TOPIC_AUTOCREATE_FAIL = "TOPIC_AUTOCREATE_FAIL"
+    TOPIC_AUTOCREATE_FAIL = "TOPIC_AUTOCREATE_FAIL"  # no broker agreed to create the topic
+    TOPIC_CREATE_TIMEOUT = "TOPIC_CREATE_TIMEOUT"  # asked to create the topic; not in metadata by the deadline
     # Delivery
     KAFKA_ERROR_ACK = "KAFKA_ERROR_ACK"
     DELIVERY_ATTEMPT_LIMIT = "DELIVERY_ATTEMPT_LIMIT"

@@ -12,6 +12,9 @@ Rules:
 - Inputs that can pause (the TCP listeners) ask to be told when space is back with
   :meth:`MessageBudget.notify_when_free`; the callbacks run once, from :meth:`release`, when usage falls to the resume
   level (7/8 of the capacity by default), so a paused input does not flap at the boundary.
+- When a reservation does not fit, ``on_full`` (if set) is called first: it may make room by storing held messages
+  more compactly (the daemon packs its ready batches, :mod:`bruce.proxy.packed`) and gives back the bytes saved
+  with :meth:`MessageBudget.shrink`; then the reservation is tried again. Nothing is evicted.
 - Releasing more than is held is a bug and raises :class:`BudgetError` at once.
 - Counters: ``release`` counts Bruce's ``MsgDestroy``; the inputs count ``MsgCreate`` once per read burst (a counter
   update per message would cost more than the reservation itself). ``held`` is their difference at every moment.
@@ -42,7 +45,17 @@ class MessageBudget:
     (0, 600)
     """
 
-    __slots__ = ("_counters", "_waiters", "capacity", "held", "high_water", "refused", "resume_level", "used")
+    __slots__ = (
+        "_counters",
+        "_waiters",
+        "capacity",
+        "held",
+        "high_water",
+        "on_full",
+        "refused",
+        "resume_level",
+        "used",
+    )
 
     def __init__(self, capacity: int, *, resume_fraction: float = 0.875, counters: Counters | None = None) -> None:
         if capacity <= 0:
@@ -57,6 +70,7 @@ class MessageBudget:
         self.refused = 0  # reservations refused because the budget was full
         self._counters = counters
         self._waiters: dict[Callable[[], object], None] = {}
+        self.on_full: Callable[[], object] | None = None  # called before a reservation is refused (see the rules)
 
     @property
     def free(self) -> int:
@@ -66,8 +80,10 @@ class MessageBudget:
         """Reserve ``charge`` bytes for one new message; ``False`` (nothing reserved) when it does not fit."""
         used = self.used + charge
         if used > self.capacity:
-            self.refused += 1
-            return False
+            if self.on_full is None or not self._made_room(charge):
+                self.refused += 1
+                return False
+            used = self.used + charge
         self.used = used
         self.held += 1
         if used > self.high_water:
@@ -79,7 +95,9 @@ class MessageBudget:
         refused) when they do not all fit: the caller then reserves them one by one to find which do."""
         used = self.used + charge
         if used > self.capacity:
-            return False
+            if self.on_full is None or not self._made_room(charge):
+                return False
+            used = self.used + charge
         self.used = used
         self.held += count
         if used > self.high_water:
@@ -103,6 +121,28 @@ class MessageBudget:
             self._waiters.clear()
             for callback in waiters:
                 callback()
+
+    def has_room(self, charge: int) -> bool:
+        """Whether ``charge`` would fit now, after asking ``on_full`` for room if needed (nothing is reserved)."""
+        if self.used + charge <= self.capacity:
+            return True
+        return self.on_full is not None and self._made_room(charge)
+
+    def shrink(self, amount: int) -> None:
+        """Held messages now occupy ``amount`` bytes less (stored more compactly): their reservation shrinks."""
+        if not 0 <= amount <= self.used:
+            raise BudgetError(f"cannot shrink {self.used} bytes held by {amount}")
+        self.used -= amount
+        if self._waiters and self.used <= self.resume_level:
+            waiters = list(self._waiters)
+            self._waiters.clear()
+            for callback in waiters:
+                callback()
+
+    def _made_room(self, charge: int) -> bool:
+        """Ask ``on_full`` for room; whether ``charge`` now fits."""
+        self.on_full()  # type: ignore[misc]
+        return self.used + charge <= self.capacity
 
     def notify_when_free(self, callback: Callable[[], object]) -> None:
         """Call ``callback()`` once, when usage is at or below the resume level (at once if it already is).

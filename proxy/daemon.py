@@ -15,12 +15,16 @@ Rules:
 - Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT, or a plog ``KILL`` on a
   listener that enables it): stop accepting input → drain what the kernel still holds (the datagram socket, then the
   plog listeners: their sockets, the lines TCP connections hold; incomplete multipart messages are discarded) → flush
-  the batches (messages still waiting for the first metadata wait for it within
-  the deadline) → wait for ACKs until ``shutdown_max_delay`` after the request → count what is left as
-  SERVER_SHUTDOWN → close the broker connections → stop the status server. A second request skips the waiting but
-  still drains and accounts.
+  the batches (messages still waiting for the first metadata or for their topic's creation wait for it within the
+  deadline, like any held message; stderr says how many are held and how long the wait may last) → wait for ACKs
+  until ``shutdown_max_delay`` after the request → count what is left as SERVER_SHUTDOWN → close the broker
+  connections → stop the status server. A second request skips the waiting but still drains and accounts.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
+- Memory: every held message holds its charge in the budget (``--msg_buffer_max``). A batch that must wait in the
+  producer's queues for a broker (paused, or no leader) is packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
+  beside its key and value, instead of a few hundred as loose objects), which gives back most of its charge; when a
+  new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
   budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
@@ -56,6 +60,7 @@ from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .message import Message
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
+from .packed import Packer
 from .plog.config import PlogConfigError, check_descriptors, check_unique
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
@@ -90,6 +95,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         dispatcher_restart_max_delay_ms=options.dispatcher_restart_max_delay,
         metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
         topic_autocreate=False,
+        topic_create_timeout_ms=options.topic_create_timeout,
         shutdown_max_delay_ms=options.shutdown_max_delay,
         message_timeout_ms=options.message_timeout_ms,  # 0 by default: Bruce's attempt limits only
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
@@ -120,6 +126,8 @@ class Daemon:
         embedded = options.use_embedded_broker
         self.counters = counters = Counters()
         self.budget = MessageBudget(options.msg_buffer_max_bytes, counters=counters)
+        self.packer = Packer(self.budget)
+        self.budget.on_full = self._make_room
         self.discard_log = (
             DiscardLog(
                 options.discard_log_path,
@@ -151,6 +159,7 @@ class Daemon:
             sink=outcomes,
             compression=TopicCompression(config),
             require_topics=not embedded,
+            pack=self.packer.pack,
         )
         self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
         self.batcher = Batcher(config.batching_for, self._submit)
@@ -343,7 +352,8 @@ class Daemon:
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
 
     async def _timers(self) -> None:
-        """Batch and parked-topic deadlines, the debug log's tick, the status rate sample, the discard-query watchdog.
+        """Batch deadlines, the router's look at the view, the debug log's tick, the status rate sample and the
+        discard-query watchdog.
 
         Sleeps until the next batch deadline, but never longer than the shortest batch time (and 50 ms): a batch
         opened meanwhile cannot have an earlier deadline than one tick away, so every batch ships on time without a
@@ -357,9 +367,6 @@ class Daemon:
             now = time.monotonic()
             batcher.expire(now)
             router.refresh(now)
-            parked = router.next_deadline()
-            if parked is not None and parked <= now:
-                router.expire(now)
             if now >= next_second:
                 next_second = now + 1.0
                 self.debug.tick()
@@ -368,9 +375,9 @@ class Daemon:
                     next_watchdog = now + watchdog_every
                     self.tracker.check_query_rate()
             wake = min(now + self._tick, next_second)
-            for deadline in (batcher.next_deadline(), router.next_deadline()):
-                if deadline is not None and deadline < wake:
-                    wake = deadline
+            deadline = batcher.next_deadline()
+            if deadline is not None and deadline < wake:
+                wake = deadline
             await asyncio.sleep(max(0.0, wake - time.monotonic()))
 
     def _submit(self, topic: str, messages: list[Message]) -> None:
@@ -381,6 +388,11 @@ class Daemon:
         except ProducerClosed:  # raised before the producer takes any of them
             for msg in messages:
                 self.outcomes.discard_routed(msg, DiscardReason.SERVER_SHUTDOWN)
+
+    def _make_room(self) -> None:
+        """The budget is full: store the batches waiting in the producer's queues compactly (what is packed gives
+        back the bytes it saves)."""
+        self.producer.compact()
 
     def _create_topic(self, topic: str) -> None:
         """The router's callback for a topic to create (``--topic_autocreate``)."""
@@ -405,17 +417,18 @@ class Daemon:
         drained = await self.intake.drain()  # 2. what the kernel still holds
         log.info("read %d datagrams still queued at shutdown", drained)
         await self.plog.stop()  # (the plog listeners: stop, read what is queued, then refuse)
-        router = self.router  # 3. flush: waiting messages get the first metadata if it comes in time
-        if router.held and self.producer.cluster() is None:
-            await self._until(self.producer.ready(), deadline, loop_time)
+        router = self.router  # 3. flush: messages waiting for the first metadata or for their topic's creation
+        held = router.held + self.batcher.held + self.producer.held
+        if held:
+            log.log(NOTICE, "waiting up to %.0f s to deliver %s held messages", deadline - loop_time(), f"{held:,}")
+        if router.held:
+            await self._until(self._router_settled(), deadline, loop_time)
         router.refresh(time.monotonic())
         for task in self._creations:
             task.cancel()
         router.discard_held(DiscardReason.SERVER_SHUTDOWN)
         self.batcher.flush_all()
-        held = self.producer.held  # 4. wait for ACKs until the deadline
-        if held:
-            log.info("waiting up to %.1f s for %d messages to be acknowledged", deadline - loop_time(), held)
+        if self.producer.held:  # 4. wait for ACKs until the deadline
             await self._until(self.producer.flush(), deadline, loop_time)
         left = self.producer.held  # 5. count what is left, 6. close the connections
         await self.producer.shutdown(0)
@@ -424,6 +437,15 @@ class Daemon:
         await self.status.stop()  # 7. stop the status server
         await self._close_local()
         self._log_accounting(failed=False)
+
+    async def _router_settled(self) -> None:
+        """Until the router holds nothing: the first metadata has come and every topic creation has ended (each
+        ends by its deadline, ``--topic_create_timeout``; its messages then move on to the batcher or are
+        discarded)."""
+        await self.producer.ready()
+        self.router.refresh(time.monotonic())
+        while self._creations:
+            await asyncio.wait(set(self._creations))
 
     def _log_accounting(self, *, failed: bool) -> None:
         """The exit summary: every message's fate. After a failure, messages still in flight are those whose

@@ -1,8 +1,10 @@
 """The daemon's in-memory message: one datagram's content from intake until its fate is known.
 
 Rules:
-- One object per message from end to end: :class:`Message` *is* a :class:`bruce.producer.Message` (the producer
+- One object per message while it moves: :class:`Message` *is* a :class:`bruce.producer.Message` (the producer
   queues, encodes and resolves it as it is) with the daemon's own fields added: ``topic``, ``received`` and ``charge``.
+  A batch that waits for a broker is held packed instead (:mod:`bruce.proxy.packed`) and becomes objects again
+  (equal field by field) when it is sent.
 - The smallest fast object: ``__slots__``, and a constructor that sets every field itself rather than calling the
   producer's (one call less per datagram on the hot path). tests/proxy/routing/test_routing_message.py checks that the
   result equals what the producer's constructor builds, field by field, so a field added there cannot go unset here.

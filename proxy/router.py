@@ -14,15 +14,14 @@ Rules:
   documented semantics) and reroutes after a pause.
 - Before the first metadata arrives nothing is known: messages wait, in order, until :meth:`Router.refresh` (or the
   next message) sees the first view (Bruce's input queues them the same way). Only the memory budget bounds them.
-- Auto-creation never blocks intake (Bruce blocks its router ~21 s). The first message of an unknown topic starts
-  the creation through ``create_topic(topic)``; that topic's messages are parked — at most ``park_limit`` messages
-  per topic and ``park_topics`` topics at once (beyond: BAD_TOPIC, counted ``RouterParkOverflow`` /
-  ``RouterParkTopicsFull``) — until :meth:`Router.creation_done` reports the outcome, the metadata shows the topic,
-  or ``park_timeout`` seconds pass (then BAD_TOPIC, ``RouterParkTimeout``). A refused creation discards them with
-  the reason reported (TOPIC_AUTOCREATE_FAIL). Released messages go through checks 2-4 at release time. A new
-  deadline appears only when ``create_topic`` is called: the daemon then sets its timer for
-  :meth:`Router.next_deadline` and calls :meth:`Router.expire` when it fires; it creates the topic with
-  ``Producer.create_topic``.
+- Topic creation never blocks intake (Bruce blocks its router ~21 s). The first message of an unknown topic starts
+  the creation through ``create_topic(topic)``; that topic's messages wait, in arrival order, with no count limit
+  of their own: the memory budget bounds them (NO_MEM), as it bounds every held message, and so does the creation's
+  deadline (the producer's ``topic_create_timeout_ms``: ``create_topic`` always ends, and its outcome comes back
+  through :meth:`Router.creation_done`). At most ``park_topics`` topics are created at once (beyond: BAD_TOPIC,
+  counted ``RouterParkTopicsFull``). The metadata showing the topic releases its messages at once; a refused
+  creation discards them as TOPIC_AUTOCREATE_FAIL, one that ran out of time as TOPIC_CREATE_TIMEOUT. Released
+  messages go through checks 2-4 at release time. The daemon creates the topic with ``Producer.create_topic``.
 - Every discard goes to ``discard(msg, reason)`` exactly once (the daemon counts it, reports it and releases the
   message's budget); Bruce's router counters are counted here.
 - Cheap per message: the view is compared by identity, per-topic availability is cached per view, and nothing is
@@ -52,9 +51,7 @@ from .ratelimit import RateLimiter
 LEGACY_MESSAGE_OVERHEAD = MESSAGE_OVERHEAD[0]
 RECORD_BATCH_OVERHEAD = HEADER_SIZE + 19
 
-DEFAULT_PARK_LIMIT = 10_000  # messages parked per topic while it is created
 DEFAULT_PARK_TOPICS = 100  # topics being created at once
-DEFAULT_PARK_TIMEOUT = 30.0  # seconds; the producer's creation checks take ~21 s (Bruce's 3 + 6 + 12 s)
 
 CreateTopic = Callable[[str], None]
 Discard = Callable[[Message, DiscardReason], None]
@@ -69,6 +66,7 @@ _COUNTER = {
     _NO_PARTITIONS: "DiscardNoAvailablePartition",
     _RATE_LIMIT: "DiscardDueToRateLimit",
     DiscardReason.TOPIC_AUTOCREATE_FAIL: "DiscardOnTopicAutocreateFail",
+    DiscardReason.TOPIC_CREATE_TIMEOUT: "DiscardOnTopicCreateTimeout",
 }
 
 
@@ -77,16 +75,6 @@ def message_overhead(protocol: str) -> int:
     for ``v0``; the record-batch overhead for ``modern`` and for ``auto`` (the broker may speak either, so the larger
     one: a message that passes fits alone in a batch of any format)."""
     return LEGACY_MESSAGE_OVERHEAD if protocol == "v0" else RECORD_BATCH_OVERHEAD
-
-
-class _Parked:
-    """One topic's messages waiting for its creation."""
-
-    __slots__ = ("deadline", "messages")
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.messages: list[Message] = []
 
 
 class Router:
@@ -104,9 +92,7 @@ class Router:
         create_topic: CreateTopic | None = None,
         debug: MessageDebugLog | None = None,
         counters: Counters | None = None,
-        park_limit: int = DEFAULT_PARK_LIMIT,
         park_topics: int = DEFAULT_PARK_TOPICS,
-        park_timeout: float = DEFAULT_PARK_TIMEOUT,
     ) -> None:
         self._cluster = cluster
         self._batcher = batcher
@@ -117,13 +103,11 @@ class Router:
         self._create_topic = create_topic
         self._debug = debug
         self.counters = counters if counters is not None else Counters()
-        self._park_limit = park_limit
         self._park_topics = park_topics
-        self._park_timeout = park_timeout
         self._view: ClusterView | None = None
         self._usable: dict[str, bool] = {}  # topics of the current view looked up so far → any partition available
         self._waiting: deque[Message] = deque()  # before the first view
-        self._parked: dict[str, _Parked] = {}  # topics being created
+        self._parked: dict[str, list[Message]] = {}  # topics being created → their messages, in arrival order
 
     # ---------------------------------------------------------------- the hot path
 
@@ -179,34 +163,30 @@ class Router:
             self._drop(msg, _BAD_TOPIC)
             return
         parked = self._parked.get(topic)
-        if parked is None:
-            if len(self._parked) >= self._park_topics:
-                self.counters.inc("RouterParkTopicsFull")
-                self._drop(msg, _BAD_TOPIC)
-                return
-            parked = self._parked[topic] = _Parked(now + self._park_timeout)
-            parked.messages.append(msg)
-            self.counters.inc("RouterTopicAutocreate")
-            self._create_topic(topic)
+        if parked is not None:
+            parked.append(msg)
             return
-        if len(parked.messages) >= self._park_limit:
-            self.counters.inc("RouterParkOverflow")
+        if len(self._parked) >= self._park_topics:
+            self.counters.inc("RouterParkTopicsFull")
             self._drop(msg, _BAD_TOPIC)
             return
-        parked.messages.append(msg)
+        self._parked[topic] = [msg]
+        self.counters.inc("RouterTopicAutocreate")
+        self._create_topic(topic)
 
     def creation_done(self, topic: str, failure: DiscardReason | None, now: float) -> None:
         """The outcome of ``create_topic(topic)``: ``None`` when the topic now shows in the metadata, else the reason
-        its parked messages are discarded with (TOPIC_AUTOCREATE_FAIL: refused; BAD_TOPIC: it never appeared)."""
+        its waiting messages are discarded with (TOPIC_AUTOCREATE_FAIL: refused; TOPIC_CREATE_TIMEOUT: not in the
+        metadata by the deadline; SERVER_SHUTDOWN)."""
         self.refresh(now)  # a view showing the topic releases its messages
         parked = self._parked.pop(topic, None)
         if parked is None:
-            return  # released, or timed out
-        if failure is None:
+            return  # released already
+        if failure is None:  # the producer saw it, but the view we read does not show it: give it a last look
             self.counters.inc("RouterCreatedTopicNotInMetadata")
-        reason = failure or _BAD_TOPIC
-        for msg in parked.messages:
-            self._drop(msg, reason)
+            failure = _BAD_TOPIC
+        for msg in parked:
+            self._drop(msg, failure)
 
     def refresh(self, now: float) -> None:
         """Look at the cluster view again: call it once the first metadata has arrived (``await producer.ready()``)
@@ -215,25 +195,12 @@ class Router:
         if view is not self._view:
             self._new_view(view, now)
 
-    def next_deadline(self) -> float | None:
-        """When the earliest parked topic times out (monotonic seconds), or None."""
-        return min((p.deadline for p in self._parked.values()), default=None)
-
-    def expire(self, now: float) -> None:
-        """Give up on parked topics whose time is up: routed if the topic showed up meanwhile, else BAD_TOPIC."""
-        self.refresh(now)
-        for topic in [t for t, p in self._parked.items() if p.deadline <= now]:
-            parked = self._parked.pop(topic)
-            self.counters.inc("RouterParkTimeout")
-            for msg in parked.messages:
-                self._drop(msg, _BAD_TOPIC)
-
     def discard_held(self, reason: DiscardReason) -> int:
         """Shutdown: discard every waiting and parked message with ``reason``; returns how many."""
         held = list(self._waiting)
         self._waiting.clear()
         for parked in self._parked.values():
-            held += parked.messages
+            held += parked
         self._parked.clear()
         for msg in held:
             self._discard(msg, reason)
@@ -242,7 +209,12 @@ class Router:
     @property
     def held(self) -> int:
         """Messages the router holds (waiting or parked)."""
-        return len(self._waiting) + sum(len(p.messages) for p in self._parked.values())
+        return len(self._waiting) + sum(map(len, self._parked.values()))
+
+    @property
+    def creating(self) -> int:
+        """Topics being created (their messages wait)."""
+        return len(self._parked)
 
     # ---------------------------------------------------------------- views
 
@@ -255,7 +227,7 @@ class Router:
             waiting, self._waiting = self._waiting, deque()
             self._release(waiting, now)
         for topic in [t for t in self._parked if t in view.topics]:
-            self._release(self._parked.pop(topic).messages, now)
+            self._release(self._parked.pop(topic), now)
 
     def _release(self, messages: list[Message] | deque[Message], now: float) -> None:
         route = self.route

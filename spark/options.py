@@ -198,7 +198,14 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         raise OptionError(f"option 'kafka.partitioner': {partitioner!r} is not one of {', '.join(PARTITIONERS)}")
     producer = None
     if servers:
-        settings: dict[str, Any] = {"client_id": "bruce-spark", "partitioner": partitioner, "security": _security(opts)}
+        # topic_autocreate on, as Spark's Kafka sink (the Java producer) asks the brokers to create a topic on first
+        # use; kafka.topic.autocreate=false turns it off
+        settings: dict[str, Any] = {
+            "client_id": "bruce-spark",
+            "partitioner": partitioner,
+            "security": _security(opts),
+            "topic_autocreate": True,
+        }
         for key, text in opts.items():
             if key.startswith(_KAFKA) and key != "kafka.bootstrap.servers" and key[len(_KAFKA) :] not in _SECURITY:
                 name = key[len(_KAFKA) :].replace(".", "_")

@@ -236,6 +236,13 @@ class Options:
         KAFKA,
         integer(0, INT32_MAX),
     )
+    topic_create_timeout: int = option(
+        30000,
+        "TIMEOUT_MS",
+        "How long in ms messages of a topic being created wait for it; then TOPIC_CREATE_TIMEOUT.",
+        KAFKA,
+        integer(1),
+    )
     # Status interface
     status_host: str = option(
         "127.0.0.1",

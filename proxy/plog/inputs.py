@@ -166,7 +166,7 @@ class PlogInputs:
     def budget_available(self, size: int) -> bool:
         budget = self.budget
         charge = size + MESSAGE_OVERHEAD
-        return self._refusing or budget.used + charge <= budget.capacity or charge > budget.capacity
+        return self._refusing or charge > budget.capacity or budget.has_room(charge)
 
     def notify_when_free(self, callback: Callable[[], object], size: int) -> None:
         self._waiters[callback] = size + MESSAGE_OVERHEAD

@@ -203,6 +203,29 @@ def test_create_topic_on_tansu(
     assert errors == [] and [m.value for m in messages] == [b"m0", b"m1", b"m2"]
 
 
+def test_sending_to_a_topic_that_does_not_exist_yet_creates_it(
+    tansu: EmbeddedBroker, confluent_consume: Callable[..., tuple[list, list[str]]]
+) -> None:
+    """docs/producer.md's example: send to a new topic with ``topic_autocreate`` (librdkafka's and the Java
+    producer's behaviour): the messages wait while it is created, then are delivered in order."""
+    topic = f"events-{time.monotonic_ns()}"
+
+    async def main() -> list[tuple[int, int]]:
+        config = ProducerConfig(bootstrap_servers=(tansu.address,), linger_ms=5, topic_autocreate=True)
+        async with Producer(config) as producer:
+            await producer.ready(10)
+            handles = [producer.send(topic, b"e%d" % i, key=b"user-1") for i in range(5)]
+            results = [await h for h in handles]
+            assert producer.counters.get("TopicAutocreateOk") == 1
+            return results
+
+    results = asyncio.run(main())
+    (partition,) = {p for p, _ in results}
+    assert [o for _, o in results] == [0, 1, 2, 3, 4]
+    messages, errors = confluent_consume(topic, partition, 5)
+    assert errors == [] and [m.value for m in messages] == [b"e%d" % i for i in range(5)]
+
+
 def test_partition_keys_land_where_bruces_rule_says(
     tansu: EmbeddedBroker, new_topic: Callable[..., str], confluent_consume: Callable[..., tuple[list, list[str]]]
 ) -> None:

@@ -141,16 +141,18 @@ def test_create_topic_refused_is_topic_autocreate_fail() -> None:
     scenario(body, brokers=1, autocreate=False)
 
 
-def test_create_topic_that_never_shows_is_bad_topic(fast_checks: None) -> None:
+def test_create_topic_that_never_shows_times_out(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with running(bruce_config(cluster.bootstrap)) as p:
+        async with running(bruce_config(cluster.bootstrap, topic_create_timeout_ms=600)) as p:
             cluster.add_topic("fresh", [1])
-            # the creation request and the three refreshes all see the topic still being created (error 5)
-            cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 4)
-            assert await p.create_topic("fresh") == DiscardReason.BAD_TOPIC
+            # the creation request and every refresh until the deadline see the topic still being created (error 5)
+            cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 100)
+            assert await p.create_topic("fresh") == DiscardReason.TOPIC_CREATE_TIMEOUT
+            cluster.metadata_faults.clear()
             assert p.available_partitions("fresh") is None
-            assert p.counters.get("TopicAutocreateOk") == 1
+            assert p.counters.get("TopicAutocreateOk") == 1 and p.counters.get("TopicAutocreateTimeout") == 1
+            assert len(cluster.requests("Metadata")) >= 5  # it kept looking, past Bruce's three checks
 
     scenario(body, brokers=1)
 
@@ -176,16 +178,18 @@ def test_create_topic_needs_a_running_producer() -> None:
     scenario(body, brokers=1)
 
 
-def test_topic_autocreate_that_never_shows_discards_as_bad_topic(fast_checks: None) -> None:
+def test_topic_autocreate_that_never_shows_discards_as_create_timeout(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        async with running(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
+        async with running(bruce_config(cluster.bootstrap, topic_autocreate=True, topic_create_timeout_ms=600)) as p:
             cluster.add_topic("fresh", [1])
-            # the on-demand refresh, the creation request and the three checks all see the topic being created
-            cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 5)
+            # the on-demand refresh, the creation request and every check see the topic being created
+            cluster.metadata_faults.extend([Fault.error(5, topic="fresh")] * 100)
             with pytest.raises(DeliveryError) as caught:
                 await p.send("fresh", b"x")
-            assert caught.value.reason == DiscardReason.BAD_TOPIC and "never appeared" in str(caught.value)
+            cluster.metadata_faults.clear()
+            assert caught.value.reason == DiscardReason.TOPIC_CREATE_TIMEOUT
+            assert "creation deadline" in str(caught.value)
             assert_accounting(p, held=0)
 
     scenario(body, brokers=1)

@@ -137,8 +137,10 @@ def test_broker_refusing_writes_fails_fast() -> None:
     assert cluster.unexpected == [] and all(s.outcome == "error 87" for s in cluster.requests("Produce"))
 
 
-def test_unknown_topic_is_a_bad_topic_discard(tansu) -> None:
-    options = write_options({"bootstrap.servers": tansu.address, "topic": "never-created-topic"})
+def test_unknown_topic_is_a_bad_topic_discard_without_autocreate(tansu) -> None:
+    options = write_options(
+        {"bootstrap.servers": tansu.address, "topic": "never-created-topic", "kafka.topic.autocreate": "false"}
+    )
     with pytest.raises(DeliveryFailed) as failed:
         deliver(iter(_batches(10, 10)), options)
     assert failed.value.summary.discarded == {"BAD_TOPIC": 10}

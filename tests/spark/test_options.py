@@ -254,3 +254,8 @@ def test_partitioner_option() -> None:
     assert write_options({"socket": "/x", "kafka.partitioner": "fnv1a"}).partitioner == "fnv1a"  # computed per row
     with pytest.raises(OptionError, match=r"'kafka.partitioner': 'java' is not one of murmur2_random, murmur2"):
         write_options({**SERVERS, "topic": "t", "kafka.partitioner": "java"})
+
+
+def test_direct_writes_create_new_topics_unless_told_not_to() -> None:
+    assert write_options({**SERVERS, "topic": "t"}).producer.topic_autocreate  # as Spark's Kafka sink
+    assert not write_options({**SERVERS, "topic": "t", "kafka.topic.autocreate": "false"}).producer.topic_autocreate

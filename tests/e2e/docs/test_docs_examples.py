@@ -43,11 +43,7 @@ SH = [b for b in BLOCKS if b.kind == "sh"]
 PYTHON_PAGES = sorted({b.doc for b in BLOCKS if b.kind == "python"})
 # Pages whose examples wait for a change that is not on this branch yet. Strict: once the change is in, the page
 # passes, the XPASS fails the run, and its entry must go.
-WAITING = {
-    doc: "the producer library must let messages to a topic not yet in metadata wait while the topic is created "
-    "(today: BAD_TOPIC at once)"
-    for doc in ("docs/producer.md", "docs/spark.md")
-}
+WAITING: dict[str, str] = {}  # doc → why its examples cannot pass yet (a strict xfail: fails once they pass)
 
 
 @dataclass(frozen=True)

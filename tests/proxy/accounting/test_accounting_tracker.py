@@ -192,6 +192,7 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
         R.NO_AVAILABLE_PARTITIONS,
         R.RATE_LIMIT,
         R.TOPIC_AUTOCREATE_FAIL,
+        R.TOPIC_CREATE_TIMEOUT,
         R.KAFKA_ERROR_ACK,
         R.DELIVERY_ATTEMPT_LIMIT,
         R.SERVER_SHUTDOWN,

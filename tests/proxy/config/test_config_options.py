@@ -60,6 +60,7 @@ DEFAULTS = {
     "shutdown_max_delay": 30000,
     "topic_autocreate": False,
     "message_timeout_ms": 0,
+    "topic_create_timeout": 30000,
     "status_host": "127.0.0.1",
     "status_port": 9090,
     "status_allowed_hosts": (),
@@ -117,6 +118,7 @@ SAMPLES = {
     "shutdown_max_delay": (["--shutdown_max_delay", "1000"], 1000),
     "topic_autocreate": (["--topic_autocreate"], True),
     "message_timeout_ms": (["--message_timeout_ms", "60000"], 60000),
+    "topic_create_timeout": (["--topic_create_timeout", "5000"], 5000),
     "status_host": (["--status_host", "0.0.0.0"], "0.0.0.0"),
     "status_port": (["--status_port", "0"], 0),
     "status_allowed_hosts": (

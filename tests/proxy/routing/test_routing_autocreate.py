@@ -1,6 +1,6 @@
-"""Auto-creation without blocking: an unknown topic's messages are parked (bounded, with a deadline) while its
-creation runs, then routed through the remaining checks or discarded with the outcome's reason. Last, the whole
-path against the fake cluster with a real producer."""
+"""Auto-creation without blocking: an unknown topic's messages wait, in order and with no count limit of their own,
+while its creation runs (bounded by the producer's creation deadline), then are routed through the remaining checks
+or discarded with the outcome's reason. Last, the whole path against the fake cluster with a real producer."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ FAIL = DiscardReason.TOPIC_AUTOCREATE_FAIL
 
 def creating_rig(**kw) -> tuple[Rig, list[str]]:
     requested: list[str] = []
-    kw.setdefault("park_timeout", 30.0)
     return Rig(create_topic=requested.append, **kw), requested
 
 
@@ -35,12 +34,12 @@ def test_parked_messages_are_routed_once_the_topic_exists() -> None:
     rig.send("good", "other", now=11.0)  # other topics are not held up
     assert requested == ["fresh"]  # one creation per topic
     assert rig.out.take() == [("good", ["other"])] and rig.discards == []
-    assert rig.router.held == 3 and rig.router.next_deadline() == 40.0
+    assert rig.router.held == 3 and rig.router.creating == 1
     rig.state.view = view({**CLUSTER, "fresh": [1]})
     rig.router.creation_done("fresh", None, 12.0)
     assert rig.out.take() == [("fresh", ["1"]), ("fresh", ["2"])]
     assert rig.take_discards() == [(DiscardReason.LONG_MSG, "fresh", "x" * 100)]
-    assert rig.router.held == 0 and rig.router.next_deadline() is None
+    assert rig.router.held == 0 and rig.router.creating == 0
     assert rig.counters.get("RouterTopicAutocreate") == 1
 
 
@@ -73,44 +72,40 @@ def test_created_but_never_in_metadata_is_a_bad_topic() -> None:
     assert rig.counters.get("RouterCreatedTopicNotInMetadata") == 1
 
 
-def test_parked_messages_time_out_as_bad_topics() -> None:
-    rig, _ = creating_rig(park_timeout=5.0)
+def test_a_creation_that_ran_out_of_time_discards_with_its_own_reason() -> None:
+    rig, _ = creating_rig()
     rig.send("fresh", "1", now=10.0)
     rig.send("later", "2", now=12.0)
-    assert rig.router.next_deadline() == 15.0
-    rig.router.expire(14.9)
-    assert rig.discards == []
-    rig.router.expire(15.0)
-    assert rig.take_discards() == [(BAD_TOPIC, "fresh", "1")]
-    assert rig.router.next_deadline() == 17.0 and rig.counters.get("RouterParkTimeout") == 1
-    rig.router.creation_done("fresh", None, 16.0)  # the outcome after the deadline changes nothing
-    assert rig.discards == []
+    rig.router.creation_done("fresh", DiscardReason.TOPIC_CREATE_TIMEOUT, 40.0)
+    assert rig.take_discards() == [(DiscardReason.TOPIC_CREATE_TIMEOUT, "fresh", "1")]
+    assert rig.counters.get("DiscardOnTopicCreateTimeout") == 1
+    assert rig.router.held == 1 and rig.router.creating == 1  # "later" still waits for its own outcome
 
 
-def test_at_the_deadline_a_topic_that_showed_up_is_routed() -> None:
-    rig, _ = creating_rig(park_timeout=5.0)
-    rig.send("fresh", "1", now=10.0)
+def test_a_burst_to_a_new_topic_waits_whole_and_in_order() -> None:
+    rig, requested = creating_rig()
+    for i in range(20_000):  # twice the count limit the router once had
+        rig.send("fresh", str(i))
+    assert requested == ["fresh"] and rig.discards == [] and rig.router.held == 20_000
     rig.state.view = view({**CLUSTER, "fresh": [1]})
-    rig.router.expire(15.0)
-    assert rig.out.take() == [("fresh", ["1"])] and rig.discards == []
+    rig.router.creation_done("fresh", None, 2.0)
+    assert rig.out.take() == [("fresh", [str(i)]) for i in range(20_000)] and rig.discards == []
 
 
-def test_the_holding_area_is_bounded_per_topic_and_in_topics() -> None:
-    rig, requested = creating_rig(park_limit=3, park_topics=2)
+def test_the_topics_being_created_at_once_are_bounded() -> None:
+    rig, requested = creating_rig(park_topics=2)
     for i in range(5):
         rig.send("a", f"a{i}")
     rig.send("b", "b0")
     rig.send("c", "c0")  # a third topic: no room
-    assert rig.take_discards() == [(BAD_TOPIC, "a", "a3"), (BAD_TOPIC, "a", "a4"), (BAD_TOPIC, "c", "c0")]
+    assert rig.take_discards() == [(BAD_TOPIC, "c", "c0")]
     assert requested == ["a", "b"]
-    assert rig.router.discard_held(DiscardReason.SERVER_SHUTDOWN) == 4
+    assert rig.router.discard_held(DiscardReason.SERVER_SHUTDOWN) == 6
     assert [(topic, value) for _, topic, value in rig.take_discards()] == [
-        ("a", "a0"),
-        ("a", "a1"),
-        ("a", "a2"),
+        *(("a", f"a{i}") for i in range(5)),
         ("b", "b0"),
     ]
-    assert rig.counters.get("RouterParkOverflow") == 2 and rig.counters.get("RouterParkTopicsFull") == 1
+    assert rig.counters.get("RouterParkTopicsFull") == 1
 
 
 def test_without_auto_creation_an_unknown_topic_is_discarded_at_once() -> None:
