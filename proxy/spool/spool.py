@@ -1,0 +1,416 @@
+"""The durable spool: a locked directory of append-only segment files, written a burst at a time, replayed at start,
+each segment deleted once every message in it is done (docs/spool.md).
+
+Rules:
+- :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
+  daemon must refuse to start), checks the newest segment (a torn tail is truncated) and lists the rest for
+  :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to across runs and never
+  rewritten in place (the one exception is the torn-tail truncation).
+- :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
+  consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
+  reason ``SPOOL_FULL``) — never raises. Segments roll before a burst that would take the active one past
+  ``segment_bytes``; a burst is never split.
+- Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
+  :meth:`Spool.tick` and the data is synced at most ``fsync_ms`` after it was written. A rolled segment is synced
+  before the next one is created, so only the newest segment can have a torn tail after a power loss.
+- Full (``max_bytes`` counts every segment file): the burst is not written; ``full_policy`` "memory" (the default)
+  returns NOT_SPOOLED, "discard" returns SPOOL_FULL.
+- A disk error (ENOSPC, EIO, EROFS, …) while creating, writing or syncing never raises: the spool *degrades* —
+  ``degraded`` holds the error, one ERROR line is logged, and every later burst is NOT_SPOOLED until restart. A
+  write that failed part-way is cut back to the last whole burst. Deleting a done segment that fails is logged once
+  and retried never: it is replayed at the next start (duplicates, not losses).
+- :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
+  stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, and deletes the
+  active segment when all of it is done, so a clean shutdown after full delivery leaves no segment files.
+- Synchronous, for one thread (the event loop's); every file operation is one system call per burst or per segment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from bruce.wire.errors import UsageError
+
+from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
+from .lock import acquire
+from .scan import SegmentScan, scan_segment
+from .tracker import Segment, Tracker
+
+__all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
+
+log = logging.getLogger("bruce.spool")
+
+NOT_SPOOLED = -1
+SPOOL_FULL = -2
+SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+
+
+class FullPolicy(StrEnum):
+    MEMORY = "memory"  # hold new messages in memory only (the memory budget still applies), counted
+    DISCARD = "discard"  # discard new messages as SPOOL_FULL
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolConfig:
+    directory: Path
+    segment_bytes: int = 16 * 1024 * 1024
+    fsync_ms: int = 100
+    max_bytes: int = 1024 * 1024 * 1024
+    full_policy: FullPolicy = FullPolicy.MEMORY
+    replay_burst: int = 1024  # records per burst handed out by replay()
+
+    def __post_init__(self) -> None:
+        if self.segment_bytes <= HEADER_SIZE or self.max_bytes <= 0 or self.fsync_ms < 0 or self.replay_burst <= 0:
+            raise UsageError(f"invalid spool settings: {self}")
+
+
+def segment_name(base: int) -> str:
+    return f"{base:020d}.seg"
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Spool:
+    """See the module rules. Create with :meth:`open`."""
+
+    def __init__(self, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> None:
+        self.config = config
+        self.directory = Path(config.directory)
+        self._wall_ms = wall_ms
+        self._tracker = Tracker()
+        self._lock_fd: int | None = None
+        self._fd: int | None = None  # the active segment's
+        self._active: Segment | None = None
+        self._to_replay: list[tuple[Segment, SegmentScan | None]] = []
+        self._last_name: str | None = None  # the newest segment found at open (the only one that may be torn)
+        self._bytes = 0  # every segment file's size
+        self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
+        self._dirty = False
+        self._last_sync = time.monotonic()
+        self._unlink_failed = False
+        self.next_sequence = 0
+        self.degraded: str | None = None
+        self.on_corrupt: Callable[[str, int, int, str], None] | None = None  # (file, offset, messages, detail)
+        # counters
+        self.appended = 0
+        self.replayed = 0
+        self.corrupt = 0
+        self.not_spooled = 0
+        self.full = 0
+        self.fsyncs = 0
+        self.fsync_last_us = 0
+        self.fsync_max_us = 0
+        # the system calls, replaceable to inject failures
+        self._write = os.write
+        self._fdatasync = os.fdatasync
+
+    # -------------------------------------------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> Spool:
+        """Create or reopen the spool; raises only :class:`~.lock.SpoolLocked` (a disk error degrades it)."""
+        spool = cls(config, wall_ms=wall_ms)
+        try:
+            spool.directory.mkdir(parents=True, exist_ok=True)
+            spool._lock_fd = acquire(spool.directory)
+            spool._load()
+        except OSError as e:
+            spool._degrade(e, "opening the spool")
+        return spool
+
+    def _load(self) -> None:
+        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, os.listdir(self.directory)) if m)
+        for base, name in found:
+            path = self.directory / name
+            with open(path, "rb") as f:
+                head = f.read(HEADER_SIZE)
+                nbytes = os.fstat(f.fileno()).st_size
+            header = parse_header(head)
+            segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
+            segment.nbytes = nbytes
+            self._bytes += nbytes
+            segment.awaiting_replay = True
+            self._to_replay.append((segment, None))
+            self.next_sequence = base + 1
+        if found:
+            newest, scan = self._to_replay[-1][0], None
+            self._last_name = newest.name
+            scan = self._scan(newest)
+            self._to_replay[-1] = (newest, scan)
+            if scan is not None and scan.records:
+                self.next_sequence = scan.records[-1].sequence + 1
+
+    def _scan(self, segment: Segment) -> SegmentScan | None:
+        """Read and check one segment from an earlier run, truncating a torn tail; None if it cannot be read."""
+        path = self.directory / segment.name
+        data = path.read_bytes()
+        scan = scan_segment(data, name_base=segment.base, last=segment.name == self._last_name)
+        if scan.unreadable:
+            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, scan.unreadable)
+            return None
+        if not scan.header_ok:
+            log.warning("spool: %s has a damaged header; its records are read anyway", path)
+        if scan.truncate_at is not None and scan.truncate_at < len(data):
+            log.warning(
+                "spool: %s ends in a torn write: %d bytes at offset %d truncated (a crash while writing)",
+                path,
+                len(data) - scan.truncate_at,
+                scan.truncate_at,
+            )
+            os.truncate(path, scan.truncate_at)
+            self._bytes -= segment.nbytes - scan.truncate_at
+            segment.nbytes = scan.truncate_at
+        return scan
+
+    def replay(self) -> Iterator[list[SpoolRecord]]:
+        """Every record left by earlier runs, oldest first, in bursts of ``replay_burst``. Each one is pending until
+        :meth:`done_many` names it. Corrupt records are counted, logged and reported to ``on_corrupt``."""
+        while self._to_replay:
+            segment, scan = self._to_replay.pop(0)
+            path = self.directory / segment.name
+            if scan is None and segment.name != self._last_name:
+                try:
+                    scan = self._scan(segment)
+                except OSError as e:
+                    log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, e)
+            if scan is None:  # left on disk, no longer tracked
+                self._left_in_place += 1
+                self._tracker.forget(segment)
+                continue
+            for region in scan.corrupt:
+                self.corrupt += region.count
+                log.error(
+                    "spool: %s offset %d: %d message(s) unreadable (%s), discarded as SPOOL_CORRUPT",
+                    path,
+                    region.offset,
+                    region.count,
+                    region.detail,
+                )
+                if self.on_corrupt is not None:
+                    self.on_corrupt(str(path), region.offset, region.count, region.detail)
+            records = scan.records
+            self._tracker.extend(segment, (r.sequence for r in records))
+            segment.awaiting_replay = False
+            self._unlink(self._tracker.seal(segment))
+            burst = self.config.replay_burst
+            for i in range(0, len(records), burst):
+                chunk = records[i : i + burst]
+                self.replayed += len(chunk)
+                yield chunk
+
+    # -------------------------------------------------------------------------------------------------- writing
+
+    def append(self, messages: Sequence[SpoolMessage]) -> int:
+        """Spool a burst: its first sequence, or NOT_SPOOLED / SPOOL_FULL (see the module rules). Never raises."""
+        n = len(messages)
+        if not n:
+            return self.next_sequence
+        if self.degraded is not None:
+            self.not_spooled += n
+            return NOT_SPOOLED
+        try:
+            data = encode_burst(self.next_sequence, messages)
+        except UsageError as e:
+            log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
+            self.not_spooled += n
+            return NOT_SPOOLED
+        if self.bytes + len(data) + HEADER_SIZE > self.config.max_bytes:
+            self.full += n
+            if self.config.full_policy is FullPolicy.DISCARD:
+                return SPOOL_FULL
+            self.not_spooled += n
+            return NOT_SPOOLED
+        active = self._active
+        try:
+            if active is None or HEADER_SIZE < active.nbytes > self.config.segment_bytes - len(data):
+                active = self._roll()
+            self._write_all(data, active)
+        except OSError as e:
+            self._degrade(e, f"writing to {self.directory}")
+            self.not_spooled += n
+            return NOT_SPOOLED
+        first = self.next_sequence
+        self.next_sequence += n
+        self._tracker.append_run(active, first, n)
+        active.nbytes += len(data)
+        self._bytes += len(data)
+        self.appended += n
+        self._dirty = True
+        if self.config.fsync_ms == 0:
+            self._sync()
+        return first
+
+    def _write_all(self, data: bytes, active: Segment) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(data):
+                written += self._write(self._fd, view[written:])
+        except OSError:
+            if written:
+                with contextlib.suppress(OSError):  # cut a partial burst off: the file ends at a whole record again
+                    os.ftruncate(self._fd, active.nbytes)
+            raise
+
+    def _roll(self) -> Segment:
+        """Seal the active segment (synced first) and start a new one at the next sequence."""
+        self._seal_active()
+        base = self.next_sequence
+        name = segment_name(base)
+        now = self._wall_ms()
+        header = encode_header(base, now)
+        fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._fd = fd
+        segment = self._tracker.add(name, base, now)
+        self._active = segment
+        self._write_all(header, segment)
+        segment.nbytes = HEADER_SIZE
+        self._bytes += HEADER_SIZE
+        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)  # the new file's name survives a power loss
+        finally:
+            os.close(dir_fd)
+        return segment
+
+    def _seal_active(self) -> None:
+        active, fd = self._active, self._fd
+        self._active = self._fd = None
+        try:
+            if fd is not None and self._dirty:
+                self._sync_fd(fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if active is not None:
+                self._unlink(self._tracker.seal(active))
+
+    def tick(self, now: float | None = None) -> None:
+        """The caller's timer (every few ms): sync written data once ``fsync_ms`` has passed since the last sync."""
+        if self._dirty and self._fd is not None:
+            now = time.monotonic() if now is None else now
+            if (now - self._last_sync) * 1000 >= self.config.fsync_ms:
+                self._sync()
+
+    def _sync(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            self._sync_fd(self._fd)
+        except OSError as e:
+            self._degrade(e, f"syncing {self.directory}")
+
+    def _sync_fd(self, fd: int) -> None:
+        start = time.perf_counter()
+        self._fdatasync(fd)
+        end = time.perf_counter()
+        self._last_sync = time.monotonic()
+        self._dirty = False
+        self.fsyncs += 1
+        self.fsync_last_us = int((end - start) * 1e6)
+        self.fsync_max_us = max(self.fsync_max_us, self.fsync_last_us)
+
+    def _degrade(self, error: OSError, during: str) -> None:
+        if self.degraded is None:
+            name = errno.errorcode.get(error.errno or 0, "error")
+            self.degraded = f"{during}: {name}: {error.strerror or error}"
+            log.error("spool: %s; new messages are held in memory only until bruce restarts", self.degraded)
+        if self._active is not None or self._fd is not None:
+            with contextlib.suppress(OSError):
+                self._seal_active()
+
+    # -------------------------------------------------------------------------------------------------- completion
+
+    def done_many(self, sequences: Sequence[int] | range) -> None:
+        """Messages delivered or discarded (not SERVER_SHUTDOWN): segments fully done are deleted."""
+        self._unlink(self._tracker.done_many(sequences))
+
+    def done_run(self, first: int, count: int) -> None:
+        """``count`` consecutive sequences from ``first`` done (a burst, or a run of one)."""
+        self._unlink(self._tracker.done_many(range(first, first + count)))
+
+    def _unlink(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            try:
+                os.unlink(self.directory / segment.name)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                self._left_in_place += 1
+                if not self._unlink_failed:
+                    self._unlink_failed = True
+                    log.error("spool: cannot delete %s (%s); it will be replayed at the next start", segment.name, e)
+                continue
+            self._bytes -= segment.nbytes
+
+    def close(self) -> None:
+        """Sync, delete the active segment if all of it is done, and release the lock. Idempotent."""
+        try:
+            self._seal_active()
+        except OSError as e:
+            self._degrade(e, "closing the spool")
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------------------------------------------- status
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of every segment file in the directory (tracked or left in place)."""
+        return self._bytes
+
+    @property
+    def segments(self) -> int:
+        """Segment files in the directory (tracked or left in place)."""
+        return len(self._tracker) + self._left_in_place
+
+    @property
+    def pending(self) -> int:
+        """Messages spooled in this run or replayed and not yet done (unreplayed segments not counted)."""
+        return self._tracker.pending()
+
+    def oldest_age_ms(self, now_ms: int | None = None) -> int:
+        """Age of the oldest segment still holding an undelivered message (0 when none): an upper bound on the oldest
+        undelivered message's time in the spool."""
+        segment = self._tracker.oldest_pending()
+        if segment is None:
+            return 0
+        return max(0, (self._wall_ms() if now_ms is None else now_ms) - segment.created_ms)
+
+    def stats(self) -> dict[str, int]:
+        """The counters and gauges for the status pages and ``/metrics``."""
+        return {
+            "SpoolBytes": self.bytes,
+            "SpoolSegments": self.segments,
+            "SpoolAppended": self.appended,
+            "SpoolReplayed": self.replayed,
+            "SpoolCorrupt": self.corrupt,
+            "SpoolFull": self.full,
+            "SpoolNotSpooled": self.not_spooled,
+            "SpoolPending": self.pending,
+            "SpoolOldestMs": self.oldest_age_ms(),
+            "SpoolFsyncs": self.fsyncs,
+            "SpoolFsyncLastUs": self.fsync_last_us,
+            "SpoolFsyncMaxUs": self.fsync_max_us,
+            "SpoolDoneUnknown": self._tracker.unknown,
+            "SpoolDegraded": int(self.degraded is not None),
+        }
