@@ -10,9 +10,10 @@ Rules (docs/spool.md "Recovery" is the prose version):
   previous one) at offset X, the scan resyncs: it looks for the next valid frame at X + 1, X + 2, … whose sequence is
   above the last good one and no further above it than the skipped bytes could hold. Found at Y: the region [X, Y)
   is one :class:`Corrupt` entry counting ``seq(Y) - last good - 1`` messages (sequences are dense within a segment,
-  so the count is exact; at least 1). Not found: in the *last* segment that is a torn tail (a crash mid-write),
-  ``truncate_at`` = X and nothing is counted; in any other segment it is a corrupt tail counting 1 ("at least one").
-  A frame that runs exactly to the end of the data with a bad CRC is a corrupt record (counted), not a torn tail.
+  so the count is exact; 0 when the region held no record, e.g. bytes inserted between records). Not found: in the
+  *last* segment that is a torn tail (a crash mid-write), ``truncate_at`` = X and nothing is counted; in any other
+  segment it is a corrupt tail counting 1 ("at least one"). A frame that runs exactly to the end of the data with a
+  bad CRC is a corrupt record (counted), not a torn tail.
 - A last segment shorter than its header (a crash while creating it) has ``truncate_at`` 0: it holds nothing.
 - Cost: linear in the segment's size, plus the resync search, which checks a few bytes per position and a CRC only
   where the length and sequence are plausible.
@@ -105,7 +106,7 @@ def scan_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> Seg
             break
         following = _resync(data, pos, last_seq)
         if following is not None:
-            corrupt.append(Corrupt(pos, max(1, following.sequence - last_seq - 1), detail))
+            corrupt.append(Corrupt(pos, following.sequence - last_seq - 1, detail))
             pos = following.offset
         elif last:
             truncate_at = pos

@@ -191,13 +191,13 @@ class Spool:
             for region in scan.corrupt:
                 self.corrupt += region.count
                 log.error(
-                    "spool: %s offset %d: %d message(s) unreadable (%s), discarded as SPOOL_CORRUPT",
+                    "spool: %s offset %d: damaged bytes skipped (%s); %d message(s) lost, discarded as SPOOL_CORRUPT",
                     path,
                     region.offset,
-                    region.count,
                     region.detail,
+                    region.count,
                 )
-                if self.on_corrupt is not None:
+                if self.on_corrupt is not None and region.count:
                     self.on_corrupt(str(path), region.offset, region.count, region.detail)
             records = scan.records
             self._tracker.extend(segment, (r.sequence for r in records))
@@ -225,16 +225,24 @@ class Spool:
             log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
             self.not_spooled += n
             return NOT_SPOOLED
-        if self.bytes + len(data) + HEADER_SIZE > self.config.max_bytes:
+        active = self._active
+        roll = active is None or self._full_segment(active, len(data))
+        if self._over(len(data), roll) and active is not None and not active.pending:
+            try:  # the active segment is all done: let it go to make room
+                self._seal_active()
+            except OSError as e:
+                self._degrade(e, f"syncing {self.directory}")
+            active, roll = None, True
+        if self._over(len(data), roll):
             self.full += n
             if self.config.full_policy is FullPolicy.DISCARD:
                 return SPOOL_FULL
             self.not_spooled += n
             return NOT_SPOOLED
-        active = self._active
         try:
-            if active is None or HEADER_SIZE < active.nbytes > self.config.segment_bytes - len(data):
+            if roll:
                 active = self._roll()
+            assert active is not None
             self._write_all(data, active)
         except OSError as e:
             self._degrade(e, f"writing to {self.directory}")
@@ -250,6 +258,14 @@ class Spool:
         if self.config.fsync_ms == 0:
             self._sync()
         return first
+
+    def _over(self, more: int, roll: bool) -> bool:
+        """Writing ``more`` bytes (and a new header if ``roll``) would take the spool past ``max_bytes``."""
+        return self._bytes + more + (HEADER_SIZE if roll else 0) > self.config.max_bytes
+
+    def _full_segment(self, active: Segment, more: int) -> bool:
+        """The burst would take a segment that holds records past ``segment_bytes``."""
+        return active.nbytes > HEADER_SIZE and active.nbytes + more > self.config.segment_bytes
 
     def _write_all(self, data: bytes, active: Segment) -> None:
         assert self._fd is not None
@@ -301,7 +317,7 @@ class Spool:
         """The caller's timer (every few ms): sync written data once ``fsync_ms`` has passed since the last sync."""
         if self._dirty and self._fd is not None:
             now = time.monotonic() if now is None else now
-            if (now - self._last_sync) * 1000 >= self.config.fsync_ms:
+            if now >= self._last_sync + self.config.fsync_ms / 1000:
                 self._sync()
 
     def _sync(self) -> None:
