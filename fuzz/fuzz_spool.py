@@ -68,6 +68,7 @@ def test_one_input(data: bytes) -> None:
         assert [(c.offset, c.count) for c in again.corrupt] == [(c.offset, c.count) for c in scan.corrupt]
         assert again.truncate_at is None or again.truncate_at == scan.truncate_at == 0
 
+
 if __name__ == "__main__":
     atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()

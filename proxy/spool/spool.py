@@ -355,7 +355,7 @@ class Spool:
 
     def done_run(self, first: int, count: int) -> None:
         """``count`` consecutive sequences from ``first`` done (a burst, or a run of one)."""
-        self._unlink(self._tracker.done_many(range(first, first + count)))
+        self._unlink(self._tracker.done_run(first, count))
 
     def _unlink(self, segments: list[Segment]) -> None:
         for segment in segments:

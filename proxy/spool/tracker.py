@@ -124,8 +124,36 @@ class Tracker:
         return self._drop([s for s in touched if s.removable])
 
     def done_run(self, first: int, count: int) -> list[Segment]:
-        """Mark ``count`` consecutive sequences from ``first`` done."""
-        return self.done_many(range(first, first + count))
+        """Mark ``count`` consecutive sequences from ``first`` done, like :meth:`done_many`, a bitmap byte at a time."""
+        bases = self._bases
+        touched: list[Segment] = []
+        end = first + count
+        seq = first
+        while seq < end:
+            i = bisect_right(bases, seq) - 1
+            segment = self._segments[i] if i >= 0 else None
+            if segment is None or seq >= segment.base + segment.size:  # not tracked: up to the next segment
+                stop = min(end, bases[i + 1] if i + 1 < len(bases) else end)
+                self.unknown += stop - seq
+                seq = stop
+                continue
+            stop = min(end, segment.base + segment.size)
+            done = segment.done
+            newly = 0
+            index, last = seq - segment.base, stop - segment.base
+            while index < last:
+                upto = min(last, (index | 7) + 1)  # to the end of this byte, or of the run
+                mask = ((1 << (upto - index)) - 1) << (index & 7)
+                old = done[index >> 3]
+                newly += (mask & ~old).bit_count()
+                done[index >> 3] = old | mask
+                index = upto
+            self.unknown += (stop - seq) - newly
+            segment.pending -= newly
+            if newly and segment.pending == 0 and segment.sealed:
+                touched.append(segment)
+            seq = stop
+        return self._drop(touched)
 
     def seal(self, segment: Segment) -> list[Segment]:
         """No more appends to ``segment``; if nothing in it is pending, it is returned (and no longer tracked)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.spool import NOT_SPOOLED, Spool, SpoolConfig, SpoolLocked
+from bruce.proxy.spool import NOT_SPOOLED, Spool, SpoolLocked
 from bruce.proxy.spool.format import HEADER_SIZE, encode_burst
 
 from .test_spool_writer import burst, open_spool, replay_all, segment_files

@@ -91,3 +91,32 @@ def test_any_order_of_fates_removes_each_segment_once_when_its_last_message_is_d
         removed += gone
     assert sorted(s.name for s in removed) == sorted(left)
     assert len(t) == 0 and t.unknown == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(0, 20), st.integers(1, 30)), min_size=1, max_size=4),
+    runs=st.lists(st.tuples(st.integers(0, 150), st.integers(0, 40)), max_size=8),
+    sealed=st.booleans(),
+)
+def test_done_run_equals_done_many_over_the_run(sizes: list[tuple[int, int]], runs: list, sealed: bool) -> None:
+    def build() -> Tracker:
+        t = Tracker()
+        base = 0
+        for i, (gap, n) in enumerate(sizes):
+            base += gap
+            s = t.add(str(i), base, 0)
+            t.append_run(s, base, n)
+            base += n
+            if sealed:
+                t.seal(s)
+        return t
+
+    by_run, by_one = build(), build()
+    for first, count in runs:
+        a = [s.name for s in by_run.done_run(first, count)]
+        b = [s.name for s in by_one.done_many(range(first, first + count))]
+        assert a == b
+        assert by_run.unknown == by_one.unknown
+        state = [[(s.name, s.pending, bytes(s.done)) for s in t] for t in (by_run, by_one)]
+        assert state[0] == state[1]
