@@ -9,6 +9,9 @@ Layout (big-endian throughout):
   (the client's, epoch ms), routing u8 (0 AnyPartition, 1 PartitionKey), partition key i32 (0 for AnyPartition),
   topic length u16 (>= 1), key length i32 (-1 = null key), value length i32 (>= 0), then topic, key and value bytes.
   The body ends exactly after the value. All fixed-size fields come first, so the encoder packs them in one call.
+- Done file (``<segment>.done``, written at a clean close for a segment partly done): magic ``b"BSPD"``, version
+  u16 (= 1), flags u16 (= 0), the segment's base sequence u64 and created i64, count u32 (bits), the bitmap
+  (``ceil(count / 8)`` bytes, bit i = sequence base + i done), CRC-32C u32 of everything before it.
 
 Rules:
 - :data:`HEADER` and :data:`RECORD` (construct) are the spec. :func:`encode_burst` and :func:`decode_frame` are the
@@ -42,6 +45,7 @@ __all__ = [
     "HEADER_SIZE",
     "MAGIC",
     "RECORD",
+    "DoneBitmap",
     "FrameError",
     "SegmentHeader",
     "SpoolMessage",
@@ -50,7 +54,9 @@ __all__ = [
     "decode_frame_schema",
     "encode_burst",
     "encode_burst_schema",
+    "encode_done",
     "encode_header",
+    "parse_done",
     "parse_header",
 ]
 
@@ -203,6 +209,46 @@ def header_version(data: bytes | bytearray | memoryview) -> int | None:
     if len(data) < HEADER_SIZE or data[:4] != MAGIC or crc32c(data[:24]) != _U32.unpack_from(data, 24)[0]:
         return None
     return _HEADER.unpack_from(data)[1]
+
+
+# ---------------------------------------------------------------- done file (written at a clean close)
+
+DONE_MAGIC = b"BSPD"
+DONE_FIELDS = c.Struct(
+    "magic" / c.Const(DONE_MAGIC),
+    "version" / c.Const(FORMAT_VERSION, c.Int16ub),
+    "flags" / c.Const(0, c.Int16ub),  # reserved
+    "base_sequence" / c.Int64ub,  # the segment's
+    "created_ms" / c.Int64sb,  # the segment header's: a done file never applies to another segment of that name
+    "count" / c.Rebuild(c.Int32ub, c.len_(this.bitmap) * 8),
+    "bitmap" / c.Bytes((this.count + 7) // 8),  # bit i (LSB first in byte i // 8): sequence base + i is done
+)
+DONE_FILE = c.Struct(
+    "fields" / c.RawCopy(DONE_FIELDS),
+    "crc" / c.Checksum(c.Int32ub, crc32c, this.fields.data),
+    c.Terminated,
+)
+
+
+class DoneBitmap(NamedTuple):
+    base_sequence: int
+    created_ms: int
+    bitmap: bytes
+
+
+def encode_done(done: DoneBitmap) -> bytes:
+    """A done file (through the spec: it is written once per segment at a clean close)."""
+    fields = {"base_sequence": done.base_sequence, "created_ms": done.created_ms, "bitmap": done.bitmap}
+    return DONE_FILE.build({"fields": {"value": fields}})
+
+
+def parse_done(data: bytes) -> DoneBitmap | None:
+    """The done file's bitmap, or None if the file is not a valid done file."""
+    try:
+        f = DONE_FILE.parse(data).fields.value
+    except c.ConstructError:
+        return None
+    return DoneBitmap(f.base_sequence, f.created_ms, f.bitmap)
 
 
 # ---------------------------------------------------------------- records: the fast path

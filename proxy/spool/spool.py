@@ -11,8 +11,11 @@ Rules:
   reason ``SPOOL_FULL``) — never raises. Segments roll before a burst that would take the active one past
   ``segment_bytes``; a burst is never split.
 - Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
-  :meth:`Spool.tick` and the data is synced at most ``fsync_ms`` after it was written. A rolled segment is synced
-  before the next one is created, so only the newest segment can have a torn tail after a power loss.
+  :meth:`Spool.tick`, which starts an ``fdatasync`` in the spool's one sync thread (on a duplicate descriptor) once
+  ``fsync_ms`` has passed since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after
+  it was written and the caller never waits for the disk. At most one sync runs; its result (latency, or an error:
+  degraded) is collected by the next tick. A rolled segment is synced (in the caller's thread) before the next one
+  is created, so only the newest segment can have a torn tail after a power loss.
 - Full (``max_bytes`` counts every segment file): the burst is not written; ``full_policy`` "memory" (the default)
   returns NOT_SPOOLED, "discard" returns SPOOL_FULL.
 - A disk error (ENOSPC, EIO, EROFS, …) while creating, writing or syncing never raises: the spool *degrades* —
@@ -22,7 +25,8 @@ Rules:
 - :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
   stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, and deletes the
   active segment when all of it is done, so a clean shutdown after full delivery leaves no segment files.
-- Synchronous, for one thread (the event loop's); every file operation is one system call per burst or per segment.
+- For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
+  other thread is the sync thread, which touches nothing but its own descriptor and returns a duration.
 """
 
 from __future__ import annotations
@@ -34,13 +38,25 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from bruce.wire.errors import UsageError
 
-from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
+from .format import (
+    HEADER_SIZE,
+    DoneBitmap,
+    SpoolMessage,
+    SpoolRecord,
+    encode_burst,
+    encode_done,
+    encode_header,
+    parse_done,
+    parse_header,
+)
 from .lock import acquire
 from .scan import SegmentScan, scan_segment
 from .tracker import Segment, Tracker
@@ -51,7 +67,13 @@ log = logging.getLogger("bruce.spool")
 
 NOT_SPOOLED = -1
 SPOOL_FULL = -2
+CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
 SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+DONE_SUFFIX = ".done"
+
+
+def _is_done(bitmap: bytes, index: int, limit: int) -> bool:
+    return 0 <= index < limit and bool(bitmap[index >> 3] & (1 << (index & 7)))
 
 
 class FullPolicy(StrEnum):
@@ -93,11 +115,14 @@ class Spool:
         self._fd: int | None = None  # the active segment's
         self._active: Segment | None = None
         self._to_replay: list[tuple[Segment, SegmentScan | None]] = []
+        self._done_files: dict[str, bytes] = {}  # segment name -> done bitmap from the last clean close
         self._last_name: str | None = None  # the newest segment found at open (the only one that may be torn)
         self._bytes = 0  # every segment file's size
         self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
         self._dirty = False
         self._last_sync = time.monotonic()
+        self._sync_thread: ThreadPoolExecutor | None = None
+        self._syncing: Future[float] | None = None  # the sync in the thread, at most one
         self._unlink_failed = False
         self.next_sequence = 0
         self.degraded: str | None = None
@@ -105,6 +130,7 @@ class Spool:
         # counters
         self.appended = 0
         self.replayed = 0
+        self.skipped_done = 0
         self.corrupt = 0
         self.not_spooled = 0
         self.full = 0
@@ -130,7 +156,13 @@ class Spool:
         return spool
 
     def _load(self) -> None:
-        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, os.listdir(self.directory)) if m)
+        names = os.listdir(self.directory)
+        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
+        segment_names = {name for _, name in found}
+        for name in names:  # done files of segments that are gone, and unfinished ones, go first
+            orphan = name.endswith(DONE_SUFFIX) and name[: -len(DONE_SUFFIX)] not in segment_names
+            if orphan or name.endswith(DONE_SUFFIX + ".tmp"):
+                os.unlink(self.directory / name)
         for base, name in found:
             path = self.directory / name
             with open(path, "rb") as f:
@@ -138,6 +170,14 @@ class Spool:
                 nbytes = os.fstat(f.fileno()).st_size
             header = parse_header(head)
             segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
+            if name + DONE_SUFFIX in names:
+                done_path = self.directory / (name + DONE_SUFFIX)
+                done = parse_done(done_path.read_bytes())
+                if header and done and (done.base_sequence, done.created_ms) == (base, header.created_ms):
+                    self._done_files[name] = done.bitmap
+                else:  # damaged, or another segment's: replay the segment whole
+                    log.warning("spool: %s does not match its segment; ignored and removed", done_path)
+                    os.unlink(done_path)
             segment.nbytes = nbytes
             self._bytes += nbytes
             segment.awaiting_replay = True
@@ -200,7 +240,14 @@ class Spool:
                 if self.on_corrupt is not None and region.count:
                     self.on_corrupt(str(path), region.offset, region.count, region.detail)
             records = scan.records
-            self._tracker.extend(segment, (r.sequence for r in records))
+            bitmap = self._done_files.pop(segment.name, b"")
+            if bitmap:  # delivered before the last clean close: not replayed
+                limit = len(bitmap) * 8
+                kept = [r for r in records if not _is_done(bitmap, r.sequence - segment.base, limit)]
+                self.skipped_done += len(records) - len(kept)
+                records = kept
+            end = scan.records[-1].sequence + 1 if scan.records else segment.base
+            self._tracker.extend(segment, (r.sequence for r in records), end=end)
             segment.awaiting_replay = False
             self._unlink(self._tracker.seal(segment))
             burst = self.config.replay_burst
@@ -314,11 +361,47 @@ class Spool:
                 self._unlink(self._tracker.seal(active))
 
     def tick(self, now: float | None = None) -> None:
-        """The caller's timer (every few ms): sync written data once ``fsync_ms`` has passed since the last sync."""
-        if self._dirty and self._fd is not None:
+        """The caller's timer (every few ms): once ``fsync_ms`` has passed since the last sync began, sync what was
+        written — in the spool's one sync thread, so the caller never waits for the disk. At most one sync runs."""
+        self._reap_sync()
+        if self._dirty and self._fd is not None and self._syncing is None:
             now = time.monotonic() if now is None else now
             if now >= self._last_sync + self.config.fsync_ms / 1000:
-                self._sync()
+                try:
+                    fd = os.dup(self._fd)  # the thread's own descriptor: a roll may close the active one meanwhile
+                except OSError as e:
+                    self._degrade(e, f"syncing {self.directory}")
+                    return
+                if self._sync_thread is None:
+                    self._sync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bruce-spool-sync")
+                self._dirty = False
+                self._last_sync = now
+                self._syncing = self._sync_thread.submit(self._timed_sync, fd)
+
+    def _timed_sync(self, fd: int) -> float:
+        """In the sync thread: fdatasync ``fd`` and close it; the seconds it took."""
+        try:
+            start = time.perf_counter()
+            self._fdatasync(fd)
+            return time.perf_counter() - start
+        finally:
+            os.close(fd)
+
+    def _reap_sync(self, timeout: float | None = 0) -> None:
+        """Collect the sync thread's result if it is done (or within ``timeout`` seconds; None: wait)."""
+        future = self._syncing
+        if future is None:
+            return
+        try:
+            took = future.result(timeout)
+        except FuturesTimeout:
+            return
+        except OSError as e:
+            self._syncing = None
+            self._degrade(e, f"syncing {self.directory}")
+            return
+        self._syncing = None
+        self._count_sync(took)
 
     def _sync(self) -> None:
         if self._fd is None:
@@ -329,13 +412,16 @@ class Spool:
             self._degrade(e, f"syncing {self.directory}")
 
     def _sync_fd(self, fd: int) -> None:
+        """Sync ``fd`` in the caller's thread (fsync_ms = 0, a roll, the close)."""
         start = time.perf_counter()
         self._fdatasync(fd)
-        end = time.perf_counter()
+        self._count_sync(time.perf_counter() - start)
         self._last_sync = time.monotonic()
         self._dirty = False
+
+    def _count_sync(self, took: float) -> None:
         self.fsyncs += 1
-        self.fsync_last_us = int((end - start) * 1e6)
+        self.fsync_last_us = int(took * 1e6)
         self.fsync_max_us = max(self.fsync_max_us, self.fsync_last_us)
 
     def _degrade(self, error: OSError, during: str) -> None:
@@ -360,6 +446,8 @@ class Spool:
     def _unlink(self, segments: list[Segment]) -> None:
         for segment in segments:
             try:
+                with contextlib.suppress(FileNotFoundError):  # first: a done file never outlives its segment
+                    os.unlink(self.directory / (segment.name + DONE_SUFFIX))
                 os.unlink(self.directory / segment.name)
             except FileNotFoundError:
                 pass
@@ -373,13 +461,47 @@ class Spool:
 
     def close(self) -> None:
         """Sync, delete the active segment if all of it is done, and release the lock. Idempotent."""
+        if self._syncing is not None:
+            self._reap_sync(CLOSE_SYNC_WAIT_S)
+        if self._sync_thread is not None:
+            self._sync_thread.shutdown(wait=False)  # a sync stuck on a dead disk must not hold the shutdown
+            self._sync_thread = None
         try:
             self._seal_active()
         except OSError as e:
             self._degrade(e, "closing the spool")
+        if self._lock_fd is not None and self.degraded is None:
+            self._write_done_files()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+    def _write_done_files(self) -> None:
+        """For each segment partly done, its bitmap in ``<segment>.done`` (written to a temporary name, synced,
+        renamed): the next start replays only what is not done. Failures are logged; the segment is replayed whole."""
+        written = False
+        for segment in self._tracker:
+            if segment.awaiting_replay or not segment.pending or segment.pending == segment.size:
+                continue
+            path = self.directory / (segment.name + DONE_SUFFIX)
+            temporary = path.with_name(path.name + ".tmp")
+            try:
+                with open(temporary, "wb") as f:
+                    f.write(encode_done(DoneBitmap(segment.base, segment.created_ms, bytes(segment.done))))
+                    f.flush()
+                    self._fdatasync(f.fileno())
+                os.replace(temporary, path)
+                written = True
+            except OSError as e:
+                log.error("spool: cannot write %s (%s); the segment will be replayed whole", path, e)
+                break
+        if written:
+            with contextlib.suppress(OSError):
+                dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
 
     def __enter__(self) -> Spool:
         return self
@@ -419,6 +541,7 @@ class Spool:
             "SpoolSegments": self.segments,
             "SpoolAppended": self.appended,
             "SpoolReplayed": self.replayed,
+            "SpoolSkippedDone": self.skipped_done,
             "SpoolCorrupt": self.corrupt,
             "SpoolFull": self.full,
             "SpoolNotSpooled": self.not_spooled,

@@ -65,21 +65,31 @@ class Tracker:
         self._segments.append(segment)
         return segment
 
-    def extend(self, segment: Segment, sequences: Iterable[int]) -> None:
+    def extend(self, segment: Segment, sequences: Iterable[int], *, end: int = 0) -> None:
         """Record that ``sequences`` (increasing, from ``segment.base`` on) are pending in ``segment``; the gaps
-        between them (corrupt records) are marked done."""
+        between them (corrupt records, or records already done), and up to ``end`` (exclusive), are marked done."""
         done = segment.done
         for seq in sequences:
-            index = seq - segment.base
-            if index < segment.size:
-                raise ValueError(f"sequence {seq} is not above the segment's last one")
-            need = (index >> 3) + 1 - len(done)
-            if need > 0:
-                done.extend(bytes(need))
-            for gap in range(segment.size, index):  # never a record: nothing to wait for
-                done[gap >> 3] |= 1 << (gap & 7)
-            segment.size = index + 1
+            self._gap(segment, seq - segment.base)
+            segment.size += 1
             segment.pending += 1
+        if end > segment.base + segment.size:
+            self._gap(segment, end - segment.base - 1)
+            segment.size += 1
+            done[segment.size - 1 >> 3] |= 1 << (segment.size - 1 & 7)
+
+    @staticmethod
+    def _gap(segment: Segment, index: int) -> None:
+        """Mark [size, index) done and make room for ``index``: the next record is at ``index``."""
+        if index < segment.size:
+            raise ValueError(f"sequence {segment.base + index} is not above the segment's last one")
+        done = segment.done
+        need = (index >> 3) + 1 - len(done)
+        if need > 0:
+            done.extend(bytes(need))
+        for gap in range(segment.size, index):  # never a record, or done already: nothing to wait for
+            done[gap >> 3] |= 1 << (gap & 7)
+        segment.size = index
 
     def append_run(self, segment: Segment, first: int, count: int) -> None:
         """``count`` new pending messages with sequences ``first`` … (``first`` = the segment's next sequence)."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -72,19 +74,75 @@ def test_a_burst_larger_than_a_segment_gets_its_own(tmp_path: Path) -> None:
         assert [r.sequence for r in replay_all(spool)] == list(range(22))
 
 
-def test_a_partly_done_segment_is_replayed_whole_and_deleted_when_replay_is_done(tmp_path: Path) -> None:
+def test_after_a_clean_close_only_what_is_not_done_is_replayed(tmp_path: Path) -> None:
     with open_spool(tmp_path) as spool:
         spool.append(burst(10))
-        spool.done_run(0, 6)
+        spool.done_run(2, 6)
+    assert sorted(os.listdir(tmp_path)) == ["00000000000000000000.seg", "00000000000000000000.seg.done", "lock"]
+    with open_spool(tmp_path) as spool:
+        assert [r.sequence for r in replay_all(spool)] == [0, 1, 8, 9]
+        assert spool.stats()["SpoolSkippedDone"] == 6
+        spool.done_many([1, 8])
+    with open_spool(tmp_path) as spool:  # the bitmap grows across clean restarts
+        assert [r.sequence for r in replay_all(spool)] == [0, 9]
+        first_new = spool.append(burst(2))
+        spool.done_many([0, 9])
+        assert sorted(os.listdir(tmp_path)) == [f"{first_new:020d}.seg", "lock"]  # the done file went first
+        spool.done_run(first_new, 2)
+    assert segment_files(tmp_path) == []
+
+
+def _crash(spool: Spool) -> None:
+    """Let go of the spool as a killed process would: no sync, no close, no done files."""
+    if spool._fd is not None:
+        os.close(spool._fd)
+    assert spool._lock_fd is not None
+    os.close(spool._lock_fd)
+
+
+def test_after_a_crash_a_partly_done_segment_is_replayed_whole(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path)
+    spool.append(burst(10))
+    spool.done_run(0, 6)
+    _crash(spool)
     with open_spool(tmp_path) as spool:
         records = replay_all(spool)
         assert [r.sequence for r in records] == list(range(10))  # at-least-once: 0-5 come again
-        assert spool.oldest_age_ms() > 0 or spool.pending == 10
-        first_new = spool.append(burst(2))
         spool.done_many([r.sequence for r in records])
-        assert segment_files(tmp_path) == [f"{first_new:020d}.seg"]
-        spool.done_run(first_new, 2)
     assert segment_files(tmp_path) == []
+
+
+def test_a_done_file_applies_only_to_its_own_segment(tmp_path: Path) -> None:
+    now = [1000]
+    spool = Spool.open(SpoolConfig(tmp_path), wall_ms=lambda: now[0])
+    spool.append(burst(4))
+    spool.done_run(0, 2)
+    spool.close()
+    done = (tmp_path / "00000000000000000000.seg.done").read_bytes()
+    with open_spool(tmp_path) as spool:
+        spool.done_many([r.sequence for r in replay_all(spool)])
+    now[0] = 2000
+    spool = Spool.open(SpoolConfig(tmp_path), wall_ms=lambda: now[0])  # empty again: sequences start at 0 again
+    spool.append(burst(4))
+    _crash(spool)
+    (tmp_path / "00000000000000000000.seg.done").write_bytes(done)  # a done file of the earlier segment 0
+    with open_spool(tmp_path) as spool:
+        assert [r.sequence for r in replay_all(spool)] == [0, 1, 2, 3]
+
+
+def test_damaged_and_orphaned_done_files_are_not_used(tmp_path: Path) -> None:
+    with open_spool(tmp_path) as spool:
+        spool.append(burst(4))
+        spool.done_run(0, 2)
+    path = tmp_path / "00000000000000000000.seg.done"
+    data = bytearray(path.read_bytes())
+    data[-6] ^= 0x01
+    path.write_bytes(bytes(data))
+    (tmp_path / f"{500:020d}.seg.done").write_bytes(b"orphan")
+    (tmp_path / f"{600:020d}.seg.done.tmp").write_bytes(b"unfinished")
+    with open_spool(tmp_path) as spool:
+        assert sorted(os.listdir(tmp_path)) == ["00000000000000000000.seg", "lock"]
+        assert [r.sequence for r in replay_all(spool)] == [0, 1, 2, 3]
 
 
 def test_fsync_every_burst_with_zero(tmp_path: Path) -> None:
@@ -95,22 +153,45 @@ def test_fsync_every_burst_with_zero(tmp_path: Path) -> None:
         assert spool.stats()["SpoolFsyncMaxUs"] >= spool.stats()["SpoolFsyncLastUs"] >= 0
 
 
-def test_fsync_on_the_timer_otherwise(tmp_path: Path) -> None:
-    calls: list[int] = []
+def test_fsync_on_the_timer_otherwise_in_the_sync_thread(tmp_path: Path) -> None:
+    calls: list[str] = []
     with open_spool(tmp_path, fsync_ms=100) as spool:
         real = spool._fdatasync
-        spool._fdatasync = lambda fd: (calls.append(fd), real(fd))[1]
+
+        def recording(fd: int) -> None:
+            calls.append(threading.current_thread().name)
+            real(fd)
+
+        spool._fdatasync = recording
         spool.append(burst(2))
         spool.append(burst(2))
         start = spool._last_sync
         spool.tick(start + 0.05)
-        assert calls == []
+        assert calls == [] and spool._syncing is None
         spool.tick(start + 0.1)
-        assert len(calls) == 1
+        spool._reap_sync(timeout=None)
+        assert len(calls) == 1 and calls[0].startswith("bruce-spool-sync")
+        assert spool.fsyncs == 1
         spool.tick(start + 10)  # nothing new written: no sync
-        assert len(calls) == 1
+        assert spool._syncing is None and len(calls) == 1
         spool.append(burst(1))
-    assert len(calls) == 2  # close syncs what is left
+    assert len(calls) == 2 and calls[1] == threading.current_thread().name  # close syncs what is left, itself
+
+
+def test_an_error_in_the_sync_thread_degrades_on_the_next_tick(tmp_path: Path) -> None:
+    with open_spool(tmp_path, fsync_ms=1) as spool:
+
+        def eio(fd: int) -> None:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+        spool._fdatasync = eio
+        spool.append(burst(2))
+        spool.tick(spool._last_sync + 1)
+        assert spool._syncing is not None
+        spool._syncing.exception(timeout=10)
+        spool.tick()
+        assert spool.degraded is not None and "EIO" in spool.degraded
+        assert spool.append(burst(1)) == NOT_SPOOLED
 
 
 @pytest.mark.parametrize("policy", list(FullPolicy))
@@ -156,6 +237,7 @@ def test_status_counters_are_named(tmp_path: Path) -> None:
             "SpoolSegments",
             "SpoolAppended",
             "SpoolReplayed",
+            "SpoolSkippedDone",
             "SpoolCorrupt",
             "SpoolFull",
             "SpoolNotSpooled",
