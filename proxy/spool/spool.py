@@ -46,17 +46,8 @@ from pathlib import Path
 
 from bruce.wire.errors import UsageError
 
-from .format import (
-    HEADER_SIZE,
-    DoneBitmap,
-    SpoolMessage,
-    SpoolRecord,
-    encode_burst,
-    encode_done,
-    encode_header,
-    parse_done,
-    parse_header,
-)
+from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
+from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
 from .lock import acquire
 from .scan import SegmentScan, scan_segment
 from .tracker import Segment, Tracker
@@ -69,14 +60,11 @@ NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
 SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
-DONE_SUFFIX = ".done"
-
-
-def _is_done(bitmap: bytes, index: int, limit: int) -> bool:
-    return 0 <= index < limit and bool(bitmap[index >> 3] & (1 << (index & 7)))
 
 
 class FullPolicy(StrEnum):
+    """What ``append`` does when the spool holds ``max_bytes``."""
+
     MEMORY = "memory"  # hold new messages in memory only (the memory budget still applies), counted
     DISCARD = "discard"  # discard new messages as SPOOL_FULL
 
@@ -158,11 +146,7 @@ class Spool:
     def _load(self) -> None:
         names = os.listdir(self.directory)
         found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
-        segment_names = {name for _, name in found}
-        for name in names:  # done files of segments that are gone, and unfinished ones, go first
-            orphan = name.endswith(DONE_SUFFIX) and name[: -len(DONE_SUFFIX)] not in segment_names
-            if orphan or name.endswith(DONE_SUFFIX + ".tmp"):
-                os.unlink(self.directory / name)
+        remove_orphans(self.directory, names, {name for _, name in found})
         for base, name in found:
             path = self.directory / name
             with open(path, "rb") as f:
@@ -171,13 +155,7 @@ class Spool:
             header = parse_header(head)
             segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
             if name + DONE_SUFFIX in names:
-                done_path = self.directory / (name + DONE_SUFFIX)
-                done = parse_done(done_path.read_bytes())
-                if header and done and (done.base_sequence, done.created_ms) == (base, header.created_ms):
-                    self._done_files[name] = done.bitmap
-                else:  # damaged, or another segment's: replay the segment whole
-                    log.warning("spool: %s does not match its segment; ignored and removed", done_path)
-                    os.unlink(done_path)
+                self._done_files[name] = load_done(self.directory, name, base, header)
             segment.nbytes = nbytes
             self._bytes += nbytes
             segment.awaiting_replay = True
@@ -242,8 +220,7 @@ class Spool:
             records = scan.records
             bitmap = self._done_files.pop(segment.name, b"")
             if bitmap:  # delivered before the last clean close: not replayed
-                limit = len(bitmap) * 8
-                kept = [r for r in records if not _is_done(bitmap, r.sequence - segment.base, limit)]
+                kept = [r for r in records if not is_done(bitmap, r.sequence - segment.base)]
                 self.skipped_done += len(records) - len(kept)
                 records = kept
             end = scan.records[-1].sequence + 1 if scan.records else segment.base
@@ -341,11 +318,7 @@ class Spool:
         self._write_all(header, segment)
         segment.nbytes = HEADER_SIZE
         self._bytes += HEADER_SIZE
-        dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)  # the new file's name survives a power loss
-        finally:
-            os.close(dir_fd)
+        sync_directory(self.directory)  # the new file's name survives a power loss
         return segment
 
     def _seal_active(self) -> None:
@@ -471,37 +444,10 @@ class Spool:
         except OSError as e:
             self._degrade(e, "closing the spool")
         if self._lock_fd is not None and self.degraded is None:
-            self._write_done_files()
+            write_done_files(self.directory, self._tracker, self._fdatasync)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
-
-    def _write_done_files(self) -> None:
-        """For each segment partly done, its bitmap in ``<segment>.done`` (written to a temporary name, synced,
-        renamed): the next start replays only what is not done. Failures are logged; the segment is replayed whole."""
-        written = False
-        for segment in self._tracker:
-            if segment.awaiting_replay or not segment.pending or segment.pending == segment.size:
-                continue
-            path = self.directory / (segment.name + DONE_SUFFIX)
-            temporary = path.with_name(path.name + ".tmp")
-            try:
-                with open(temporary, "wb") as f:
-                    f.write(encode_done(DoneBitmap(segment.base, segment.created_ms, bytes(segment.done))))
-                    f.flush()
-                    self._fdatasync(f.fileno())
-                os.replace(temporary, path)
-                written = True
-            except OSError as e:
-                log.error("spool: cannot write %s (%s); the segment will be replayed whole", path, e)
-                break
-        if written:
-            with contextlib.suppress(OSError):
-                dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                try:
-                    os.fsync(dir_fd)
-                finally:
-                    os.close(dir_fd)
 
     def __enter__(self) -> Spool:
         return self
