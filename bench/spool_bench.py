@@ -7,8 +7,10 @@ back (``scan_segment``, what replay does).
 
 ``--writer``: ``Spool.append`` of bursts of 64 x 100 B into a temporary directory (``--dir`` to choose the
 filesystem), with ``fsync_ms`` = 100 (the timer ticks after every burst) and 0 (fdatasync before each burst is
-released): messages/s, wall and CPU µs per message, fsyncs and their latency; then ``done_run`` per message, with
-segments deleted as they complete. The daemon-level spool on/off comparison comes with the daemon's integration.
+released): messages/s, wall and CPU µs per message, the longest ``append`` + ``tick`` (how long the event loop
+would stall), fsyncs and their latency; then ``done_run`` per message, with segments deleted as they complete. The
+"(inline)" row syncs on the timer in the caller's thread instead of the sync thread, for comparison. The
+daemon-level spool on/off comparison comes with the daemon's integration.
 
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part
@@ -71,6 +73,15 @@ def codec(quick: bool) -> None:
     print(f"  {'scan_segment (replay), AnyPartition':42} {scan_ns:7.0f} ns/msg")
 
 
+class InlineSyncSpool(Spool):
+    """The timer's sync in the caller's thread, as without the sync thread: for comparison only."""
+
+    def tick(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self._dirty and self._fd is not None and now >= self._last_sync + self.config.fsync_ms / 1000:
+            self._sync()
+
+
 def writer(quick: bool, directory: Path | None) -> None:
     bursts = 200 if quick else 5000
     burst = [SpoolMessage(b"topic-name", None, None, VALUE, 1_700_000_000_000)] * BURST
@@ -78,14 +89,21 @@ def writer(quick: bool, directory: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="bruce-spool-bench-", dir=directory) as tmp:
         fs = os.statvfs(tmp)
         print(f"writer: {bursts} bursts of {BURST} x 100 B into {tmp} ({fs.f_bsize}-byte blocks)")
-        for fsync_ms in (100, 0):
-            where = Path(tmp) / f"fsync{fsync_ms}"
-            with Spool.open(SpoolConfig(where, fsync_ms=fsync_ms, max_bytes=1 << 40)) as spool:
+        for name, kind, fsync_ms in (
+            ("fsync_ms=100", Spool, 100),
+            ("  (inline)", InlineSyncSpool, 100),
+            ("fsync_ms=0", Spool, 0),
+        ):
+            where = Path(tmp) / f"{kind.__name__}{fsync_ms}"
+            with kind.open(SpoolConfig(where, fsync_ms=fsync_ms, max_bytes=1 << 40)) as spool:
                 firsts = []
+                stall = 0
                 cpu0, wall0 = own_cpu_s(), time.perf_counter()
                 for _ in range(bursts):
+                    start = time.perf_counter_ns()
                     firsts.append(spool.append(burst))
                     spool.tick()
+                    stall = max(stall, time.perf_counter_ns() - start)
                 wall, cpu = time.perf_counter() - wall0, own_cpu_s() - cpu0
                 assert spool.degraded is None, spool.degraded
                 written = spool.bytes
@@ -94,8 +112,9 @@ def writer(quick: bool, directory: Path | None) -> None:
                     spool.done_run(first, BURST)
                 done_ns = (time.perf_counter() - start) / total * 1e9
                 print(
-                    f"  fsync_ms={fsync_ms:<3} {total / wall:10,.0f} msgs/s  {wall / total * 1e6:6.2f} µs/msg wall  "
-                    f"{cpu / total * 1e6:6.2f} µs/msg CPU  {written / total:.0f} B/msg on disk  "
+                    f"  {name:12} {total / wall:10,.0f} msgs/s  {wall / total * 1e6:6.2f} µs/msg wall  "
+                    f"{cpu / total * 1e6:6.2f} µs/msg CPU  longest append+tick {stall / 1e3:8.0f} µs  "
+                    f"{written / total:.0f} B/msg on disk  "
                     f"fsyncs {spool.fsyncs} (last {spool.fsync_last_us} µs, max {spool.fsync_max_us} µs)  "
                     f"done_run {done_ns:.0f} ns/msg"
                 )

@@ -21,5 +21,6 @@ def test_spool_bench_quick(tmp_path: Path) -> None:
     out = result.stdout
     assert len(re.findall(r"encode_burst, .* ns/msg .*x the parse .*x slower", out)) == 2
     assert "scan_segment (replay)" in out
-    assert len(re.findall(r"fsync_ms=\d+ +[\d,]+ msgs/s .* µs/msg CPU .* done_run \d+ ns/msg", out)) == 2
+    rows = re.findall(r"(fsync_ms=\d+|\(inline\)) +[\d,]+ msgs/s .* µs/msg CPU .* longest .* done_run \d+ ns/msg", out)
+    assert len(rows) == 3
     assert "fsyncs 200 " in out  # fsync_ms=0: one per burst
