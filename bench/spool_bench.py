@@ -7,10 +7,10 @@ back (``scan_segment``, what replay does).
 
 ``--writer``: ``Spool.append`` of bursts of 64 x 100 B into a temporary directory (``--dir`` to choose the
 filesystem), with ``fsync_ms`` = 100 (the timer ticks after every burst) and 0 (fdatasync before each burst is
-released): messages/s, wall and CPU µs per message, the longest ``append`` + ``tick`` (how long the event loop
-would stall), fsyncs and their latency; then ``done_run`` per message, with segments deleted as they complete. The
-"(inline)" row syncs on the timer in the caller's thread instead of the sync thread, for comparison. The
-daemon-level spool on/off comparison comes with the daemon's integration.
+released): messages/s, wall and CPU µs per message, the longest ``append`` + ``tick`` and the total time of
+those over 1 ms (how long the event loop would stall), fsyncs and their latency; then ``done_run`` per message,
+with segments deleted as they complete. The "(inline)" row syncs on the timer in the caller's thread instead of
+the sync thread, for comparison. The daemon-level spool on/off comparison comes with the daemon's integration.
 
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part
@@ -97,13 +97,15 @@ def writer(quick: bool, directory: Path | None) -> None:
             where = Path(tmp) / f"{kind.__name__}{fsync_ms}"
             with kind.open(SpoolConfig(where, fsync_ms=fsync_ms, max_bytes=1 << 40)) as spool:
                 firsts = []
-                stall = 0
+                stall = stalled = 0
                 cpu0, wall0 = own_cpu_s(), time.perf_counter()
                 for _ in range(bursts):
                     start = time.perf_counter_ns()
                     firsts.append(spool.append(burst))
                     spool.tick()
-                    stall = max(stall, time.perf_counter_ns() - start)
+                    took = time.perf_counter_ns() - start
+                    stall = max(stall, took)
+                    stalled += took if took > 1_000_000 else 0
                 wall, cpu = time.perf_counter() - wall0, own_cpu_s() - cpu0
                 assert spool.degraded is None, spool.degraded
                 written = spool.bytes
@@ -113,7 +115,8 @@ def writer(quick: bool, directory: Path | None) -> None:
                 done_ns = (time.perf_counter() - start) / total * 1e9
                 print(
                     f"  {name:12} {total / wall:10,.0f} msgs/s  {wall / total * 1e6:6.2f} µs/msg wall  "
-                    f"{cpu / total * 1e6:6.2f} µs/msg CPU  longest append+tick {stall / 1e3:8.0f} µs  "
+                    f"{cpu / total * 1e6:6.2f} µs/msg CPU  longest append+tick {stall / 1e3:6.0f} µs  "
+                    f"calls over 1 ms {stalled / 1e6:6.1f} ms in all  "
                     f"{written / total:.0f} B/msg on disk  "
                     f"fsyncs {spool.fsyncs} (last {spool.fsync_last_us} µs, max {spool.fsync_max_us} µs)  "
                     f"done_run {done_ns:.0f} ns/msg"

@@ -1,7 +1,8 @@
 """Reading one segment's bytes back: valid records in order, corrupt regions skipped, a torn tail found.
 
 Rules (docs/spool.md "Recovery" is the prose version):
-- :func:`scan_segment` is pure and never raises for bad bytes: any input gives a :class:`SegmentScan`.
+- :func:`walk_segment` (records and skipped regions one at a time, for replay) and :func:`scan_segment` (all of
+  them collected) are pure and never raise for bad bytes.
 - The base sequence is the one in the file name (which orders the segments). A header that is not valid (short, bad
   CRC, unknown magic, another base sequence) does not stop the scan: records are read from byte 28 on. A header with
   a valid CRC and magic but another format version (or unknown flags) makes the segment *unreadable* (``unreadable``
@@ -22,6 +23,7 @@ Rules (docs/spool.md "Recovery" is the prose version):
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from .format import (
@@ -35,7 +37,7 @@ from .format import (
     parse_header,
 )
 
-__all__ = ["Corrupt", "SegmentScan", "scan_segment"]
+__all__ = ["Corrupt", "SegmentHead", "SegmentScan", "TornTail", "read_head", "scan_segment", "walk_segment"]
 
 _LENGTH = struct.Struct(">I")
 _PROBE = struct.Struct(">IIQ")  # length, CRC, sequence: the first 16 bytes of a frame
@@ -48,6 +50,21 @@ class Corrupt(NamedTuple):
     offset: int
     count: int
     detail: str
+
+
+class TornTail(NamedTuple):
+    """The newest segment's bytes from ``offset`` on are a torn write: truncate the file there."""
+
+    offset: int
+
+
+class SegmentHead(NamedTuple):
+    """What the header says: the base sequence (the file name's), and whether the records can be read."""
+
+    base_sequence: int
+    created_ms: int | None  # None when the header is not valid
+    header_ok: bool
+    unreadable: str | None  # why the whole segment cannot be read (a newer format version)
 
 
 class SegmentScan(NamedTuple):
@@ -74,44 +91,64 @@ def _resync(data: bytes | memoryview, bad: int, last_seq: int) -> SpoolRecord | 
     return None
 
 
-def scan_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> SegmentScan:
-    """Every readable record of a segment file's contents ``data`` (see the module rules)."""
+def read_head(data: bytes | memoryview, *, name_base: int) -> SegmentHead:
+    """The segment's header checked against its name (see the module rules)."""
     header = parse_header(data)
     if header is None:
         version = header_version(data)
         if version is not None:  # valid CRC and magic: a format this bruce does not know
             why = f"format version {version}" if version != FORMAT_VERSION else "unknown header flags"
-            return SegmentScan(name_base, None, [], [], None, False, f"{why} (this bruce reads version 1)")
-        if len(data) < HEADER_SIZE and last:
-            return SegmentScan(name_base, None, [], [], 0, False, None)
+            return SegmentHead(name_base, None, False, f"{why} (this bruce reads version 1)")
     elif header.base_sequence != name_base:  # the name orders the segments: a header that disagrees is damaged
         header = None
-    base = name_base
-    records: list[SpoolRecord] = []
-    corrupt: list[Corrupt] = []
-    truncate_at = None
-    last_seq = base - 1
-    pos = HEADER_SIZE
+    return SegmentHead(name_base, header.created_ms if header else None, bool(header), None)
+
+
+def walk_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> Iterator[SpoolRecord | Corrupt | TornTail]:
+    """The records of a readable segment in order, with the regions skipped (:class:`Corrupt`) where they are, and
+    a final :class:`TornTail` if the newest segment ends in a torn write (see the module rules)."""
     end = len(data)
+    if end < HEADER_SIZE:
+        if last:
+            yield TornTail(0)
+        return
+    last_seq = name_base - 1
+    pos = HEADER_SIZE
     while pos < end:
         found: SpoolRecord | FrameError = decode_frame(data, pos)
         if isinstance(found, SpoolRecord) and found.sequence > last_seq:
-            records.append(found)
+            yield found
             last_seq = found.sequence
             pos += found.size
             continue
         detail = found.detail if isinstance(found, FrameError) else f"sequence {found.sequence} not above {last_seq}"
         if isinstance(found, FrameError) and not found.short and pos + 8 + _LENGTH.unpack_from(data, pos)[0] == end:
-            corrupt.append(Corrupt(pos, 1, detail))  # a whole last record, damaged in place
-            break
+            yield Corrupt(pos, 1, detail)  # a whole last record, damaged in place
+            return
         following = _resync(data, pos, last_seq)
         if following is not None:
-            corrupt.append(Corrupt(pos, following.sequence - last_seq - 1, detail))
+            yield Corrupt(pos, following.sequence - last_seq - 1, detail)
             pos = following.offset
         elif last:
-            truncate_at = pos
-            break
+            yield TornTail(pos)
+            return
         else:
-            corrupt.append(Corrupt(pos, 1, detail + " (and nothing readable after it)"))
-            break
-    return SegmentScan(base, header.created_ms if header else None, records, corrupt, truncate_at, bool(header), None)
+            yield Corrupt(pos, 1, detail + " (and nothing readable after it)")
+            return
+
+
+def scan_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> SegmentScan:
+    """Every readable record of a segment file's contents ``data``, collected (see the module rules)."""
+    head = read_head(data, name_base=name_base)
+    records: list[SpoolRecord] = []
+    corrupt: list[Corrupt] = []
+    truncate_at = None
+    if not head.unreadable:
+        for item in walk_segment(data, name_base=name_base, last=last):
+            if isinstance(item, SpoolRecord):
+                records.append(item)
+            elif isinstance(item, Corrupt):
+                corrupt.append(item)
+            else:
+                truncate_at = item.offset
+    return SegmentScan(name_base, head.created_ms, records, corrupt, truncate_at, head.header_ok, head.unreadable)

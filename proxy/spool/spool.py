@@ -49,7 +49,7 @@ from bruce.wire.errors import UsageError
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
 from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
 from .lock import acquire
-from .scan import SegmentScan, scan_segment
+from .scan import Corrupt, TornTail, read_head, walk_segment
 from .tracker import Segment, Tracker
 
 __all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
@@ -102,7 +102,7 @@ class Spool:
         self._lock_fd: int | None = None
         self._fd: int | None = None  # the active segment's
         self._active: Segment | None = None
-        self._to_replay: list[tuple[Segment, SegmentScan | None]] = []
+        self._to_replay: list[Segment] = []
         self._done_files: dict[str, bytes] = {}  # segment name -> done bitmap from the last clean close
         self._last_name: str | None = None  # the newest segment found at open (the only one that may be torn)
         self._bytes = 0  # every segment file's size
@@ -159,79 +159,92 @@ class Spool:
             segment.nbytes = nbytes
             self._bytes += nbytes
             segment.awaiting_replay = True
-            self._to_replay.append((segment, None))
+            self._to_replay.append(segment)
             self.next_sequence = base + 1
         if found:
-            newest, scan = self._to_replay[-1][0], None
-            self._last_name = newest.name
-            scan = self._scan(newest)
-            self._to_replay[-1] = (newest, scan)
-            if scan is not None and scan.records:
-                self.next_sequence = scan.records[-1].sequence + 1
+            self._last_name = found[-1][1]
+            self._check_newest(self._to_replay[-1])
 
-    def _scan(self, segment: Segment) -> SegmentScan | None:
-        """Read and check one segment from an earlier run, truncating a torn tail; None if it cannot be read."""
+    def _check_newest(self, segment: Segment) -> None:
+        """Truncate the newest segment's torn tail, and continue the sequence after its last record."""
         path = self.directory / segment.name
         data = path.read_bytes()
-        scan = scan_segment(data, name_base=segment.base, last=segment.name == self._last_name)
-        if scan.unreadable:
-            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, scan.unreadable)
-            return None
-        if not scan.header_ok:
-            log.warning("spool: %s has a damaged header; its records are read anyway", path)
-        if scan.truncate_at is not None and scan.truncate_at < len(data):
-            log.warning(
-                "spool: %s ends in a torn write: %d bytes at offset %d truncated (a crash while writing)",
-                path,
-                len(data) - scan.truncate_at,
-                scan.truncate_at,
-            )
-            os.truncate(path, scan.truncate_at)
-            self._bytes -= segment.nbytes - scan.truncate_at
-            segment.nbytes = scan.truncate_at
-        return scan
+        if read_head(data, name_base=segment.base).unreadable:
+            return  # reported by replay
+        for item in walk_segment(data, name_base=segment.base, last=True):
+            if isinstance(item, SpoolRecord):
+                self.next_sequence = item.sequence + 1
+            elif isinstance(item, TornTail) and item.offset < len(data):
+                log.warning(
+                    "spool: %s ends in a torn write: %d bytes at offset %d truncated (a crash while writing)",
+                    path,
+                    len(data) - item.offset,
+                    item.offset,
+                )
+                os.truncate(path, item.offset)
+                self._bytes -= segment.nbytes - item.offset
+                segment.nbytes = item.offset
 
     def replay(self) -> Iterator[list[SpoolRecord]]:
-        """Every record left by earlier runs, oldest first, in bursts of ``replay_burst``. Each one is pending until
-        :meth:`done_many` names it. Corrupt records are counted, logged and reported to ``on_corrupt``."""
+        """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
+        memory at a time. Each one is pending until :meth:`done_many` names it. Corrupt records are counted, logged
+        and reported to ``on_corrupt``; records a done file marks done are skipped."""
         while self._to_replay:
-            segment, scan = self._to_replay.pop(0)
-            path = self.directory / segment.name
-            if scan is None and segment.name != self._last_name:
-                try:
-                    scan = self._scan(segment)
-                except OSError as e:
-                    log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, e)
-            if scan is None:  # left on disk, no longer tracked
-                self._left_in_place += 1
-                self._tracker.forget(segment)
-                continue
-            for region in scan.corrupt:
-                self.corrupt += region.count
-                log.error(
-                    "spool: %s offset %d: damaged bytes skipped (%s); %d message(s) lost, discarded as SPOOL_CORRUPT",
-                    path,
-                    region.offset,
-                    region.detail,
-                    region.count,
-                )
-                if self.on_corrupt is not None and region.count:
-                    self.on_corrupt(str(path), region.offset, region.count, region.detail)
-            records = scan.records
-            bitmap = self._done_files.pop(segment.name, b"")
-            if bitmap:  # delivered before the last clean close: not replayed
-                kept = [r for r in records if not is_done(bitmap, r.sequence - segment.base)]
-                self.skipped_done += len(records) - len(kept)
-                records = kept
-            end = scan.records[-1].sequence + 1 if scan.records else segment.base
-            self._tracker.extend(segment, (r.sequence for r in records), end=end)
-            segment.awaiting_replay = False
-            self._unlink(self._tracker.seal(segment))
-            burst = self.config.replay_burst
-            for i in range(0, len(records), burst):
-                chunk = records[i : i + burst]
-                self.replayed += len(chunk)
-                yield chunk
+            segment = self._to_replay.pop(0)
+            yield from self._replay_segment(segment)
+
+    def _replay_segment(self, segment: Segment) -> Iterator[list[SpoolRecord]]:
+        path = self.directory / segment.name
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            data, why = b"", str(e)
+        else:
+            why = read_head(data, name_base=segment.base).unreadable
+        if why:
+            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
+            self._left_in_place += 1
+            self._tracker.forget(segment)
+            return
+        bitmap = self._done_files.pop(segment.name, b"")
+        burst = self.config.replay_burst
+        chunk: list[SpoolRecord] = []
+        end = segment.base
+        for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
+            if isinstance(item, SpoolRecord):
+                end = item.sequence + 1
+                if bitmap and is_done(bitmap, item.sequence - segment.base):
+                    self.skipped_done += 1  # delivered before the last clean close
+                    continue
+                if len(chunk) == burst:  # handed out only once more follows: the last chunk comes after the seal
+                    yield self._hand_out(segment, chunk)
+                    chunk = []
+                chunk.append(item)
+            elif isinstance(item, Corrupt):
+                self._report(path, item)
+        self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
+        segment.awaiting_replay = False
+        self._unlink(self._tracker.seal(segment))
+        if chunk:
+            self.replayed += len(chunk)
+            yield chunk
+
+    def _hand_out(self, segment: Segment, chunk: list[SpoolRecord]) -> list[SpoolRecord]:
+        self._tracker.extend(segment, (r.sequence for r in chunk))
+        self.replayed += len(chunk)
+        return chunk
+
+    def _report(self, path: Path, region: Corrupt) -> None:
+        self.corrupt += region.count
+        log.error(
+            "spool: %s offset %d: damaged bytes skipped (%s); %d message(s) lost, discarded as SPOOL_CORRUPT",
+            path,
+            region.offset,
+            region.detail,
+            region.count,
+        )
+        if self.on_corrupt is not None and region.count:
+            self.on_corrupt(str(path), region.offset, region.count, region.detail)
 
     # -------------------------------------------------------------------------------------------------- writing
 

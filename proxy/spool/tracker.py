@@ -16,7 +16,7 @@ Rules:
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 __all__ = ["Segment", "Tracker"]
 
@@ -53,7 +53,7 @@ class Tracker:
     def __len__(self) -> int:
         return len(self._segments)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Segment]:
         return iter(self._segments)
 
     def add(self, name: str, base: int, created_ms: int) -> Segment:
