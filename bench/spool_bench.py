@@ -118,7 +118,7 @@ def writer(quick: bool, directory: Path | None) -> None:
                     f"{cpu / total * 1e6:6.2f} µs/msg CPU  longest append+tick {stall / 1e3:6.0f} µs  "
                     f"calls over 1 ms {stalled / 1e6:6.1f} ms in all  "
                     f"{written / total:.0f} B/msg on disk  "
-                    f"fsyncs {spool.fsyncs} (last {spool.fsync_last_us} µs, max {spool.fsync_max_us} µs)  "
+                    f"fsyncs {spool.syncer.fsyncs} (last {spool.syncer.last_us} µs, max {spool.syncer.max_us} µs)  "
                     f"done_run {done_ns:.0f} ns/msg"
                 )
 

@@ -11,22 +11,24 @@ Rules:
   reason ``SPOOL_FULL``) — never raises. Segments roll before a burst that would take the active one past
   ``segment_bytes``; a burst is never split.
 - Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
-  :meth:`Spool.tick`, which starts an ``fdatasync`` in the spool's one sync thread (on a duplicate descriptor) once
-  ``fsync_ms`` has passed since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after
-  it was written and the caller never waits for the disk. At most one sync runs; its result (latency, or an error:
-  degraded) is collected by the next tick. A rolled segment is synced (in the caller's thread) before the next one
-  is created, so only the newest segment can have a torn tail after a power loss.
+  :meth:`Spool.tick`, which starts an ``fdatasync`` in the sync thread (:mod:`.syncer`) once ``fsync_ms`` has passed
+  since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after it was written and the
+  caller never waits for the timer's syncs; the next tick collects the result (an error degrades the spool). A
+  rolled segment is synced in the caller's thread before the next one is created, so only the newest segment can
+  have a torn tail after a power loss.
 - Full (``max_bytes`` counts every segment file): the burst is not written; ``full_policy`` "memory" (the default)
   returns NOT_SPOOLED, "discard" returns SPOOL_FULL.
 - A disk error (ENOSPC, EIO, EROFS, …) while creating, writing or syncing never raises: the spool *degrades* —
   ``degraded`` holds the error, one ERROR line is logged, and every later burst is NOT_SPOOLED until restart. A
   write that failed part-way is cut back to the last whole burst. Deleting a done segment that fails is logged once
   and retried never: it is replayed at the next start (duplicates, not losses).
+- :meth:`Spool.replay` reads one segment at a time and hands its records out as it walks them (bounded memory).
 - :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
-  stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, and deletes the
-  active segment when all of it is done, so a clean shutdown after full delivery leaves no segment files.
+  stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, deletes the
+  active segment when all of it is done, and writes a done file (:mod:`.donefile`) for each segment partly done; a
+  clean shutdown after full delivery leaves no segment files.
 - For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
-  other thread is the sync thread, which touches nothing but its own descriptor and returns a duration.
+  other thread is the sync thread, which touches nothing but its own descriptor.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -50,6 +50,7 @@ from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_dire
 from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
 from .lock import acquire
 from .scan import Corrupt, TornTail, read_head, walk_segment
+from .syncer import Syncer
 from .tracker import Segment, Tracker
 
 __all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
@@ -109,8 +110,6 @@ class Spool:
         self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
         self._dirty = False
         self._last_sync = time.monotonic()
-        self._sync_thread: ThreadPoolExecutor | None = None
-        self._syncing: Future[float] | None = None  # the sync in the thread, at most one
         self._unlink_failed = False
         self.next_sequence = 0
         self.degraded: str | None = None
@@ -122,12 +121,8 @@ class Spool:
         self.corrupt = 0
         self.not_spooled = 0
         self.full = 0
-        self.fsyncs = 0
-        self.fsync_last_us = 0
-        self.fsync_max_us = 0
-        # the system calls, replaceable to inject failures
-        self._write = os.write
-        self._fdatasync = os.fdatasync
+        self.syncer = Syncer()  # its fdatasync is replaceable, to inject failures
+        self._write = os.write  # replaceable, to inject failures
 
     # -------------------------------------------------------------------------------------------------- opening
 
@@ -348,46 +343,17 @@ class Spool:
 
     def tick(self, now: float | None = None) -> None:
         """The caller's timer (every few ms): once ``fsync_ms`` has passed since the last sync began, sync what was
-        written — in the spool's one sync thread, so the caller never waits for the disk. At most one sync runs."""
-        self._reap_sync()
-        if self._dirty and self._fd is not None and self._syncing is None:
-            now = time.monotonic() if now is None else now
-            if now >= self._last_sync + self.config.fsync_ms / 1000:
-                try:
-                    fd = os.dup(self._fd)  # the thread's own descriptor: a roll may close the active one meanwhile
-                except OSError as e:
-                    self._degrade(e, f"syncing {self.directory}")
-                    return
-                if self._sync_thread is None:
-                    self._sync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bruce-spool-sync")
-                self._dirty = False
-                self._last_sync = now
-                self._syncing = self._sync_thread.submit(self._timed_sync, fd)
-
-    def _timed_sync(self, fd: int) -> float:
-        """In the sync thread: fdatasync ``fd`` and close it; the seconds it took."""
+        written — in the sync thread, so the caller never waits for the disk. At most one sync runs."""
         try:
-            start = time.perf_counter()
-            self._fdatasync(fd)
-            return time.perf_counter() - start
-        finally:
-            os.close(fd)
-
-    def _reap_sync(self, timeout: float | None = 0) -> None:
-        """Collect the sync thread's result if it is done (or within ``timeout`` seconds; None: wait)."""
-        future = self._syncing
-        if future is None:
-            return
-        try:
-            took = future.result(timeout)
-        except FuturesTimeout:
-            return
+            self.syncer.reap()
+            if self._dirty and self._fd is not None and not self.syncer.busy:
+                now = time.monotonic() if now is None else now
+                if now >= self._last_sync + self.config.fsync_ms / 1000:
+                    self.syncer.start(self._fd)
+                    self._dirty = False
+                    self._last_sync = now
         except OSError as e:
-            self._syncing = None
             self._degrade(e, f"syncing {self.directory}")
-            return
-        self._syncing = None
-        self._count_sync(took)
 
     def _sync(self) -> None:
         if self._fd is None:
@@ -399,16 +365,9 @@ class Spool:
 
     def _sync_fd(self, fd: int) -> None:
         """Sync ``fd`` in the caller's thread (fsync_ms = 0, a roll, the close)."""
-        start = time.perf_counter()
-        self._fdatasync(fd)
-        self._count_sync(time.perf_counter() - start)
+        self.syncer.now(fd)
         self._last_sync = time.monotonic()
         self._dirty = False
-
-    def _count_sync(self, took: float) -> None:
-        self.fsyncs += 1
-        self.fsync_last_us = int(took * 1e6)
-        self.fsync_max_us = max(self.fsync_max_us, self.fsync_last_us)
 
     def _degrade(self, error: OSError, during: str) -> None:
         if self.degraded is None:
@@ -447,17 +406,16 @@ class Spool:
 
     def close(self) -> None:
         """Sync, delete the active segment if all of it is done, and release the lock. Idempotent."""
-        if self._syncing is not None:
-            self._reap_sync(CLOSE_SYNC_WAIT_S)
-        if self._sync_thread is not None:
-            self._sync_thread.shutdown(wait=False)  # a sync stuck on a dead disk must not hold the shutdown
-            self._sync_thread = None
+        try:
+            self.syncer.close(CLOSE_SYNC_WAIT_S)
+        except OSError as e:
+            self._degrade(e, f"syncing {self.directory}")
         try:
             self._seal_active()
         except OSError as e:
             self._degrade(e, "closing the spool")
         if self._lock_fd is not None and self.degraded is None:
-            write_done_files(self.directory, self._tracker, self._fdatasync)
+            write_done_files(self.directory, self._tracker, self.syncer.fdatasync)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -506,9 +464,9 @@ class Spool:
             "SpoolNotSpooled": self.not_spooled,
             "SpoolPending": self.pending,
             "SpoolOldestMs": self.oldest_age_ms(),
-            "SpoolFsyncs": self.fsyncs,
-            "SpoolFsyncLastUs": self.fsync_last_us,
-            "SpoolFsyncMaxUs": self.fsync_max_us,
+            "SpoolFsyncs": self.syncer.fsyncs,
+            "SpoolFsyncLastUs": self.syncer.last_us,
+            "SpoolFsyncMaxUs": self.syncer.max_us,
             "SpoolDoneUnknown": self._tracker.unknown,
             "SpoolDegraded": int(self.degraded is not None),
         }

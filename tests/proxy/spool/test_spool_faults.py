@@ -59,7 +59,7 @@ def test_eio_on_fsync_degrades_after_the_burst_is_written(tmp_path: Path) -> Non
         def eio(fd: int) -> None:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-        spool._fdatasync = eio
+        spool.syncer.fdatasync = eio
         assert spool.append(burst(2)) == 0  # written to the file: tracked, done later like any other
         assert spool.degraded is not None and "EIO" in spool.degraded
         assert spool.append(burst(2)) == NOT_SPOOLED

@@ -35,8 +35,7 @@ def _crash(spool: Spool) -> None:
         os.close(spool._fd)
     if spool._lock_fd is not None:
         os.close(spool._lock_fd)
-    if spool._sync_thread is not None:
-        spool._sync_thread.shutdown(wait=True)
+    spool.syncer.close(timeout=10)
 
 
 @settings(max_examples=60, deadline=None)

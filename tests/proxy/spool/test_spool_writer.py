@@ -149,31 +149,31 @@ def test_fsync_every_burst_with_zero(tmp_path: Path) -> None:
     with open_spool(tmp_path, fsync_ms=0) as spool:
         for _ in range(3):
             spool.append(burst(2))
-        assert spool.fsyncs == 3
+        assert spool.syncer.fsyncs == 3
         assert spool.stats()["SpoolFsyncMaxUs"] >= spool.stats()["SpoolFsyncLastUs"] >= 0
 
 
 def test_fsync_on_the_timer_otherwise_in_the_sync_thread(tmp_path: Path) -> None:
     calls: list[str] = []
     with open_spool(tmp_path, fsync_ms=100) as spool:
-        real = spool._fdatasync
+        real = spool.syncer.fdatasync
 
         def recording(fd: int) -> None:
             calls.append(threading.current_thread().name)
             real(fd)
 
-        spool._fdatasync = recording
+        spool.syncer.fdatasync = recording
         spool.append(burst(2))
         spool.append(burst(2))
         start = spool._last_sync
         spool.tick(start + 0.05)
-        assert calls == [] and spool._syncing is None
+        assert calls == [] and not spool.syncer.busy
         spool.tick(start + 0.1)
-        spool._reap_sync(timeout=None)
+        spool.syncer.reap(timeout=None)
         assert len(calls) == 1 and calls[0].startswith("bruce-spool-sync")
-        assert spool.fsyncs == 1
+        assert spool.syncer.fsyncs == 1
         spool.tick(start + 10)  # nothing new written: no sync
-        assert spool._syncing is None and len(calls) == 1
+        assert not spool.syncer.busy and len(calls) == 1
         spool.append(burst(1))
     assert len(calls) == 2 and calls[1] == threading.current_thread().name  # close syncs what is left, itself
 
@@ -184,11 +184,12 @@ def test_an_error_in_the_sync_thread_degrades_on_the_next_tick(tmp_path: Path) -
         def eio(fd: int) -> None:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-        spool._fdatasync = eio
+        spool.syncer.fdatasync = eio
         spool.append(burst(2))
         spool.tick(spool._last_sync + 1)
-        assert spool._syncing is not None
-        spool._syncing.exception(timeout=10)
+        assert spool.syncer.busy
+        assert spool.syncer._running is not None
+        spool.syncer._running.exception(timeout=10)
         spool.tick()
         assert spool.degraded is not None and "EIO" in spool.degraded
         assert spool.append(burst(1)) == NOT_SPOOLED
