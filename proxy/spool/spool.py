@@ -342,8 +342,9 @@ class Spool:
                 self._unlink(self._tracker.seal(active))
 
     def tick(self, now: float | None = None) -> None:
-        """The caller's timer (every few ms): once ``fsync_ms`` has passed since the last sync began, sync what was
-        written — in the sync thread, so the caller never waits for the disk. At most one sync runs."""
+        """The caller's timer (every few ms; ``now`` in ``time.monotonic()`` seconds): once ``fsync_ms`` has passed
+        since the last sync began, sync what was written — in the sync thread, so the caller never waits for the
+        disk. At most one sync runs."""
         try:
             self.syncer.reap()
             if self._dirty and self._fd is not None and not self.syncer.busy:

@@ -9,8 +9,10 @@ Rules:
   segment that still holds undelivered messages.
 - A segment is *removable* when it is sealed (no more appends: not the active segment) and nothing in it is pending.
   :meth:`Tracker.done_many` and :meth:`Tracker.seal` return the segments that just became removable; the caller
-  unlinks their files. Records skipped as corrupt in a replayed segment are never pending.
-- Pure: no I/O, no clock. Nothing here is persisted: at restart every record still on disk is replayed.
+  unlinks their files. Records skipped as corrupt (or done before a clean close) in a replayed segment are never
+  pending. :meth:`Tracker.done_run` marks a contiguous run a bitmap byte at a time, with the same outcome as
+  :meth:`Tracker.done_many` over it.
+- Pure: no I/O, no clock. The bitmaps are saved only by the spool's done files at a clean close.
 """
 
 from __future__ import annotations
