@@ -14,7 +14,7 @@ Rules (docs/spool.md "Recovery" is the prose version):
   so the count is exact; 0 when the region held no record, e.g. bytes inserted between records). Not found: in the
   *last* segment that is a torn tail (a crash mid-write), ``truncate_at`` = X and nothing is counted; in any other
   segment it is a corrupt tail counting 1 ("at least one"). A frame that runs exactly to the end of the data with a
-  bad CRC is a corrupt record (counted), not a torn tail.
+  bad CRC and no valid frame inside it is a corrupt record (counted), not a torn tail.
 - A last segment shorter than its header (a crash while creating it) has ``truncate_at`` 0: it holds nothing.
 - Cost: linear in the segment's size, plus the resync search, which checks a few bytes per position and a CRC only
   where the length and sequence are plausible.
@@ -122,13 +122,13 @@ def walk_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> Ite
             pos += found.size
             continue
         detail = found.detail if isinstance(found, FrameError) else f"sequence {found.sequence} not above {last_seq}"
-        if isinstance(found, FrameError) and not found.short and pos + 8 + _LENGTH.unpack_from(data, pos)[0] == end:
-            yield Corrupt(pos, 1, detail)  # a whole last record, damaged in place
-            return
         following = _resync(data, pos, last_seq)
         if following is not None:
             yield Corrupt(pos, following.sequence - last_seq - 1, detail)
             pos = following.offset
+        elif isinstance(found, FrameError) and not found.short and pos + 8 + _LENGTH.unpack_from(data, pos)[0] == end:
+            yield Corrupt(pos, 1, detail)  # a whole last record, damaged in place
+            return
         elif last:
             yield TornTail(pos)
             return
