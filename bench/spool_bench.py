@@ -1,0 +1,141 @@
+"""Spool benchmark: the record codec and the writer (docs/spool.md).
+
+``--codec``: nanoseconds per message to encode a burst of 64 messages of 100-byte values with the fast encoder
+(AnyPartition with a null key, and PartitionKey with an 8-byte key), the same through the construct spec (ratio),
+and the intake's own datagram parse of the same message measured in the same run, for scale; then reading records
+back (``scan_segment``, what replay does).
+
+``--writer``: ``Spool.append`` of bursts of 64 x 100 B into a temporary directory (``--dir`` to choose the
+filesystem), with ``fsync_ms`` = 100 (the timer ticks after every burst) and 0 (fdatasync before each burst is
+released): messages/s, wall and CPU µs per message, the longest ``append`` + ``tick`` and the total time of
+those over 1 ms (how long the event loop would stall), fsyncs and their latency; then ``done_run`` per message,
+with segments deleted as they complete. The "(inline)" row syncs on the timer in the caller's thread instead of
+the sync thread, for comparison. The daemon-level spool on/off comparison comes with the daemon's integration.
+
+    .venv/bin/python bench/spool_bench.py                 # both parts
+    .venv/bin/python bench/spool_bench.py --codec         # one part
+    .venv/bin/python bench/spool_bench.py --quick         # a short run: checks that it runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _common import own_cpu_s
+
+from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
+from bruce.proxy.spool.format import encode_burst, encode_burst_schema, encode_header
+from bruce.proxy.spool.scan import scan_segment
+from bruce.wire.datagram import build_any_partition, parse_datagram
+
+BURST = 64
+VALUE = b"v" * 100
+
+
+def best_ns(fn: Callable[[], object], per: int, repeat: int, rounds: int) -> float:
+    """Best of ``rounds`` of ``repeat`` calls of ``fn``, in nanoseconds per item (``per`` items per call)."""
+    best = float("inf")
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            start = time.perf_counter_ns()
+            for _ in range(repeat):
+                fn()
+            best = min(best, (time.perf_counter_ns() - start) / (repeat * per))
+    finally:
+        gc.enable()
+    return best
+
+
+def codec(quick: bool) -> None:
+    repeat, rounds = (50, 2) if quick else (2000, 5)
+    plain = [SpoolMessage(b"topic-name", None, None, VALUE, 1_700_000_000_000)] * BURST
+    keyed = [SpoolMessage(b"topic-name", 0x444, b"key-0001", VALUE, 1_700_000_000_000)] * BURST
+    datagram = build_any_partition("topic-name", VALUE, b"", timestamp=1_700_000_000_000)
+    parse_ns = best_ns(lambda: [parse_datagram(datagram) for _ in range(BURST)], BURST, repeat, rounds)
+    print(f"codec: bursts of {BURST} messages, 100-byte values (best of {rounds} x {repeat} bursts)")
+    print(f"  {'intake datagram parse (scale)':42} {parse_ns:7.0f} ns/msg")
+    for name, burst in (("AnyPartition, null key", plain), ("PartitionKey, 8-byte key", keyed)):
+        fast = best_ns(lambda b=burst: encode_burst(0, b), BURST, repeat, rounds)
+        spec = best_ns(lambda b=burst: encode_burst_schema(0, b), BURST, max(1, repeat // 20), rounds)
+        print(
+            f"  encode_burst, {name:27} {fast:7.0f} ns/msg  {fast / parse_ns:5.2f}x the parse   "
+            f"spec {spec:7.0f} ns/msg ({spec / fast:.0f}x slower)"
+        )
+    segment = encode_header(0, 0) + b"".join(encode_burst(i * BURST, plain) for i in range(100))
+    scan_ns = best_ns(lambda: scan_segment(segment, name_base=0, last=True), BURST * 100, max(1, repeat // 50), rounds)
+    print(f"  {'scan_segment (replay), AnyPartition':42} {scan_ns:7.0f} ns/msg")
+
+
+class InlineSyncSpool(Spool):
+    """The timer's sync in the caller's thread, as without the sync thread: for comparison only."""
+
+    def tick(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self._dirty and self._fd is not None and now >= self._last_sync + self.config.fsync_ms / 1000:
+            self._sync()
+
+
+def writer(quick: bool, directory: Path | None) -> None:
+    bursts = 200 if quick else 5000
+    burst = [SpoolMessage(b"topic-name", None, None, VALUE, 1_700_000_000_000)] * BURST
+    total = bursts * BURST
+    with tempfile.TemporaryDirectory(prefix="bruce-spool-bench-", dir=directory) as tmp:
+        fs = os.statvfs(tmp)
+        print(f"writer: {bursts} bursts of {BURST} x 100 B into {tmp} ({fs.f_bsize}-byte blocks)")
+        for name, kind, fsync_ms in (
+            ("fsync_ms=100", Spool, 100),
+            ("  (inline)", InlineSyncSpool, 100),
+            ("fsync_ms=0", Spool, 0),
+        ):
+            where = Path(tmp) / f"{kind.__name__}{fsync_ms}"
+            with kind.open(SpoolConfig(where, fsync_ms=fsync_ms, max_bytes=1 << 40)) as spool:
+                firsts = []
+                stall = stalled = 0
+                cpu0, wall0 = own_cpu_s(), time.perf_counter()
+                for _ in range(bursts):
+                    start = time.perf_counter_ns()
+                    firsts.append(spool.append(burst))
+                    spool.tick()
+                    took = time.perf_counter_ns() - start
+                    stall = max(stall, took)
+                    stalled += took if took > 1_000_000 else 0
+                wall, cpu = time.perf_counter() - wall0, own_cpu_s() - cpu0
+                assert spool.degraded is None, spool.degraded
+                written = spool.bytes
+                start = time.perf_counter()
+                for first in firsts:
+                    spool.done_run(first, BURST)
+                done_ns = (time.perf_counter() - start) / total * 1e9
+                print(
+                    f"  {name:12} {total / wall:10,.0f} msgs/s  {wall / total * 1e6:6.2f} µs/msg wall  "
+                    f"{cpu / total * 1e6:6.2f} µs/msg CPU  longest append+tick {stall / 1e3:6.0f} µs  "
+                    f"calls over 1 ms {stalled / 1e6:6.1f} ms in all  "
+                    f"{written / total:.0f} B/msg on disk  "
+                    f"fsyncs {spool.syncer.fsyncs} (last {spool.syncer.last_us} µs, max {spool.syncer.max_us} µs)  "
+                    f"done_run {done_ns:.0f} ns/msg"
+                )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--codec", action="store_true", help="only the codec")
+    parser.add_argument("--writer", action="store_true", help="only the writer")
+    parser.add_argument("--dir", type=Path, help="where the writer's temporary spool goes (default: the temp dir)")
+    parser.add_argument("--quick", action="store_true", help="a short run")
+    args = parser.parse_args()
+    both = not args.codec and not args.writer
+    if args.codec or both:
+        codec(args.quick)
+    if args.writer or both:
+        writer(args.quick, args.dir)
+
+
+if __name__ == "__main__":
+    main()

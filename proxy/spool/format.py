@@ -1,0 +1,358 @@
+"""The spool's on-disk format: segment header and records (docs/spool.md is the prose version of this spec).
+
+Layout (big-endian throughout):
+
+- Segment header, :data:`HEADER_SIZE` = 28 bytes: magic ``b"BSPL"``, format version u16 (= 1), flags u16 (= 0),
+  base sequence u64 (the sequence of the segment's first record), created i64 (epoch ms), CRC-32C u32 of the 24
+  bytes before it.
+- Record frame: length u32 (bytes of the body), CRC-32C u32 of the body, body. Body: sequence u64, timestamp i64
+  (the client's, epoch ms), routing u8 (0 AnyPartition, 1 PartitionKey), partition key i32 (0 for AnyPartition),
+  topic length u16 (>= 1), key length i32 (-1 = null key), value length i32 (>= 0), then topic, key and value bytes.
+  The body ends exactly after the value. All fixed-size fields come first, so the encoder packs them in one call.
+- Done file (``<segment>.done``, written at a clean close for a segment partly done): magic ``b"BSPD"``, version
+  u16 (= 1), flags u16 (= 0), the segment's base sequence u64 and created i64, count u32 (bits), the bitmap
+  (``ceil(count / 8)`` bytes, bit i = sequence base + i done), CRC-32C u32 of everything before it.
+
+Rules:
+- :data:`HEADER` and :data:`RECORD` (construct) are the spec. :func:`encode_burst` and :func:`decode_frame` are the
+  hand-written hot path, proven by ``tests/proxy/spool/test_format.py`` to build identical bytes and to accept and
+  reject exactly what the spec does.
+- Decoding never raises for bad bytes: :func:`decode_frame` returns a :class:`SpoolRecord`, or a :class:`FrameError`
+  saying whether the frame is *short* (it runs past the end of the data: a torn write) or *bad* (CRC or field
+  check failed). :func:`parse_header` returns None for a header that is not valid.
+- Encoding takes :class:`SpoolMessage` tuples and raises :class:`~bruce.wire.errors.UsageError` for what cannot be
+  encoded (empty or over-long topic, out-of-range integers). Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Sequence
+from enum import IntEnum
+from typing import NamedTuple
+
+import construct as c
+from construct import this
+
+from bruce.wire.crc import crc32c
+from bruce.wire.errors import UsageError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "FRAME_OVERHEAD",
+    "HEADER",
+    "HEADER_SIZE",
+    "MAGIC",
+    "RECORD",
+    "DoneBitmap",
+    "FrameError",
+    "SegmentHeader",
+    "SpoolMessage",
+    "SpoolRecord",
+    "decode_frame",
+    "decode_frame_schema",
+    "encode_burst",
+    "encode_burst_schema",
+    "encode_done",
+    "encode_header",
+    "parse_done",
+    "parse_header",
+]
+
+MAGIC = b"BSPL"
+FORMAT_VERSION = 1
+HEADER_SIZE = 28
+FIXED_SIZE = 31  # sequence .. value length: the fixed part of a body
+FRAME_OVERHEAD = 8 + FIXED_SIZE  # length, CRC and fixed fields: bytes of a record that are not topic, key or value
+TOPIC_MAX = 2**16 - 1
+
+
+class Routing(IntEnum):
+    ANY_PARTITION = 0
+    PARTITION_KEY = 1
+
+
+# ---------------------------------------------------------------- the spec (construct)
+
+
+class _Crc32cFramed(c.Subconstruct):
+    """length u32, CRC-32C u32 of the body, then ``length`` bytes of body that ``subcon`` parses entirely."""
+
+    def _parse(self, stream, context, path):
+        length = c.Int32ub._parsereport(stream, context, path)
+        expected = c.Int32ub._parsereport(stream, context, path)
+        data = c.stream_read(stream, length, path)
+        actual = crc32c(data)
+        if actual != expected:
+            raise c.ChecksumError(f"CRC-32C is {actual:#010x}, the record says {expected:#010x}", path=path)
+        try:
+            return self.subcon._parsereport(io.BytesIO(data), context, path)
+        except c.StreamError as e:  # the body's fields run past its length: bad, not short
+            raise c.CheckError(f"the body does not fit its length: {e}", path=path) from None
+
+    def _build(self, obj, stream, context, path):
+        inner = io.BytesIO()
+        self.subcon._build(obj, inner, context, path)
+        data = inner.getvalue()
+        c.Int32ub._build(len(data), stream, context, path)
+        c.Int32ub._build(crc32c(data), stream, context, path)
+        c.stream_write(stream, data, len(data), path)
+        return obj
+
+
+HEADER_FIELDS = c.Struct(
+    "magic" / c.Const(MAGIC),
+    "version" / c.Const(FORMAT_VERSION, c.Int16ub),
+    "flags" / c.Const(0, c.Int16ub),  # reserved
+    "base_sequence" / c.Int64ub,
+    "created_ms" / c.Int64sb,
+)
+HEADER = c.Struct(
+    "fields" / c.RawCopy(HEADER_FIELDS),
+    "crc" / c.Checksum(c.Int32ub, crc32c, this.fields.data),
+)
+
+BODY = c.Struct(
+    "sequence" / c.Int64ub,
+    "timestamp" / c.Int64sb,
+    "routing" / c.Int8ub,
+    c.Check((this.routing == Routing.ANY_PARTITION) | (this.routing == Routing.PARTITION_KEY)),
+    "partition_key" / c.Int32sb,
+    c.Check((this.routing == Routing.PARTITION_KEY) | (this.partition_key == 0)),
+    "topic_size" / c.Rebuild(c.Int16ub, c.len_(this.topic)),
+    c.Check(this.topic_size >= 1),
+    "key_size" / c.Rebuild(c.Int32sb, lambda ctx: -1 if ctx.key is None else len(ctx.key)),
+    c.Check(this.key_size >= -1),
+    "value_size" / c.Rebuild(c.Int32sb, c.len_(this.value)),
+    c.Check(this.value_size >= 0),
+    "topic" / c.Bytes(this.topic_size),
+    "key" / c.If(this.key_size >= 0, c.Bytes(this.key_size)),
+    "value" / c.Bytes(this.value_size),
+    c.Terminated,
+)
+RECORD = _Crc32cFramed(BODY)
+
+
+# ---------------------------------------------------------------- values
+
+
+class SegmentHeader(NamedTuple):
+    base_sequence: int
+    created_ms: int
+
+
+class SpoolMessage(NamedTuple):
+    """A message to spool: ``partition_key`` None routes AnyPartition; ``key`` None is a null key."""
+
+    topic: bytes
+    partition_key: int | None
+    key: bytes | None
+    value: bytes
+    timestamp: int
+
+
+class SpoolRecord(NamedTuple):
+    """A record read back: a :class:`SpoolMessage`'s fields, its sequence, and its frame's offset and size."""
+
+    sequence: int
+    topic: bytes
+    partition_key: int | None
+    key: bytes | None
+    value: bytes
+    timestamp: int
+    offset: int
+    size: int
+
+    def message(self) -> SpoolMessage:
+        return SpoolMessage(self.topic, self.partition_key, self.key, self.value, self.timestamp)
+
+
+class FrameError(NamedTuple):
+    """Why no record could be read at ``offset``: ``short`` when the frame runs past the end of the data."""
+
+    offset: int
+    short: bool
+    detail: str
+
+
+# ---------------------------------------------------------------- header
+
+
+_HEADER = struct.Struct(">4sHHQq")
+_U32 = struct.Struct(">I")
+
+
+def encode_header(base_sequence: int, created_ms: int) -> bytes:
+    """The 28-byte segment header."""
+    try:
+        fields = _HEADER.pack(MAGIC, FORMAT_VERSION, 0, base_sequence, created_ms)
+    except struct.error as e:
+        raise UsageError(f"segment header out of range: {e}") from None
+    return fields + _U32.pack(crc32c(fields))
+
+
+def parse_header(data: bytes | bytearray | memoryview) -> SegmentHeader | None:
+    """The header at the start of ``data``, or None if it is short, has a bad CRC, magic, version or flags."""
+    if len(data) < HEADER_SIZE:
+        return None
+    magic, version, flags, base, created = _HEADER.unpack_from(data)
+    if crc32c(data[:24]) != _U32.unpack_from(data, 24)[0]:
+        return None
+    if magic != MAGIC or version != FORMAT_VERSION or flags:
+        return None
+    return SegmentHeader(base, created)
+
+
+def header_version(data: bytes | bytearray | memoryview) -> int | None:
+    """The format version of a header whose magic and CRC are valid (to report a newer format), else None."""
+    if len(data) < HEADER_SIZE or data[:4] != MAGIC or crc32c(data[:24]) != _U32.unpack_from(data, 24)[0]:
+        return None
+    return _HEADER.unpack_from(data)[1]
+
+
+# ---------------------------------------------------------------- done file (written at a clean close)
+
+DONE_MAGIC = b"BSPD"
+DONE_FIELDS = c.Struct(
+    "magic" / c.Const(DONE_MAGIC),
+    "version" / c.Const(FORMAT_VERSION, c.Int16ub),
+    "flags" / c.Const(0, c.Int16ub),  # reserved
+    "base_sequence" / c.Int64ub,  # the segment's
+    "created_ms" / c.Int64sb,  # the segment header's: a done file never applies to another segment of that name
+    "count" / c.Rebuild(c.Int32ub, c.len_(this.bitmap) * 8),
+    "bitmap" / c.Bytes((this.count + 7) // 8),  # bit i (LSB first in byte i // 8): sequence base + i is done
+)
+DONE_FILE = c.Struct(
+    "fields" / c.RawCopy(DONE_FIELDS),
+    "crc" / c.Checksum(c.Int32ub, crc32c, this.fields.data),
+    c.Terminated,
+)
+
+
+class DoneBitmap(NamedTuple):
+    base_sequence: int
+    created_ms: int
+    bitmap: bytes
+
+
+def encode_done(done: DoneBitmap) -> bytes:
+    """A done file (through the spec: it is written once per segment at a clean close)."""
+    fields = {"base_sequence": done.base_sequence, "created_ms": done.created_ms, "bitmap": done.bitmap}
+    return DONE_FILE.build({"fields": {"value": fields}})
+
+
+def parse_done(data: bytes) -> DoneBitmap | None:
+    """The done file's bitmap, or None if the file is not a valid done file."""
+    try:
+        f = DONE_FILE.parse(data).fields.value
+    except c.ConstructError:
+        return None
+    return DoneBitmap(f.base_sequence, f.created_ms, f.bitmap)
+
+
+# ---------------------------------------------------------------- records: the fast path
+
+_FRAME = struct.Struct(">II")
+_FIXED = struct.Struct(">QqBiHii")
+_U64_MAX = 2**64 - 1
+
+
+def encode_burst(first_sequence: int, messages: Sequence[SpoolMessage]) -> bytes:
+    """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``."""
+    out: list[bytes] = []
+    append = out.append
+    fixed = _FIXED.pack
+    frame = _FRAME.pack
+    seq = first_sequence
+    try:
+        for topic, partition_key, key, value, timestamp in messages:
+            if key is None:
+                body = fixed(seq, timestamp, partition_key is not None, partition_key or 0, len(topic), -1, len(value))
+                body += topic + value
+            else:
+                body = fixed(
+                    seq, timestamp, partition_key is not None, partition_key or 0, len(topic), len(key), len(value)
+                )
+                body += topic + key + value
+            if not topic:
+                raise UsageError("a spooled message needs a topic")
+            append(frame(len(body), crc32c(body)))
+            append(body)
+            seq += 1
+    except (struct.error, TypeError) as e:
+        raise UsageError(f"message {seq - first_sequence} cannot be spooled: {e}") from None
+    if seq > _U64_MAX + 1:
+        raise UsageError("spool sequence beyond 2**64")
+    return b"".join(out)
+
+
+def decode_frame(data: bytes | bytearray | memoryview, offset: int) -> SpoolRecord | FrameError:
+    """The record whose frame starts at ``offset`` in ``data``, or why there is none (never raises for bad bytes)."""
+    end = len(data)
+    if end - offset < 8:
+        return FrameError(offset, True, "frame header cut short")
+    length, crc = _FRAME.unpack_from(data, offset)
+    start = offset + 8
+    if end - start < length:
+        return FrameError(offset, True, f"length {length} runs past the end ({end - start} bytes left)")
+    if length < FIXED_SIZE:
+        return FrameError(offset, False, f"length {length} under {FIXED_SIZE}")
+    stop = start + length
+    if crc32c(data[start:stop]) != crc:
+        return FrameError(offset, False, "CRC-32C mismatch")
+    seq, ts, routing, pkey, topic_size, key_size, value_size = _FIXED.unpack_from(data, start)
+    if routing > 1 or (routing == 0 and pkey) or not topic_size or key_size < -1 or value_size < 0:
+        return FrameError(offset, False, "invalid field")
+    pos = start + FIXED_SIZE
+    key_end = pos + topic_size + max(key_size, 0)
+    if key_end + value_size != stop:
+        return FrameError(offset, False, "sizes do not match the length")
+    topic = bytes(data[pos : pos + topic_size])
+    key = bytes(data[pos + topic_size : key_end]) if key_size >= 0 else None
+    return SpoolRecord(seq, topic, pkey if routing else None, key, bytes(data[key_end:stop]), ts, offset, 8 + length)
+
+
+# ---------------------------------------------------------------- records through the spec
+
+
+def encode_burst_schema(first_sequence: int, messages: Sequence[SpoolMessage]) -> bytes:
+    """:func:`encode_burst` through the construct spec."""
+    out = []
+    for i, m in enumerate(messages):
+        item = {
+            "sequence": first_sequence + i,
+            "timestamp": m.timestamp,
+            "routing": Routing.ANY_PARTITION if m.partition_key is None else Routing.PARTITION_KEY,
+            "partition_key": m.partition_key or 0,
+            "topic": m.topic,
+            "key": m.key,
+            "value": m.value,
+        }
+        try:
+            out.append(RECORD.build(item))
+        except (c.ConstructError, TypeError) as e:
+            raise UsageError(f"message {i} cannot be spooled: {e}") from None
+    return b"".join(out)
+
+
+def decode_frame_schema(data: bytes | bytearray | memoryview, offset: int) -> SpoolRecord | FrameError:
+    """:func:`decode_frame` through the construct spec (the frame error's detail and kind come from the lengths)."""
+    stream = io.BytesIO(bytes(data))
+    stream.seek(offset)
+    try:
+        r = RECORD.parse_stream(stream)
+    except c.StreamError:
+        return FrameError(offset, True, "frame cut short")
+    except c.ConstructError as e:
+        return FrameError(offset, False, str(e))
+    return SpoolRecord(
+        r.sequence,
+        r.topic,
+        r.partition_key if r.routing else None,
+        r.key,
+        r.value,
+        r.timestamp,
+        offset,
+        stream.tell() - offset,
+    )

@@ -1,0 +1,473 @@
+"""The durable spool: a locked directory of append-only segment files, written a burst at a time, replayed at start,
+each segment deleted once every message in it is done (docs/spool.md).
+
+Rules:
+- :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
+  daemon must refuse to start), checks the newest segment (a torn tail is truncated) and lists the rest for
+  :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to across runs and never
+  rewritten in place (the one exception is the torn-tail truncation).
+- :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
+  consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
+  reason ``SPOOL_FULL``) — never raises. Segments roll before a burst that would take the active one past
+  ``segment_bytes``; a burst is never split.
+- Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
+  :meth:`Spool.tick`, which starts an ``fdatasync`` in the sync thread (:mod:`.syncer`) once ``fsync_ms`` has passed
+  since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after it was written and the
+  caller never waits for the timer's syncs; the next tick collects the result (an error degrades the spool). A
+  rolled segment is synced in the caller's thread before the next one is created, so only the newest segment can
+  have a torn tail after a power loss.
+- Full (``max_bytes`` counts every segment file): the burst is not written; ``full_policy`` "memory" (the default)
+  returns NOT_SPOOLED, "discard" returns SPOOL_FULL.
+- A disk error (ENOSPC, EIO, EROFS, …) while creating, writing or syncing never raises: the spool *degrades* —
+  ``degraded`` holds the error, one ERROR line is logged, and every later burst is NOT_SPOOLED until restart. A
+  write that failed part-way is cut back to the last whole burst. Deleting a done segment that fails is logged once
+  and retried never: it is replayed at the next start (duplicates, not losses).
+- :meth:`Spool.replay` reads one segment at a time and hands its records out as it walks them (bounded memory).
+- :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
+  stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, deletes the
+  active segment when all of it is done, and writes a done file (:mod:`.donefile`) for each segment partly done; a
+  clean shutdown after full delivery leaves no segment files.
+- For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
+  other thread is the sync thread, which touches nothing but its own descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from bruce.wire.errors import UsageError
+
+from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
+from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
+from .lock import acquire
+from .scan import Corrupt, TornTail, read_head, walk_segment
+from .syncer import Syncer
+from .tracker import Segment, Tracker
+
+__all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
+
+log = logging.getLogger("bruce.spool")
+
+NOT_SPOOLED = -1
+SPOOL_FULL = -2
+CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
+SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+
+
+class FullPolicy(StrEnum):
+    """What ``append`` does when the spool holds ``max_bytes``."""
+
+    MEMORY = "memory"  # hold new messages in memory only (the memory budget still applies), counted
+    DISCARD = "discard"  # discard new messages as SPOOL_FULL
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolConfig:
+    directory: Path
+    segment_bytes: int = 16 * 1024 * 1024
+    fsync_ms: int = 100
+    max_bytes: int = 1024 * 1024 * 1024
+    full_policy: FullPolicy = FullPolicy.MEMORY
+    replay_burst: int = 1024  # records per burst handed out by replay()
+
+    def __post_init__(self) -> None:
+        if self.segment_bytes <= HEADER_SIZE or self.max_bytes <= 0 or self.fsync_ms < 0 or self.replay_burst <= 0:
+            raise UsageError(f"invalid spool settings: {self}")
+
+
+def segment_name(base: int) -> str:
+    return f"{base:020d}.seg"
+
+
+def _wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Spool:
+    """See the module rules. Create with :meth:`open`."""
+
+    def __init__(self, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> None:
+        self.config = config
+        self.directory = Path(config.directory)
+        self._wall_ms = wall_ms
+        self._tracker = Tracker()
+        self._lock_fd: int | None = None
+        self._fd: int | None = None  # the active segment's
+        self._active: Segment | None = None
+        self._to_replay: list[Segment] = []
+        self._done_files: dict[str, bytes] = {}  # segment name -> done bitmap from the last clean close
+        self._last_name: str | None = None  # the newest segment found at open (the only one that may be torn)
+        self._bytes = 0  # every segment file's size
+        self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
+        self._dirty = False
+        self._last_sync = time.monotonic()
+        self._unlink_failed = False
+        self.next_sequence = 0
+        self.degraded: str | None = None
+        self.on_corrupt: Callable[[str, int, int, str], None] | None = None  # (file, offset, messages, detail)
+        # counters
+        self.appended = 0
+        self.replayed = 0
+        self.skipped_done = 0
+        self.corrupt = 0
+        self.not_spooled = 0
+        self.full = 0
+        self.syncer = Syncer()  # its fdatasync is replaceable, to inject failures
+        self._write = os.write  # replaceable, to inject failures
+
+    # -------------------------------------------------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> Spool:
+        """Create or reopen the spool; raises only :class:`~.lock.SpoolLocked` (a disk error degrades it)."""
+        spool = cls(config, wall_ms=wall_ms)
+        try:
+            spool.directory.mkdir(parents=True, exist_ok=True)
+            spool._lock_fd = acquire(spool.directory)
+            spool._load()
+        except OSError as e:
+            spool._degrade(e, "opening the spool")
+        return spool
+
+    def _load(self) -> None:
+        names = os.listdir(self.directory)
+        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
+        remove_orphans(self.directory, names, {name for _, name in found})
+        for base, name in found:
+            path = self.directory / name
+            with open(path, "rb") as f:
+                head = f.read(HEADER_SIZE)
+                nbytes = os.fstat(f.fileno()).st_size
+            header = parse_header(head)
+            segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
+            if name + DONE_SUFFIX in names:
+                self._done_files[name] = load_done(self.directory, name, base, header)
+            segment.nbytes = nbytes
+            self._bytes += nbytes
+            segment.awaiting_replay = True
+            self._to_replay.append(segment)
+            self.next_sequence = base + 1
+        if found:
+            self._last_name = found[-1][1]
+            self._check_newest(self._to_replay[-1])
+
+    def _check_newest(self, segment: Segment) -> None:
+        """Truncate the newest segment's torn tail, and continue the sequence after its last record."""
+        path = self.directory / segment.name
+        data = path.read_bytes()
+        if read_head(data, name_base=segment.base).unreadable:
+            return  # reported by replay
+        for item in walk_segment(data, name_base=segment.base, last=True):
+            if isinstance(item, SpoolRecord):
+                self.next_sequence = item.sequence + 1
+            elif isinstance(item, TornTail) and item.offset < len(data):
+                log.warning(
+                    "spool: %s ends in a torn write: %d bytes at offset %d truncated (a crash while writing)",
+                    path,
+                    len(data) - item.offset,
+                    item.offset,
+                )
+                os.truncate(path, item.offset)
+                self._bytes -= segment.nbytes - item.offset
+                segment.nbytes = item.offset
+
+    def replay(self) -> Iterator[list[SpoolRecord]]:
+        """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
+        memory at a time. Each one is pending until :meth:`done_many` names it. Corrupt records are counted, logged
+        and reported to ``on_corrupt``; records a done file marks done are skipped."""
+        while self._to_replay:
+            segment = self._to_replay.pop(0)
+            yield from self._replay_segment(segment)
+
+    def _replay_segment(self, segment: Segment) -> Iterator[list[SpoolRecord]]:
+        path = self.directory / segment.name
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            data, why = b"", str(e)
+        else:
+            why = read_head(data, name_base=segment.base).unreadable
+        if why:
+            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
+            self._left_in_place += 1
+            self._tracker.forget(segment)
+            return
+        bitmap = self._done_files.pop(segment.name, b"")
+        burst = self.config.replay_burst
+        chunk: list[SpoolRecord] = []
+        end = segment.base
+        for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
+            if isinstance(item, SpoolRecord):
+                end = item.sequence + 1
+                if bitmap and is_done(bitmap, item.sequence - segment.base):
+                    self.skipped_done += 1  # delivered before the last clean close
+                    continue
+                if len(chunk) == burst:  # handed out only once more follows: the last chunk comes after the seal
+                    yield self._hand_out(segment, chunk)
+                    chunk = []
+                chunk.append(item)
+            elif isinstance(item, Corrupt):
+                self._report(path, item)
+        self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
+        segment.awaiting_replay = False
+        self._unlink(self._tracker.seal(segment))
+        if chunk:
+            self.replayed += len(chunk)
+            yield chunk
+
+    def _hand_out(self, segment: Segment, chunk: list[SpoolRecord]) -> list[SpoolRecord]:
+        self._tracker.extend(segment, (r.sequence for r in chunk))
+        self.replayed += len(chunk)
+        return chunk
+
+    def _report(self, path: Path, region: Corrupt) -> None:
+        self.corrupt += region.count
+        log.error(
+            "spool: %s offset %d: damaged bytes skipped (%s); %d message(s) lost, discarded as SPOOL_CORRUPT",
+            path,
+            region.offset,
+            region.detail,
+            region.count,
+        )
+        if self.on_corrupt is not None and region.count:
+            self.on_corrupt(str(path), region.offset, region.count, region.detail)
+
+    # -------------------------------------------------------------------------------------------------- writing
+
+    def append(self, messages: Sequence[SpoolMessage]) -> int:
+        """Spool a burst: its first sequence, or NOT_SPOOLED / SPOOL_FULL (see the module rules). Never raises."""
+        n = len(messages)
+        if not n:
+            return self.next_sequence
+        if self.degraded is not None:
+            self.not_spooled += n
+            return NOT_SPOOLED
+        try:
+            data = encode_burst(self.next_sequence, messages)
+        except UsageError as e:
+            log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
+            self.not_spooled += n
+            return NOT_SPOOLED
+        active = self._active
+        roll = active is None or self._full_segment(active, len(data))
+        if self._over(len(data), roll) and active is not None and not active.pending:
+            try:  # the active segment is all done: let it go to make room
+                self._seal_active()
+            except OSError as e:
+                self._degrade(e, f"syncing {self.directory}")
+            active, roll = None, True
+        if self._over(len(data), roll):
+            self.full += n
+            if self.config.full_policy is FullPolicy.DISCARD:
+                return SPOOL_FULL
+            self.not_spooled += n
+            return NOT_SPOOLED
+        try:
+            if roll:
+                active = self._roll()
+            assert active is not None
+            self._write_all(data, active)
+        except OSError as e:
+            self._degrade(e, f"writing to {self.directory}")
+            self.not_spooled += n
+            return NOT_SPOOLED
+        first = self.next_sequence
+        self.next_sequence += n
+        self._tracker.append_run(active, first, n)
+        active.nbytes += len(data)
+        self._bytes += len(data)
+        self.appended += n
+        self._dirty = True
+        if self.config.fsync_ms == 0:
+            self._sync()
+        return first
+
+    def _over(self, more: int, roll: bool) -> bool:
+        """Writing ``more`` bytes (and a new header if ``roll``) would take the spool past ``max_bytes``."""
+        return self._bytes + more + (HEADER_SIZE if roll else 0) > self.config.max_bytes
+
+    def _full_segment(self, active: Segment, more: int) -> bool:
+        """The burst would take a segment that holds records past ``segment_bytes``."""
+        return active.nbytes > HEADER_SIZE and active.nbytes + more > self.config.segment_bytes
+
+    def _write_all(self, data: bytes, active: Segment) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(data):
+                written += self._write(self._fd, view[written:])
+        except OSError:
+            if written:
+                with contextlib.suppress(OSError):  # cut a partial burst off: the file ends at a whole record again
+                    os.ftruncate(self._fd, active.nbytes)
+            raise
+
+    def _roll(self) -> Segment:
+        """Seal the active segment (synced first) and start a new one at the next sequence."""
+        self._seal_active()
+        base = self.next_sequence
+        name = segment_name(base)
+        now = self._wall_ms()
+        header = encode_header(base, now)
+        fd = os.open(self.directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._fd = fd
+        segment = self._tracker.add(name, base, now)
+        self._active = segment
+        self._write_all(header, segment)
+        segment.nbytes = HEADER_SIZE
+        self._bytes += HEADER_SIZE
+        sync_directory(self.directory)  # the new file's name survives a power loss
+        return segment
+
+    def _seal_active(self) -> None:
+        active, fd = self._active, self._fd
+        self._active = self._fd = None
+        try:
+            if fd is not None and self._dirty:
+                self._sync_fd(fd)
+        finally:
+            if fd is not None:
+                os.close(fd)
+            if active is not None:
+                self._unlink(self._tracker.seal(active))
+
+    def tick(self, now: float | None = None) -> None:
+        """The caller's timer (every few ms; ``now`` in ``time.monotonic()`` seconds): once ``fsync_ms`` has passed
+        since the last sync began, sync what was written — in the sync thread, so the caller never waits for the
+        disk. At most one sync runs."""
+        try:
+            self.syncer.reap()
+            if self._dirty and self._fd is not None and not self.syncer.busy:
+                now = time.monotonic() if now is None else now
+                if now >= self._last_sync + self.config.fsync_ms / 1000:
+                    self.syncer.start(self._fd)
+                    self._dirty = False
+                    self._last_sync = now
+        except OSError as e:
+            self._degrade(e, f"syncing {self.directory}")
+
+    def _sync(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            self._sync_fd(self._fd)
+        except OSError as e:
+            self._degrade(e, f"syncing {self.directory}")
+
+    def _sync_fd(self, fd: int) -> None:
+        """Sync ``fd`` in the caller's thread (fsync_ms = 0, a roll, the close)."""
+        self.syncer.now(fd)
+        self._last_sync = time.monotonic()
+        self._dirty = False
+
+    def _degrade(self, error: OSError, during: str) -> None:
+        if self.degraded is None:
+            name = errno.errorcode.get(error.errno or 0, "error")
+            self.degraded = f"{during}: {name}: {error.strerror or error}"
+            log.error("spool: %s; new messages are held in memory only until bruce restarts", self.degraded)
+        if self._active is not None or self._fd is not None:
+            with contextlib.suppress(OSError):
+                self._seal_active()
+
+    # -------------------------------------------------------------------------------------------------- completion
+
+    def done_many(self, sequences: Sequence[int] | range) -> None:
+        """Messages delivered or discarded (not SERVER_SHUTDOWN): segments fully done are deleted."""
+        self._unlink(self._tracker.done_many(sequences))
+
+    def done_run(self, first: int, count: int) -> None:
+        """``count`` consecutive sequences from ``first`` done (a burst, or a run of one)."""
+        self._unlink(self._tracker.done_run(first, count))
+
+    def _unlink(self, segments: list[Segment]) -> None:
+        for segment in segments:
+            try:
+                with contextlib.suppress(FileNotFoundError):  # first: a done file never outlives its segment
+                    os.unlink(self.directory / (segment.name + DONE_SUFFIX))
+                os.unlink(self.directory / segment.name)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                self._left_in_place += 1
+                if not self._unlink_failed:
+                    self._unlink_failed = True
+                    log.error("spool: cannot delete %s (%s); it will be replayed at the next start", segment.name, e)
+                continue
+            self._bytes -= segment.nbytes
+
+    def close(self) -> None:
+        """Sync, delete the active segment if all of it is done, and release the lock. Idempotent."""
+        try:
+            self.syncer.close(CLOSE_SYNC_WAIT_S)
+        except OSError as e:
+            self._degrade(e, f"syncing {self.directory}")
+        try:
+            self._seal_active()
+        except OSError as e:
+            self._degrade(e, "closing the spool")
+        if self._lock_fd is not None and self.degraded is None:
+            write_done_files(self.directory, self._tracker, self.syncer.fdatasync)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------------------------------------------- status
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of every segment file in the directory (tracked or left in place)."""
+        return self._bytes
+
+    @property
+    def segments(self) -> int:
+        """Segment files in the directory (tracked or left in place)."""
+        return len(self._tracker) + self._left_in_place
+
+    @property
+    def pending(self) -> int:
+        """Messages spooled in this run or replayed and not yet done (unreplayed segments not counted)."""
+        return self._tracker.pending()
+
+    def oldest_age_ms(self, now_ms: int | None = None) -> int:
+        """Age of the oldest segment still holding an undelivered message (0 when none): an upper bound on the oldest
+        undelivered message's time in the spool."""
+        segment = self._tracker.oldest_pending()
+        if segment is None:
+            return 0
+        return max(0, (self._wall_ms() if now_ms is None else now_ms) - segment.created_ms)
+
+    def stats(self) -> dict[str, int]:
+        """The counters and gauges for the status pages and ``/metrics``."""
+        return {
+            "SpoolBytes": self.bytes,
+            "SpoolSegments": self.segments,
+            "SpoolAppended": self.appended,
+            "SpoolReplayed": self.replayed,
+            "SpoolSkippedDone": self.skipped_done,
+            "SpoolCorrupt": self.corrupt,
+            "SpoolFull": self.full,
+            "SpoolNotSpooled": self.not_spooled,
+            "SpoolPending": self.pending,
+            "SpoolOldestMs": self.oldest_age_ms(),
+            "SpoolFsyncs": self.syncer.fsyncs,
+            "SpoolFsyncLastUs": self.syncer.last_us,
+            "SpoolFsyncMaxUs": self.syncer.max_us,
+            "SpoolDoneUnknown": self._tracker.unknown,
+            "SpoolDegraded": int(self.degraded is not None),
+        }
