@@ -227,12 +227,20 @@ def test_stdin_is_read_within_a_bound(
     assert [d.value for d in parsed(receiver)] == [b"x" * 10]
 
 
+def _as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT deliverable, as from a terminal. The test process may have it ignored (a
+    shell's background job) or blocked (a thread of an earlier test's event loop), and a child inherits both."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_says_how_many_were_sent(sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as small:
         small.bind(sock_path)
         proc = subprocess.Popen(
             [str(TO_BRUCE), "--socket_path", sock_path, "--topic", "t", "--count", "1000", "--interval", "1000"],
             stderr=subprocess.PIPE,
+            preexec_fn=_as_from_a_terminal,
         )
         first = small.recv(1000)  # it is sending
         proc.send_signal(signal.SIGINT)
