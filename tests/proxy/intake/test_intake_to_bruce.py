@@ -229,7 +229,7 @@ def test_stdin_is_read_within_a_bound(
 
 def _as_from_a_terminal() -> None:
     """In the child before exec: SIGINT deliverable, as from a terminal. The test process may have it ignored (a
-    shell's background job) or blocked (a thread of an earlier test's event loop), and a child inherits both."""
+    shell's background job) or blocked (a signal mask it inherited), and a child inherits both."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
