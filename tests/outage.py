@@ -38,12 +38,13 @@ class _Forwarder:
         self._server = asyncio.run_coroutine_threadsafe(serve, self._loop).result(10)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._transports.add(writer.transport)  # reset by close() even while the upstream connect is under way
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target)
         except OSError:
             writer.transport.abort()
             return
-        self._transports |= {writer.transport, up_writer.transport}
+        self._transports.add(up_writer.transport)
         await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
 
     def close(self) -> None:
