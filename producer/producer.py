@@ -32,7 +32,6 @@ import random
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -44,6 +43,7 @@ from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import DeliveryError, ProducerClosed, QueueFull
+from .health import BrokerHealth, BrokerState, QueueStats
 from .message import (
     Message,
     OutcomeSink,
@@ -61,36 +61,12 @@ from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .security import client_context
-from .sender import BrokerHealth, Sender
+from .sender import Sender
 from .topics import TopicCreator
 from .transport import Timeouts
 from .trouble import BrokerTrouble
 
 log = logging.getLogger("bruce.producer")
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStats:
-    """Messages of one topic by state (Bruce's /queues): accumulating, waiting to be sent, waiting for an ACK."""
-
-    batching: int
-    send_wait: int
-    ack_wait: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerState:
-    """One broker as the status pages show it: address, connection state (``connected``, ``connect failed``,
-    ``disconnected``, ``idle``: no produce connection opened yet), since when (epoch s; 0 = since start), and the
-    last error's text and time (``""`` and 0 when none)."""
-
-    node_id: int
-    host: str
-    port: int
-    state: str
-    since: float = 0.0
-    last_error: str = ""
-    last_error_at: float = 0.0
 
 
 class Producer:
