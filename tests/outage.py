@@ -1,4 +1,5 @@
-"""A broker that can be killed and restarted at the same address: for outage tests and bench/recovery_bench.py.
+"""A broker that can be killed and restarted at the same address: for outage tests, bench/recovery_bench.py and
+(its :class:`Forwarder`) bench/outage_bench.py.
 
 Rules:
 - tansu keeps its data in memory: a restarted tansu is empty, and a producer probing it could see a topic missing (and
@@ -25,7 +26,7 @@ from pathlib import Path
 from bruce.proxy.embedded import EmbeddedBroker, free_port
 
 
-class _Forwarder:
+class Forwarder:
     """127.0.0.1:``port`` → 127.0.0.1:``target``, served by a thread of its own until :meth:`close`."""
 
     def __init__(self, port: int, target: int) -> None:
@@ -44,7 +45,9 @@ class _Forwarder:
             writer.transport.abort()
             return
         self._transports |= {writer.transport, up_writer.transport}
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        # cancelled by close(): ends quietly (asyncio 3.11 would log a cancelled connection handler as an error)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
 
     def close(self) -> None:
         async def stop() -> None:
@@ -77,7 +80,7 @@ class OutageBroker:
         self.port = free_port()
         self.log_path = log_path
         self.tansu: EmbeddedBroker | None = None
-        self._forwarder: _Forwarder | None = None
+        self._forwarder: Forwarder | None = None
         self._starter = ThreadPoolExecutor(1, thread_name_prefix="outage-tansu")
 
     @property
@@ -92,7 +95,7 @@ class OutageBroker:
         self.tansu = EmbeddedBroker(log_path=self.log_path, advertised_port=self.port).start()
         for name, partitions in topics.items():
             self.tansu.create_topic(name, partitions)
-        self._forwarder = _Forwarder(self.port, self.tansu.port)
+        self._forwarder = Forwarder(self.port, self.tansu.port)
         return time.monotonic()
 
     def kill(self) -> None:
