@@ -27,11 +27,11 @@ MAX_CHUNKS = 256
 class NetProxy:
     """``async with NetProxy("127.0.0.1", port, delay_ms=20) as proxy: connect to proxy.address``."""
 
-    def __init__(self, target_host: str, target_port: int, *, delay_ms: float = 0.0) -> None:
+    def __init__(self, target_host: str, target_port: int, *, delay_ms: float = 0.0, port: int = 0) -> None:
         self.target = (target_host, target_port)
         self.delay = delay_ms / 1000
         self.drop_answers = False
-        self.port = 0
+        self.port = port  # 0: a free one, chosen when started
         self.connections = 0  # accepted so far
         self.cuts = 0  # connections aborted by cut()
         self._server: asyncio.Server | None = None
@@ -164,10 +164,13 @@ async def _run(fn):
 
 
 @contextlib.contextmanager
-def proxy_in_thread(target_host: str, target_port: int, *, delay_ms: float = 0.0) -> Iterator[ThreadedProxy]:
-    """A started :class:`NetProxy` served by a thread of its own; stopped (and the thread joined) on leaving."""
+def proxy_in_thread(
+    target_host: str, target_port: int, *, delay_ms: float = 0.0, port: int = 0
+) -> Iterator[ThreadedProxy]:
+    """A started :class:`NetProxy` (on ``port``, or a free one) served by a thread of its own; stopped (every
+    connection reset, the port closed) and the thread joined on leaving."""
     loop = asyncio.new_event_loop()
-    proxy = NetProxy(target_host, target_port, delay_ms=delay_ms)
+    proxy = NetProxy(target_host, target_port, delay_ms=delay_ms, port=port)
     thread = threading.Thread(target=loop.run_forever, name="netproxy", daemon=True)
     thread.start()
     try:
