@@ -22,8 +22,6 @@ after the outage. The script prints, per outage:
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import multiprocessing as mp
 import os
 import signal
@@ -31,15 +29,26 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from proxy_bench import PARTITIONS, VALUE_SIZE, consume_count, status_kib
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from bruce.proxy.embedded import free_port, tansu_binary
+from outage import Forwarder
+from proxy_bench import (
+    PARTITIONS,
+    VALUE_SIZE,
+    consume_count,
+    counters,
+    gauge,
+    settled_count,
+    status_kib,
+    wait_for,
+    wait_serving,
+)
+
+from bruce.proxy.embedded import EmbeddedBroker, free_port
 from bruce.wire.datagram import build_any_partition
 
 BEFORE_S = 3.0  # steady sending before the outage
@@ -52,85 +61,21 @@ MiB = 1024 * 1024
 
 
 class Gate:
-    """A TCP forwarder from ``port`` to ``target`` on 127.0.0.1 that can go away and come back on the same port."""
+    """The broker's address: a forwarder from ``port`` to ``target`` that can go away (connects refused, every
+    connection reset, as with a killed broker) and come back on the same port."""
 
     def __init__(self, port: int, target: int) -> None:
         self.port = port
         self.target = target
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="gate", daemon=True)
-        self._thread.start()
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._forwarder: Forwarder | None = None
 
     def open(self) -> None:
-        async def start() -> None:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
-
-        asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+        self._forwarder = Forwarder(self.port, self.target)
 
     def close(self) -> None:
-        """Refuse connects and reset every connection (a dead broker)."""
-
-        async def stop() -> None:
-            if self._server is not None:
-                self._server.close()
-                self._server = None
-            for w in list(self._writers):
-                w.transport.abort()
-            self._writers.clear()
-
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
-
-    def shutdown(self) -> None:
-        self.close()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True)
-        for w in (writer, up_writer):
-            self._writers.discard(w)
-            w.transport.abort()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    while data := await reader.read(65536):
-        writer.write(data)
-        await writer.drain()
-    writer.transport.abort()
-
-
-def start_tansu(port: int, advertised: int, log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [
-                str(tansu_binary()),
-                "broker",
-                *("--listener-url", f"tcp://127.0.0.1:{port}"),
-                *("--advertised-listener-url", f"tcp://127.0.0.1:{advertised}"),
-                *("--storage-engine", "memory://tansu/"),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return proc
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("tansu did not start")
+        forwarder, self._forwarder = self._forwarder, None
+        if forwarder is not None:
+            forwarder.close()
 
 
 # --------------------------------------------------------------------------------------------------------- sender
@@ -164,26 +109,6 @@ def _sender(path: str, topic: str, rate: int, seconds: float, ready: mp.Event, r
 # -------------------------------------------------------------------------------------------------------- reading
 
 
-def counters(url: str) -> dict[str, int]:
-    """The daemon's counters, summed over labels, plus ``Discard:<reason>`` per reason."""
-    with urllib.request.urlopen(url + "/counters/json", timeout=10) as r:
-        out: dict[str, int] = {}
-        for c in json.load(r)["counters"]:
-            out[c["name"]] = out.get(c["name"], 0) + c["value"]
-            reason = dict(c.get("labels") or {}).get("reason")
-            if c["name"] == "Discard" and reason:
-                out[f"Discard:{reason}"] = out.get(f"Discard:{reason}", 0) + c["value"]
-        return out
-
-
-def budget_used(url: str) -> float:
-    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("bruce_msg_buffer_used_bytes "):
-                return float(line.split()[1])
-    raise KeyError("bruce_msg_buffer_used_bytes")
-
-
 @dataclass
 class Result:
     outage_s: float
@@ -199,23 +124,11 @@ class Result:
     drain_s: float
 
 
-def run_one(outage: float, rate: int, budget_kib: int, gate: Gate, tansu_port: int, workdir: Path, n: int) -> Result:
+def run_one(
+    outage: float, rate: int, budget_kib: int, gate: Gate, tansu: EmbeddedBroker, workdir: Path, n: int
+) -> Result:
     topic = f"outage-{os.getpid()}-{n}"
-    subprocess.run(
-        [
-            str(tansu_binary()),
-            "topic",
-            "create",
-            topic,
-            "--partitions",
-            str(PARTITIONS),
-            "--broker",
-            f"tcp://127.0.0.1:{tansu_port}",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
+    tansu.create_topic(topic, PARTITIONS, timeout=60)
     sock = str(workdir / f"bruce-{n}.sock")
     log_path = workdir / f"bruce-{n}.log"
     args = [
@@ -226,8 +139,8 @@ def run_one(outage: float, rate: int, budget_kib: int, gate: Gate, tansu_port: i
     with open(log_path, "wb") as log:
         daemon = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
-        url = _wait_serving(daemon, log_path)
-        _wait(lambda: counters(url).get("MetadataChanged", 0) >= 1, "the daemon's first metadata")
+        url = wait_serving(daemon, log_path)
+        wait_for(lambda: counters(url).get("MetadataChanged", 0) >= 1, "the daemon's first metadata")
         rss0 = status_kib(daemon.pid, "VmRSS") * 1024
         ctx = mp.get_context("spawn")
         ready, results = ctx.Event(), ctx.Queue()
@@ -244,7 +157,7 @@ def run_one(outage: float, rate: int, budget_kib: int, gate: Gate, tansu_port: i
             c = counters(url)
             held = c.get("MsgReceived", 0) - c.get("MsgDelivered", 0) - c.get("MsgDiscarded", 0)
             if held > peak_held:
-                peak_held, peak_budget = held, budget_used(url)
+                peak_held, peak_budget = held, gauge(url, "bruce_msg_buffer_used_bytes")
                 peak_rss = status_kib(daemon.pid, "VmRSS") * 1024 - rss0
             time.sleep(0.1)
         c = counters(url)
@@ -265,7 +178,7 @@ def run_one(outage: float, rate: int, budget_kib: int, gate: Gate, tansu_port: i
             time.sleep(0.01)
         sent = results.get(timeout=TIMEOUT_S)
         sender.join(10)
-        _wait(lambda: _settled(url) >= sent, "every message to have its fate")
+        wait_for(lambda: settled_count(url) >= sent, "every message to have its fate")
         c = counters(url)
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(60)
@@ -287,31 +200,6 @@ def run_one(outage: float, rate: int, budget_kib: int, gate: Gate, tansu_port: i
         resumed,
         drained,
     )
-
-
-def _settled(url: str) -> int:
-    c = counters(url)
-    return c.get("MsgDelivered", 0) + c.get("MsgDiscarded", 0)
-
-
-def _wait(predicate, what: str, timeout: float = TIMEOUT_S) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def _wait_serving(daemon: subprocess.Popen[bytes], log_path: Path) -> str:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if daemon.poll() is not None:
-            raise RuntimeError(f"bruce exited with {daemon.returncode}:\n{log_path.read_text()}")
-        for line in log_path.read_text().splitlines():
-            if "serving: socket" in line:
-                return line.rsplit("status ", 1)[1].rstrip("/")
-        time.sleep(0.05)
-    raise RuntimeError(f"bruce did not start:\n{log_path.read_text()}")
 
 
 def _print(r: Result, budget_kib: int) -> None:
@@ -353,23 +241,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     failed = False
     with tempfile.TemporaryDirectory(prefix="outage-bench-") as tmp:
-        tansu_port, gate_port = free_port(), free_port()
-        tansu = start_tansu(tansu_port, gate_port, Path(tmp) / "tansu.log")
-        gate = Gate(gate_port, tansu_port)
-        gate.open()
-        try:
-            for n, outage in enumerate(outages):
-                r = run_one(outage, a.rate, a.budget_kib, gate, tansu_port, Path(tmp), n)
-                _print(r, a.budget_kib)
-                failed |= r.read_back != r.delivered or r.delivered + r.discarded != r.sent
-        finally:
-            gate.shutdown()
-            tansu.send_signal(signal.SIGTERM)
+        gate_port = free_port()
+        with EmbeddedBroker(log_path=Path(tmp) / "tansu.log", advertised_port=gate_port) as tansu:
+            gate = Gate(gate_port, tansu.port)
+            gate.open()
             try:
-                tansu.wait(10)
-            except subprocess.TimeoutExpired:
-                tansu.kill()
-                tansu.wait(10)
+                for n, outage in enumerate(outages):
+                    r = run_one(outage, a.rate, a.budget_kib, gate, tansu, Path(tmp), n)
+                    _print(r, a.budget_kib)
+                    failed |= r.read_back != r.delivered or r.delivered + r.discarded != r.sent
+            finally:
+                gate.close()
     return 1 if failed else 0
 
 

@@ -130,10 +130,14 @@ def status_kib(pid: int, field: str) -> int:
 
 
 def counters(url: str) -> dict[str, int]:
+    """The daemon's counters, summed over labels, plus ``Discard:<reason>`` per reason."""
     with urllib.request.urlopen(url + "/counters/json", timeout=10) as r:
         out: dict[str, int] = {}
         for c in json.load(r)["counters"]:
             out[c["name"]] = out.get(c["name"], 0) + c["value"]
+            reason = dict(c.get("labels") or {}).get("reason")
+            if c["name"] == "Discard" and reason:
+                out[f"Discard:{reason}"] = out.get(f"Discard:{reason}", 0) + c["value"]
         return out
 
 
@@ -237,11 +241,11 @@ def run_one(
     with open(log_path, "wb") as log:
         daemon = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
-        url = _wait_serving(daemon, log_path)
-        _wait(lambda: counters(url).get("MetadataChanged", 0) >= 1, "the daemon's first metadata")
+        url = wait_serving(daemon, log_path)
+        wait_for(lambda: counters(url).get("MetadataChanged", 0) >= 1, "the daemon's first metadata")
         if warmup:  # one small burst first, so the first batch's lazy set-up is not measured
             _send(sock, topic, warmup, 1)
-            _wait(lambda: _settled(url) >= warmup, "the warm-up")
+            wait_for(lambda: settled_count(url) >= warmup, "the warm-up")
         start_rss = status_kib(daemon.pid, "VmRSS")
         loop0, reader0 = daemon_cpu_s(daemon.pid)
         t0 = time.monotonic()
@@ -254,7 +258,7 @@ def run_one(
                 read_at.append(time.monotonic())
             return c.get("MsgDelivered", 0) + c.get("MsgDiscarded", 0) >= warmup + messages
 
-        _wait(settled, "every message to be acknowledged or discarded")
+        wait_for(settled, "every message to be acknowledged or discarded")
         seconds = time.monotonic() - t0
         read_seconds = (read_at[0] if read_at else time.monotonic()) - t0
         loop1, reader1 = daemon_cpu_s(daemon.pid)
@@ -304,12 +308,12 @@ def _send(sock: str, topic: str, messages: int, senders: int, blocking: bool = T
     return out
 
 
-def _settled(url: str) -> int:
+def settled_count(url: str) -> int:
     c = counters(url)
     return c.get("MsgDelivered", 0) + c.get("MsgDiscarded", 0)
 
 
-def _wait(predicate, what: str, timeout: float = TIMEOUT_S) -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate, what: str, timeout: float = TIMEOUT_S) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -317,7 +321,7 @@ def _wait(predicate, what: str, timeout: float = TIMEOUT_S) -> None:  # type: ig
         time.sleep(0.02)
 
 
-def _wait_serving(daemon: subprocess.Popen[bytes], log_path: Path) -> str:
+def wait_serving(daemon: subprocess.Popen[bytes], log_path: Path) -> str:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if daemon.poll() is not None:

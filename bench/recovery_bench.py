@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from outage import OutageBroker
+from proxy_bench import wait_serving
 
 from bruce.producer import Message, Producer, ProducerConfig
 from bruce.proxy.client import BruceClient
@@ -103,7 +103,7 @@ def daemon_trial(broker: OutageBroker, down: float, workdir: Path) -> float:
     with open(log_path, "wb") as log:
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
-        status = _wait_serving(log_path, process)
+        status = wait_serving(process, log_path)
         stop = threading.Event()
 
         def send() -> None:
@@ -138,17 +138,6 @@ def daemon_trial(broker: OutageBroker, down: float, workdir: Path) -> float:
         process.terminate()
         process.wait(60)
         broker.kill()
-
-
-def _wait_serving(log_path: Path, process: subprocess.Popen[bytes]) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log_path.read_text()
-        match = re.search(r"serving: socket \S+, status (http://\S+?)/\s", log_path.read_text())
-        if match:
-            return match.group(1)
-        time.sleep(0.05)
-    raise AssertionError("the daemon did not start")
 
 
 def _acks(status: str) -> int:

@@ -46,6 +46,15 @@ def _load(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text())
 
 
+def _save(fig: Any, data: dict[str, Any], path: Path) -> Path:
+    """The machine footer, the layout, the PNG written and the figure closed."""
+    _footer(fig, data)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def _footer(fig: Any, data: dict[str, Any]) -> None:
     m = data["machine"]
     fig.text(
@@ -79,12 +88,7 @@ def throughput(data: dict[str, Any], out: Path) -> Path:
         ax.grid(True, which="both", alpha=0.3)
     left.legend(fontsize=8)
     fig.suptitle("Producer throughput against value size (acks=1, one partition, tansu)")
-    _footer(fig, data)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = out / "benchmarks-throughput.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, data, out / "benchmarks-throughput.png")
 
 
 def daemon_cpu(data: dict[str, Any], out: Path) -> Path:
@@ -114,12 +118,7 @@ def daemon_cpu(data: dict[str, Any], out: Path) -> Path:
     ax.grid(True, axis="y", alpha=0.3)
     s = data["settings"]
     fig.suptitle(f"Daemon CPU per message by process ({s['messages']:,} x {s['value_bytes']} B datagrams)")
-    _footer(fig, data)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = out / "benchmarks-daemon-cpu.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, data, out / "benchmarks-daemon-cpu.png")
 
 
 def latency(data: dict[str, Any], out: Path) -> Path:
@@ -141,12 +140,7 @@ def latency(data: dict[str, Any], out: Path) -> Path:
     axes[0][0].legend(fontsize=8, loc="upper left")
     s = data["settings"]
     fig.suptitle(f"Send → delivery latency (acks=1, linger {s['linger_ms']} ms, {s['value_bytes']} B values)")
-    _footer(fig, data)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = out / "benchmarks-latency.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, data, out / "benchmarks-latency.png")
 
 
 def tables(producer: dict | None, proxy: dict | None, lat: dict | None) -> str:

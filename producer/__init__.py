@@ -20,9 +20,10 @@ from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_v
 from .config import ProducerConfig, parse_host_port
 from .counters import Counters
 from .errors import ConfigError, DeliveryError, ProducerClosed, QueueFull, TransportError
+from .health import BrokerState, QueueStats
 from .message import Message, OutcomeSink
 from .partitioner import key_to_partition_key, partition_for_key
-from .producer import BrokerState, Producer, QueueStats
+from .producer import Producer
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .sasl import AuthenticationFailed

@@ -32,19 +32,18 @@ import random
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from bruce.wire.compression import Codec
 from bruce.wire.errors import UsageError
 
-from . import metadata
 from .backoff import PauseBackoff
 from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import DeliveryError, ProducerClosed, QueueFull
+from .health import BrokerHealth, BrokerState, QueueStats
 from .message import (
     Message,
     OutcomeSink,
@@ -55,42 +54,19 @@ from .message import (
     check_timestamp,
     timestamps_in_range,
 )
-from .metadata import MetadataFetcher, MetadataUnavailable
+from .metadata import MetadataFetcher
 from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .security import client_context
-from .sender import BrokerHealth, Sender
+from .sender import Sender
+from .topics import TopicCreator
 from .transport import Timeouts
 from .trouble import BrokerTrouble
 
 log = logging.getLogger("bruce.producer")
-
-
-@dataclass(frozen=True, slots=True)
-class QueueStats:
-    """Messages of one topic by state (Bruce's /queues): accumulating, waiting to be sent, waiting for an ACK."""
-
-    batching: int
-    send_wait: int
-    ack_wait: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerState:
-    """One broker as the status pages show it: address, connection state (``connected``, ``connect failed``,
-    ``disconnected``, ``idle``: no produce connection opened yet), since when (epoch s; 0 = since start), and the
-    last error's text and time (``""`` and 0 when none)."""
-
-    node_id: int
-    host: str
-    port: int
-    state: str
-    since: float = 0.0
-    last_error: str = ""
-    last_error_at: float = 0.0
 
 
 class Producer:
@@ -134,7 +110,6 @@ class Producer:
         self._tasks: list[asyncio.Task[Any]] = []
         self._core: list[asyncio.Task[Any]] = []  # the refresh loop and the pause: alive as long as the producer
         self._group: asyncio.TaskGroup | None = None
-        self._autocreating: set[str] = set()
         self._first_view: asyncio.Future[None] | None = None
         self._dispatcher = d = Dispatcher(config, self.counters, sink, cycle=AnyPartitionCycle(self._rng))
         self._trouble = BrokerTrouble()
@@ -148,7 +123,8 @@ class Producer:
         d.wake_broker = self._wake_broker
         d.on_pause = self._pause.request
         d.on_unknown_topic = lambda topic: fetcher.request()
-        d.on_autocreate = self._start_autocreate
+        self._topics = TopicCreator(config, self.counters, d, fetcher, self._apply_view, self._spawn)
+        d.on_autocreate = self._topics.start
         d.on_drained = self._drained
         d.on_progress = self._pause.progress
         d.fetches_begun = lambda: fetcher.begun
@@ -399,33 +375,7 @@ class Producer:
         ``TopicAutocreateOk/Fail/NoAnswer/Timeout``."""
         if self._first_view is None or self._group is None:
             raise ProducerClosed("the producer is not running")
-        if self._dispatcher.topic_info(topic) is not None:
-            return None
-        try:
-            async with asyncio.timeout(self.config.topic_create_timeout_ms / 1000):
-                return await self._create_and_wait(topic)
-        except TimeoutError:
-            self.counters.inc("TopicAutocreateTimeout")
-            return DiscardReason.TOPIC_CREATE_TIMEOUT
-
-    async def _create_and_wait(self, topic: str) -> DiscardReason | None:
-        d = self._dispatcher
-        if not await self._fetcher.autocreate(topic):
-            return DiscardReason.TOPIC_AUTOCREATE_FAIL
-        delays = iter(metadata.AUTOCREATE_CHECKS)
-        delay = 0.0  # the first look at once: a broker that creates on request (tansu) shows the topic already
-        while True:  # ended by create_topic's deadline
-            await asyncio.sleep(delay)
-            delay = next(delays, delay)
-            if d.topic_info(topic) is not None:  # another refresh found it meanwhile
-                return None
-            try:
-                view, number = await self._fetcher.fetch()
-            except MetadataUnavailable:
-                continue
-            self._apply_view(view, number)
-            if view.topic(topic) is not None:
-                return None
+        return await self._topics.create(topic)
 
     def compact(self) -> int:
         """With a ``pack`` function (the daemon's :meth:`~bruce.proxy.packed.Packer.pack`): store the loose ready
@@ -560,23 +510,3 @@ class Producer:
         drained, self._drained_future = self._drained_future, None
         if drained is not None and not drained.done():
             drained.set_result(None)
-
-    def _start_autocreate(self, topic: str) -> None:
-        if topic not in self._autocreating:
-            self._autocreating.add(topic)
-            self._spawn(self._autocreate(topic))
-
-    async def _autocreate(self, topic: str) -> None:
-        try:
-            failure = await self.create_topic(topic)
-        finally:
-            self._autocreating.discard(topic)
-        if failure is not None:  # None: the new view has routed the topic's messages
-            detail = _AUTOCREATE_DETAIL[failure]
-            self._dispatcher.fail_unknown(topic, failure, detail)
-
-
-_AUTOCREATE_DETAIL = {
-    DiscardReason.TOPIC_AUTOCREATE_FAIL: "no broker agreed to create the topic",
-    DiscardReason.TOPIC_CREATE_TIMEOUT: "the topic was not in metadata by the creation deadline",
-}

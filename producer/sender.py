@@ -24,7 +24,6 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ from .acks import Failure
 from .backoff import ExponentialBackoff
 from .dispatcher import Dispatcher
 from .errors import TransportError
+from .health import AUTH_FAILED, CONNECT_FAILED, CONNECTED, DISCONNECTED, BrokerHealth
 from .queues import PartitionQueue
 from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_part
 from .sasl import AuthenticationFailed
@@ -51,28 +51,6 @@ class Prepared:
     conn: BrokerConnection
     parts: list[Part]
     request: ProduceRequest
-
-
-CONNECTED, CONNECT_FAILED, DISCONNECTED, IDLE = "connected", "connect failed", "disconnected", "idle"
-AUTH_FAILED = "authentication failed"
-
-
-@dataclass(slots=True)
-class BrokerHealth:
-    """A sender's connection state for the status pages: the state, since when (epoch s), the last error's text and
-    time. Changed only on transitions (connect, connect failure, connection lost), never per message."""
-
-    state: str = IDLE
-    since: float = 0.0
-    last_error: str = ""
-    last_error_at: float = 0.0
-
-    def note(self, state: str, error: str = "") -> None:
-        now = time.time()
-        if state != self.state:
-            self.state, self.since = state, now
-        if error:
-            self.last_error, self.last_error_at = error, now
 
 
 class Sender:

@@ -27,15 +27,16 @@ MAX_CHUNKS = 256
 class NetProxy:
     """``async with NetProxy("127.0.0.1", port, delay_ms=20) as proxy: connect to proxy.address``."""
 
-    def __init__(self, target_host: str, target_port: int, *, delay_ms: float = 0.0) -> None:
+    def __init__(self, target_host: str, target_port: int, *, delay_ms: float = 0.0, port: int = 0) -> None:
         self.target = (target_host, target_port)
         self.delay = delay_ms / 1000
         self.drop_answers = False
-        self.port = 0
+        self.port = port  # 0: a free one, chosen when started
         self.connections = 0  # accepted so far
         self.cuts = 0  # connections aborted by cut()
         self._server: asyncio.Server | None = None
         self._live: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        self._connecting: set[asyncio.StreamWriter] = set()  # accepted, upstream connect under way
         self._tasks: set[asyncio.Task] = set()
 
     @property
@@ -67,6 +68,8 @@ class NetProxy:
         """Abort every open connection now (both sides); returns how many."""
         live = list(self._live)
         self._live.clear()
+        for client in list(self._connecting):
+            client.transport.abort()
         for client, server in live:
             client.transport.abort()
             server.transport.abort()
@@ -75,10 +78,16 @@ class NetProxy:
 
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self._connecting.add(client_writer)  # cut() resets it even while its upstream connect is under way
         try:
             server_reader, server_writer = await asyncio.open_connection(*self.target)
         except OSError:
             client_writer.transport.abort()
+            return
+        finally:
+            self._connecting.discard(client_writer)
+        if client_writer.transport.is_closing():  # cut meanwhile
+            server_writer.transport.abort()
             return
         pair = (client_writer, server_writer)
         self._live.add(pair)
@@ -164,10 +173,13 @@ async def _run(fn):
 
 
 @contextlib.contextmanager
-def proxy_in_thread(target_host: str, target_port: int, *, delay_ms: float = 0.0) -> Iterator[ThreadedProxy]:
-    """A started :class:`NetProxy` served by a thread of its own; stopped (and the thread joined) on leaving."""
+def proxy_in_thread(
+    target_host: str, target_port: int, *, delay_ms: float = 0.0, port: int = 0
+) -> Iterator[ThreadedProxy]:
+    """A started :class:`NetProxy` (on ``port``, or a free one) served by a thread of its own; stopped (every
+    connection reset, the port closed) and the thread joined on leaving."""
     loop = asyncio.new_event_loop()
-    proxy = NetProxy(target_host, target_port, delay_ms=delay_ms)
+    proxy = NetProxy(target_host, target_port, delay_ms=delay_ms, port=port)
     thread = threading.Thread(target=loop.run_forever, name="netproxy", daemon=True)
     thread.start()
     try:

@@ -1,4 +1,5 @@
-"""A broker that can be killed and restarted at the same address: for outage tests and bench/recovery_bench.py.
+"""A broker that can be killed and restarted at the same address: for outage tests, bench/recovery_bench.py and
+(its :class:`Forwarder`) bench/outage_bench.py.
 
 Rules:
 - tansu keeps its data in memory: a restarted tansu is empty, and a producer probing it could see a topic missing (and
@@ -15,60 +16,26 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from netproxy import proxy_in_thread
+
 from bruce.proxy.embedded import EmbeddedBroker, free_port
 
 
-class _Forwarder:
-    """127.0.0.1:``port`` → 127.0.0.1:``target``, served by a thread of its own until :meth:`close`."""
+class Forwarder:
+    """127.0.0.1:``port`` → 127.0.0.1:``target`` (a :class:`~netproxy.NetProxy` with no delay, in a thread of its
+    own) until :meth:`close`, which resets every connection and closes the port."""
 
     def __init__(self, port: int, target: int) -> None:
-        self._target = target
-        self._transports: set[asyncio.BaseTransport] = set()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="outage-forwarder", daemon=True)
-        self._thread.start()
-        serve = asyncio.start_server(self._handle, "127.0.0.1", port, reuse_address=True)
-        self._server = asyncio.run_coroutine_threadsafe(serve, self._loop).result(10)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._transports.add(writer.transport)  # reset by close() even while the upstream connect is under way
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._transports.add(up_writer.transport)
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(proxy_in_thread("127.0.0.1", target, port=port))
 
     def close(self) -> None:
-        async def stop() -> None:
-            self._server.close()
-            for transport in self._transports:
-                transport.abort()
-            handlers = asyncio.all_tasks() - {asyncio.current_task()}
-            for task in handlers:
-                task.cancel()
-            await asyncio.gather(*handlers, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(OSError):
-        while data := await reader.read(1 << 16):
-            writer.write(data)
-            await writer.drain()
-    writer.transport.abort()
+        self._stack.close()
 
 
 class OutageBroker:
@@ -78,7 +45,7 @@ class OutageBroker:
         self.port = free_port()
         self.log_path = log_path
         self.tansu: EmbeddedBroker | None = None
-        self._forwarder: _Forwarder | None = None
+        self._forwarder: Forwarder | None = None
         self._starter = ThreadPoolExecutor(1, thread_name_prefix="outage-tansu")
 
     @property
@@ -93,7 +60,7 @@ class OutageBroker:
         self.tansu = EmbeddedBroker(log_path=self.log_path, advertised_port=self.port).start()
         for name, partitions in topics.items():
             self.tansu.create_topic(name, partitions)
-        self._forwarder = _Forwarder(self.port, self.tansu.port)
+        self._forwarder = Forwarder(self.port, self.tansu.port)
         return time.monotonic()
 
     def kill(self) -> None:

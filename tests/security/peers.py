@@ -28,6 +28,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from readback import read_back
 
 from bruce.proxy.embedded import EmbeddedBroker, free_port
 
@@ -285,28 +286,6 @@ def confluent_produce(secured: Secured, topic: str, values: list[bytes], props: 
 def confluent_read(secured: Secured, topic: str, expected: int, partitions: int = 1) -> list[bytes]:
     """Read every partition of ``topic`` from offset 0 with confluent-kafka (CRC checks on) through the TLS (and SASL)
     front, as alice with SCRAM-SHA-256 (independent of the client under test)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    props = secured.client("SCRAM-SHA-256")
-    consumer = Consumer(
-        {
-            "bootstrap.servers": secured.bootstrap,
-            "group.id": f"check-{topic}",
-            "check.crcs": True,
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 50,
-            "log_level": 0,
-            **props,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        deadline = time.monotonic() + 20
-        while len(values) < expected and time.monotonic() < deadline:
-            m = consumer.poll(0.2)
-            if m is not None and not m.error():
-                values.append(m.value())
-    finally:
-        consumer.close()
-    return values
+    props = {**secured.client("SCRAM-SHA-256"), "log_level": 0}
+    messages = read_back(secured.bootstrap, topic, partitions, expected, timeout=20, props=props)
+    return [m.value() for m in messages]

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
+from readback import read_back
 
 from bruce.producer.aio import new_event_loop
 from bruce.proxy.client import BruceClient
@@ -356,36 +356,8 @@ class Read:
 def consume_topic(address: str, topic: str, partitions: int, expected: int, *, timeout: float = 60.0) -> list[Read]:
     """Every message of ``topic`` from offset 0 on every partition (confluent-kafka, CRC checks on), until
     ``expected`` arrived or ``timeout``; then a short extra poll shows any surplus (duplicates)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": address,
-            "group.id": f"e2e-daemon-{topic}",
-            "check.crcs": True,
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 50,
-            "log_level": 3,
-        }
-    )
-    reads: list[Read] = []
-    errors: list[str] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        deadline = time.monotonic() + timeout
-        extra_until = None
-        while time.monotonic() < deadline and len(errors) < 3:
-            if len(reads) >= expected:
-                extra_until = extra_until or time.monotonic() + 0.5
-                if time.monotonic() > extra_until:
-                    break
-            for m in consumer.consume(10_000, 0.2):
-                if m.error():
-                    errors.append(str(m.error()))
-                    continue
-                reads.append(Read(m.partition(), m.offset(), m.key(), m.value()))
-    finally:
-        consumer.close()
-    assert errors == [], errors
-    return reads
+    messages = read_back(address, topic, partitions, expected, timeout=timeout, extra=0.5)
+    return [Read(m.partition(), m.offset(), m.key(), m.value()) for m in messages]
 
 
 # ------------------------------------------------------------------------------------- the fake cluster, threaded

@@ -7,11 +7,10 @@ to their partition together, after its keyed ones, as Bruce's separate batchers 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from readback import read_back
 
 from bruce.producer import Producer, ProducerConfig
 from bruce.proxy.batcher import Batcher
@@ -37,29 +36,7 @@ PER_TOPIC_COUNT = 3000
 
 def read_partition(address: str, topic: str, partition: int, expected: int, timeout: float = 30.0) -> list[bytes]:
     """Values of ``partition`` from offset 0 as confluent-kafka reads them (CRC checks on); fails on any error."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": address,
-            "group.id": f"routing-{topic}",
-            "check.crcs": True,
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 50,
-            "log_level": 3,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        deadline = time.monotonic() + timeout
-        while len(values) < expected and time.monotonic() < deadline:
-            m = consumer.poll(0.2)
-            if m is None:
-                continue
-            assert not m.error(), str(m.error())
-            values.append(m.value())
-    finally:
-        consumer.close()
-    return values
+    return [m.value() for m in read_back(address, topic, [partition], expected, timeout=timeout)]
 
 
 def test_router_batcher_and_compression_deliver_to_tansu(tansu: EmbeddedBroker, new_topic: Callable[..., str]) -> None:
