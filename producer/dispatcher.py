@@ -22,9 +22,10 @@ Rules:
   oldest first (whole batches from the front of each queue: no timer per message). Messages in a request are the
   request's until it is answered or fails (bounded by ``request_timeout_ms``), then expire like the others. Queue
   times come from :attr:`Dispatcher.stamp` (the tick's clock reading: no clock read per message).
-- With a ``pack`` function (the daemon's), a batch that must wait for a broker (queued while paused, or for a
-  partition without a leader) is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the
-  rest on demand (the daemon's budget, when full). Batches that flow are never packed: packing costs CPU.
+- With a ``pack`` function (the daemon's), a batch that must wait for a broker (queued while paused, for a
+  partition without a leader, or for a leader whose last connect failed: :attr:`Dispatcher.unreachable`, kept by the
+  senders) is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the rest on demand (the
+  daemon's budget, when full). Batches that flow are never packed: packing costs CPU.
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -65,6 +66,7 @@ class Dispatcher:
         self.sticky: dict[str, PartitionQueue] = {}  # keyless library messages: the partition being filled
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
         self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
+        self.unreachable: set[int] = set()  # brokers whose last connect failed (their senders keep it)
         self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
         # [since, count] runs of the messages' queue times, oldest first)
@@ -176,7 +178,7 @@ class Dispatcher:
         for p, ms in by_partition.items():
             pq = self.queue(topic, p)
             pq.add_ready(ms, sum(map(_size, ms)), since)
-            if self.pack is not None and (self.paused or pq.leader is None):
+            if self.pack is not None and (self.paused or pq.leader is None or pq.leader in self.unreachable):
                 pq.compact(self.pack)  # it waits for a broker: held compactly meanwhile
             self.compactable.add(pq)
             self.mark_ready(pq)

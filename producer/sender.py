@@ -181,10 +181,12 @@ class Sender:
             else:
                 self.trouble.failed(node, str(e))
                 self.health.note(CONNECT_FAILED, f"cannot connect: {e}")
+            self.dispatcher.unreachable.add(self.broker)
             self._next_connect = now + self._reconnect.next_delay() / 1000
             self._wake_at(self._next_connect)
             self.refresh()
             return None
+        self.dispatcher.unreachable.discard(self.broker)
         self.trouble.reachable(node)
         self.auth_failure = None
         self._reconnect.reset()

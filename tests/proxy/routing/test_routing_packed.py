@@ -165,6 +165,22 @@ def test_the_dispatcher_packs_a_batch_that_must_wait_and_sends_it_whole() -> Non
     assert sum(m.charge for m in taken) == budget.used
 
 
+def test_a_batch_for_a_leader_that_cannot_be_reached_is_packed_on_the_way() -> None:
+    """An outage without a pause (a failed connect pauses nothing): the sender marks the broker unreachable, and its
+    partitions' batches are held packed from then on, until a connect succeeds."""
+    messages = [loose(20), loose(20)]
+    budget = reserved([m for b in messages for m in b])
+    d = Dispatcher(ProducerConfig(), Counters(), None)
+    d.pack = Packer(budget).pack
+    d.apply_view(view({"t": [1]}), 1)
+    leader = d.queue("t", 0).leader
+    d.unreachable.add(leader)
+    d.route("t", list(messages[0]))
+    d.unreachable.discard(leader)
+    d.route("t", list(messages[1]))
+    assert [type(b).__name__ for b, _, _ in d.queue("t", 0).ready] == ["PackedBatch", "list"]
+
+
 def test_messages_of_unbatched_topics_are_packed_when_the_budget_asks() -> None:
     messages = loose(30)
     budget = reserved(messages)
