@@ -5,9 +5,12 @@ Rules:
 - A :class:`PackedBatch` holds what its messages need to be sent, rerouted, reported and accounted for: one topic,
   the keys and values back to back in one ``bytes``, and per message an end offset, a key length (-1: no key), a
   timestamp (as an offset from the batch's first, when all fit 32 bits) and, when any message has one, a partition
-  key. The receive time is the batch's (batch age is all that needs it, and it is spent once a batch is ready).
+  key, and when any message has a spool sequence (``spool_seq``), the sequences (8 bytes each: a batch may mix
+  bursts and memory-only messages). The receive time is the batch's (batch age is all that needs it, and it is
+  spent once a batch is ready).
 - Its charge in the memory budget is what it really occupies: key + value + :data:`INDEX_BYTES` per message
-  (:data:`KEYED_INDEX_BYTES` when partition keys are kept) + :data:`BATCH_BYTES` per batch (its objects' headers).
+  (:data:`KEYED_INDEX_BYTES` when partition keys are kept, :data:`SEQ_BYTES` more with sequences) +
+  :data:`BATCH_BYTES` per batch (its objects' headers).
   tests/proxy/routing/test_routing_packed.py measures it with tracemalloc.
 - :meth:`Packer.pack` turns a batch of loose messages into one; it packs only what it can restore exactly: fresh
   messages (no failed attempt, not a possible duplicate, no headers, not pinned) whose packing saves budget, and
@@ -30,6 +33,7 @@ from .message import Message
 
 INDEX_BYTES = 12  # per message: end offset, key length and timestamp offset, 4 bytes each
 KEYED_INDEX_BYTES = INDEX_BYTES + 8  # and a partition key (8 bytes: any 32-bit key, signed or not, and "none")
+SEQ_BYTES = 8  # per message, when the batch keeps spool sequences
 BATCH_BYTES = 640  # per batch: the object, the arena's and the arrays' headers and allocator rounding
 PACK_MIN = 8  # fewer messages than this stay loose (packing them would save little)
 _NO_KEY = -(2**63)  # partition key "none" (AnyPartition) in a keyed batch
@@ -40,7 +44,7 @@ _MAX_ARENA = 2**32 - 1  # end offsets are 32-bit
 class PackedBatch:
     """One topic's ready messages, packed (see the module rules). ``len()`` is its message count."""
 
-    __slots__ = ("base", "charge", "data", "ends", "keys", "pkeys", "received", "stamps", "topic")
+    __slots__ = ("base", "charge", "data", "ends", "keys", "pkeys", "received", "seqs", "stamps", "topic")
 
     def __init__(
         self,
@@ -52,6 +56,7 @@ class PackedBatch:
         base: int,
         pkeys: array | None,
         received: float,
+        seqs: array | None = None,
     ) -> None:
         self.topic = topic
         self.data = data
@@ -61,7 +66,8 @@ class PackedBatch:
         self.base = base
         self.pkeys = pkeys
         self.received = received
-        self.charge = packed_charge(len(data), len(ends), pkeys is not None)
+        self.seqs = seqs
+        self.charge = packed_charge(len(data), len(ends), pkeys is not None, seqs is not None)
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -69,7 +75,7 @@ class PackedBatch:
     def unpack(self) -> list[Message]:
         """The loose messages, in order; their charges add up to :attr:`charge` (the batch's share on the first)."""
         topic, data, base, received = self.topic, self.data, self.base, self.received
-        per = KEYED_INDEX_BYTES if self.pkeys is not None else INDEX_BYTES
+        per = packed_charge(0, 1, self.pkeys is not None, self.seqs is not None) - BATCH_BYTES
         pkeys = self.pkeys if self.pkeys is not None else [None] * len(self.ends)
         out: list[Message] = []
         append = out.append
@@ -86,6 +92,9 @@ class PackedBatch:
             m.charge = end - start + per
             append(m)
             start = end
+        if self.seqs is not None:
+            for m, seq in zip(out, self.seqs, strict=True):
+                m.spool_seq = seq
         if out:
             out[0].charge += BATCH_BYTES
         return out
@@ -94,9 +103,10 @@ class PackedBatch:
         return f"<PackedBatch {self.topic!r} {len(self)} messages {len(self.data)} B charge={self.charge}>"
 
 
-def packed_charge(arena: int, count: int, keyed: bool) -> int:
+def packed_charge(arena: int, count: int, keyed: bool, spooled: bool = False) -> int:
     """The budget charge of a packed batch: ``arena`` bytes of keys and values for ``count`` messages."""
-    return arena + count * (KEYED_INDEX_BYTES if keyed else INDEX_BYTES) + BATCH_BYTES
+    per = (KEYED_INDEX_BYTES if keyed else INDEX_BYTES) + (SEQ_BYTES if spooled else 0)
+    return arena + count * per + BATCH_BYTES
 
 
 class Packer:
@@ -117,7 +127,8 @@ class Packer:
         keys: list[int] = []
         stamps: list[int] = []
         pkeys: list[int] = []
-        keyed = False
+        seqs: list[int] = []
+        keyed = spooled = False
         loose = 0
         pos = 0
         base = messages[0].timestamp
@@ -144,8 +155,12 @@ class Packer:
             else:
                 pkeys.append(pkey)
                 keyed = True
+            seq = m.spool_seq  # type: ignore[attr-defined]
+            seqs.append(seq)
+            if seq >= 0:
+                spooled = True
             loose += m.charge  # type: ignore[attr-defined]
-        if pos > _MAX_ARENA or packed_charge(pos, n, keyed) >= loose:
+        if pos > _MAX_ARENA or packed_charge(pos, n, keyed, spooled) >= loose:
             return None
         batch = PackedBatch(
             topic,
@@ -156,6 +171,7 @@ class Packer:
             base,
             array("q", pkeys) if keyed else None,
             received,
+            array("q", seqs) if spooled else None,
         )
         self.budget.shrink(loose - batch.charge)
         return batch
