@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.config import Broker
+from bruce.proxy.embedded import EmbeddedBroker, free_port
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
 
-from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, wait_for
+from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, make_config, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -179,3 +180,30 @@ def test_a_disk_error_falls_back_to_memory_only_and_loses_nothing(
     status, _, page = http_get(d.daemon.status_url + "/")
     assert status == 200 and "spool disk error" in page
     assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+
+
+def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_within_its_budget(
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """No broker answers the first daemon: its messages are SERVER_SHUTDOWN at the stop and stay in the spool. The
+    next daemon, with a budget of 1 KiB (two messages at a time), replays them as the budget frees up."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    nobody = (Broker("127.0.0.1", free_port()),)
+    first = start_daemon(make_config(nobody), initial_brokers=nobody, shutdown_max_delay=300, spool_dir=str(spool))
+    values = [b"later-%02d" % i for i in range(30)]
+    with first.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    wait_for(lambda: first.accounting().received == len(values), what="the first daemon to read every message")
+    a = first.stop()
+    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+    assert _segments(spool)
+
+    second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
+    a = second.settle(len(values))
+    assert (a.received, a.delivered, a.discarded) == (len(values), len(values), 0), a  # replay waited for room
+    assert second.call(lambda: second.daemon.spool.replayed) == len(values)  # type: ignore[union-attr]
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+    second.stop()
+    assert _segments(spool) == []
