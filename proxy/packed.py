@@ -10,7 +10,7 @@ Rules:
   The receive time is the batch's (batch age is all that needs it, and it is spent once a batch is ready).
 - Its charge in the memory budget is what it really occupies: key + value + :data:`INDEX_BYTES` per message
   (:data:`KEYED_INDEX_BYTES` when partition keys are kept, and 4 or 8 bytes more with sequences) +
-  :data:`BATCH_BYTES` per batch (its objects' headers).
+  :data:`BATCH_BYTES` per batch (its objects' headers; :data:`SEQS_BATCH_BYTES` more with sequences).
   tests/proxy/routing/test_routing_packed.py measures it with tracemalloc.
 - :meth:`Packer.pack` turns a batch of loose messages into one; it packs only what it can restore exactly: fresh
   messages (no failed attempt, not a possible duplicate, no headers, not pinned) whose packing saves budget, and
@@ -34,6 +34,7 @@ from .message import Message
 INDEX_BYTES = 12  # per message: end offset, key length and timestamp offset, 4 bytes each
 KEYED_INDEX_BYTES = INDEX_BYTES + 8  # and a partition key (8 bytes: any 32-bit key, signed or not, and "none")
 BATCH_BYTES = 640  # per batch: the object, the arena's and the arrays' headers and allocator rounding
+SEQS_BATCH_BYTES = 96  # per batch with spool sequences: their array's header and rounding
 PACK_MIN = 8  # fewer messages than this stay loose (packing them would save little)
 _NO_KEY = -(2**63)  # partition key "none" (AnyPartition) in a keyed batch
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
@@ -77,7 +78,9 @@ class PackedBatch:
         """The loose messages, in order; their charges add up to :attr:`charge` (the batch's share on the first)."""
         topic, data, base, received = self.topic, self.data, self.base, self.received
         seqs = self.seqs
-        per = packed_charge(0, 1, self.pkeys is not None, 0 if seqs is None else seqs.itemsize) - BATCH_BYTES
+        keyed, seq_bytes = self.pkeys is not None, 0 if seqs is None else seqs.itemsize
+        batch_share = packed_charge(0, 0, keyed, seq_bytes)
+        per = packed_charge(0, 1, keyed, seq_bytes) - batch_share
         pkeys = self.pkeys if self.pkeys is not None else [None] * len(self.ends)
         out: list[Message] = []
         append = out.append
@@ -99,7 +102,7 @@ class PackedBatch:
             for m, seq in zip(out, seqs, strict=True):
                 m.spool_seq = seq + seq_base if seq >= 0 else -1
         if out:
-            out[0].charge += BATCH_BYTES
+            out[0].charge += batch_share
         return out
 
     def __repr__(self) -> str:
@@ -110,7 +113,7 @@ def packed_charge(arena: int, count: int, keyed: bool, seq_bytes: int = 0) -> in
     """The budget charge of a packed batch: ``arena`` bytes of keys and values for ``count`` messages, with
     ``seq_bytes`` per message of spool sequences."""
     per = (KEYED_INDEX_BYTES if keyed else INDEX_BYTES) + seq_bytes
-    return arena + count * per + BATCH_BYTES
+    return arena + count * per + BATCH_BYTES + (SEQS_BATCH_BYTES if seq_bytes else 0)
 
 
 class Packer:

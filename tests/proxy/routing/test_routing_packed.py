@@ -16,7 +16,15 @@ from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.queues import PartitionQueue
 from bruce.proxy.budget import MessageBudget
 from bruce.proxy.message import Message
-from bruce.proxy.packed import BATCH_BYTES, INDEX_BYTES, KEYED_INDEX_BYTES, PACK_MIN, PackedBatch, Packer
+from bruce.proxy.packed import (
+    BATCH_BYTES,
+    INDEX_BYTES,
+    KEYED_INDEX_BYTES,
+    PACK_MIN,
+    SEQS_BATCH_BYTES,
+    PackedBatch,
+    Packer,
+)
 
 from .helpers import view
 
@@ -63,7 +71,8 @@ def test_unpack_gives_back_every_field_and_the_exact_charge(
     packed = packer.pack("t", messages)
     assert isinstance(packed, PackedBatch) and len(packed) == 50
     per = (KEYED_INDEX_BYTES if keyed else INDEX_BYTES) + seq_bytes
-    assert packed.charge == sum(m.size for m in messages) + 50 * per + BATCH_BYTES
+    batch = BATCH_BYTES + (SEQS_BATCH_BYTES if seq_bytes else 0)
+    assert packed.charge == sum(m.size for m in messages) + 50 * per + batch
     assert budget.used == packed.charge and budget.held == 50  # the difference went back at once
     back = packed.unpack()
     assert [fields(m) for m in back] == [fields(m) for m in messages]
