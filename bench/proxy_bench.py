@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -224,20 +225,25 @@ def run_one(
     *,
     warmup: int,
     blocking: bool,
+    extra_args: Sequence[str] = (),
+    label: str | None = None,
 ) -> Result:
-    topic = f"bench-{name}-{os.getpid()}-{int(time.time())}"
+    """One configuration ``name``, with ``extra_args`` for the daemon; the result is labelled ``label`` (or
+    ``name``)."""
+    topic = f"bench-{label or name}-{os.getpid()}-{int(time.time())}"
     broker.create_topic(topic, PARTITIONS)
-    sock = str(workdir / f"{name}.sock")
+    sock = str(workdir / f"{label or name}.sock")
     args = [
         str(Path(sys.executable).parent / "bruce"),
         *("--initial_brokers", broker.address, "--receive_socket_name", sock, "--status_port", "0"),
         *("--msg_buffer_max", str(budget_kib), "--log_level", "LOG_NOTICE"),
+        *extra_args,
     ]
     if CONFIGS[name] is not None:
         config = workdir / f"{name}.toml"
         config.write_text(CONFIGS[name])  # type: ignore[arg-type]
         args += ["--config_path", str(config)]
-    log_path = workdir / f"{name}.log"
+    log_path = workdir / f"{label or name}.log"
     with open(log_path, "wb") as log:
         daemon = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -273,7 +279,7 @@ def run_one(
             daemon.wait(10)
     read_back = consume_count(broker.address, topic, warmup + messages)
     return Result(
-        name,
+        label or name,
         sent=messages,
         delivered=c.get("MsgDelivered", 0) - warmup,
         discarded=c.get("MsgDiscarded", 0),

@@ -10,10 +10,15 @@ filesystem), with ``fsync_ms`` = 100 (the timer ticks after every burst) and 0 (
 released): messages/s, wall and CPU µs per message, the longest ``append`` + ``tick`` and the total time of
 those over 1 ms (how long the event loop would stall), fsyncs and their latency; then ``done_run`` per message,
 with segments deleted as they complete. The "(inline)" row syncs on the timer in the caller's thread instead of
-the sync thread, for comparison. The daemon-level spool on/off comparison comes with the daemon's integration.
+the sync thread, for comparison.
+
+``--daemon``: the ``bruce`` daemon end to end (bench/proxy_bench.py's run: 2 sender processes, the ``plain``
+configuration, tansu, every message read back) without the spool, then with ``--spool_dir`` (fsync_ms 100), in
+the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no spool.
 
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part
+    .venv/bin/python bench/spool_bench.py --daemon --messages 500000   # the daemon with and without the spool
     .venv/bin/python bench/spool_bench.py --quick         # a short run: checks that it runs
 """
 
@@ -123,18 +128,48 @@ def writer(quick: bool, directory: Path | None) -> None:
                 )
 
 
+def daemon(messages: int, directory: Path | None) -> None:
+    """The daemon without and with the spool, one after the other in this run (see the module docstring)."""
+    import proxy_bench
+
+    from bruce.proxy.embedded import EmbeddedBroker
+
+    print(f"\ndaemon: {messages:,} x 100 B from 2 senders, plain configuration, without and with the spool")
+    with tempfile.TemporaryDirectory(prefix="spool-daemon-", dir=directory) as tmp, EmbeddedBroker() as broker:
+        work = Path(tmp)
+        runs = []
+        for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / "spool")))):
+            r = proxy_bench.run_one(
+                "plain", broker, messages, 2, 262144, work, warmup=1000, blocking=True, extra_args=extra, label=label
+            )
+            lost = r.sent - r.read_back - r.discarded
+            print(
+                f"  spool {label:3}  {r.rate:>9,.0f} msgs/s  daemon CPU {r.cpu_us:.2f} µs/msg "
+                f"(loop {r.loop_cpu_us:.2f}, reader {r.reader_cpu_us:.2f})  read back {r.read_back:,}  lost {lost}"
+            )
+            runs.append(r)
+        off, on = runs
+        print(f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x")
+        left = sorted((work / "spool").glob("*.seg*"))
+        print(f"  spool files left after the clean stop: {len(left)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--codec", action="store_true", help="only the codec")
     parser.add_argument("--writer", action="store_true", help="only the writer")
+    parser.add_argument("--daemon", action="store_true", help="only the daemon with and without the spool")
+    parser.add_argument("--messages", type=int, default=500_000, help="--daemon: messages per run")
     parser.add_argument("--dir", type=Path, help="where the writer's temporary spool goes (default: the temp dir)")
     parser.add_argument("--quick", action="store_true", help="a short run")
     args = parser.parse_args()
-    both = not args.codec and not args.writer
+    both = not args.codec and not args.writer and not args.daemon
     if args.codec or both:
         codec(args.quick)
     if args.writer or both:
         writer(args.quick, args.dir)
+    if args.daemon:
+        daemon(20_000 if args.quick else args.messages, args.dir)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ class DiscardReason(StrEnum):
     VERSION = "VERSION"  # unsupported input version; logged as VERSION(n)
     NO_MEM = "NO_MEM"  # the message budget (msg_buffer_max) is full
     LONG_MSG = "LONG_MSG"  # too long: over the datagram limit or the broker's message.max.bytes
+    SPOOL_FULL = "SPOOL_FULL"  # the spool held --spool_max_bytes, with --spool_full_policy discard
+    SPOOL_CORRUPT = "SPOOL_CORRUPT"  # a spooled record failed its CRC at replay (docs/spool.md)
     # Routing
     BAD_TOPIC = "BAD_TOPIC"
     NO_AVAILABLE_PARTITIONS = "NO_AVAILABLE_PARTITIONS"

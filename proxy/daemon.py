@@ -29,6 +29,10 @@ Rules:
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
   budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
   read count with ``outcomes.add_input``.
+- The durable spool (``--spool_dir``, :mod:`bruce.proxy.spooling`): opened first in :meth:`Daemon.run` (another
+  daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
+  (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
+  SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last.
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """
@@ -66,6 +70,8 @@ from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, message_overhead
 from .socket_path import default_socket_path
+from .spool import Spool
+from .spooling import Replay, SpoolStatus, spool_config
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
 
@@ -200,6 +206,11 @@ class Daemon:
             on_kill=self.request_shutdown,
         )
         outcomes.add_input(lambda: self.plog.received)
+        self.spool_config = spool_config(options)
+        self.spool: Spool | None = None  # opened by run()
+        self._replay: Replay | None = None
+        outcomes.add_input(lambda: 0 if self._replay is None else self._replay.received)
+        spool_status = SpoolStatus(lambda: self.spool)
         self.status_source = DaemonStatus(
             counters=counters,
             outcomes=outcomes,
@@ -208,8 +219,11 @@ class Daemon:
             router=self.router,
             batcher=self.batcher,
             producer=self.producer,
-            extra_gauges=self.plog.gauges,
-            extra_counter_sets=[("bruce.proxy.plog", self.plog.counter_set())] if self.plog.listeners else (),
+            extra_gauges=lambda: [*self.plog.gauges(), *spool_status.gauges()],
+            extra_counter_sets=[
+                *([("bruce.proxy.plog", self.plog.counter_set())] if self.plog.listeners else ()),
+                *([("bruce.proxy.spool", spool_status)] if self.spool_config is not None else ()),
+            ],
         )
         self.status = StatusServer(
             self.status_source, metrics=not options.no_metrics, allowed_hosts=options.status_allowed_hosts
@@ -286,7 +300,12 @@ class Daemon:
     # -- running -------------------------------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        self.intake.open()  # the first thing that can fail here: nothing else has started
+        self._open_spool()  # the first thing that can fail here (another daemon holds it): nothing else has started
+        try:
+            self.intake.open()
+        except BaseException:
+            self._close_spool()
+            raise
         self.debug.start()
         if self.discard_log is not None:
             self.discard_log.start()
@@ -306,7 +325,7 @@ class Daemon:
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
-                group.create_task(self.intake.serve(), name="bruce-intake")
+                group.create_task(self._serve_intake(), name="bruce-intake")
                 group.create_task(self.plog.serve(), name="bruce-plog")
                 timers = group.create_task(self._timers(), name="bruce-timers")
                 first = group.create_task(self._first_metadata(), name="bruce-first-metadata")
@@ -335,6 +354,28 @@ class Daemon:
             raise
         finally:
             self._group = None
+
+    def _open_spool(self) -> None:
+        """Open the durable spool, when configured, and connect it to the inputs and the outcomes."""
+        if self.spool_config is None:
+            return
+        self.spool = spool = Spool.open(self.spool_config)  # SpoolLocked: another daemon has it
+        self.outcomes.spool = self.intake.spool = spool
+        self._replay = Replay(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
+
+    def _close_spool(self) -> None:
+        """Close the spool last (what is not done stays for the next start); idempotent."""
+        if self.spool is not None:
+            with _logged("the spool"):
+                self.spool.close()
+
+    async def _serve_intake(self) -> None:
+        """Replay the spool into the router, then read the input socket (unless a stop came first)."""
+        if self._replay is not None:
+            await self._replay.run(self._stop.is_set)
+        if not self._stop.is_set():
+            await self.intake.serve()
 
     def _on_signal(self, sig: signal.Signals) -> None:
         log.log(NOTICE, "received %s", sig.name)
@@ -367,6 +408,8 @@ class Daemon:
             now = time.monotonic()
             batcher.expire(now)
             router.refresh(now)
+            if self.spool is not None:
+                self.spool.tick(now)
             if now >= next_second:
                 next_second = now + 1.0
                 self.debug.tick()
@@ -490,6 +533,7 @@ class Daemon:
         self.debug.close()
         if self.discard_log is not None:
             await asyncio.to_thread(self.discard_log.close)
+        self._close_spool()
 
 
 @contextlib.contextmanager

@@ -29,6 +29,10 @@ Rules:
   fits the budget whole, its charge is reserved in one step (then every message of it fits) and its messages are
   handed over; otherwise they are reserved one by one, so NO_MEM falls on exactly the messages a reservation per
   message would refuse. tests/proxy/intake/test_intake_bursts.py checks that equivalence.
+- With the durable spool (``spool``), each burst's valid messages are appended to it in one call after parsing and
+  before the budget sees them; each gets its sequence (``spool_seq``). A burst the spool refuses (full, with the
+  discard policy) is discarded as SPOOL_FULL; one it does not hold (full with the memory policy, degraded) goes on
+  memory-only. A spooled message discarded here (NO_MEM) is marked done in the spool.
 - Shutdown: :meth:`DatagramIntake.stop_accepting` unlinks the path (new clients get ENOENT) and shuts the socket for
   reading (connected clients get EPIPE; blocked ones get EPIPE as soon as there is room), then
   :meth:`DatagramIntake.drain` processes everything the kernel had already accepted. So every ``send`` that succeeded
@@ -62,6 +66,7 @@ from .budget import MessageBudget
 from .intake_process import ReaderProcess
 from .message import Message
 from .socket_path import SocketPathError, check_not_live, ensure_private_dir
+from .spool import SPOOL_FULL, Spool, SpoolMessage
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +214,7 @@ class DatagramIntake:
         self._reading = False  # the in-loop reader is registered
         self._topics: dict[bytes, str] = {}
         self._accepting = False
+        self.spool: Spool | None = None  # the durable spool, when it is on (set by the daemon)
 
     # -- socket lifecycle ------------------------------------------------------------------------------------------
 
@@ -412,6 +418,8 @@ class DatagramIntake:
         messages: list[Message] = []
         append = messages.append
         unparsed: list[_Unparsed] = []
+        spool = self.spool
+        spooled: list[SpoolMessage] = []
         charges = 0
         for data in datagrams:
             if len(data) > max_size:
@@ -428,10 +436,15 @@ class DatagramIntake:
             msg = Message(topic, key, value, timestamp, partition_key, now)
             charges += msg.charge
             append(msg)
+            if spool is not None:
+                spooled.append(SpoolMessage(raw_topic, partition_key, key, value, timestamp))
         self.wakeups += 1
         self.datagrams += len(messages) + len(unparsed)
-        if unparsed or not self.budget.try_reserve_many(charges, len(messages)):
-            return self._admit_in_order(messages, unparsed)
+        refused = None
+        if spooled:
+            refused = self._spool(spool, spooled, messages)  # type: ignore[arg-type]
+        if refused is not None or unparsed or not self.budget.try_reserve_many(charges, len(messages)):
+            return self._admit_in_order(messages, unparsed, refused)
         self._count_created(len(messages))
         deliver = self.sink.on_message
         try:
@@ -445,21 +458,40 @@ class DatagramIntake:
             raise
         return len(messages)
 
-    def _admit_in_order(self, messages: list[Message], unparsed: list[_Unparsed]) -> int:
-        """The slow path: the discards reported and the messages between them reserved one by one, in order."""
+    @staticmethod
+    def _spool(spool: Spool, spooled: list[SpoolMessage], messages: list[Message]) -> DiscardReason | None:
+        """Append a burst to the spool and give its messages their sequences; SPOOL_FULL if it refused them."""
+        first = spool.append(spooled)
+        if first == SPOOL_FULL:
+            return DiscardReason.SPOOL_FULL
+        if first >= 0:
+            for seq, msg in enumerate(messages, first):
+                msg.spool_seq = seq
+        return None
+
+    def _admit_in_order(
+        self, messages: list[Message], unparsed: list[_Unparsed], refused: DiscardReason | None = None
+    ) -> int:
+        """The slow path: the discards reported and the messages between them reserved one by one, in order
+        (``refused``: every message is discarded for that reason)."""
         reserve = self.budget.try_reserve
         sink = self.sink
+        spool = self.spool
         created = handed = reported = 0  # messages created; messages and discards given their fate
         try:
             for position in [*(u[0] for u in unparsed), len(messages)]:
                 for msg in messages[handed:position]:
                     handed += 1
-                    if reserve(msg.charge):
+                    if refused is not None:
+                        sink.on_discard(refused, msg.topic, msg.key, msg.value, msg.timestamp)
+                    elif reserve(msg.charge):
                         created += 1
                         sink.on_message(msg)
                     else:
                         self.counters.inc("InputAgentDiscardMsgNoMem")
                         sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
+                        if spool is not None and msg.spool_seq >= 0:
+                            spool.done_run(msg.spool_seq, 1)
                 if reported < len(unparsed):
                     _, reason, detail, counter, data = unparsed[reported]
                     reported += 1

@@ -6,7 +6,9 @@ Rules:
   A batch that waits for a broker is held packed instead (:mod:`bruce.proxy.packed`) and becomes objects again
   (equal field by field) when it is sent.
 - The smallest fast object: ``__slots__``, and a constructor that sets every field itself rather than calling the
-  producer's (one call less per datagram on the hot path). tests/proxy/routing/test_routing_message.py checks that the
+  producer's (one call less per datagram on the hot path). ``spool_seq`` is the message's sequence in the durable
+  spool (:mod:`bruce.proxy.spool`), or -1 when it has none (no spool, or held in memory only); whoever settles its
+  fate marks it done there (:mod:`bruce.proxy.outcomes`). tests/proxy/routing/test_routing_message.py checks that the
   result equals what the producer's constructor builds, field by field, so a field added there cannot go unset here.
   Fields are set once by the input that creates the message; nothing here validates them — the inputs do
   (bruce.wire parses, then the budget admits).
@@ -44,11 +46,12 @@ class Message(ProducerMessage):
     ('clicks', b'hello', None, 5, 405)
     """
 
-    __slots__ = ("charge", "received", "topic")
+    __slots__ = ("charge", "received", "spool_seq", "topic")
 
     topic: str
     received: float
     charge: int
+    spool_seq: int
 
     def __init__(
         self,
@@ -65,6 +68,7 @@ class Message(ProducerMessage):
         self.timestamp = timestamp
         self.partition_key = partition_key
         self.received = received
+        self.spool_seq = -1
         # The producer's fields, as its constructor sets them.
         self.headers = None
         self.pinned = False

@@ -15,6 +15,8 @@ Rules:
   :class:`AccountingCounters` shows the totals on ``/counters`` and ``/metrics`` (``MsgReceived``, ``MsgDelivered``,
   ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
   ``MsgCreate - MsgDestroy`` beside them (and the ``MsgInFlight`` gauge).
+- With the durable spool (``spool``), every fate marks the message done there (its ``spool_seq``), so the spool
+  can delete the segment — except SERVER_SHUTDOWN: those messages stay in the spool for the next start.
 - ``on_message`` is the router's ``route`` itself (set by the daemon), so a valid message costs no extra call here.
 - Synchronous, for the event loop's thread; never raises for a well-formed call (the tracker and the debug log
   contain their own failures).
@@ -33,6 +35,9 @@ from . import message
 from .budget import MessageBudget
 from .discards import DiscardTracker
 from .msg_debug import MessageDebugLog
+from .spool import Spool
+
+_SHUTDOWN = DiscardReason.SERVER_SHUTDOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,7 @@ class Outcomes:
         self.delivered_by_topic: dict[str, int] = {}  # topics a broker accepted: bounded by the cluster's topics
         self._inputs: list[Callable[[], int]] = []
         self.on_message: Callable[[Message], None] = self._no_router
+        self.spool: Spool | None = None  # the durable spool, when it is on
 
     def add_input(self, received: Callable[[], int]) -> None:
         """Register an input by a callable giving how many datagrams or messages it has read so far."""
@@ -90,6 +96,8 @@ class Outcomes:
         self.discarded_total += 1
         self.budget.release(msg.charge)
         self.tracker.record(reason, msg.topic, msg.key, msg.value, msg.timestamp)
+        if self.spool is not None and reason is not _SHUTDOWN and msg.spool_seq >= 0:
+            self.spool.done_run(msg.spool_seq, 1)
 
     # -- the producer's sink (OutcomeSink) -----------------------------------------------------------------------------
 
@@ -108,6 +116,8 @@ class Outcomes:
         self.delivered_total += len(messages)
         by_topic = self.delivered_by_topic
         by_topic[topic] = by_topic.get(topic, 0) + len(messages)
+        if self.spool is not None:
+            self._done(messages)
         debug = self.debug
         if debug is not None and debug.active:
             for m in messages:
@@ -121,6 +131,14 @@ class Outcomes:
             record(reason, topic, m.key, m.value, m.timestamp)
         self.budget.release(charge, len(messages))
         self.discarded_total += len(messages)
+        if self.spool is not None and reason is not _SHUTDOWN:
+            self._done(messages)
+
+    def _done(self, messages: Sequence[Message]) -> None:
+        """Mark the spooled ones among ``messages`` done in the spool."""
+        sequences = [s for s in (m.spool_seq for m in messages) if s >= 0]  # type: ignore[attr-defined]
+        if sequences:
+            self.spool.done_many(sequences)  # type: ignore[union-attr]
 
     def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
         record = self.tracker.record_possible_duplicate

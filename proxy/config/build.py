@@ -11,6 +11,8 @@ Rules:
 - Here: which keys exist and which are required, unknown keys (with a suggestion), the value syntax (below), what
   Bruce ignores (the config of a disabled combined-topics entry or of a ``disable`` action, ``min_size`` of type
   ``none``) and the defaults (``size_threshold_percent`` 100, port 9092, no rate limiting).
+- The ``[spool]`` table (TOML only) holds the ``--spool_*`` options without their prefix (``dir``, ``fsync_ms``,
+  ...); each value is checked by the option's own reader.
 - Initial brokers given by the caller (``--initial_brokers``, the embedded broker) replace the file's; the file may
   then leave them out. Brokers the file does list are checked all the same.
 - Values are parsed as Bruce's ``conf.cc`` parses them. Surrounding whitespace is ignored. A number is decimal digits
@@ -41,6 +43,7 @@ from bruce.wire.errors import BruceError
 from .errors import ConfigError, Path
 from .model import (
     DEFAULT_BROKER_PORT,
+    SPOOL_KEYS,
     BatchingConfig,
     BatchLimits,
     Broker,
@@ -54,6 +57,7 @@ from .model import (
     TopicAction,
     TopicBatching,
 )
+from .options import option_specs
 
 T = TypeVar("T")
 _MISSING = object()
@@ -67,7 +71,7 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
     """The :class:`Config` described by ``raw``. ``actions`` maps the format's spellings of the batching actions;
     ``initial_brokers``, when given, replace the file's (which may then be left out)."""
     top = _table(raw, ())
-    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers", "plog", "kafka"))
+    _known(top, (), ("batching", "compression", "topic_rate_limiting", "initial_brokers", "plog", "kafka", "spool"))
     if "initial_brokers" not in top and not initial_brokers:
         raise ConfigError(
             "is missing: list at least one broker here, or name them with --initial_brokers (or --embedded_broker)",
@@ -86,6 +90,7 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         initial_brokers=listed or tuple(initial_brokers),
         plog_listeners=_plog(top.get("plog", {})),
         kafka=kafka_security(_kafka_properties(top.get("kafka", {}), ("kafka",))),
+        spool=_spool(top.get("spool", {}), ("spool",)),
     )
     if listed and initial_brokers:  # the file's brokers were checked with the rest; the caller's replace them
         config = dataclasses.replace(config, initial_brokers=tuple(initial_brokers))
@@ -123,6 +128,25 @@ def _kafka_properties(raw: object, path: Path) -> dict[str, object]:
             hint = f'; did you mean "{close[0]}"?' if close else ""
             raise ConfigError(f"not a security property bruce takes{hint} (docs/security.md)", path=(*path, name))
     return flat
+
+
+def _spool(raw: object, path: Path) -> tuple[tuple[str, str | int], ...]:
+    """The ``[spool]`` table, each value read as its ``--spool_<key>`` option reads it."""
+    table = _table(raw, path)
+    _known(table, path, SPOOL_KEYS)
+    specs = option_specs()
+    out = []
+    for key in SPOOL_KEYS:
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, str | int):
+                raise ConfigError("expected a string or a whole number", path=(*path, key))
+            reader = specs[f"spool_{key}"].read
+            try:
+                out.append((key, reader(str(value))))  # type: ignore[misc]
+            except ValueError as error:
+                raise ConfigError(str(error), path=(*path, key)) from None
+    return tuple(out)
 
 
 def _plog(raw: object) -> tuple[ListenerConfig, ...]:

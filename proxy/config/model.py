@@ -202,6 +202,9 @@ class Broker:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+SPOOL_KEYS = ("dir", "fsync_ms", "max_bytes", "full_policy", "segment_bytes")  # [spool]: --spool_<key>
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The whole configuration file, validated on construction."""
@@ -212,6 +215,7 @@ class Config:
     topic_rate_limiting: RateLimitingConfig = field(default_factory=RateLimitingConfig.unlimited)
     plog_listeners: tuple[ListenerConfig, ...] = ()  # [[plog.listener]] (docs/plog.md)
     kafka: SecurityConfig = PLAINTEXT  # [kafka] / <kafka>: TLS and SASL by librdkafka name (docs/security.md)
+    spool: tuple[tuple[str, str | int], ...] = ()  # [spool] (TOML only): (key, value) pairs, checked by the loader
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "initial_brokers", tuple(self.initial_brokers))

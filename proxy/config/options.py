@@ -88,6 +88,7 @@ DISCARDS = "Discard reporting and logging"
 DEBUG = "Message debugging"
 PROCESS = "Logging and process"
 LEGACY = "Legacy formats"
+SPOOL = "Durable spool"
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +313,37 @@ class Options:
     )
     msg_debug_byte_limit: int = option(
         2 * 1024**3, "MAX_BYTES", "Message debugging turns itself off after writing this many bytes.", DEBUG, integer(1)
+    )
+    # Durable spool
+    spool_dir: str | None = option(
+        None,
+        "DIR",
+        "Write every accepted message to segment files in DIR before routing it and replay them at start (a crash "
+        "loses nothing written; docs/spool.md). Default: no spool (Bruce's memory-only behaviour).",
+        SPOOL,
+        path(allow_empty=True),
+    )
+    spool_fsync_ms: int = option(
+        100,
+        "MS",
+        "With --spool_dir: sync the spool at most this often; what a power loss may lose. 0: sync each burst "
+        "before it is routed.",
+        SPOOL,
+        integer(0, 3_600_000),
+    )
+    spool_max_bytes: int = option(
+        1024**3, "MAX_BYTES", "With --spool_dir: the most bytes the spool's segment files may take.", SPOOL, integer(1)
+    )
+    spool_full_policy: str = option(
+        "memory",
+        "POLICY",
+        "With --spool_dir, when the spool is full: memory (hold new messages in memory only) or discard (discard "
+        "them as SPOOL_FULL).",
+        SPOOL,
+        choice("memory", "discard"),
+    )
+    spool_segment_bytes: int = option(
+        16 * 1024**2, "MAX_BYTES", "With --spool_dir: the size at which a segment file rolls.", SPOOL, integer(4096)
     )
     # Logging and process
     log_level: str = option(

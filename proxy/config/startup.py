@@ -63,7 +63,8 @@ def configure(
             config = load_config_file(request.path)
             stdout.write(to_toml(config, comment=f"bruce-kafka configuration, from {Path(request.path).name}"))
             return 0
-        return request, load_config(request)
+        config = load_config(request)
+        return with_spool_section(request, config), config
     except ConfigError as error:
         stderr.write(f"bruce: {error}\n")
         return EXIT_CONFIG if error.source is not None else EXIT_USAGE
@@ -91,6 +92,20 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
             raise ConfigError(problem, where="--kafka_property") from None
         config = dataclasses.replace(config, kafka=kafka)
     return config
+
+
+def with_spool_section(options: Options, config: Config) -> Options:
+    """``options`` with the config file's ``[spool]`` settings, for each ``--spool_*`` option the command line leaves
+    at its default."""
+    if not config.spool:
+        return options
+    defaults = Options.__dataclass_fields__
+    changes = {
+        f"spool_{key}": value
+        for key, value in config.spool
+        if getattr(options, f"spool_{key}") == defaults[f"spool_{key}"].default
+    }
+    return dataclasses.replace(options, **changes)
 
 
 def load_config_file(path: str | Path, *, initial_brokers: Sequence[Broker] = ()) -> Config:

@@ -110,6 +110,9 @@ def to_toml(config: Config, *, comment: str | None = None) -> str:
     for listener in config.plog_listeners:
         lines += ["", "[[plog.listener]]", *_listener(listener)]
     lines += _kafka(config.kafka)
+    if config.spool:
+        lines += ["", "[spool]"]
+        lines += [f"{k} = {_string(v) if isinstance(v, str) else v}" for k, v in config.spool]
     return "\n".join(lines) + "\n"
 
 

@@ -6,7 +6,8 @@ Rules:
   its charge (key + value + overhead) is reserved in the same :class:`~bruce.proxy.budget.MessageBudget`, it counts
   ``MsgCreate`` and goes to ``outcomes.on_message`` (the router). A message that does not fit is discarded as
   NO_MEM through ``outcomes.on_discard``. The timestamp is the receive time (plog's producer stamps records on send);
-  a message without ``pk:`` has a null key, as in plog.
+  a message without ``pk:`` has a null key, as in plog. With the durable spool (``outcomes.spool``) each message is
+  appended before it is routed, as the datagram intake's bursts are (SPOOL_FULL when the full spool discards).
 - :meth:`PlogInputs.reject` settles what a listener dropped itself: MALFORMED and LONG_MSG as unparsed input
   (``outcomes.on_unparsed``: count and recent prefixes on ``/discards``), BAD_TOPIC with its topic.
 - Accounting: ``received`` counts every submitted and rejected message; the daemon registers it with
@@ -39,6 +40,7 @@ from bruce.wire.errors import BruceError
 from ..budget import MessageBudget
 from ..message import MESSAGE_OVERHEAD, Message
 from ..outcomes import Outcomes
+from ..spool import SPOOL_FULL, SpoolMessage
 from ..status.source import Gauge
 from .config import ListenerConfig
 from .listeners import Listener, TcpListener, UdpListener, make_listener
@@ -49,6 +51,7 @@ NOTICE = 25  # the log level of Bruce's LOG_NOTICE, the daemon's default
 RECHECK_S = 0.01  # how often paused connections are re-checked while the budget is below its resume level
 
 _NO_MEM = DiscardReason.NO_MEM
+_SPOOL_FULL = DiscardReason.SPOOL_FULL
 _SHUTDOWN = DiscardReason.SERVER_SHUTDOWN
 
 
@@ -147,8 +150,19 @@ class PlogInputs:
             self.outcomes.on_discard(_SHUTDOWN, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
             return False
         msg = Message(topic, key, value, now_ms, partition_key, time.monotonic())  # keyless plog records: null key
+        spool = self.outcomes.spool
+        if spool is not None:
+            raw = topic.encode("utf-8", "surrogateescape")
+            msg.spool_seq = seq = spool.append([SpoolMessage(raw, partition_key, key, value, now_ms)])
+            if seq == SPOOL_FULL:
+                self.outcomes.on_discard(_SPOOL_FULL, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
+                return False
+            if seq < 0:
+                msg.spool_seq = -1
         if not self.budget.try_reserve(msg.charge):
             self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
+            if spool is not None and msg.spool_seq >= 0:
+                spool.done_run(msg.spool_seq, 1)
             return False
         self.counters.inc("MsgCreate")
         self.outcomes.on_message(msg)

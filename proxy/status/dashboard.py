@@ -150,6 +150,8 @@ def _problems(
     cap = gauges.get("MsgBufferCapacityBytes", 0)
     if cap and gauges.get("MsgBufferUsedBytes", 0) >= BUDGET_WARN * cap:
         out.append("message budget nearly full")
+    if gauges.get("SpoolDegraded"):
+        out.append("spool disk error: holding messages in memory only until restart (the log says why)")
     return out  # HTML: values escaped
 
 

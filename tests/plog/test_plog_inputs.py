@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from bruce.proxy.outcomes import Outcomes
 from bruce.proxy.plog import inputs as inputs_module
 from bruce.proxy.plog.config import ListenerConfig
 from bruce.proxy.plog.inputs import PlogInputs, PlogStartError
+from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig
 from bruce.wire.plog import build_fragments, plog_partition_key
 
 
@@ -92,6 +94,25 @@ def test_a_full_budget_discards_as_no_mem() -> None:
     assert d.tracker.report().unfinished.discard_topic[0].topic == "events"
     a = d.outcomes.snapshot()
     assert (a.received, a.delivered, a.discarded, a.in_flight) == (2, 0, 1, 1) and a.balanced
+
+
+def test_with_the_spool_each_message_is_spooled_before_routing(tmp_path: Path) -> None:
+    """A message gets its spool sequence; NO_MEM marks it done; a full spool with the discard policy discards as
+    SPOOL_FULL; delivery marks the rest done, so nothing is left to replay."""
+    d = Daemon(capacity=1000, listeners=(udp(),))
+    config = SpoolConfig(tmp_path / "s", max_bytes=1100, full_policy=FullPolicy.DISCARD)
+    with Spool.open(config) as spool:
+        d.outcomes.spool = spool
+        assert d.inputs.submit("events", b"k", b"x" * 10, partition_key=5, listener="u")
+        assert not d.inputs.submit("events", None, b"y" * 900, partition_key=None, listener="u")  # NO_MEM
+        assert [m.spool_seq for m in d.routed] == [0]
+        assert spool.pending == 1
+        assert not d.inputs.submit("events", None, b"z" * 200, partition_key=None, listener="u")  # spool full
+        assert d.counters.get("Discard", (("reason", "SPOOL_FULL"),)) == 1
+        d.deliver_all()
+        assert spool.pending == 0 and d.balanced()
+    with Spool.open(SpoolConfig(tmp_path / "s")) as spool:
+        assert [r for b in spool.replay() for r in b] == []
 
 
 def test_rejections_reach_the_discard_report() -> None:

@@ -201,6 +201,8 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
         R.AUTHENTICATION_FAILED,
         R.BUG,
         R.LONG_MSG,
+        R.SPOOL_FULL,
+        R.SPOOL_CORRUPT,
     ]
     for i, reason in enumerate(topic_reasons):
         tracker.record(reason, "t", b"k", b"v", 1000 + i)

@@ -81,6 +81,11 @@ DEFAULTS = {
     "use_old_input_format": False,
     "use_old_output_format": False,
     "omit_timestamp": False,
+    "spool_dir": None,
+    "spool_fsync_ms": 100,
+    "spool_max_bytes": 1024**3,
+    "spool_full_policy": "memory",
+    "spool_segment_bytes": 16 * 1024**2,
 }
 
 # One accepted value per option: (command-line words, expected value).
@@ -143,6 +148,11 @@ SAMPLES = {
     "use_old_input_format": (["--use_old_input_format"], True),
     "use_old_output_format": (["--use_old_output_format"], True),
     "omit_timestamp": (["--omit_timestamp"], True),
+    "spool_dir": (["--spool_dir", "/var/spool/bruce"], "/var/spool/bruce"),
+    "spool_fsync_ms": (["--spool_fsync_ms", "0"], 0),
+    "spool_max_bytes": (["--spool_max_bytes", "1048576"], 1048576),
+    "spool_full_policy": (["--spool_full_policy", "discard"], "discard"),
+    "spool_segment_bytes": (["--spool_segment_bytes", "65536"], 65536),
 }
 
 

@@ -16,20 +16,33 @@ from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.queues import PartitionQueue
 from bruce.proxy.budget import MessageBudget
 from bruce.proxy.message import Message
-from bruce.proxy.packed import BATCH_BYTES, INDEX_BYTES, KEYED_INDEX_BYTES, PACK_MIN, PackedBatch, Packer
+from bruce.proxy.packed import (
+    BATCH_BYTES,
+    INDEX_BYTES,
+    KEYED_INDEX_BYTES,
+    PACK_MIN,
+    SEQS_BATCH_BYTES,
+    PackedBatch,
+    Packer,
+)
 
 from .helpers import view
 
-FIELDS = ("topic", "key", "value", "timestamp", "partition_key", "size", "headers", "pinned", "attempts")
+FIELDS = ("topic", "key", "value", "timestamp", "partition_key", "size", "headers", "pinned", "attempts", "spool_seq")
 
 
-def loose(n: int, *, value: int = 100, keyed: bool = False, key: bytes | None = b"") -> list[Message]:
-    return [
+def loose(n: int, *, value: int = 100, keyed: bool = False, key: bytes | None = b"", spooled: int = 0) -> list[Message]:
+    """``spooled``: 0 no sequences; else two bursts' runs ``spooled`` apart and one message in memory only."""
+    out = [
         Message(
             "t", key, b"%06d" % i + b"v" * (value - 6), 1_700_000_000_000 + i, (i * 7919 - 50) if keyed else None, 5.0
         )
         for i in range(n)
     ]
+    if spooled:
+        for i, m in enumerate(out):
+            m.spool_seq = -1 if i == 5 else (1000 + i if i < n // 2 else 1000 + spooled + i)
+    return out
 
 
 def reserved(messages: list[Message], capacity: int = 10**9) -> MessageBudget:
@@ -42,10 +55,13 @@ def fields(m: Message) -> tuple:
     return tuple(getattr(m, f) for f in FIELDS)
 
 
+@pytest.mark.parametrize(("spooled", "seq_bytes"), [(0, 0), (10**6, 4), (2**40, 8)])
 @pytest.mark.parametrize("keyed", [False, True])
 @pytest.mark.parametrize("key", [None, b"", b"key-1"])
-def test_unpack_gives_back_every_field_and_the_exact_charge(keyed: bool, key: bytes | None) -> None:
-    messages = loose(50, keyed=keyed, key=key)
+def test_unpack_gives_back_every_field_and_the_exact_charge(
+    keyed: bool, key: bytes | None, spooled: int, seq_bytes: int
+) -> None:
+    messages = loose(50, keyed=keyed, key=key, spooled=spooled)
     messages[3].value = b""  # an empty value, and a partition key beside AnyPartition ones
     messages[3].size = len(key or b"")
     if keyed:
@@ -54,8 +70,9 @@ def test_unpack_gives_back_every_field_and_the_exact_charge(keyed: bool, key: by
     packer = Packer(budget)
     packed = packer.pack("t", messages)
     assert isinstance(packed, PackedBatch) and len(packed) == 50
-    per = KEYED_INDEX_BYTES if keyed else INDEX_BYTES
-    assert packed.charge == sum(m.size for m in messages) + 50 * per + BATCH_BYTES
+    per = (KEYED_INDEX_BYTES if keyed else INDEX_BYTES) + seq_bytes
+    batch = BATCH_BYTES + (SEQS_BATCH_BYTES if seq_bytes else 0)
+    assert packed.charge == sum(m.size for m in messages) + 50 * per + batch
     assert budget.used == packed.charge and budget.held == 50  # the difference went back at once
     back = packed.unpack()
     assert [fields(m) for m in back] == [fields(m) for m in messages]
@@ -84,12 +101,13 @@ def test_what_cannot_be_restored_exactly_stays_loose(spoil) -> None:
     assert budget.used == used
 
 
+@pytest.mark.parametrize("spooled", [0, 10**6])
 @pytest.mark.parametrize("keyed", [False, True])
-def test_a_packed_batch_holds_no_more_memory_than_its_charge(keyed: bool) -> None:
+def test_a_packed_batch_holds_no_more_memory_than_its_charge(keyed: bool, spooled: int) -> None:
     """The packed charge bounds what packed messages really occupy (tracemalloc); for 100-byte values it is at most
     Bruce's 128 bytes a message (8,192 messages per MiB of budget)."""
     for n, batches in ((PACK_MIN, 200), (2600, 4)):
-        groups = [loose(n, keyed=keyed) for _ in range(batches)]
+        groups = [loose(n, keyed=keyed, spooled=spooled) for _ in range(batches)]
         packer = Packer(reserved([m for g in groups for m in g]))
         gc.collect()
         tracemalloc.start()

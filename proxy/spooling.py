@@ -1,0 +1,132 @@
+"""The daemon's side of the durable spool (docs/spool.md): open it from the options, replay it at start, show it.
+
+Rules:
+- :func:`spool_config` turns the ``--spool_*`` options into a :class:`~bruce.proxy.spool.SpoolConfig` (None: no
+  spool, Bruce's behaviour). Opening is the daemon's (``Spool.open`` raises only ``SpoolLocked``).
+- :class:`Replay` hands what earlier runs left in the spool to the router, before new input is read: each record
+  becomes a :class:`~bruce.proxy.message.Message` with its ``spool_seq``, reported as a possible duplicate (it may
+  have been delivered before the crash: the discard report's ``possible_duplicate_topic`` and the discard log, where
+  Bruce reports resends; the message's own flag stays off so it can be packed like a fresh one). It is counted as
+  received (``received``, an input of the accounting; ``MsgCreate``) and reserves its charge in the budget like any
+  message; when the budget is full, replay waits for room (it pulls the spool's iterator one burst at a time), so a
+  spool larger than memory replays at the brokers' pace. A stop request ends replay: what was not handed out stays in
+  the spool. A damaged record is counted as received and discarded as SPOOL_CORRUPT (the spool logs file and offset).
+- :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
+  ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from bruce.producer.counters import Counters, Labels
+from bruce.producer.reasons import DiscardReason
+
+from .budget import MessageBudget
+from .config import Options
+from .message import Message
+from .outcomes import Outcomes
+from .spool import FullPolicy, Spool, SpoolConfig
+from .status.source import Gauge
+
+log = logging.getLogger("bruce.spool")
+
+ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
+GAUGES = {
+    "SpoolBytes": "Bytes of the spool's segment files.",
+    "SpoolSegments": "The spool's segment files.",
+    "SpoolPending": "Spooled or replayed messages not yet delivered or discarded.",
+    "SpoolOldestMs": "Age of the oldest segment still holding an undelivered message, ms.",
+    "SpoolFsyncLastUs": "The last spool sync's duration, microseconds.",
+    "SpoolFsyncMaxUs": "The longest spool sync's duration, microseconds.",
+    "SpoolDegraded": "1 after a spool disk error: memory-only until restart (the log says why).",
+}
+
+
+def spool_config(options: Options) -> SpoolConfig | None:
+    """The spool settings of ``options``, or None when ``--spool_dir`` is not given."""
+    if not options.spool_dir:
+        return None
+    return SpoolConfig(
+        Path(options.spool_dir),
+        segment_bytes=options.spool_segment_bytes,
+        fsync_ms=options.spool_fsync_ms,
+        max_bytes=options.spool_max_bytes,
+        full_policy=FullPolicy(options.spool_full_policy),
+    )
+
+
+class Replay:
+    """Replays ``spool`` into ``route`` (see the module rules). ``received`` counts what it handed over or
+    discarded."""
+
+    def __init__(self, spool: Spool, *, budget: MessageBudget, outcomes: Outcomes, counters: Counters) -> None:
+        self.spool = spool
+        self.counters = counters
+        self.budget = budget
+        self.outcomes = outcomes
+        self.received = 0
+        spool.on_corrupt = self._on_corrupt
+
+    def _on_corrupt(self, file: str, offset: int, count: int, detail: str) -> None:
+        self.received += count
+        for _ in range(count):
+            self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)
+
+    async def run(self, stopping: Callable[[], bool]) -> int:
+        """Hand every record over to the router, oldest first; returns how many. Ends early at a stop request."""
+        handed = 0
+        reserve = self.budget.try_reserve
+        duplicate = self.outcomes.tracker.record_possible_duplicate
+        topics: dict[bytes, str] = {}
+        bursts: Iterator = self.spool.replay()
+        for burst in bursts:
+            now = time.monotonic()
+            for record in burst:
+                topic = topics.get(record.topic)
+                if topic is None:
+                    topic = topics[record.topic] = record.topic.decode("utf-8", "surrogateescape")
+                msg = Message(topic, record.key, record.value, record.timestamp, record.partition_key, now)
+                msg.spool_seq = record.sequence
+                while not reserve(msg.charge):
+                    if stopping():
+                        log.info("replay stopped by the shutdown: %d messages handed out, the rest stay", handed)
+                        return handed
+                    await asyncio.sleep(ROOM_WAIT_S)
+                self.received += 1
+                handed += 1
+                self.counters.inc("MsgCreate")
+                duplicate(topic, msg.key, msg.value, msg.timestamp)
+                self.outcomes.on_message(msg)
+            await asyncio.sleep(0)  # let deliveries and the status pages run between bursts
+            if stopping():
+                break
+        if handed:
+            log.info("replayed %d messages from the spool (possible duplicates)", handed)
+        return handed
+
+
+class SpoolStatus:
+    """The spool's counters (a counter set) and gauges for the status pages."""
+
+    __slots__ = ("_spool",)
+
+    def __init__(self, spool: Callable[[], Spool | None]) -> None:
+        self._spool = spool  # None until the daemon opened it
+
+    def items(self) -> Iterator[tuple[str, Labels, int]]:
+        spool = self._spool()
+        for name, value in spool.stats().items() if spool is not None else ():
+            if name not in GAUGES:
+                yield name, (), value
+
+    def gauges(self) -> list[Gauge]:
+        spool = self._spool()
+        if spool is None:
+            return []
+        stats = spool.stats()
+        return [Gauge(name, help, stats[name]) for name, help in GAUGES.items()]

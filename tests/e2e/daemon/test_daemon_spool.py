@@ -1,0 +1,211 @@
+"""The durable spool in the daemon (``--spool_dir``, docs/spool.md), against tansu: a ``kill -9`` loses nothing the
+daemon had read, a clean stop leaves an empty spool, one daemon per spool, a damaged record is one SPOOL_CORRUPT
+discard, a disk error falls back to memory only. Delivery is checked by consuming with confluent-kafka (CRCs on)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bruce.proxy.client import BruceClient
+from bruce.proxy.config import Broker
+from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
+
+from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, make_config, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def _segments(spool: Path) -> list[Path]:
+    return sorted(spool.glob("*.seg*"))
+
+
+def _command(tansu: EmbeddedBroker, sock: Path, spool: Path) -> list[str]:
+    return [
+        "--receive_socket_name",
+        str(sock),
+        "--status_port",
+        "0",
+        "--initial_brokers",
+        tansu.address,
+        "--spool_dir",
+        str(spool),
+    ]
+
+
+def test_kill_9_then_restart_delivers_every_message_the_daemon_had_read(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """A first half is sent and delivered (its segments, small here, are deleted as they become done); the second
+    half is sent and, once the daemon has read it all (``MsgReceived``: what the kernel still held at a kill is not
+    the daemon's), the daemon is killed with SIGKILL before the batches ship. The restart replays the spool: every
+    message is read back from Kafka at least once; only what was left in the spool came back (not the deleted
+    segments), and the duplicates are at most the replayed messages."""
+    topic = new_topic(partitions=2)
+    sock, spool = workdir / "k.sock", workdir / "spool"
+    command = [*_command(tansu, sock, spool), "--spool_segment_bytes", "16384"]
+    bruce = bruce_process(command)
+    url = bruce.wait_serving()
+    values = [b"kill-%05d" % i for i in range(3000)]
+    with BruceClient(sock) as client:
+        for value in values[:1500]:
+            client.send_any_partition(topic, value)
+        wait_for(lambda: counters_json(url).get("MsgDelivered") == 1500, what="the first half to be delivered")
+        for value in values[1500:]:
+            client.send_any_partition(topic, value)
+    wait_for(lambda: counters_json(url).get("MsgReceived") == len(values), what="the daemon to read every message")
+    bruce.process.send_signal(signal.SIGKILL)
+    assert bruce.wait() == -signal.SIGKILL
+    assert _segments(spool), "the killed daemon left no segment"
+
+    again = bruce_process(command)
+    url = again.wait_serving()
+    reads = consume_topic(tansu.address, topic, 2, len(values))
+    got = [r.value for r in reads]
+    assert set(got) == set(values)
+    counters = counters_json(url)
+    replayed = counters["SpoolReplayed"]
+    assert 0 < replayed < len(values)
+    duplicates = len(got) - len(set(got))
+    assert duplicates <= replayed
+    again.signal(signal.SIGTERM)
+    assert again.wait() == 0
+    assert _segments(spool) == []  # all delivered: the clean stop left nothing
+    print(f"\n{len(values)} messages, {replayed} replayed after kill -9, {duplicates} duplicates read back")
+
+
+def test_a_clean_stop_after_delivery_leaves_an_empty_spool(
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=2)
+    spool = workdir / "spool"
+    d = start_daemon(spool_dir=str(spool), spool_segment_bytes=8192)  # small segments: several roll and go
+    values = [b"clean-%04d" % i for i in range(500)]
+    with d.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    a = d.settle(len(values))
+    assert a.delivered == len(values)
+    stats = d.call(lambda: d.daemon.spool.stats())  # type: ignore[union-attr]
+    assert stats["SpoolAppended"] == len(values) and stats["SpoolPending"] == 0
+    metrics = d.metrics()
+    assert metrics["bruce_spool_appended_total"] == len(values)
+    assert metrics["bruce_spool_pending"] == 0 and metrics["bruce_spool_degraded"] == 0
+    assert metrics["bruce_spool_bytes"] >= 0 and "bruce_spool_oldest_ms" in metrics
+    assert counters_json(d.daemon.status_url)["SpoolAppended"] == len(values)
+    d.stop()
+    assert _segments(spool) == []
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 2, len(values))) == values
+
+
+def test_a_second_daemon_on_the_same_spool_refuses_to_start(
+    start_daemon: Callable[..., DaemonThread],
+    bruce_process: Callable[..., BruceProcess],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+) -> None:
+    spool = workdir / "spool"
+    start_daemon(spool_dir=str(spool))
+    second = bruce_process(_command(tansu, workdir / "second.sock", spool))
+    assert second.wait() == 1
+    log = second.log
+    assert f"spool directory {spool} is in use by process" in log, log
+    assert "one bruce per spool directory" in log
+    assert "Traceback" not in log
+
+
+def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered(
+    start_daemon: Callable[..., DaemonThread],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A spool left by an earlier run (20 undelivered messages) with one byte of the 8th record's value flipped."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    values = [b"left-%03d" % i for i in range(20)]
+    with Spool.open(SpoolConfig(spool)) as left:
+        left.append([SpoolMessage(topic.encode(), None, None, v, 1_700_000_000_000) for v in values])
+    (segment,) = _segments(spool)
+    data = bytearray(segment.read_bytes())
+    at = data.index(values[7])
+    data[at] ^= 0x01
+    segment.write_bytes(bytes(data))
+
+    caplog.set_level(logging.WARNING, logger="bruce.spool")
+    d = start_daemon(spool_dir=str(spool))
+    a = d.settle(20)
+    assert (a.received, a.delivered, a.discarded) == (20, 19, 1), a
+    assert d.discards("SPOOL_CORRUPT") == 1
+    assert segment.name in caplog.text
+    reads = consume_topic(tansu.address, topic, 1, 19)
+    assert sorted(r.value for r in reads) == values[:7] + values[8:]
+    d.stop()
+    assert _segments(spool) == []
+
+
+def test_a_disk_error_falls_back_to_memory_only_and_loses_nothing(
+    start_daemon: Callable[..., DaemonThread],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = new_topic(partitions=1)
+    d = start_daemon(spool_dir=str(workdir / "spool"))
+    spool = d.daemon.spool
+    assert spool is not None
+
+    def broken(fd: int, data: bytes) -> int:
+        raise OSError(errno.EIO, "Input/output error")
+
+    caplog.set_level(logging.ERROR, logger="bruce.spool")
+    d.call(lambda: setattr(spool, "_write", broken))
+    values = [b"eio-%03d" % i for i in range(200)]
+    with d.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    a = d.settle(len(values))
+    assert a.delivered == len(values)
+    errors = [r for r in caplog.records if r.name == "bruce.spool" and r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "Input/output error" in errors[0].getMessage(), errors
+    assert d.metrics()["bruce_spool_degraded"] == 1
+    status, _, page = http_get(d.daemon.status_url + "/")
+    assert status == 200 and "spool disk error" in page
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+
+
+def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_within_its_budget(
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """No broker answers the first daemon: its messages are SERVER_SHUTDOWN at the stop and stay in the spool. The
+    next daemon, with a budget of 1 KiB (two messages at a time), replays them as the budget frees up."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    nobody = (Broker("127.0.0.1", free_port()),)
+    first = start_daemon(make_config(nobody), initial_brokers=nobody, shutdown_max_delay=300, spool_dir=str(spool))
+    values = [b"later-%02d" % i for i in range(30)]
+    with first.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    wait_for(lambda: first.accounting().received == len(values), what="the first daemon to read every message")
+    a = first.stop()
+    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+    assert _segments(spool)
+
+    second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
+    a = second.settle(len(values))
+    assert (a.received, a.delivered, a.discarded) == (len(values), len(values), 0), a  # replay waited for room
+    assert second.call(lambda: second.daemon.spool.replayed) == len(values)  # type: ignore[union-attr]
+    duplicates = second.call(lambda: second.daemon.tracker.report().unfinished.possible_duplicate_topic)
+    assert [(d.topic, d.count) for d in duplicates] == [(topic, len(values))]  # reported as Bruce reports resends
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+    second.stop()
+    assert _segments(spool) == []
