@@ -37,6 +37,7 @@ class NetProxy:
         self._server: asyncio.Server | None = None
         self._live: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._connecting: set[asyncio.StreamWriter] = set()  # accepted, upstream connect under way
+        self._stopped = False
         self._tasks: set[asyncio.Task] = set()
 
     @property
@@ -51,15 +52,22 @@ class NetProxy:
         await self.stop()
 
     async def start(self) -> None:
+        self._stopped = False
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        self._stopped = True
         if self._server is not None:
             self._server.close()
             self.cut()
             await self._server.wait_closed()
             self._server = None
+            # A connection the kernel handed over just before the close reaches _accept a moment later: let it come
+            # and be reset, rather than leave its socket open on a loop that is about to stop (a client would wait
+            # for an answer that never comes, where a dead broker's client sees a reset).
+            await asyncio.sleep(0.05)
+            self.cut()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -77,6 +85,9 @@ class NetProxy:
         return len(live)
 
     async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        if self._stopped:
+            client_writer.transport.abort()
+            return
         self.connections += 1
         self._connecting.add(client_writer)  # cut() resets it even while its upstream connect is under way
         try:
