@@ -48,12 +48,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.errors import ProducerClosed
 from bruce.producer.producer import Producer
 from bruce.producer.reasons import DiscardReason
 
+from .assembly import legacy_output, plog_listeners, producer_config, tick_for
 from .batcher import Batcher
 from .budget import MessageBudget
 from .compression_policy import TopicCompression
@@ -65,7 +65,7 @@ from .message import Message
 from .msg_debug import MessageDebugLog
 from .outcomes import Accounting, Outcomes
 from .packed import Packer
-from .plog.config import PlogConfigError, check_descriptors, check_unique
+from .plog.config import check_descriptors
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, message_overhead
@@ -77,50 +77,8 @@ from .status_source import DaemonStatus
 
 log = logging.getLogger("bruce.proxy.daemon")
 
-MAX_TICK_S = 0.05  # the timer task's longest sleep (see _timers)
 NOTICE = 25  # the logging level of Bruce's LOG_NOTICE (between INFO and WARNING)
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-def producer_config(options: Options, config: Config) -> ProducerConfig:
-    """The producer settings the command line and config file give (Bruce's names on both sides). Topic creation is
-    the router's (it parks the topic's messages meanwhile), so the producer's own is off."""
-    return ProducerConfig(
-        bootstrap_servers=tuple(broker.address for broker in config.initial_brokers),
-        client_id=options.client_id,
-        protocol=options.kafka_protocol,
-        acks=options.required_acks,
-        replication_timeout_ms=options.replication_timeout,
-        produce_request_data_limit=config.batching.produce_request_data_limit,
-        message_max_bytes=max(1, config.batching.message_max_bytes),
-        max_failed_delivery_attempts=options.max_failed_delivery_attempts,
-        socket_timeout_ms=options.kafka_socket_timeout_ms,
-        min_pause_delay_ms=options.min_pause_delay,
-        pause_rate_limit_initial_ms=max(1, options.pause_rate_limit_initial),
-        pause_rate_limit_max_double=options.pause_rate_limit_max_double,
-        dispatcher_restart_max_delay_ms=options.dispatcher_restart_max_delay,
-        metadata_refresh_interval_ms=options.metadata_refresh_interval_ms,
-        topic_autocreate=False,
-        topic_create_timeout_ms=options.topic_create_timeout,
-        shutdown_max_delay_ms=options.shutdown_max_delay,
-        message_timeout_ms=options.message_timeout_ms,  # 0 by default: Bruce's attempt limits only
-        empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
-        security=config.kafka,
-    )
-
-
-def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> Callable[[Message], None]:
-    """``--use_old_output_format``: each value becomes ``"<ts> <topic> <value>"`` (``"<topic> <value>"`` with
-    ``--omit_timestamp``) before routing. The budget charge stays what was reserved."""
-
-    def rewrite(msg: Message) -> None:
-        topic = msg.topic.encode("utf-8", "surrogateescape")
-        prefix = topic if omit_timestamp else b"%d %s" % (msg.timestamp, topic)
-        msg.value = prefix + b" " + (msg.value or b"")
-        msg.size = len(msg.key or b"") + len(msg.value)
-        route(msg)
-
-    return rewrite
 
 
 class Daemon:
@@ -199,7 +157,7 @@ class Daemon:
         )
         outcomes.add_input(lambda: self.intake.datagrams)
         self.plog = PlogInputs(
-            _plog_listeners(options, config),
+            plog_listeners(options, config),
             budget=self.budget,
             outcomes=outcomes,
             counters=counters,
@@ -233,7 +191,7 @@ class Daemon:
         self._force = asyncio.Event()
         self._group: asyncio.TaskGroup | None = None
         self._creations: set[asyncio.Task[Any]] = set()
-        self._tick = _tick_for(config)
+        self._tick = tick_for(config)
 
     # -- public --------------------------------------------------------------------------------------------------------
 
@@ -545,24 +503,3 @@ def _logged(what: str) -> Any:
         raise
     except BaseException:
         log.exception("%s also failed while stopping", what)
-
-
-def _plog_listeners(options: Options, config: Config) -> tuple:
-    """The config file's plog listeners, then the command line's; no two may share a port or a name."""
-    listeners = (*config.plog_listeners, *options.plog_udp, *options.plog_tcp)
-    places = [
-        *(f"plog.listener[{i + 1}]" for i in range(len(config.plog_listeners))),
-        *(["--plog_udp"] * len(options.plog_udp)),
-        *(["--plog_tcp"] * len(options.plog_tcp)),
-    ]
-    try:
-        check_unique(listeners, places)
-    except PlogConfigError as error:
-        raise ConfigError(str(error)) from None
-    return listeners
-
-
-def _tick_for(config: Config) -> float:
-    """The timer task's longest sleep: the shortest batch time of the config, at most :data:`MAX_TICK_S`."""
-    times = [limits.time_ms for limits in config.batching.named_configs.values() if limits.time_ms]
-    return min([MAX_TICK_S, *(t / 1000 for t in times)])

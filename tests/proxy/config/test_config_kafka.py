@@ -10,13 +10,13 @@ import pytest
 from reference_files import BRUCE_EXAMPLE_CONF
 
 from bruce.producer.security import Secret
+from bruce.proxy.assembly import producer_config
 from bruce.proxy.config.errors import ConfigError
 from bruce.proxy.config.model import Broker
 from bruce.proxy.config.options import Options
 from bruce.proxy.config.startup import configure, default_config
 from bruce.proxy.config.toml_config import load_toml, to_toml
 from bruce.proxy.config.xml_config import load_xml
-from bruce.proxy.daemon import producer_config
 
 
 def base_toml() -> str:
