@@ -23,13 +23,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
+from bruce.producer.health import CONNECTED, IDLE
+
 from .history import RateSample, rate, series
 from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
 from .source import BrokerState, QueueStats, StatusSource
 
 REFRESH_S = 5
 MAX_ROWS = 100
-HEALTHY_STATES = frozenset({"connected", "idle"})
+HEALTHY_STATES = frozenset({CONNECTED, IDLE})
 BUDGET_WARN = 0.9
 
 
@@ -195,7 +197,7 @@ def _broker_rows(brokers: Sequence[BrokerState]) -> str:
     rows = []
     for b in brokers:
         src = f"broker:{b.node_id}"
-        tone = "ok" if b.state == "connected" else "idle" if b.state == "idle" else "bad"
+        tone = "ok" if b.state == CONNECTED else "idle" if b.state == IDLE else "bad"
         rows.append(
             f'          <tr><th scope="row">{_v(f"{src}:node_id", b.node_id, "text")}</th>'
             f"<td>{_v(f'{src}:host', b.host, 'text')}:{_v(f'{src}:port', b.port, 'text')}</td>"
@@ -240,7 +242,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
         f'<div class="bar" role="img" aria-label="budget {share:.1f} percent used">'
         f'<div style="width:{min(100.0, share):.1f}%"></div></div>'
     )
-    connected = sum(1 for b in brokers if b.state == "connected")
+    connected = sum(1 for b in brokers if b.state == CONNECTED)
     cards = "\n".join(
         [
             _card(
