@@ -22,6 +22,10 @@ Configurations: ``plain`` (combined-topics batching as in Bruce's shipped config
     .venv/bin/python bench/proxy_bench.py --qlen 512      # in a network namespace with max_dgram_qlen=512 (root)
     .venv/bin/python bench/proxy_bench.py --quick         # 20,000 messages: checks that it runs
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --json /tmp/proxy.json  # for report.py
+    .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --profile /tmp/prof  # where the CPU goes
+
+``--profile DIR`` samples both daemon processes on CPU time (bench/profile_hook, a few percent of overhead) and prints
+the CPU per message by stage (bench/daemon_profile.py); the JSON gets the stages too.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from pathlib import Path
 
 from _common import child_pids, machine, max_dgram_qlen, proc_cpu_s
 from confluent_kafka import Consumer, Producer, TopicPartition
+from daemon_profile import print_table, stage_table
 
 from bruce.proxy.embedded import EmbeddedBroker
 from bruce.wire.datagram import build_any_partition
@@ -204,6 +209,7 @@ class Result:
     start_rss_kib: int
     budget_kib: int
     budget_hwm_kib: float
+    stages: list[dict] | None = None  # with --profile: CPU per message by stage (bench/daemon_profile.py)
 
     @property
     def rate(self) -> float:
@@ -227,6 +233,7 @@ def run_one(
     blocking: bool,
     extra_args: Sequence[str] = (),
     label: str | None = None,
+    profile: Path | None = None,
 ) -> Result:
     """One configuration ``name``, with ``extra_args`` for the daemon; the result is labelled ``label`` (or
     ``name``)."""
@@ -244,8 +251,17 @@ def run_one(
         config.write_text(CONFIGS[name])  # type: ignore[arg-type]
         args += ["--config_path", str(config)]
     log_path = workdir / f"{label or name}.log"
+    env = None
+    if profile is not None:  # both processes sampled (the reader inherits the environment)
+        profile = profile / (label or name)
+        profile.mkdir(parents=True, exist_ok=True)
+        for old in profile.glob("*.json"):
+            old.unlink()
+        hook = str(Path(__file__).resolve().parent / "profile_hook")
+        path = os.pathsep.join(p for p in (hook, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PYTHONPATH": path, "BRUCE_BENCH_PROFILE": str(profile)}
     with open(log_path, "wb") as log:
-        daemon = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        daemon = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         url = wait_serving(daemon, log_path)
         wait_for(lambda: counters(url).get("MetadataChanged", 0) >= 1, "the daemon's first metadata")
@@ -278,6 +294,8 @@ def run_one(
             daemon.kill()
             daemon.wait(10)
     read_back = consume_count(broker.address, topic, warmup + messages)
+    loop_us = (loop1 - loop0) / messages * 1e6
+    reader_us = (reader1 - reader0) / messages * 1e6
     return Result(
         label or name,
         sent=messages,
@@ -286,8 +304,8 @@ def run_one(
         read_back=read_back - warmup,
         seconds=seconds,
         read_seconds=read_seconds,
-        loop_cpu_us=(loop1 - loop0) / messages * 1e6,
-        reader_cpu_us=(reader1 - reader0) / messages * 1e6,
+        loop_cpu_us=loop_us,
+        reader_cpu_us=reader_us,
         eagain=sum(r["eagain"] for r in per_sender),
         blocked_s=sum(r["blocked"] for r in per_sender),
         sender_wall_s=max(r["wall"] for r in per_sender),
@@ -296,6 +314,7 @@ def run_one(
         start_rss_kib=start_rss,
         budget_kib=budget_kib,
         budget_hwm_kib=budget_hwm,
+        stages=None if profile is None else stage_table(profile, warmup + messages, loop_us, reader_us),
     )
 
 
@@ -360,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-peer", action="store_true", help="skip the confluent-kafka peer run")
     p.add_argument("--quick", action="store_true", help="20,000 messages, 2 senders: checks that it runs")
     p.add_argument("--json", type=Path, help="also write the figures here (for bench/report.py)")
+    p.add_argument("--profile", type=Path, help="sample both daemon processes; per-process samples go to DIR/<config>")
     a = p.parse_args(argv)
     if a.qlen is not None:
         return _in_namespace(a)
@@ -376,7 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp, EmbeddedBroker() as broker:
         for name in names:
             r = run_one(
-                name, broker, a.messages, a.senders, a.budget_kib, Path(tmp), warmup=1000, blocking=not a.nonblocking
+                name,
+                broker,
+                a.messages,
+                a.senders,
+                a.budget_kib,
+                Path(tmp),
+                warmup=1000,
+                blocking=not a.nonblocking,
+                profile=a.profile,
             )
             results.append(r)
             _print(r, a.senders, a.nonblocking)
@@ -412,6 +440,7 @@ def _in_namespace(a: argparse.Namespace) -> int:
         *(["--no-peer"] if a.no_peer else []),
         *(["--quick"] if a.quick else []),
         *(["--json", str(a.json.resolve())] if a.json else []),
+        *(["--profile", str(a.profile.resolve())] if a.profile else []),
     ]
     script = (
         f"ip link set lo up && sysctl -qw net.unix.max_dgram_qlen={a.qlen} && "
@@ -443,6 +472,9 @@ def _print(r: Result, senders: int, nonblocking: bool) -> None:
         f"({r.blocked_s / senders / r.sender_wall_s:.0%} of each sender's time); "
         f"senders done in {r.sender_wall_s:.2f} s, {r.sender_cpu_us:.2f} us CPU/message"
     )
+    if r.stages:
+        print("  where the CPU goes (sampled on CPU time; ns per message):")
+        print_table(r.stages)
     grown = r.hwm_kib - r.start_rss_kib
     print(
         f"  memory: VmHWM {r.hwm_kib / 1024:,.1f} MiB, {grown / 1024:,.1f} MiB above the RSS at start; budget "

@@ -5,10 +5,13 @@ Reads (each optional; a missing file skips its plot and says so):
 - ``producer.json`` from ``bench/producer_bench.py --sizes ... --json``: throughput against value size;
 - ``proxy.json`` from ``bench/proxy_bench.py --json``: the daemon's CPU per message by process (intake reader, event
   loop), beside confluent-kafka producing the same messages directly;
-- ``latency.json`` from ``bench/latency_bench.py --json``: send → delivery CDFs per rate.
+- ``latency.json`` from ``bench/latency_bench.py --json``: send → delivery CDFs per rate;
+- the stages of the runs of ``proxy.json`` measured with ``--profile``, and of ``proxy-before.json`` (the same
+  command on the code before a change, for a before/after comparison): the daemon's CPU per message by stage.
 
-Writes ``benchmarks-throughput.png``, ``benchmarks-daemon-cpu.png`` and ``benchmarks-latency.png`` into ``--out``
-(docs/) and prints the tables. Needs matplotlib (the ``bench`` extra), never imported by the package.
+Writes ``benchmarks-throughput.png``, ``benchmarks-daemon-cpu.png``, ``benchmarks-daemon-stages.png`` and
+``benchmarks-latency.png`` into ``--out`` (docs/) and prints the tables. Needs matplotlib (the ``bench`` extra),
+never imported by the package.
 
     .venv/bin/python bench/report.py                      # bench/results/*.json -> docs/*.png
     .venv/bin/python bench/report.py --data /tmp/mine --out /tmp/plots
@@ -121,6 +124,69 @@ def daemon_cpu(data: dict[str, Any], out: Path) -> Path:
     return _save(fig, data, out / "benchmarks-daemon-cpu.png")
 
 
+STAGE_COLOURS = [
+    "#c4b5fd",
+    "#a78bfa",
+    "#8b5cf6",
+    "#1d4ed8",
+    "#2563eb",
+    "#3b82f6",
+    "#60a5fa",
+    "#93c5fd",
+    "#0f766e",
+    "#14b8a6",
+    "#5eead4",
+    "#ca8a04",
+    "#facc15",
+    "#9ca3af",
+    "#d1d5db",
+    "#4b5563",
+    "#6b7280",
+    "#e5e7eb",
+    "#f59e0b",
+    "#fde68a",
+]
+
+
+def stage_runs(proxy: dict[str, Any] | None, before: dict[str, Any] | None) -> list[tuple[str, list[dict]]]:
+    """(label, stages) of every profiled run: the before file's first, then the current one's."""
+    runs = []
+    for data, when in ((before, "before"), (proxy, "after" if before else "")):
+        for r in (data or {}).get("runs", []):
+            if r.get("stages"):
+                runs.append((f"{r['config']}, {when}".strip(", "), r["stages"]))
+    return runs
+
+
+def daemon_stages(runs: list[tuple[str, list[dict]]], data: dict[str, Any], out: Path) -> Path:
+    """Horizontal stacked bars: each profiled run's CPU ns per message, by process and stage."""
+    names = list(dict.fromkeys(f"{s['process']}: {s['stage']}" for _, stages in runs for s in stages))
+    colour = {n: STAGE_COLOURS[i % len(STAGE_COLOURS)] for i, n in enumerate(names)}
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.9 * len(runs) + 0.22 * len(names)))
+    for y, (_, stages) in enumerate(runs):
+        left = 0.0
+        for s in stages:
+            name = f"{s['process']}: {s['stage']}"
+            ns = s["ns_per_msg"]
+            ax.barh(y, ns, left=left, color=colour[name], edgecolor="white", linewidth=0.5)
+            if ns >= 180:
+                ax.text(left + ns / 2, y, f"{ns:.0f}", ha="center", va="center", fontsize=7)
+            left += ns
+        ax.text(left + 30, y, f"{left / 1000:.2f} µs", va="center", fontsize=9)
+    ax.axvline(3500, color="#dc2626", linestyle=":", linewidth=1)
+    ax.text(3500, len(runs) - 0.45, " issue 16 goal: 3.5 µs", color="#dc2626", fontsize=8, va="bottom")
+    ax.set_yticks(range(len(runs)), [label for label, _ in runs], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("CPU ns per message (both processes)")
+    ax.set_xlim(0, max(sum(s["ns_per_msg"] for s in st) for _, st in runs) * 1.15)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n]) for n in names]
+    ax.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.4 / len(runs)), ncol=2)
+    ax.grid(True, axis="x", alpha=0.3)
+    s = data["settings"]
+    fig.suptitle(f"Daemon CPU per message by stage ({s['messages']:,} x {s['value_bytes']} B datagrams, sampled)")
+    return _save(fig, data, out / "benchmarks-daemon-stages.png")
+
+
 def latency(data: dict[str, Any], out: Path) -> Path:
     """One panel per rate: the CDF of send → delivery, y on a logit scale so the tail (p99, p99.9) is readable."""
     rates = sorted({r["rate"] for r in data["runs"]})
@@ -143,7 +209,7 @@ def latency(data: dict[str, Any], out: Path) -> Path:
     return _save(fig, data, out / "benchmarks-latency.png")
 
 
-def tables(producer: dict | None, proxy: dict | None, lat: dict | None) -> str:
+def tables(producer: dict | None, proxy: dict | None, lat: dict | None, stages: list | None = None) -> str:
     """The figures as Markdown tables (for docs/benchmarks.md)."""
     out: list[str] = []
     if producer:
@@ -164,6 +230,17 @@ def tables(producer: dict | None, proxy: dict | None, lat: dict | None) -> str:
             p = proxy["peer"]
             out.append(f"| confluent-kafka (direct) | {p['rate']:,.0f} | {p['cpu_us']:.2f} | | |")
         out.append("")
+    if stages:
+        labels = [label for label, _ in stages]
+        rows: dict[tuple[str, str], list[float]] = {}
+        for i, (_, st) in enumerate(stages):
+            for r in st:
+                rows.setdefault((r["process"], r["stage"]), [0.0] * len(stages))[i] = r["ns_per_msg"]
+        out += ["| process | stage | " + " | ".join(f"{x} ns/msg" for x in labels) + " |"]
+        out += ["|---|---|" + "---:|" * len(stages)]
+        out += [f"| {p} | {st} | " + " | ".join(f"{v:,.0f}" for v in ns) + " |" for (p, st), ns in rows.items()]
+        totals = [sum(r["ns_per_msg"] for r in st) for _, st in stages]
+        out += ["| | all | " + " | ".join(f"**{t:,.0f}**" for t in totals) + " |", ""]
     if lat:
         out += ["| rate | client | reached | p50 ms | p99 ms | p99.9 ms |", "|---:|---|---:|---:|---:|---:|"]
         for r in sorted(lat["runs"], key=lambda r: (r["rate"], r["client"])):
@@ -184,11 +261,15 @@ def main(argv: list[str] | None = None) -> int:
     producer = _load(a.data / "producer.json")
     proxy = _load(a.data / "proxy.json")
     lat = _load(a.data / "latency.json")
+    before = _load(a.data / "proxy-before.json")
     for data, plot in ((producer, throughput), (proxy, daemon_cpu), (lat, latency)):
         if data is not None:
             print(f"wrote {plot(data, a.out)}")
+    stages = stage_runs(proxy, before)
+    if stages:
+        print(f"wrote {daemon_stages(stages, proxy or before, a.out)}")  # type: ignore[arg-type]
     print()
-    print(tables(producer, proxy, lat))
+    print(tables(producer, proxy, lat, stages))
     return 0
 
 

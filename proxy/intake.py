@@ -20,27 +20,16 @@ Rules:
 - One ``recv`` of ``max_input_msg_size + 1`` bytes per datagram: a datagram of exactly the limit is accepted, one byte
   more arrives truncated to limit + 1 and is discarded as LONG_MSG (too long), never as malformed (Bruce's off-by-one,
   fixed).
-- Each datagram is parsed by :func:`bruce.wire.datagram.parse_datagram` (in the loop, whichever the reader: see
-  :mod:`bruce.proxy.intake_reader` for why); failures are discarded as MALFORMED, API_KEY(n) or VERSION(n); a message
-  whose charge does not fit the :class:`~bruce.proxy.budget.MessageBudget` is discarded as NO_MEM. Every outcome
-  reaches the :class:`IntakeSink` exactly once, in the datagrams' order, and is counted with Bruce's ``InputAgent*``
-  names, once per burst rather than per datagram.
-- Cheap per datagram: a burst (one wake-up's datagrams) is parsed into messages first; when it has no discard and
-  fits the budget whole, its charge is reserved in one step (then every message of it fits) and its messages are
-  handed over; otherwise they are reserved one by one, so NO_MEM falls on exactly the messages a reservation per
-  message would refuse. tests/proxy/intake/test_intake_bursts.py checks that equivalence.
-- With the durable spool (``spool``), each burst's valid messages are appended to it in one call after parsing and
-  before the budget sees them; each gets its sequence (``spool_seq``). A burst the spool refuses (full, with the
-  discard policy) is discarded as SPOOL_FULL; one it does not hold (full with the memory policy, degraded) goes on
-  memory-only. A spooled message discarded here (NO_MEM) is marked done in the spool.
+- What becomes of each datagram (parsing, LONG_MSG, the spool, the budget, the ``InputAgent*`` counters, the order of
+  the outcomes) is :mod:`bruce.proxy.intake_burst`'s: whichever the reader, each wake-up's datagrams go to
+  ``DatagramIntake.feed`` (:meth:`IntakeBursts.feed <bruce.proxy.intake_burst.IntakeBursts.feed>`) as one burst.
 - Shutdown: :meth:`DatagramIntake.stop_accepting` unlinks the path (new clients get ENOENT) and shuts the socket for
   reading (connected clients get EPIPE; blocked ones get EPIPE as soon as there is room), then
   :meth:`DatagramIntake.drain` processes everything the kernel had already accepted. So every ``send`` that succeeded
   is read and accounted for (Bruce loses these silently).
 - An exception while reading (or from the sink) stops reading and is raised by :meth:`DatagramIntake.serve`: it is a
-  bug or a broken socket, and the daemon's task group must see it. The datagrams of the burst after the one the sink
-  failed on still get a fate: their discards are reported as they are, their messages discarded as SERVER_SHUTDOWN
-  (the daemon is stopping); the one the sink failed on holds its reservation (its fate is unknown).
+  bug or a broken socket, and the daemon's task group must see it (the rest of that burst still gets its fate:
+  :mod:`bruce.proxy.intake_burst`).
 """
 
 from __future__ import annotations
@@ -52,21 +41,28 @@ import os
 import socket
 import stat
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from time import monotonic
-from typing import Protocol
 
 from bruce.producer.counters import Counters
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.datagram import parse_datagram
-from bruce.wire.errors import MalformedInput, UnsupportedApiKey, UnsupportedVersion
 
 from .budget import MessageBudget
+from .intake_burst import TOPIC_CACHE_SIZE, IntakeBursts, IntakeSink
 from .intake_process import ReaderProcess
-from .message import Message
 from .socket_path import SocketPathError, check_not_live, ensure_private_dir
-from .spool import SPOOL_FULL, Spool, SpoolMessage
+from .spool import Spool
+
+__all__ = [
+    "DATAGRAM_SIZE_LIMIT",
+    "DEFAULT_MAX_INPUT_MSG_SIZE",
+    "DEFAULT_READER",
+    "TOPIC_CACHE_SIZE",
+    "DatagramIntake",
+    "IntakeError",
+    "IntakeSink",
+    "check_large_datagrams",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,31 +70,12 @@ DEFAULT_MAX_INPUT_MSG_SIZE = 65536  # --max_input_msg_size: the whole datagram, 
 DATAGRAM_SIZE_LIMIT = 16 * 1024 * 1024  # Bruce's hard limit for --max_input_msg_size
 DEFAULT_BURST = 256  # datagrams read per wake-up before yielding to the rest of the loop
 DRAIN_TIMEOUT_S = 5.0  # how long drain() waits for the reader process to forward what it holds
-TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
 READERS = ("process", "loop")
 DEFAULT_READER = "process" if sys.platform == "linux" else "loop"
-
-# A datagram discarded before it became a message: its position in the burst, reason, detail, counter, bytes.
-_Unparsed = tuple[int, DiscardReason, int | None, str, bytes]
 
 
 class IntakeError(SocketPathError):
     """The input socket cannot be set up as configured (the message says what to change)."""
-
-
-class IntakeSink(Protocol):
-    """Where the intake hands every datagram's outcome (implemented by the daemon). Called in the event loop; the two
-    discard methods have the signatures of ``DiscardTracker.record`` and ``DiscardTracker.record_unparsed``."""
-
-    def on_message(self, msg: Message) -> None:
-        """A valid message, its charge already reserved in the budget: its fate is now the daemon's."""
-
-    def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
-        """A datagram that parsed was discarded (NO_MEM: the budget is full)."""
-
-    def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
-        """A datagram that did not parse: MALFORMED, API_KEY (``detail`` = the API key), VERSION (``detail`` = the
-        version) or LONG_MSG (longer than the limit; ``datagram`` holds its first limit + 1 bytes)."""
 
 
 # -------------------------------------------------------------------------------------------- the large-datagram check
@@ -198,23 +175,50 @@ class DatagramIntake:
         self.sink = sink
         self.budget = budget
         self.counters = counters
+        self.bursts = IntakeBursts(sink=sink, budget=budget, counters=counters, max_input_msg_size=max_input_msg_size)
         self.mode = mode
         self.private_dir = private_dir  # the default path: its directory is created 0700 and verified
-        self.max_input_msg_size = max_input_msg_size
         self.reader = reader
         self.burst = burst
         self.clock = clock
-        self.datagrams = 0  # datagrams processed so far
-        self.wakeups = 0  # bursts processed so far (datagrams / wakeups = mean burst)
         self._sock: socket.socket | None = None
         self._identity: tuple[int, int] | None = None  # (st_dev, st_ino) of our socket file
         self._loop: asyncio.AbstractEventLoop | None = None
         self._serving: asyncio.Future[None] | None = None
         self._process: ReaderProcess | None = None
         self._reading = False  # the in-loop reader is registered
-        self._topics: dict[bytes, str] = {}
+        self._topics = self.bursts.topics  # the decoded topic names (bounded)
         self._accepting = False
-        self.spool: Spool | None = None  # the durable spool, when it is on (set by the daemon)
+        self.feed = self.bursts.feed  # a burst of datagrams received at a monotonic time → messages or discards
+
+    @property
+    def max_input_msg_size(self) -> int:
+        """The longest datagram accepted, in bytes (longer ones are discarded as LONG_MSG)."""
+        return self.bursts.max_input_msg_size
+
+    @max_input_msg_size.setter
+    def max_input_msg_size(self, size: int) -> None:
+        self.bursts.max_input_msg_size = size
+        self.bursts.forget_layouts()  # a layout is known valid within the limit it was learned under
+
+    @property
+    def datagrams(self) -> int:
+        """Datagrams processed so far."""
+        return self.bursts.datagrams
+
+    @property
+    def wakeups(self) -> int:
+        """Bursts processed so far (datagrams / wakeups = the mean burst)."""
+        return self.bursts.wakeups
+
+    @property
+    def spool(self) -> Spool | None:
+        """The durable spool, when it is on (set by the daemon; :mod:`bruce.proxy.intake_burst` uses it)."""
+        return self.bursts.spool
+
+    @spool.setter
+    def spool(self, spool: Spool | None) -> None:
+        self.bursts.spool = spool
 
     # -- socket lifecycle ------------------------------------------------------------------------------------------
 
@@ -404,138 +408,3 @@ class DatagramIntake:
         if batch:
             self.feed(batch, self.clock())
         return len(batch)
-
-    def feed(self, datagrams: Iterable[bytes], now: float) -> int:
-        """Process datagrams (each as received, up to ``max_input_msg_size + 1`` bytes) received at monotonic time
-        ``now``: every one becomes a message for ``sink.on_message`` or a discard, in order. Returns the messages
-        created.
-
-        The burst is parsed first; when it has no discard and all of it fits the budget (then every message fits),
-        its charge is reserved in one step and its messages are handed over. Otherwise each message is reserved in
-        turn, so exactly those that do not fit are discarded as NO_MEM."""
-        max_size = self.max_input_msg_size
-        topic_for = self._topics.get
-        messages: list[Message] = []
-        append = messages.append
-        unparsed: list[_Unparsed] = []
-        spool = self.spool
-        spooled: list[SpoolMessage] = []
-        charges = 0
-        for data in datagrams:
-            if len(data) > max_size:
-                unparsed.append((len(messages), DiscardReason.LONG_MSG, None, "InputAgentDiscardMsgTooLong", data))
-                continue
-            try:
-                _, raw_topic, timestamp, key, value, partition_key = parse_datagram(data)
-            except MalformedInput as e:
-                unparsed.append((len(messages), *_classify(e), data))
-                continue
-            topic = topic_for(raw_topic)
-            if topic is None:
-                topic = self._topic_name(raw_topic)
-            msg = Message(topic, key, value, timestamp, partition_key, now)
-            charges += msg.charge
-            append(msg)
-            if spool is not None:
-                spooled.append(SpoolMessage(raw_topic, partition_key, key, value, timestamp))
-        self.wakeups += 1
-        self.datagrams += len(messages) + len(unparsed)
-        refused = None
-        if spooled:
-            refused = self._spool(spool, spooled, messages)  # type: ignore[arg-type]
-        if refused is not None or unparsed or not self.budget.try_reserve_many(charges, len(messages)):
-            return self._admit_in_order(messages, unparsed, refused)
-        self._count_created(len(messages))
-        deliver = self.sink.on_message
-        try:
-            for msg in messages:
-                deliver(msg)
-        except BaseException:  # the sink failed (serve() raises it): settle the messages it never saw
-            rest = messages[next(i for i, m in enumerate(messages) if m is msg) + 1 :]
-            if rest:
-                self.budget.release(sum(m.charge for m in rest), len(rest))
-                self._discard_unrouted(rest)
-            raise
-        return len(messages)
-
-    @staticmethod
-    def _spool(spool: Spool, spooled: list[SpoolMessage], messages: list[Message]) -> DiscardReason | None:
-        """Append a burst to the spool and give its messages their sequences; SPOOL_FULL if it refused them."""
-        first = spool.append(spooled)
-        if first == SPOOL_FULL:
-            return DiscardReason.SPOOL_FULL
-        if first >= 0:
-            for seq, msg in enumerate(messages, first):
-                msg.spool_seq = seq
-        return None
-
-    def _admit_in_order(
-        self, messages: list[Message], unparsed: list[_Unparsed], refused: DiscardReason | None = None
-    ) -> int:
-        """The slow path: the discards reported and the messages between them reserved one by one, in order
-        (``refused``: every message is discarded for that reason)."""
-        reserve = self.budget.try_reserve
-        sink = self.sink
-        spool = self.spool
-        created = handed = reported = 0  # messages created; messages and discards given their fate
-        try:
-            for position in [*(u[0] for u in unparsed), len(messages)]:
-                for msg in messages[handed:position]:
-                    handed += 1
-                    if refused is not None:
-                        sink.on_discard(refused, msg.topic, msg.key, msg.value, msg.timestamp)
-                    elif reserve(msg.charge):
-                        created += 1
-                        sink.on_message(msg)
-                    else:
-                        self.counters.inc("InputAgentDiscardMsgNoMem")
-                        sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
-                        if spool is not None and msg.spool_seq >= 0:
-                            spool.done_run(msg.spool_seq, 1)
-                if reported < len(unparsed):
-                    _, reason, detail, counter, data = unparsed[reported]
-                    reported += 1
-                    self.counters.inc(counter)
-                    sink.on_unparsed(reason, data, detail=detail)
-        except BaseException:  # the sink failed (serve() raises it): settle what it never saw
-            self._discard_unrouted(messages[handed:])
-            for _, reason, detail, counter, data in unparsed[reported:]:
-                self.counters.inc(counter)
-                sink.on_unparsed(reason, data, detail=detail)
-            raise
-        finally:
-            self._count_created(created)
-        return created
-
-    def _discard_unrouted(self, messages: list[Message]) -> None:
-        """After the sink failed: messages that never reached it are discarded (the daemon is stopping)."""
-        for msg in messages:
-            self.sink.on_discard(DiscardReason.SERVER_SHUTDOWN, msg.topic, msg.key, msg.value, msg.timestamp)
-
-    def _count_created(self, n: int) -> None:
-        if n:
-            self.counters.inc("InputAgentGotOkMsg", n)
-            self.counters.inc("MsgCreate", n)
-
-    def _topic_name(self, raw: bytes) -> str:
-        """The shared ``str`` for a topic's bytes (bounded cache). Bytes that are not UTF-8 keep their bytes through
-        ``surrogateescape``; no Kafka topic has such a name, so the router discards them as BAD_TOPIC."""
-        if len(self._topics) >= TOPIC_CACHE_SIZE:
-            self._topics.clear()
-        name = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
-        return name
-
-
-def _classify(error: MalformedInput) -> tuple[DiscardReason, int | None, str]:
-    """A parse failure as (reason, detail, counter): Bruce's outcome class and ``InputAgent*`` counter for it."""
-    if isinstance(error, UnsupportedApiKey):
-        return DiscardReason.API_KEY, error.api_key, "InputAgentDiscardMsgUnsupportedApiKey"
-    if isinstance(error, UnsupportedVersion):
-        if error.api_key is None:
-            counter = "InputAgentDiscardMsgUnsupportedVersion"  # a legacy-format datagram
-        elif error.api_key == 256:
-            counter = "InputAgentDiscardAnyPartitionMsgUnsupportedApiVersion"
-        else:
-            counter = "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion"
-        return DiscardReason.VERSION, error.version, counter
-    return DiscardReason.MALFORMED, None, "InputAgentDiscardMsgMalformed"

@@ -18,6 +18,10 @@ Rules:
   key or value size, or a value that does not end exactly at the end of the datagram is :class:`MalformedInput`.
   Timestamps are not validated; an empty key or value is valid.
 - The parser is exact about the bytes it is given; limits on a datagram's size belong to the daemon.
+- :func:`any_partition_layout` serves bursts of datagrams that repeat a layout (the daemon's intake): from one valid
+  AnyPartition datagram, a prefix and one precompiled unpacker that parse any datagram of the same length, header,
+  topic, key size and value size in one C call; its acceptance rule is proven equal to :func:`parse_datagram`'s
+  (``tests/wire/test_datagram.py``). Unpackers are cached by layout, at most :data:`LAYOUT_CACHE_SIZE`.
 - Builders raise :class:`UsageError` for what cannot be encoded (empty or over-long topic, sizes over INT32_MAX,
   out-of-range integers). Pure: no clock, so the caller passes the timestamp (epoch milliseconds).
 """
@@ -25,6 +29,7 @@ Rules:
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -39,6 +44,8 @@ __all__ = [
     "OVERHEAD",
     "Datagram",
     "DatagramKind",
+    "Layout",
+    "any_partition_layout",
     "build_any_partition",
     "build_datagram_schema",
     "build_old_v0",
@@ -256,6 +263,41 @@ def _parse_old_v0(data: bytes, n: int) -> Datagram:
     if value_size != n - value_pos:
         raise _malformed(f"legacy value size {value_size} but {n - value_pos} bytes remain")
     return _new(Datagram, (_OLD, data[14 : value_pos - 4], timestamp, b"", data[value_pos:], None))
+
+
+# ---------------------------------------------------------------- layouts (bursts that repeat one)
+
+LAYOUT_CACHE_SIZE = 1024  # unpackers kept, by (topic size, key size, value size); cleared when full
+_layouts: dict[tuple[int, int, int], Callable[[bytes], tuple[int, int, bytes, int, bytes]]] = {}
+
+
+class Layout(NamedTuple):
+    """The exact layout of one valid AnyPartition datagram (see :func:`any_partition_layout`)."""
+
+    prefix: bytes  # Size, ApiKey, ApiVersion, Flags, TopicSize and Topic: the first 12 + topic size bytes
+    unpack: Callable[[bytes], tuple[int, int, bytes, int, bytes]]  # → (timestamp, key size, key, value size, value)
+    key_size: int
+    value_size: int
+
+
+def any_partition_layout(data: bytes, topic_size: int, key_size: int) -> Layout:
+    """The layout of ``data``, a datagram :func:`parse_datagram` parsed as AnyPartition with a topic of
+    ``topic_size`` bytes and a key of ``key_size`` bytes.
+
+    A datagram ``d`` with ``len(d) == len(data)`` and ``d.startswith(prefix)``, whose ``unpack(d)`` gives
+    ``(timestamp, ks, key, vs, value)`` with ``ks == key_size`` and ``vs == value_size``, is a valid AnyPartition
+    datagram and ``parse_datagram(d) == (ANY_PARTITION, prefix[12:], timestamp, key, value, None)``: the prefix fixes
+    Size (= the length), the API key and version, Flags and the topic; the two sizes fix the rest of the framing.
+    """
+    value_size = len(data) - 28 - topic_size - key_size
+    shape = (topic_size, key_size, value_size)
+    unpack = _layouts.get(shape)
+    if unpack is None:
+        if len(_layouts) >= LAYOUT_CACHE_SIZE:
+            _layouts.clear()
+        fmt = f">{12 + topic_size}xqi{key_size}si{value_size}s"
+        unpack = _layouts[shape] = struct.Struct(fmt).unpack_from
+    return Layout(data[: 12 + topic_size], unpack, key_size, value_size)
 
 
 # ---------------------------------------------------------------- builders

@@ -13,6 +13,7 @@ from bruce.wire.datagram import (
     OVERHEAD,
     Datagram,
     DatagramKind,
+    any_partition_layout,
     build_any_partition,
     build_datagram_schema,
     build_old_v0,
@@ -254,6 +255,60 @@ def test_every_truncation_and_trailing_byte_is_malformed(data: bytes) -> None:
 
 def test_parser_accepts_any_bytes_like() -> None:
     assert parse_datagram(bytearray(ANY_PARTITION_GOLDEN)) == parse_datagram(memoryview(ANY_PARTITION_GOLDEN))
+
+
+# ---------------------------------------------------------------- layouts = parse_datagram
+
+
+def _by_layout(learned: bytes, data: bytes):
+    """``data`` parsed by the layout of ``learned`` as the daemon's intake does, or None where it would fall back."""
+    parsed = parse_datagram(learned)
+    prefix, unpack, key_size, value_size = any_partition_layout(learned, len(parsed.topic), len(parsed.key))
+    if len(data) != len(learned) or not data.startswith(prefix):
+        return None
+    timestamp, ks, key, vs, value = unpack(data)
+    if ks != key_size or vs != value_size:
+        return None
+    return Datagram(ANY, prefix[12:], timestamp, key, value, None)
+
+
+@st.composite
+def same_length_variants(draw) -> tuple[bytes, bytes]:
+    """A valid AnyPartition datagram and another of the same length: bytes overwritten, or another valid one."""
+    learned = build_any_partition(draw(_topics), draw(_small), draw(_small), timestamp=draw(_ts))
+    if draw(st.booleans()):
+        data = bytearray(learned)
+        for _ in range(draw(st.integers(1, 4))):
+            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+        return learned, bytes(data)
+    topic, key, value = draw(st.sampled_from([b"t", b"other"])), draw(_small), draw(_small)
+    size = len(learned) - 28 - len(topic) - len(key)
+    value = (value * (size // max(len(value), 1) + 1))[:size] if size > 0 else b""
+    data = build_any_partition(topic, value, key, timestamp=draw(_ts)) if size >= 0 else learned
+    return learned, data
+
+
+@settings(max_examples=600, deadline=None)
+@given(same_length_variants())
+def test_a_layout_accepts_only_what_parse_datagram_parses_the_same(pair: tuple[bytes, bytes]) -> None:
+    learned, data = pair
+    assert _by_layout(learned, learned) == parse_datagram(learned)
+    by_layout = _by_layout(learned, data)
+    if by_layout is not None:
+        assert by_layout == _outcome(parse_datagram, data)
+
+
+def test_a_layout_parses_every_datagram_of_its_shape() -> None:
+    learned = build_any_partition("clicks", b"v" * 20, key=b"k1", timestamp=5)
+    for i in range(50):
+        data = build_any_partition("clicks", b"%020d" % i, key=b"k%d" % (i % 10), timestamp=-i)
+        assert (
+            _by_layout(learned, data)
+            == parse_datagram(data)
+            == (ANY, b"clicks", -i, b"k%d" % (i % 10), b"%020d" % i, None)
+        )
+    assert _by_layout(learned, build_any_partition("clickz", b"v" * 20, key=b"k1", timestamp=5)) is None
+    assert _by_layout(learned, build_any_partition("clicks", b"v" * 21, key=b"k", timestamp=5)) is None
 
 
 # ---------------------------------------------------------------- builders
