@@ -124,13 +124,10 @@ def daemon_cpu(data: dict[str, Any], out: Path) -> Path:
     return _save(fig, data, out / "benchmarks-daemon-cpu.png")
 
 
-STAGE_COLOURS = [
-    "#c4b5fd",
-    "#a78bfa",
-    "#8b5cf6",
-    "#1d4ed8",
+READER_COLOURS = ["#ddd6fe", "#c4b5fd", "#a78bfa", "#7c3aed", "#5b21b6", "#4c1d95"]
+LOOP_COLOURS = [
+    "#bfdbfe",
     "#2563eb",
-    "#3b82f6",
     "#60a5fa",
     "#93c5fd",
     "#0f766e",
@@ -138,13 +135,13 @@ STAGE_COLOURS = [
     "#5eead4",
     "#ca8a04",
     "#facc15",
+    "#fde68a",
     "#9ca3af",
     "#d1d5db",
     "#4b5563",
     "#6b7280",
-    "#e5e7eb",
     "#f59e0b",
-    "#fde68a",
+    "#1e3a8a",
 ]
 
 
@@ -161,8 +158,11 @@ def stage_runs(proxy: dict[str, Any] | None, before: dict[str, Any] | None) -> l
 def daemon_stages(runs: list[tuple[str, list[dict]]], data: dict[str, Any], out: Path) -> Path:
     """Horizontal stacked bars: each profiled run's CPU ns per message, by process and stage."""
     names = list(dict.fromkeys(f"{s['process']}: {s['stage']}" for _, stages in runs for s in stages))
-    colour = {n: STAGE_COLOURS[i % len(STAGE_COLOURS)] for i, n in enumerate(names)}
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.9 * len(runs) + 0.22 * len(names)))
+    reader = [n for n in names if n.startswith("intake reader")]
+    loop = [n for n in names if n not in reader]
+    colour = {n: READER_COLOURS[i % len(READER_COLOURS)] for i, n in enumerate(reader)}
+    colour |= {n: LOOP_COLOURS[i % len(LOOP_COLOURS)] for i, n in enumerate(loop)}
+    fig, ax = plt.subplots(figsize=(10, 2.4 + 0.7 * len(runs) + 0.16 * ((len(names) + 1) // 2)))
     for y, (_, stages) in enumerate(runs):
         left = 0.0
         for s in stages:
@@ -180,7 +180,7 @@ def daemon_stages(runs: list[tuple[str, list[dict]]], data: dict[str, Any], out:
     ax.set_xlabel("CPU ns per message (both processes)")
     ax.set_xlim(0, max(sum(s["ns_per_msg"] for s in st) for _, st in runs) * 1.15)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n]) for n in names]
-    ax.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.4 / len(runs)), ncol=2)
+    ax.legend(handles, names, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
     s = data["settings"]
     fig.suptitle(f"Daemon CPU per message by stage ({s['messages']:,} x {s['value_bytes']} B datagrams, sampled)")
