@@ -136,7 +136,7 @@ def daemon_stage(stack: list[list]) -> str:
         for suffix, prefix, stage in RULES:
             if suffix in filename and func.startswith(prefix):
                 return stage
-        if filename.endswith(("proxy/daemon.py", "producer/aio.py")):
+        if filename.endswith(("proxy/daemon.py", "proxy/cli.py", "producer/aio.py")):
             break  # the daemon's tasks themselves: what they call matched no rule
         ours = True
     return "other daemon code" if ours else LOOP
