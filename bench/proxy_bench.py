@@ -24,7 +24,7 @@ Configurations: ``plain`` (combined-topics batching as in Bruce's shipped config
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --json /tmp/proxy.json  # for report.py
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --profile /tmp/prof  # where the CPU goes
 
-``--profile DIR`` samples both daemon processes on CPU time (bench/profile_hook, a few percent of overhead) and prints
+``--profile DIR`` samples both daemon processes on CPU time (bench/profile_hook, under 1 % of overhead) and prints
 the CPU per message by stage (bench/daemon_profile.py); the JSON gets the stages too.
 """
 

@@ -5,14 +5,15 @@
 process (which inherits the environment) are both sampled from start to exit. Bench-only: nothing in the package
 imports it.
 
-How: ``ITIMER_PROF`` fires every ``BRUCE_BENCH_PROFILE_US`` µs (default 200) of the process's CPU time (user +
-system), so waiting (``epoll``, a blocking ``recv``) is never sampled and time the process spends preempted by others
-is not either; each ``SIGPROF`` records the Python stack (file, function, line per frame). Python runs the handler at
-the next bytecode boundary, so the time of a C call (``recv``, ``pickle.loads``, a socket write) is charged to the
-line that called it; time inside the event loop's C code (uvloop) is charged to the first instruction of the next
-callback, which the summary recognises (``bench/daemon_profile.py``), and a signal that came during a garbage
-collection is handled in the collector's ``gc.callbacks`` call at its end (``_on_gc``), so collections show as
-such. Overhead: a few percent.
+How: ``ITIMER_PROF`` fires every ``BRUCE_BENCH_PROFILE_US`` µs (default 200; the kernel checks it once per tick, so in
+practice at most once per tick, 4 ms with HZ=250) of the process's CPU time (user + system), so waiting (``epoll``, a
+blocking ``recv``) is never sampled and time the process spends preempted by others is not either; each ``SIGPROF``
+records the Python stack (file, function, line per frame). Python runs the handler at the next bytecode boundary, so
+the time of a C call (``recv``, ``pickle.loads``, a socket write) is charged to the line that called it; time inside
+the event loop's C code (uvloop) is charged to the first instruction of the next callback, which the summary
+recognises (``bench/daemon_profile.py``), and a signal that came during a garbage collection is handled in the
+collector's ``gc.callbacks`` call at its end (``_on_gc``), so collections show as such. Overhead: one handler run
+(tens of µs) per sample, well under 1 % of the CPU.
 
 On a normal exit each process writes ``DIR/<pid>.json``: its ``argv``, CPU seconds, the sampling interval, the
 stacks with their sample counts, and the cyclic garbage collector's runs and CPU seconds per generation (timed with
