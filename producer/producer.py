@@ -431,7 +431,7 @@ class Producer:
         for pq in d.all_queues():
             row = out.setdefault(pq.topic, [0, 0, 0])
             row[0] += len(pq.open)
-            row[1] += pq.ready_count + pq.staged
+            row[1] += pq.ready_count + pq.staged + pq.waiting
             row[2] += pq.in_flight
         for topic, (messages, _, _) in d.unknown.items():
             out.setdefault(topic, [0, 0, 0])[1] += len(messages)
