@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bruce.wire.recordbatch import with_producer_identity
-from bruce.wire.versions import ProtocolChoice
+from bruce.wire.versions import INIT_PRODUCER_ID, ProtocolChoice
 
 from .acks import Action, classify
 from .idempotence import Batch, BatchState, Idempotence, PidState
@@ -70,9 +70,9 @@ class Sequencer:
                 self.idem = Idempotence(max_in_flight=limit, epoch_bump=choice.epoch_bump)
                 log.info("idempotent producer on (up to %d requests in flight per partition)", limit)
             else:
-                self._off(f"broker {broker} cannot take idempotent batches (no InitProducerId or RecordBatch v2)")
+                self._off(f"broker {broker} cannot take idempotent batches ({_speaks(choice)})")
         elif not choice.idempotence:
-            self.fatal("UNSUPPORTED", f"broker {broker} cannot take idempotent batches")
+            self.fatal("UNSUPPORTED", f"broker {broker} cannot take idempotent batches ({_speaks(choice)})")
         elif not choice.epoch_bump:
             self.idem.epoch_bump = False  # one broker without KIP-360: new producer ids instead of bumps
 
@@ -327,6 +327,17 @@ class Sequencer:
             d.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", part.queue.topic),))
             if d.sink is not None:
                 d.sink.possible_duplicates(part.queue.topic, part.messages)
+
+
+def _speaks(choice: ProtocolChoice) -> str:
+    if not choice.negotiated:
+        return "the Kafka 0.8 protocol"
+    init = (
+        f"InitProducerId v{choice.version(INIT_PRODUCER_ID)}"
+        if choice.supports(INIT_PRODUCER_ID)
+        else "no InitProducerId"
+    )
+    return f"message format v{choice.magic}, {init}"
 
 
 def _waiting(idem: Idempotence, pq: PartitionQueue) -> list[Batch]:

@@ -4,6 +4,7 @@ secrets that never reach --convert_config's output, a repr or an error."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -172,5 +173,5 @@ def test_enable_idempotence_errors(argv: list[str], message: str) -> None:
 
 
 def test_kafka_table_enable_idempotence_must_be_true_or_false() -> None:
-    with pytest.raises(ConfigError, match='kafka."enable.idempotence": expected true or false'):
+    with pytest.raises(ConfigError, match=re.escape('kafka."enable.idempotence": expected true or false')):
         load_toml(base_toml() + '\n[kafka]\n"enable.idempotence" = "maybe"\n', source="f.toml")
