@@ -6,7 +6,8 @@ Rules:
   buffer is below its high-water mark. Idempotent (:mod:`bruce.producer.sequencing`): up to
   ``max_in_flight_requests_per_connection`` requests and batches per partition; each new connection tells the
   sequencer what the broker takes; nothing is produced before the producer id, which the sender asks for
-  (InitProducerId on its connection) when it is due.
+  (InitProducerId on its connection) when it is due. A *warm* sender (the producer's start, idempotence wanted)
+  connects and asks before it has messages; a failed connect ends that.
 - It connects when it has work (connect timeout, version negotiation, reconnect backoff: at most
   ``reconnect_backoff_max_ms`` between attempts while it has work). A connect failure does not pause the producer
   (nothing was written; the other brokers keep sending): the broker is probed again after the backoff, a metadata
@@ -86,6 +87,7 @@ class Sender:
         self._crash: BaseException | None = None  # raised by run(): callbacks must not swallow errors
         self.health = BrokerHealth()
         self.auth_failure: str | None = None  # the broker refused authentication on the last connect
+        self.warm = False  # connect (and ask for the producer id) before any message: the producer's start
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -138,7 +140,7 @@ class Sender:
             candidates, later = d.candidates(self.broker, loop.time())
             if later is not None:
                 self._wake_at(later)
-            if not candidates:
+            if not candidates and not self.warm:
                 return
             conn = self.connection
             if conn is None or not conn.alive:
@@ -153,7 +155,11 @@ class Sender:
             seq = d.seq
             if seq is not None and not seq.may_produce():
                 self._ask_producer_id(conn, loop.time())
+                self.warm = False
                 return  # woken when the producer id comes (or idempotence ends)
+            self.warm = False
+            if not candidates:
+                return
             prepared = self._prepare(conn, candidates)
             if prepared is None:
                 return
@@ -189,6 +195,7 @@ class Sender:
                 self.trouble.failed(node, str(e))
                 self.health.note(CONNECT_FAILED, f"cannot connect: {e}")
             self.dispatcher.unreachable.add(self.broker)
+            self.warm = False  # the producer id is asked for with the first messages instead
             self._next_connect = now + self._reconnect.next_delay() / 1000
             self._wake_at(self._next_connect)
             self.refresh()

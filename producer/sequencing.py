@@ -43,6 +43,7 @@ from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy, Part, assemble
 
 if TYPE_CHECKING:
+    from .config import ProducerConfig
     from .dispatcher import Dispatcher
 
 log = logging.getLogger("bruce.producer")
@@ -327,6 +328,18 @@ class Sequencer:
             d.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", part.queue.topic),))
             if d.sink is not None:
                 d.sink.possible_duplicates(part.queue.topic, part.messages)
+
+
+def log_idempotence_off(config: ProducerConfig) -> None:
+    """One line saying why idempotence is off by configuration (nothing when it was turned off explicitly)."""
+    if config.enable_idempotence is None:
+        if config.acks != -1:
+            why = f"acks={config.acks} (it needs -1)"
+        elif config.protocol == "v0":
+            why = "the 0.8 protocol (protocol v0)"
+        else:
+            why = f"max_in_flight_requests_per_connection={config.max_in_flight_requests_per_connection} (at most 5)"
+        log.info("idempotent producer off: %s; at-least-once delivery (Bruce's)", why)
 
 
 def _speaks(choice: ProtocolChoice) -> str:
