@@ -185,6 +185,13 @@ class Sender:
                 security=self.config.security,
                 tolerate_unsolicited=True,
             )
+            seq = d.seq
+            if seq is not None and conn.versions is not None and not seq.connected(self.broker, conn.versions):
+                conn.close()
+                raise TransportError(
+                    f"{node} closed the connection on ApiVersions (starting up?); the idempotent producer waits for it",
+                    reason=Failure.BROKER_CLOSE,
+                )
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
             if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: not broker trouble
@@ -201,8 +208,6 @@ class Sender:
             self.refresh()
             return None
         self.dispatcher.unreachable.discard(self.broker)
-        if self.dispatcher.seq is not None and conn.versions is not None:
-            self.dispatcher.seq.connected(self.broker, conn.versions)
         self.trouble.reachable(node)
         self.auth_failure = None
         self._reconnect.reset()

@@ -5,9 +5,11 @@ Rules:
 - Whether the producer is idempotent is settled at its first produce connection: wanted
   (:attr:`ProducerConfig.idempotence_wanted`) and that broker takes idempotent batches
   (``ProtocolChoice.idempotence``) ⇒ on; else off, with one log line, and the at-least-once path (Bruce's) from then
-  on. While on, a broker that cannot take idempotent batches, or the cluster refusing idempotence (a FATAL state),
-  ends it: one error line, ``IdempotenceFatal{reason}``, and once nothing is in flight the pending batches' messages
-  go back to the front of their queues, in order (:meth:`Sequencer.settle`).
+  on. While on, a connection a broker closed on ApiVersions (a Kafka 0.8 answer, or a modern broker starting up) is
+  not used: the sender connects again after its backoff. A broker whose ApiVersions shows it cannot take idempotent
+  batches, or the cluster refusing idempotence (a FATAL state), ends it: one error line, ``IdempotenceFatal{reason}``,
+  and once nothing is in flight the pending batches' messages go back to the front of their queues, in order
+  (:meth:`Sequencer.settle`).
 - The producer id: a sender with work asks for it (InitProducerId on its connection) when the state is NONE; nothing
   is sent before it is ASSIGNED. A retriable error or a transport failure asks again after ``retry_backoff_ms``.
 - A partition's sequenced batches (pending in the state: in flight, or waiting for a resend; their messages counted
@@ -62,9 +64,13 @@ class Sequencer:
 
     # ---------------------------------------------------------------- on or off
 
-    def connected(self, broker: int, choice: ProtocolChoice) -> None:
-        """A produce connection to ``broker`` speaks ``choice``: settles idempotence at the first one."""
+    def connected(self, broker: int, choice: ProtocolChoice) -> bool:
+        """A produce connection to ``broker`` speaks ``choice``: settles idempotence at the first one. False: do not
+        use this connection (idempotence is on and the broker closed the connection on ApiVersions, as a modern broker
+        that is starting up may: connect again later rather than end idempotence over it)."""
         config = self.d.config
+        if self.idem is not None and not self.ending and not choice.negotiated:
+            return False
         if self.idem is None:
             if choice.idempotence:
                 limit = config.max_in_flight_requests_per_connection
@@ -76,6 +82,7 @@ class Sequencer:
             self.fatal("UNSUPPORTED", f"broker {broker} cannot take idempotent batches ({_speaks(choice)})")
         elif not choice.epoch_bump:
             self.idem.epoch_bump = False  # one broker without KIP-360: new producer ids instead of bumps
+        return True
 
     def _off(self, why: str) -> None:
         explicit = self.d.config.enable_idempotence

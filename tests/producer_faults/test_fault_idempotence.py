@@ -17,7 +17,7 @@ from fakebroker.harness import Outcomes, assert_accounting, bruce_config, runnin
 
 from bruce.producer import Producer, ProducerConfig
 from bruce.producer.errors import ConfigError
-from bruce.wire.protocol import init_producer_id, produce
+from bruce.wire.protocol import api_versions, init_producer_id, produce
 
 PRODUCE = produce.KEY
 
@@ -184,6 +184,29 @@ def test_sequence_errors_bump_the_epoch_or_get_a_new_producer_id(code: int, bump
         assert len(cluster.producer_ids) == producer_ids
         last = cluster.requests("Produce")[-1].sequences[0]
         assert last[2:] == ((FIRST_PRODUCER_ID + producer_ids - 1), bumps, 14)  # restarted at 0 with the new epoch
+
+    scenario(body, brokers=1)
+
+
+def test_a_broker_closing_on_api_versions_while_idempotent_is_connected_to_again_not_given_up() -> None:
+    """A modern broker starting up may close connections on ApiVersions, which reads as Kafka 0.8: the idempotent
+    producer does not use that connection (nor end idempotence over it) and connects again."""
+    values = [b"a%03d" % i for i in range(20)]
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        async with running(idempotent(cluster), sink=outcomes) as p:
+            await send_all(p, values[:10])
+            cluster.brokers[1].script(PRODUCE, Fault.disconnect(store=True))
+            # the pause's metadata connection, then the sender's: each falls back to the 0.8 protocol
+            cluster.brokers[1].script(api_versions.KEY, Fault.disconnect(), Fault.disconnect())
+            await send_all(p, values[10:])
+            assert p.counters.get("IdempotenceFatal") == 0 and p.counters.get("PossibleDuplicateMsg") == 0
+            assert p.counters.get("ConnectorConnectFail") == 1
+            assert_accounting(p, outcomes, held=0)
+        stored_once_in_order(cluster, values)
+        assert all(s.version > 0 for s in cluster.requests("Produce"))  # never the 0.8 protocol
 
     scenario(body, brokers=1)
 
