@@ -166,6 +166,8 @@ class Sequencer:
             batch = idem.to_resend(tp)
             if batch is not None:
                 part = batch.records
+                if parts and part.size > remaining:
+                    continue  # whole or not at all: it goes first in a later request
                 idem.resend(batch)
                 pq.waiting -= len(part.messages)
             else:

@@ -15,7 +15,7 @@ from fakebroker import FakeCluster, Fault
 from fakebroker.cluster import FIRST_PRODUCER_ID
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
-from bruce.producer import Producer, ProducerConfig
+from bruce.producer import DiscardReason, Producer, ProducerConfig
 from bruce.producer.errors import ConfigError
 from bruce.wire.protocol import api_versions, init_producer_id, produce
 
@@ -207,6 +207,48 @@ def test_a_broker_closing_on_api_versions_while_idempotent_is_connected_to_again
             assert_accounting(p, outcomes, held=0)
         stored_once_in_order(cluster, values)
         assert all(s.version > 0 for s in cluster.requests("Produce"))  # never the 0.8 protocol
+
+    scenario(body, brokers=1)
+
+
+def test_a_batch_over_the_attempt_limit_is_dropped_whole_and_the_epoch_bumped() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        async with running(idempotent(cluster, max_failed_delivery_attempts=2), sink=outcomes) as p:
+            await send_all(p, [b"a", b"b"])
+            cluster.brokers[1].script(PRODUCE, *[Fault.error(7)] * 3)  # REQUEST_TIMED_OUT: retriable, 3 attempts
+            lost = p.send("t", b"lost", partition=0)
+            assert await p.flush(10) == 0
+            assert lost.error is not None and lost.error.reason == DiscardReason.DELIVERY_ATTEMPT_LIMIT
+            await send_all(p, [b"c", b"d"])
+            assert p.counters.get("IdempotenceEpochBump") == 1 and p.counters.get("PossibleDuplicateMsg") == 0
+            assert_accounting(p, outcomes, held=0)
+        stored_once_in_order(cluster, [b"a", b"b", b"c", b"d"])
+        assert [s.sequences[0][3:] for s in cluster.requests("Produce")[-2:]] == [(1, 0), (1, 1)]  # epoch 1, from 0
+
+    scenario(body, brokers=1)
+
+
+def test_a_batch_of_unknown_outcome_that_expires_is_a_possible_duplicate_and_the_epoch_bumped() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        async with running(idempotent(cluster, message_timeout_ms=300), sink=outcomes) as p:
+            await send_all(p, [b"a"])
+            cluster.brokers[1].script(PRODUCE, Fault.delay(0.2))
+            lost = p.send("t", b"x", partition=0)
+            await wait_for(lambda: p.requests_in_flight() == 1, what="the request")
+            await cluster.brokers[1].stop()  # its outcome is unknown: the broker may store it after all
+            await asyncio.sleep(0.8)
+            await cluster.brokers[1].start()
+            assert await p.flush(10) == 0
+            assert lost.error is not None and lost.error.reason == DiscardReason.MESSAGE_TIMEOUT
+            assert lost.possible_duplicate and p.counters.get("PossibleDuplicateMsg") == 1
+            await send_all(p, [b"y"])
+            assert p.counters.get("IdempotenceEpochBump") == 1
+            assert_accounting(p, outcomes, held=0)
+        assert cluster.values("t") in ([b"a", b"y"], [b"a", b"x", b"y"])
 
     scenario(body, brokers=1)
 
