@@ -10,7 +10,8 @@ Rules:
 - :meth:`NetProxy.cut` aborts every connection at once (both sides see a reset), as a broken network would; new
   connections are accepted afterwards. With ``drop_answers`` set, bytes from the target are read and thrown away.
 - asyncio inside one event loop; :func:`proxy_in_thread` runs one in a thread of its own for blocking code (clients
-  like confluent-kafka), with :meth:`ThreadedProxy.cut` safe to call from any thread.
+  like confluent-kafka), with :meth:`ThreadedProxy.cut` safe to call from any thread; :func:`tansu_behind_proxy` puts
+  one in front of a tansu that advertises it, so every client connection (metadata's included) goes through it.
 """
 
 from __future__ import annotations
