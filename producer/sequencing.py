@@ -11,7 +11,8 @@ Rules:
   and once nothing is in flight the pending batches' messages go back to the front of their queues, in order
   (:meth:`Sequencer.settle`).
 - The producer id: a sender with work asks for it (InitProducerId on its connection) when the state is NONE; nothing
-  is sent before it is ASSIGNED. A retriable error or a transport failure asks again after ``retry_backoff_ms``.
+  is sent before it is ASSIGNED. A retriable error or a transport failure asks again after ``retry_backoff_ms``; more
+  retriable errors in a row than ``max_failed_delivery_attempts`` end idempotence, as a non-retriable one does.
 - A partition's sequenced batches (pending in the state: in flight, or waiting for a resend; their messages counted
   in :attr:`PartitionQueue.waiting` while they wait) come before its queue's ready messages. A resend sends the same
   :class:`Part` again (its messages and encoded bytes, never merged or split), its producer id, epoch and sequence
@@ -34,6 +35,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from bruce.wire import errorcodes
 from bruce.wire.recordbatch import with_producer_identity
 from bruce.wire.versions import INIT_PRODUCER_ID, ProtocolChoice
 
@@ -61,6 +63,7 @@ class Sequencer:
         self.idem: Idempotence | None = None  # None until the first produce connection settles it
         self.ending = ""  # why idempotence ends (fatal), while in-flight batches settle
         self.init_not_before = 0.0  # loop time: no InitProducerId before (retry backoff)
+        self.init_refusals = 0  # retriable InitProducerId errors in a row
 
     # ---------------------------------------------------------------- on or off
 
@@ -125,14 +128,20 @@ class Sequencer:
             idem.on_init_failure()
         else:
             duplicates = idem.on_init_response(result)
+            name = errorcodes.lookup(result.error_code).name
             if idem.state is PidState.ASSIGNED:
+                self.init_refusals = 0
                 self.d.counters.inc("ProducerIdAssigned")
                 log.info("producer id %d, epoch %d", idem.producer_id, idem.producer_epoch)
                 self._possible_duplicates(duplicates)
                 self.wake_all()
                 return
             if idem.state is PidState.FATAL:
-                self.fatal(f"InitProducerId{result.error_code}", idem.fatal_reason)
+                self.fatal(name, idem.fatal_reason)
+                return
+            self.init_refusals += 1
+            if self.init_refusals > self.d.config.max_failed_delivery_attempts:  # bounded, as a message's attempts
+                self.fatal(name, f"InitProducerId answered {name} {self.init_refusals} times in a row")
                 return
         self.d.counters.inc("ProducerIdRetry")
         delay = max(self.d.config.retry_backoff_ms, 10) / 1000

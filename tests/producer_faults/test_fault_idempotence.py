@@ -262,7 +262,8 @@ def test_the_cluster_refusing_idempotence_falls_back_to_at_least_once(caplog) ->
         outcomes = Outcomes()
         async with running(idempotent(cluster), sink=outcomes) as p:
             await send_all(p, values)
-            assert p.counters.get("IdempotenceFatal") == 1 and p.counters.get("ProducerIdAssigned") == 0
+            assert p.counters.get("IdempotenceFatal", (("reason", "CLUSTER_AUTHORIZATION_FAILED"),)) == 1
+            assert p.counters.get("ProducerIdAssigned") == 0
             assert_accounting(p, outcomes, held=0)
         stored_once_in_order(cluster, values)
         assert all(not seen.sequences for seen in cluster.requests("Produce"))  # plain batches
@@ -281,6 +282,19 @@ def test_a_retriable_init_producer_id_error_is_asked_again() -> None:
         async with running(idempotent(cluster), sink=outcomes) as p:
             await send_all(p, [b"a", b"b"])
             assert p.counters.get("ProducerIdRetry") == 2 and p.counters.get("ProducerIdAssigned") == 1
+        stored_once_in_order(cluster, [b"a", b"b"])
+
+    scenario(body, brokers=1)
+
+
+def test_init_producer_id_refused_retriably_too_often_falls_back_to_at_least_once() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        cluster.brokers[1].script(init_producer_id.KEY, *[Fault.error(15)] * 3)  # COORDINATOR_NOT_AVAILABLE
+        async with running(idempotent(cluster, max_failed_delivery_attempts=2)) as p:
+            await send_all(p, [b"a", b"b"])
+            assert p.counters.get("ProducerIdRetry") == 2
+            assert p.counters.get("IdempotenceFatal", (("reason", "COORDINATOR_NOT_AVAILABLE"),)) == 1
         stored_once_in_order(cluster, [b"a", b"b"])
 
     scenario(body, brokers=1)
