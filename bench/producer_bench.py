@@ -4,6 +4,7 @@ producing the same messages to the same tansu broker in one run. Prints msgs/s p
 Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat 1] [--bootstrap HOST:PORT] [--quick]
        python bench/producer_bench.py --sizes 10,100,1000,10000 --clients bruce,confluent,aiokafka --json FILE
        python bench/producer_bench.py --security [--messages 200000] [--repeat 1] [--quick]
+       python bench/producer_bench.py --latency 20 [--messages 200000] [--repeat 1] [--quick]
 
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
@@ -18,12 +19,19 @@ bench/report.py (throughput against message size).
 against tansu behind the test peers of tests/security (stunnel for TLS, the SASL front for SASL). Targets: our ratio
 to confluent-kafka over SASL_SSL as in plaintext (>= 0.5x), and TLS costing us at most 25 % of our plaintext rate
 (an upper bound: the TLS figure also pays stunnel's extra hop).
+``--latency MS``: the idempotent producer's pipelining. tansu behind the delaying proxy of tests/netproxy.py (MS
+added each way, so every client connection, metadata's included, pays it), acks=-1 and idempotence on for every
+client: bruce.producer with 5 requests in flight per partition and with 1 (its sending loop yields to the event loop
+every 1,000 sends, so requests leave while it sends, as confluent-kafka's own thread sends them), and confluent-kafka
+with ``enable.idempotence=true``, in one run. Every run's topic is read back (confluent-kafka, CRC checks on): each
+message once. Targets: 5 in flight >= 3x 1 in flight, and >= 0.6x confluent-kafka.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import itertools
 import json
@@ -40,7 +48,12 @@ from bruce.proxy.embedded import EmbeddedBroker
 _topics = itertools.count(1)
 
 
-def bench_bruce(address: str, topic: str, n: int, value: bytes, props: dict | None = None) -> float:
+def bench_bruce(
+    address: str, topic: str, n: int, value: bytes, props: dict | None = None, *, yield_every: int = 0
+) -> float:
+    """``yield_every``: give the event loop a turn after that many sends (an application that streams, so requests
+    leave while it sends; 0: queue everything first)."""
+
     async def main() -> float:
         config = ProducerConfig.from_mapping(
             {"bootstrap.servers": address, "acks": 1, "queue.buffering.max.messages": n + 1, **(props or {})}
@@ -49,8 +62,14 @@ def bench_bruce(address: str, topic: str, n: int, value: bytes, props: dict | No
             await producer.ready(10)
             send = producer.send
             started = time.perf_counter()
-            for _ in range(n):
-                send(topic, value)
+            if yield_every:
+                for i in range(n):
+                    send(topic, value)
+                    if i % yield_every == 0:
+                        await asyncio.sleep(0)
+            else:
+                for _ in range(n):
+                    send(topic, value)
             left = await producer.flush(120)
             elapsed = time.perf_counter() - started
             if left or producer.delivered != n:
@@ -252,6 +271,44 @@ def run_security(n: int, size: int, repeat: int) -> dict[str, float]:
     return rates
 
 
+STREAM_YIELD = 1000  # --latency: bruce.producer's sending loop lets requests leave every 1,000 sends
+
+
+def run_latency(n: int, size: int, repeat: int, latency: float) -> dict[str, float]:
+    """bruce.producer (idempotent) with 5 and with 1 request in flight, and idempotent confluent-kafka, through the
+    delaying proxy, in one run; each topic read back."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from netproxy import tansu_behind_proxy  # the tests' proxy
+    from readback import read_back
+
+    idempotent = {"acks": -1, "enable.idempotence": True}
+    streaming = functools.partial(bench_bruce, yield_every=STREAM_YIELD)  # as confluent-kafka's thread sends
+    ways = [
+        ("bruce.producer, 5 in flight", streaming, {**idempotent, "max.in.flight.requests.per.connection": 5}),
+        ("bruce.producer, 1 in flight", streaming, {**idempotent, "max.in.flight.requests.per.connection": 1}),
+        ("confluent-kafka", bench_confluent, idempotent),
+    ]
+    value = b"x" * size
+    rates: dict[str, float] = {}
+    with tansu_behind_proxy(delay_ms=latency) as (broker, proxy):
+        for _ in range(repeat):  # rounds interleave the clients: a busy machine hurts them alike
+            for name, bench, props in ways:
+                topic = f"bench-{next(_topics)}"
+                broker.create_topic(topic, 1)
+                gc.collect()
+                elapsed = bench(proxy.address, topic, n, value, props)
+                rates[name] = max(rates.get(name, 0.0), n / elapsed)
+                got = read_back(proxy.address, topic, 1, n, timeout=120, extra=0.5)
+                if len(got) != n or any(m.value() != value for m in got):
+                    raise SystemExit(f"{name}: {len(got)} messages read back of {n}")
+    for name, *_ in ways:
+        print(f"{name:28} {rates[name]:12,.0f} msgs/s (best of {repeat}, {latency:g} ms each way)", flush=True)
+    five, one = rates["bruce.producer, 5 in flight"], rates["bruce.producer, 1 in flight"]
+    print(f"5 in flight vs 1:            {five / one:.2f}x (target >= 3)")
+    print(f"ratio vs confluent-kafka:    {five / rates['confluent-kafka']:.2f}x (target >= 0.6)")
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
@@ -263,8 +320,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", help="comma-separated client name prefixes (default: all)")
     parser.add_argument("--json", type=Path, help="also write the rates here (for bench/report.py)")
     parser.add_argument("--security", action="store_true", help="PLAINTEXT vs SSL vs SASL_SSL, ours and confluent's")
+    parser.add_argument("--latency", type=float, help="ms added each way: idempotent pipelining, 5 vs 1 in flight")
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
+    if args.latency is not None:
+        print(f"producing {n:,} x {args.size}-byte values per client, acks=-1, idempotence on")
+        run_latency(n, args.size, repeat, args.latency)
+        return 0
     if args.security:
         print(f"producing {n:,} x {args.size}-byte values per client and protocol, acks=1")
         run_security(n, args.size, repeat)

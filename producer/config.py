@@ -19,6 +19,7 @@ from typing import Any
 from bruce.wire.versions import Generation
 
 from .errors import ConfigError
+from .idempotence import MAX_IN_FLIGHT
 from .partitioner import PARTITIONERS
 from .security import PLAINTEXT, SecurityConfig
 from .security import PROPERTIES as SECURITY_PROPERTIES
@@ -42,7 +43,10 @@ class ProducerConfig:
     message_max_bytes: int = 1_000_000  # the broker's message.max.bytes: caps a record batch, a compressed set (Bruce)
     empty_as_null: bool = False  # write an empty key or value as null (Bruce's rule; the daemon sets it)
     compression_codec: str = "none"  # the library path's codec; the daemon supplies a per-topic policy instead
-    max_in_flight_per_broker: int = 1  # never more than one in-flight batch per partition, whatever this is
+    max_in_flight_per_broker: int = 1  # at-least-once path: never more than one in-flight batch per partition
+    # Idempotence (KIP-98, librdkafka's names): None = on when every broker can take it and acks=-1 (docs/producer.md)
+    enable_idempotence: bool | None = None
+    max_in_flight_requests_per_connection: int = 5  # idempotent path: requests per connection, and per partition
     # Accumulation (library path)
     linger_ms: int = 5
     batch_num_messages: int = 10_000
@@ -98,6 +102,20 @@ class ProducerConfig:
             raise ConfigError(f"partitioner: {self.partitioner!r} is not one of {', '.join(PARTITIONERS)}")
         if not -1 <= self.acks <= 32767:
             raise ConfigError(f"acks: {self.acks} must be -1 (all replicas), 0 (none) or a replica count")
+        if self.enable_idempotence is not None and not isinstance(self.enable_idempotence, bool):
+            raise ConfigError(f"enable_idempotence: {self.enable_idempotence!r} must be true, false or None (auto)")
+        if self.enable_idempotence and self.acks != -1:
+            raise ConfigError(
+                f"enable_idempotence: needs acks=-1 (all in-sync replicas), not acks={self.acks}: a write acknowledged "
+                "by fewer replicas can be lost in a leader change, which breaks the partition's sequence"
+            )
+        if self.enable_idempotence and self.protocol == "v0":
+            raise ConfigError("enable_idempotence: the 0.8 protocol (protocol='v0') has no idempotent produce")
+        if self.enable_idempotence and not 1 <= self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT:
+            raise ConfigError(
+                f"max_in_flight_requests_per_connection: {self.max_in_flight_requests_per_connection!r} must be 1 to "
+                f"{MAX_IN_FLIGHT} with enable_idempotence (the broker remembers {MAX_IN_FLIGHT} batches per partition)"
+            )
         for name in ("empty_as_null", "topic_autocreate"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name}: {getattr(self, name)!r} must be true or false")
@@ -110,6 +128,7 @@ class ProducerConfig:
         for name in (
             "message_max_bytes",
             "max_in_flight_per_broker",
+            "max_in_flight_requests_per_connection",
             "batch_num_messages",
             "batch_size",
             "queue_buffering_max_messages",
@@ -135,6 +154,14 @@ class ProducerConfig:
         _require(self, "message_timeout_ms", 0, 2**31 - 1)
         _require(self, "reconnect_backoff_max_ms", self.reconnect_backoff_ms)
         _require(self, "metadata_retry_backoff_max_ms", self.metadata_min_interval_ms)
+
+    @property
+    def idempotence_wanted(self) -> bool:
+        """Idempotence may be used: set, or left to the brokers (None) with acks=-1, the modern protocol possible and
+        at most 5 requests in flight. Whether the brokers take it is known at the first connection."""
+        if self.enable_idempotence is not None:
+            return self.enable_idempotence
+        return self.acks == -1 and self.protocol != "v0" and self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT
 
     @property
     def wire_client_id(self) -> str:

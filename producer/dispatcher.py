@@ -26,6 +26,8 @@ Rules:
   partition without a leader, or for a leader whose last connect failed: :attr:`Dispatcher.unreachable`, kept by the
   senders) is stored packed at once (:meth:`PartitionQueue.compact`); :meth:`compact` packs the rest on demand (the
   daemon's budget, when full). Batches that flow are never packed: packing costs CPU.
+- Idempotence (on by default where every broker takes it, :mod:`bruce.producer.sequencing`, ``seq``): a request's
+  parts carry sequenced batches; their outcomes are the sequencer's, and a partition takes up to 5 batches in flight.
 - Synchronous and single-threaded (the event loop's thread); it never awaits. Wake-ups go through callbacks.
 """
 
@@ -43,6 +45,7 @@ from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_ke
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import Part
+from .sequencing import Sequencer
 
 
 class Dispatcher:
@@ -68,6 +71,7 @@ class Dispatcher:
         self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
         self.unreachable: set[int] = set()  # brokers whose last connect failed (their senders keep it)
         self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
+        self.seq: Sequencer | None = Sequencer(self) if config.idempotence_wanted else None  # None: at-least-once
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
         # [since, count] runs of the messages' queue times, oldest first)
         self.unknown: dict[str, tuple[list[Message], int, list[list[float | int]]]] = {}
@@ -241,10 +245,11 @@ class Dispatcher:
             return [], None
         out: list[PartitionQueue] = []
         later: float | None = None
+        seq = self.seq
         for pq in list(ready):
-            if not pq.ready_count or pq.leader != broker:
+            if not (pq.ready_count or pq.waiting) or pq.leader != broker:
                 del ready[pq]
-            elif pq.busy or pq.staged:
+            elif pq.busy or pq.staged or (seq is not None and not seq.sendable(pq)):
                 continue
             elif pq.not_before > now:
                 later = pq.not_before if later is None else min(later, pq.not_before)
@@ -261,9 +266,11 @@ class Dispatcher:
             pq = part.queue
             if pq in ready:
                 del ready[pq]
-                if pq.ready_count:
+                if pq.ready_count or pq.waiting:
                     ready[pq] = None
-            if expect_ack:
+            if part.batch is not None:
+                pq.in_flight += len(part.messages)
+            elif expect_ack:
                 pq.busy = True
                 pq.in_flight = len(part.messages)
             self.counters.inc("MsgSent", len(part.messages), _labels(broker, pq))
@@ -276,7 +283,7 @@ class Dispatcher:
         """acks=0: a message is done once written (Bruce's AckNotRequired)."""
         for part in parts:
             self.counters.inc("AckNotRequired", len(part.messages), _labels(broker, part.queue))
-            self._delivered(part.queue, part.messages, -1, part.size)
+            self.deliver(part.queue, part.messages, -1, part.size)
 
     def on_response(self, broker: int, parts: Sequence[Part], response: object, legacy: bool) -> None:
         """Apply a Produce response to the request's parts."""
@@ -287,19 +294,24 @@ class Dispatcher:
         missing: list[Part] = []
         pause_cause = ""
         now = self.clock()
+        seq = self.seq
         for part in parts:
             pq = part.queue
-            pq.busy = False
-            pq.in_flight = 0
             answer = answers.pop((pq.topic, pq.partition), None)
             if answer is None:
                 missing.append(part)
                 continue
+            if part.batch is not None:
+                assert seq is not None  # idempotence ends only once nothing is in flight
+                pause_cause = seq.answered(broker, part, answer.error_code, answer.base_offset) or pause_cause
+                continue
+            pq.busy = False
+            pq.in_flight = 0
             decision = classify(answer.error_code, legacy)
             labels = _labels(broker, pq)
             if decision.action is Action.OK:
                 self.counters.inc("AckOk", len(part.messages), labels)
-                self._delivered(pq, part.messages, answer.base_offset, part.size)
+                self.deliver(pq, part.messages, answer.base_offset, part.size)
                 continue
             self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
@@ -316,6 +328,8 @@ class Dispatcher:
                 self.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
                 self.give_back(pq, retry, part.since)
                 pause_cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
+        if seq is not None:
+            seq.settle()
         self.on_progress(True)
         if answers:
             self.counters.inc("ProduceResponseUnexpectedPartition", len(answers), (("broker", str(broker)),))
@@ -332,8 +346,13 @@ class Dispatcher:
     def on_failure(self, broker: int, parts: Sequence[Part], failure: Failure, *, written: bool) -> None:
         """A request failed in transport: its messages go back to the front of their queues, as possible duplicates
         if it had been written; then a pause (Bruce's other pause triggers, §8)."""
+        seq = self.seq
         for part in parts:
             pq = part.queue
+            if part.batch is not None:
+                assert seq is not None
+                seq.lost(part)  # not a possible duplicate: the resend carries the same sequence
+                continue
             pq.busy = False
             pq.in_flight = 0
             if written:
@@ -343,6 +362,8 @@ class Dispatcher:
                 if self.sink is not None:
                     self.sink.possible_duplicates(pq.topic, part.messages)
             self.give_back(pq, part.messages, part.since)
+        if seq is not None:
+            seq.settle()
         self.on_progress(False)
         self.request_pause(f"{failure.value} on broker {broker}", answered=failure is Failure.PROTOCOL_ERROR)
 
@@ -366,7 +387,7 @@ class Dispatcher:
             self.discard(topic, over, DiscardReason.DELIVERY_ATTEMPT_LIMIT, f"last error {name}")
         return retry
 
-    def _delivered(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None:
+    def deliver(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None:
         resolve_delivered(messages, pq.partition, base_offset)
         self.held_messages -= len(messages)
         self.held_bytes -= size
@@ -408,13 +429,19 @@ class Dispatcher:
                 if leader == pq.leader:
                     continue
                 pq.leader = leader
+                seq = self.seq
+                if seq is not None and seq.idem is not None:
+                    seq.idem.leader_changed((pq.topic, pq.partition))  # its sequences follow it to the new leader
                 if leader is None:
                     since = pq.newest()
-                    self.route(topic, pq.drain(), hold_unknown=False, since=since)
-                elif pq.ready_count:
+                    lost = seq.give_up_waiting(pq) if seq is not None else []
+                    self.route(topic, lost + pq.drain(), hold_unknown=False, since=since)
+                elif pq.ready_count or pq.waiting:
                     self.mark_ready(pq)
-            if info is None and not any(pq.busy or pq.staged for pq in queues.values()):
+            if info is None and not any(pq.in_flight or pq.staged for pq in queues.values()):
                 del self.queues[topic]  # gone from the cluster, nothing of it in flight: its queues go too
+        if self.seq is not None:
+            self.seq.settle()  # batches given up (a partition without a leader) need an epoch bump
         for topic, (messages, wanted_after, ages) in list(self.unknown.items()):
             if view.topic(topic) is not None:
                 del self.unknown[topic]
@@ -436,7 +463,7 @@ class Dispatcher:
         """End of a pause: dispatch again from every queue that has ready messages."""
         self.paused = False
         for pq in self.all_queues():
-            if pq.ready_count:
+            if pq.ready_count or pq.waiting:
                 self.mark_ready(pq)
 
     def give_back(self, pq: PartitionQueue, messages: list[Message], since: float) -> None:
@@ -453,6 +480,8 @@ class Dispatcher:
 
     def expire(self, cutoff: float, detail: str) -> None:
         """Discard as MESSAGE_TIMEOUT every queued or unknown-topic message queued at or before ``cutoff``."""
+        if self.seq is not None:
+            self.seq.expire(cutoff, detail)
         for queues in list(self.queues.values()):
             for pq in list(queues.values()):
                 if pq.ready or pq.open:
@@ -498,6 +527,8 @@ class Dispatcher:
     def discard_everything(self, reason: DiscardReason, detail: str) -> None:
         """Shutdown: every queued and unknown-topic message is discarded with ``reason`` (in-flight ones are the
         senders' to give back first)."""
+        if self.seq is not None:
+            self.seq.discard_waiting(reason, detail)
         for pq in self.all_queues():
             self.discard(pq.topic, pq.drain(), reason, detail)
         for topic in list(self.unknown):

@@ -1,6 +1,6 @@
 """The idempotent producer's state (KIP-98), pure and sans-I/O: the producer id and epoch, and per partition the
-sequence numbers of the batches sent and not yet acknowledged. Not wired into the data path yet (docs/producer.md,
-"Idempotence").
+sequence numbers of the batches sent and not yet acknowledged. :mod:`bruce.producer.sequencing` wires it into the
+data path (docs/producer.md, "Idempotence").
 
 Rules:
 - Producer id: NONE → REQUESTING (an InitProducerId request is out, :meth:`Idempotence.init_request`) → ASSIGNED.
@@ -25,7 +25,9 @@ Rules:
   the broker said whether it holds it (success: delivered; a sequence error: it does not, as the broker checks for a
   duplicate first). Then, nothing in flight, :meth:`bump` raises the epoch itself (KIP-360: brokers with
   InitProducerId v3+, below epoch 32767) or asks for a new producer id, and every partition starts again at sequence
-  0 with its waiting batches renumbered in order. A broker that fences an epoch we bumped ourselves (tansu does)
+  0 with its waiting batches renumbered in order. UNKNOWN_PRODUCER_ID for a batch at sequence 0 refuses the producer
+  id itself (a broker that lost its state: tansu after a restart), so it is handled as a fenced epoch: a new producer
+  id. A broker that fences an epoch we bumped ourselves (tansu does)
   gets new producer ids from then on, and that first refusal counts no attempt. A fenced epoch settles nothing: its
   batches of unknown outcome are renumbered at once and reported as possible duplicates. Those, and a batch given up
   while its outcome is unknown (it may be stored, yet it is counted as not delivered), are the only duplicates left.
@@ -53,6 +55,8 @@ _REFUSED = errorcodes.BY_CODE[31].name  # CLUSTER_AUTHORIZATION_FAILED on produc
 _FENCED = frozenset({errorcodes.BY_CODE[47].name, errorcodes.BY_CODE[90].name})  # INVALID_PRODUCER_EPOCH,
 # PRODUCER_FENCED: checked before the sequence. OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID come after the
 # broker's duplicate check: the broker does not hold the batch.
+_UNKNOWN_PRODUCER = errorcodes.BY_CODE[59].name  # at sequence 0: the producer id itself is refused (a broker that lost
+# its state, or tansu, which checks the ids it allocated): a new producer id is due
 
 TopicPartition = tuple[str, int]
 
@@ -264,7 +268,8 @@ class Idempotence:
         if not head:
             return Decision(Action.RESEND, name=decision.name, idempotent=True)
         self.bump_needed = True
-        self.new_id_needed = self.new_id_needed or fenced
+        refused = decision.name == _UNKNOWN_PRODUCER and batch.base_sequence == 0
+        self.new_id_needed = self.new_id_needed or fenced or refused
         if fenced and self.epoch_bump and batch.producer_epoch == self._bumped_to:
             self.epoch_bump = False  # this broker refuses epochs we bump ourselves (tansu): our fault, no attempt
             return Decision(Action.RESEND, name=decision.name, idempotent=True)

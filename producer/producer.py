@@ -62,6 +62,7 @@ from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .security import client_context
 from .sender import Sender
+from .sequencing import log_idempotence_off
 from .topics import TopicCreator
 from .transport import Timeouts
 from .trouble import BrokerTrouble
@@ -132,6 +133,8 @@ class Producer:
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
         self._last_refusal = ""
         d.pack = pack
+        if d.seq is None:
+            log_idempotence_off(config)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -431,7 +434,7 @@ class Producer:
         for pq in d.all_queues():
             row = out.setdefault(pq.topic, [0, 0, 0])
             row[0] += len(pq.open)
-            row[1] += pq.ready_count + pq.staged
+            row[1] += pq.ready_count + pq.staged + pq.waiting
             row[2] += pq.in_flight
         for topic, (messages, _, _) in d.unknown.items():
             out.setdefault(topic, [0, 0, 0])[1] += len(messages)
@@ -484,6 +487,10 @@ class Producer:
             self._first_view = self._loop.create_future()  # refused before, accepted now
         if self._first_view is not None and not self._first_view.done():
             self._first_view.set_result(None)
+            if d.seq is not None and view.brokers:  # the producer id (and whether idempotence is on) at start
+                broker = min(view.brokers)
+                self._wake_broker(broker)
+                self._senders[broker].warm = True
 
     @property
     def authentication_failure(self) -> str | None:

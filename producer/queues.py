@@ -1,12 +1,14 @@
-"""Per-partition queues: messages accumulating into a batch, ready batches waiting for a produce request, and the
-one in-flight request per partition.
+"""Per-partition queues: messages accumulating into a batch, ready batches waiting for a produce request, and what is
+in flight.
 
 Rules:
 - Order within a partition is the order of ``open`` then ``ready`` (oldest first). Messages that come back from a
   failed request go back to the *front* (they are older than anything queued).
 - ``busy``: a request holding this partition's messages is in flight. No second one is sent until it is answered
   (one in-flight batch per partition: per-partition order without idempotence). ``staged``: messages already taken
-  for the next request; nothing newer is sent before them.
+  for the next request; nothing newer is sent before them. The idempotent producer never sets ``busy``: up to 5 of
+  the partition's batches are in flight (``in_flight`` counts their messages), and its sequenced batches waiting for
+  a resend (held by :mod:`bruce.producer.sequencing`, counted in ``waiting``) go before anything ready here.
 - Ready batches are lists of messages with their byte size (Σ key + value); ``take`` splits a batch when a request's
   data limit ends inside it. A ready batch may also be held *packed* (:class:`Packed`, the daemon's compact form,
   made by :meth:`PartitionQueue.compact` when memory runs short): it counts and waits like any batch and is unpacked
@@ -58,6 +60,7 @@ class PartitionQueue:
         "ready_count",
         "staged",
         "topic",
+        "waiting",
     )
 
     def __init__(self, topic: str, partition: int, leader: int | None) -> None:
@@ -70,7 +73,8 @@ class PartitionQueue:
         self.ready: deque[tuple[list[Message] | Packed, int, float]] = deque()  # (messages, Σ size, since)
         self.ready_count = 0
         self.busy = False
-        self.in_flight = 0  # messages in the outstanding request
+        self.in_flight = 0  # messages in the outstanding request (idempotent path: requests)
+        self.waiting = 0  # idempotent path: messages of sequenced batches waiting for a resend (not in ``ready``)
         self.staged = 0  # messages taken for the broker's next request, encoded while this one is in flight
         self.not_before = 0.0  # no request before this loop time (retry backoff)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bruce.wire.compression import Codec
 from bruce.wire.messageset import MESSAGE_OVERHEAD, build_message_set
@@ -57,6 +58,11 @@ class Part:
     size: int
     since: float = 0.0  # when the messages were queued (the newest time among them: see bruce.producer.queues)
     codec: Codec = Codec.NONE
+    # The idempotent path (bruce.producer.sequencing): the part's Batch, its bytes as encoded and the producer id,
+    # epoch and base sequence stamped in them; a resend sends the same part again
+    batch: Any = None
+    data: bytes = b""
+    identity: tuple[int, int, int] = (-1, -1, -1)
 
 
 def assemble(
@@ -66,14 +72,15 @@ def assemble(
     message_max_bytes: int,
     policy: CompressionPolicy,
     magic: int,
+    empty: bool = True,
 ) -> tuple[list[Part], dict[PartitionQueue, Compression]]:
     """Take messages from ``queues`` (ready, not busy, in visiting order) for one request in message format
-    ``magic``."""
+    ``magic``; ``empty``: the request holds nothing yet (its first message always goes)."""
     parts: list[Part] = []
     chosen: dict[PartitionQueue, Compression] = {}
     remaining = data_limit
     for queue in queues:
-        first = not parts
+        first = empty and not parts
         if not first and remaining <= 0:
             break
         messages, size, since = queue.take(max(remaining, 0), first)

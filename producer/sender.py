@@ -3,7 +3,11 @@
 Rules:
 - It sends only while the producer is not paused, with at most ``max_in_flight_per_broker`` requests outstanding
   (and never two for one partition: the dispatcher marks partitions busy), and only while the connection's write
-  buffer is below its high-water mark.
+  buffer is below its high-water mark. Idempotent (:mod:`bruce.producer.sequencing`): up to
+  ``max_in_flight_requests_per_connection`` requests and batches per partition; each new connection tells the
+  sequencer what the broker takes; nothing is produced before the producer id, which the sender asks for
+  (InitProducerId on its connection) when it is due. A *warm* sender (the producer's start, idempotence wanted)
+  connects and asks before it has messages; a failed connect ends that.
 - It connects when it has work (connect timeout, version negotiation, reconnect backoff: at most
   ``reconnect_backoff_max_ms`` between attempts while it has work). A connect failure does not pause the producer
   (nothing was written; the other brokers keep sending): the broker is probed again after the backoff, a metadata
@@ -12,11 +16,11 @@ Rules:
   token; with acks=0 the messages are done once written (a response some brokers send anyway is tolerated).
 - SASL sessions are renewed before the broker's lifetime runs out (KIP-368): before the next request, once nothing is
   outstanding on the connection; a staged request is not written past that point.
-- Staging (one request in flight per broker): while a request is outstanding, the next one for the same partitions is
-  assembled and encoded, so encoding overlaps the broker's work. It is written only when the outstanding request was
-  acknowledged without error for every partition, on the same live connection, to partitions this broker still
-  leads; on anything else its messages go back to the front of their queues *before* the outstanding request's
-  messages are given back, so per-partition order is kept.
+- Staging (at-least-once, one request in flight per broker): while a request is outstanding, the next one for the
+  same partitions is assembled and encoded, so encoding overlaps the broker's work. It is written only when the
+  outstanding request was acknowledged without error for every partition, on the same live connection, to partitions
+  this broker still leads; on anything else its messages go back to the front of their queues *before* the
+  outstanding request's messages are given back, so per-partition order is kept.
 - It never swallows an exception: an error inside a connection callback is re-raised by the sender's task, which ends
   the producer's task group.
 """
@@ -30,7 +34,7 @@ from typing import Any
 
 from bruce.wire.compression import Codec
 from bruce.wire.protocol.produce import ProduceRequest
-from bruce.wire.versions import PRODUCE
+from bruce.wire.versions import INIT_PRODUCER_ID, PRODUCE
 
 from .acks import Failure
 from .backoff import ExponentialBackoff
@@ -74,7 +78,7 @@ class Sender:
         self.connection: BrokerConnection | None = None
         self.in_flight: dict[int, list[Part]] = {}  # request number → parts
         self.staged: Prepared | None = None
-        self._stage = self.config.max_in_flight_per_broker == 1 and self.config.acks != 0
+        self._stage = self.config.max_in_flight_per_broker == 1 and self.config.acks != 0  # at-least-once only
         self._request_numbers = 0
         self._wakeup = asyncio.Event()
         self._retry_timer: asyncio.TimerHandle | None = None
@@ -83,6 +87,7 @@ class Sender:
         self._crash: BaseException | None = None  # raised by run(): callbacks must not swallow errors
         self.health = BrokerHealth()
         self.auth_failure: str | None = None  # the broker refused authentication on the last connect
+        self.warm = False  # connect (and ask for the producer id) before any message: the producer's start
 
     def wake(self) -> None:
         self._wakeup.set()
@@ -129,13 +134,13 @@ class Sender:
     async def _pump(self) -> None:
         d = self.dispatcher
         loop = asyncio.get_running_loop()
-        while not d.paused and len(self.in_flight) < self.config.max_in_flight_per_broker:
+        while not d.paused and len(self.in_flight) < self._limit():
             if self.connection is not None and not self.connection.writable:
                 return  # flow control: woken again when the write buffer drains
             candidates, later = d.candidates(self.broker, loop.time())
             if later is not None:
                 self._wake_at(later)
-            if not candidates:
+            if not candidates and not self.warm:
                 return
             conn = self.connection
             if conn is None or not conn.alive:
@@ -147,6 +152,14 @@ class Sender:
                 if self.in_flight or not await self._reauthenticate(conn):
                     return  # renewed once the outstanding request is answered (its outcome wakes us)
                 continue
+            seq = d.seq
+            if seq is not None and not seq.may_produce():
+                self._ask_producer_id(conn, loop.time())
+                self.warm = False
+                return  # woken when the producer id comes (or idempotence ends)
+            self.warm = False
+            if not candidates:
+                return
             prepared = self._prepare(conn, candidates)
             if prepared is None:
                 return
@@ -172,6 +185,13 @@ class Sender:
                 security=self.config.security,
                 tolerate_unsolicited=True,
             )
+            seq = d.seq
+            if seq is not None and conn.versions is not None and not seq.connected(self.broker, conn.versions):
+                conn.close()
+                raise TransportError(
+                    f"{node} closed the connection on ApiVersions (starting up?); the idempotent producer waits for it",
+                    reason=Failure.BROKER_CLOSE,
+                )
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
             if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: not broker trouble
@@ -182,6 +202,7 @@ class Sender:
                 self.trouble.failed(node, str(e))
                 self.health.note(CONNECT_FAILED, f"cannot connect: {e}")
             self.dispatcher.unreachable.add(self.broker)
+            self.warm = False  # the producer id is asked for with the first messages instead
             self._next_connect = now + self._reconnect.next_delay() / 1000
             self._wake_at(self._next_connect)
             self.refresh()
@@ -209,10 +230,41 @@ class Sender:
         self.counters.inc("ConnectorReauthenticated", labels=(("broker", str(self.broker)),))
         return True
 
+    def _limit(self) -> int:
+        seq = self.dispatcher.seq
+        return seq.max_in_flight if seq is not None else self.config.max_in_flight_per_broker
+
+    def _ask_producer_id(self, conn: BrokerConnection, now: float) -> None:
+        """Send InitProducerId on ``conn`` when one is due; its answer goes to the sequencer."""
+        seq = self.dispatcher.seq
+        request = seq.init_request(now) if seq is not None else None
+        if request is None:
+            return
+        choice = conn.versions
+        assert choice is not None and seq is not None
+
+        def on_result(result: Any) -> None:
+            try:
+                seq.on_init(result, failed=isinstance(result, Failure))
+            except BaseException as e:  # a bug: end the producer through this task, loudly
+                self._crash = e
+                self.wake()
+
+        conn.send(request, choice.version(INIT_PRODUCER_ID), on_result)
+
     def _prepare(self, conn: BrokerConnection, queues: list[PartitionQueue]) -> Prepared | None:
         config = self.config
         choice = conn.versions
         assert choice is not None
+        seq = self.dispatcher.seq
+        if seq is not None:
+            parts, encoded = seq.assemble(
+                queues, choice.magic, self.policy, lambda part, c: self._encode(part, c, choice.magic, choice.zstd)
+            )
+            if not parts:
+                return None
+            request = build_request(parts, encoded, acks=config.acks, timeout_ms=config.replication_timeout_ms)
+            return Prepared(conn, parts, request)
         parts, chosen = assemble(
             queues,
             data_limit=config.produce_request_data_limit,
@@ -252,7 +304,7 @@ class Sender:
         d.started(self.broker, parts, expect_ack)
         if not expect_ack:
             d.on_written_no_ack(self.broker, parts)
-        elif self._stage and self.staged is None:
+        elif self._stage and self.staged is None and d.seq is None:
             self._stage_next(conn, parts)
 
     def _stage_next(self, conn: BrokerConnection, sent: list[Part]) -> None:

@@ -13,6 +13,7 @@ from .config import Config, ConfigError, Options
 from .message import Message
 from .plog.config import PlogConfigError, check_unique
 
+WHERE = "--enable_idempotence"
 MAX_TICK_S = 0.05  # the timer task's longest sleep (see Daemon._timers)
 
 
@@ -40,7 +41,24 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         message_timeout_ms=options.message_timeout_ms,  # 0 by default: Bruce's attempt limits only
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
         security=config.kafka,
+        enable_idempotence=enable_idempotence(options, config),
     )
+
+
+def enable_idempotence(options: Options, config: Config) -> bool | None:
+    """``--enable_idempotence``, or with ``auto`` the config file's ``[kafka]`` "enable.idempotence" (None: on when
+    the brokers take it and ``--required_acks`` is -1). Turned on explicitly, it needs acks -1 and not the 0.8
+    protocol."""
+    wanted = {"auto": config.enable_idempotence, "true": True, "false": False}[options.enable_idempotence]
+    if wanted and options.required_acks != -1:
+        raise ConfigError(
+            f"needs --required_acks -1, not {options.required_acks}: a write fewer replicas acknowledged can be lost "
+            "in a leader change, which breaks the idempotent producer's sequence",
+            where=WHERE,
+        )
+    if wanted and options.kafka_protocol == "v0":
+        raise ConfigError("the 0.8 protocol (--kafka_protocol v0) has no idempotent produce", where=WHERE)
+    return wanted
 
 
 def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> Callable[[Message], None]:

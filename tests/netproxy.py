@@ -10,7 +10,8 @@ Rules:
 - :meth:`NetProxy.cut` aborts every connection at once (both sides see a reset), as a broken network would; new
   connections are accepted afterwards. With ``drop_answers`` set, bytes from the target are read and thrown away.
 - asyncio inside one event loop; :func:`proxy_in_thread` runs one in a thread of its own for blocking code (clients
-  like confluent-kafka), with :meth:`ThreadedProxy.cut` safe to call from any thread.
+  like confluent-kafka), with :meth:`ThreadedProxy.cut` safe to call from any thread; :func:`tansu_behind_proxy` puts
+  one in front of a tansu that advertises it, so every client connection (metadata's included) goes through it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 CHUNK = 64 << 10
 MAX_CHUNKS = 256
@@ -202,3 +204,16 @@ def proxy_in_thread(
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         loop.close()
+
+
+@contextlib.contextmanager
+def tansu_behind_proxy(*, delay_ms: float = 0.0) -> Iterator[tuple[Any, ThreadedProxy]]:
+    """A tansu (``bruce.proxy.embedded.EmbeddedBroker``) that advertises a :func:`proxy_in_thread` in front of it, so
+    every client connection (metadata's too) goes through the proxy: ``(broker, proxy)``."""
+    from bruce.proxy.embedded import EmbeddedBroker, free_port
+
+    port = free_port()
+    with EmbeddedBroker(advertised_port=port) as broker:
+        host, _, target = broker.address.rpartition(":")
+        with proxy_in_thread(host, int(target), delay_ms=delay_ms, port=port) as proxy:
+            yield broker, proxy

@@ -79,6 +79,7 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         )
     listed = _brokers(top.get("initial_brokers", []), ("initial_brokers",))
     rate_limiting = top.get("topic_rate_limiting")
+    kafka, idempotence = split_idempotence(_kafka_properties(top.get("kafka", {}), ("kafka",)), ("kafka",))
     config = Config(
         batching=_batching(_required(top, (), "batching"), ("batching",), actions),
         compression=_compression(_required(top, (), "compression"), ("compression",)),
@@ -89,12 +90,29 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         ),
         initial_brokers=listed or tuple(initial_brokers),
         plog_listeners=_plog(top.get("plog", {})),
-        kafka=kafka_security(_kafka_properties(top.get("kafka", {}), ("kafka",))),
+        kafka=kafka_security(kafka),
+        enable_idempotence=idempotence,
         spool=_spool(top.get("spool", {}), ("spool",)),
     )
     if listed and initial_brokers:  # the file's brokers were checked with the rest; the caller's replace them
         config = dataclasses.replace(config, initial_brokers=tuple(initial_brokers))
     return config
+
+
+IDEMPOTENCE = "enable.idempotence"  # the one producer property [kafka] and --kafka_property take besides security's
+
+
+def split_idempotence(properties: Mapping[str, object], path: Path) -> tuple[dict[str, object], bool | None]:
+    """``properties`` without "enable.idempotence", and its value (true/false, or None when not given)."""
+    rest = dict(properties)
+    if IDEMPOTENCE not in rest:
+        return rest, None
+    value = rest.pop(IDEMPOTENCE)
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        value = value.lower() == "true"
+    if not isinstance(value, bool):
+        raise ConfigError("expected true or false", path=(*path, IDEMPOTENCE))
+    return rest, value
 
 
 def kafka_security(properties: Mapping[str, object], base: SecurityConfig = PLAINTEXT) -> SecurityConfig:
@@ -123,7 +141,7 @@ def _kafka_properties(raw: object, path: Path) -> dict[str, object]:
 
     walk(_table(raw, path), "")
     for name in flat:
-        if name not in SECURITY_PROPERTIES:
+        if name not in SECURITY_PROPERTIES and name != IDEMPOTENCE:
             close = difflib.get_close_matches(name, list(SECURITY_PROPERTIES), n=1)
             hint = f'; did you mean "{close[0]}"?' if close else ""
             raise ConfigError(f"not a security property bruce takes{hint} (docs/security.md)", path=(*path, name))

@@ -215,6 +215,7 @@ class Config:
     topic_rate_limiting: RateLimitingConfig = field(default_factory=RateLimitingConfig.unlimited)
     plog_listeners: tuple[ListenerConfig, ...] = ()  # [[plog.listener]] (docs/plog.md)
     kafka: SecurityConfig = PLAINTEXT  # [kafka] / <kafka>: TLS and SASL by librdkafka name (docs/security.md)
+    enable_idempotence: bool | None = None  # [kafka] "enable.idempotence"; None: the producer decides (auto)
     spool: tuple[tuple[str, str | int], ...] = ()  # [spool] (TOML only): (key, value) pairs, checked by the loader
 
     def __post_init__(self) -> None:

@@ -125,9 +125,14 @@ def kafka_property(value: str) -> tuple[tuple[str, Any], ...]:
     """``NAME=VALUE``: one librdkafka security property (a secret is kept as a redacted :class:`Secret`)."""
     name, sep, setting = value.partition("=")
     name = name.strip()
+    if sep and name == "enable.idempotence":
+        if setting.strip().lower() not in ("true", "false"):
+            raise ValueError(f"enable.idempotence={setting}: expected true or false")
+        return ((name, setting.strip().lower() == "true"),)
     if not sep or name not in SECURITY_PROPERTIES:
         known = ", ".join(sorted(SECURITY_PROPERTIES))
-        raise ValueError(f"{name or value!r} is not NAME=VALUE with a security property ({known})")
+        hint = f"a security property ({known}) or enable.idempotence"
+        raise ValueError(f"{name or value!r} is not NAME=VALUE with {hint}")
     if name in SECRETS:
         try:
             return ((name, Secret.parse(name, setting)),)

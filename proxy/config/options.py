@@ -183,6 +183,15 @@ class Options:
         KAFKA,
         kafka_property,
     )
+    enable_idempotence: str = option(
+        "auto",
+        "auto|true|false",
+        "The idempotent producer (no duplicates on retry, 5 requests in flight per partition): auto turns it on when "
+        "the brokers take it (Kafka 0.11+) and --required_acks is -1; true requires that; false is Bruce's "
+        'at-least-once. auto defers to the config file\'s [kafka] "enable.idempotence".',
+        KAFKA,
+        choice("auto", "true", "false"),
+    )
     required_acks: int = option(
         -1,
         "REQUIRED_ACKS",

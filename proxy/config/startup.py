@@ -23,7 +23,7 @@ from typing import TextIO
 
 from bruce.proxy.embedded import free_port
 
-from .build import kafka_security
+from .build import IDEMPOTENCE, kafka_security
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
 from .model import (
@@ -84,8 +84,11 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
     else:
         config = load_config_file(options.config_path, initial_brokers=brokers)
     if options.kafka_property:
+        properties = dict(options.kafka_property)
+        if IDEMPOTENCE in properties:
+            config = dataclasses.replace(config, enable_idempotence=properties.pop(IDEMPOTENCE))
         try:
-            kafka = kafka_security(dict(options.kafka_property), config.kafka)
+            kafka = kafka_security(properties, config.kafka)
         except ConfigError as error:
             key = error.path[1:] if error.path else ()
             problem = f"{key[0]}: {error.problem}" if key else error.problem

@@ -16,7 +16,8 @@ Rules:
   ``unknown_producer_error``: Kafka 1.0-2.4's UNKNOWN_PRODUCER_ID (59)) and forgets a partition's producers as
   retention would (:meth:`FakeCluster.forget_producers`). Producer state survives a broker's stop and start, as
   Kafka's snapshots do.
-- Faults are scripted per broker and API, consumed one per request in order (:class:`Fault`). A broker may play Kafka
+- Faults are scripted per broker and API, consumed one per request in order (:class:`Fault`); a disconnect scripted
+  for ApiVersions closes the connection on it, as Kafka 0.8 or a broker starting up does. A broker may play Kafka
   0.8 (``legacy=True``): it closes the connection on ApiVersions and speaks version 0 only.
 - Every request is kept in :attr:`FakeCluster.history`. Any request of an API nobody scripted a handler for is a test
   failure: it is recorded in :attr:`FakeCluster.unexpected` (the connection is closed) and :meth:`FakeCluster.verify`
@@ -171,6 +172,9 @@ class FakeBroker:
         if fault.kind == "delay":
             await asyncio.sleep(fault.seconds)
         if api_key == api_versions.KEY:
+            if fault.kind == "disconnect":  # as a broker that is starting up, or Kafka 0.8
+                seen.outcome = "disconnect"
+                return False
             answer = self.cluster.api_versions_answer()
         elif api_key in (metadata.KEY, init_producer_id.KEY):
             if fault.kind == "disconnect":

@@ -30,6 +30,8 @@ def _doc_value(text: str) -> object:
     text = text.strip().strip("`")
     if text in ("true", "false"):
         return text == "true"
+    if text.startswith("None"):
+        return None
     if text.endswith(" MiB"):
         return int(text[:-4]) << 20
     if text.startswith(("(", '"')):

@@ -181,7 +181,8 @@ def _expected(code: int, head: bool) -> tuple[Action, bool, bool, bool, BatchSta
     if code in (45, 59, 47, 90):
         if not head:  # caused by the failure of an earlier batch: resend, no attempt lost
             return Action.RESEND, False, False, False, BatchState.WAITING
-        return Action.RESEND, True, True, code in (47, 90), BatchState.WAITING
+        # 59 at sequence 0 (the head batch here starts at 0) refuses the producer id itself: a new one is due
+        return Action.RESEND, True, True, code in (47, 90, 59), BatchState.WAITING
     if known is not None and known.invalid_metadata:
         return Action.PAUSE, True, False, False, BatchState.WAITING
     if known is not None and known.retriable:
@@ -210,6 +211,22 @@ def test_every_answer(code: int, head: bool) -> None:
     if state is BatchState.WAITING:
         assert (batch.base_sequence, batch.producer_epoch) == (0 if head else 2, 0)  # identity kept for the resend
     assert idem.state is (PidState.FATAL if code == 31 else PidState.ASSIGNED)
+
+
+def test_unknown_producer_after_sequence_0_bumps_the_epoch_and_at_sequence_0_asks_a_new_producer_id() -> None:
+    idem = assigned()
+    first = idem.assign(TP, 2)
+    assert answer(idem, first, 0).action is Action.OK
+    later = idem.assign(TP, 1)  # sequence 2: a broker that lost the producer's state (Kafka 1.0-2.4)
+    assert answer(idem, later, 59).action is Action.RESEND
+    assert idem.bump_needed and not idem.new_id_needed
+    idem.bump()
+    assert (later.producer_epoch, later.base_sequence) == (1, 0)
+    idem.resend(idem.to_resend(TP))
+    assert answer(idem, later, 59).action is Action.RESEND  # at sequence 0 too: the producer id itself is refused
+    assert idem.new_id_needed
+    idem.bump()
+    assert idem.state is PidState.NONE
 
 
 @pytest.mark.parametrize("failure", list(Failure))
@@ -355,6 +372,7 @@ def test_a_fenced_epoch_settles_nothing_and_reports_possible_duplicates() -> Non
 
 def test_unknown_producer_id_at_the_head_bumps_and_clears_the_unknown_outcome() -> None:
     idem = assigned()
+    assert answer(idem, idem.assign(TP, 1), 0).action is Action.OK
     batch = idem.assign(TP, 2)
     idem.on_unknown_outcome(batch)
     idem.resend(batch)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -50,7 +51,9 @@ def test_a_crashed_producer_task_stops_the_daemon_and_accounts(
     flight)."""
     topic = new_topic(partitions=1)
 
-    async def broken(self: object) -> None:
+    async def broken(self: sender.Sender) -> None:
+        while not self.dispatcher.held_messages:  # an idempotent producer starts a sender before any message
+            await asyncio.sleep(0.01)
         raise RuntimeError("sender failed on purpose")
 
     monkeypatch.setattr(sender.Sender, "run", broken)

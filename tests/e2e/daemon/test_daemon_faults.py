@@ -15,7 +15,7 @@ from fakebroker import FakeCluster, Fault
 
 from bruce.wire.protocol import produce
 
-from .harness import ClusterThread, DaemonThread, daemon_starter, make_config, wait_for
+from .harness import ClusterThread, DaemonThread, counters_json, daemon_starter, make_config, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -72,11 +72,12 @@ def test_successful_delivery(cluster: ClusterThread, daemon: DaemonThread) -> No
     assert len(cluster.call(lambda: cluster.cluster.requests("Produce"))) == 4  # one message per request
 
 
-def test_disconnect_before_ack_is_one_possible_duplicate(
-    cluster: ClusterThread, daemon: DaemonThread, workdir: Path
+def test_disconnect_before_ack_is_one_possible_duplicate_at_least_once(
+    cluster: ClusterThread, start: Callable[..., DaemonThread], workdir: Path
 ) -> None:
-    """The broker stores the message, then drops the connection before answering: pause, new metadata, the message
-    goes again. Exactly one possible duplicate, no discard."""
+    """Bruce's at-least-once delivery (idempotence off): the broker stores the message, then drops the connection
+    before answering: pause, new metadata, the message goes again. Exactly one possible duplicate, no discard."""
+    daemon = start(enable_idempotence="false")
     _script(cluster, Fault.disconnect(store=True))
     _send(daemon, b"dup-me")
     a = daemon.settle(1)
@@ -86,6 +87,25 @@ def test_disconnect_before_ack_is_one_possible_duplicate(
     assert [(t["topic"], t["count"]) for t in report["possible_duplicate_topic"]] == [("t", 1)]
     assert report["discard_topic"] == []
     assert _log_events(daemon, workdir) == [("DUP", "NONE")]
+
+
+def test_disconnect_before_ack_is_stored_once_by_the_idempotent_producer(
+    cluster: ClusterThread, daemon: DaemonThread, workdir: Path
+) -> None:
+    """Idempotence on (the default: the fake broker takes it): the resend carries the same sequence, the broker
+    recognises it, the message is stored once and no possible duplicate is reported; /counters and /metrics show the
+    producer id."""
+    _script(cluster, Fault.disconnect(store=True))
+    _send(daemon, b"once")
+    a = daemon.settle(1)
+    assert (a.delivered, a.discarded) == (1, 0)
+    assert cluster.call(lambda: cluster.cluster.values("t")) == [b"once"]
+    assert daemon.counter("PossibleDuplicateMsg") == 0 and daemon.counter("ProducerIdAssigned") == 1
+    assert counters_json(daemon.daemon.status_url)["ProducerIdAssigned"] == 1
+    assert daemon.metrics()["bruce_producer_id_assigned_total"] == 1
+    report = json.loads(daemon.get("/discards/json")[2])["unfinished_report"]
+    assert report["possible_duplicate_topic"] == [] and report["discard_topic"] == []
+    assert _log_events(daemon, workdir) == []
 
 
 def test_error_ack_6_pauses_and_redelivers(cluster: ClusterThread, daemon: DaemonThread, workdir: Path) -> None:

@@ -53,14 +53,20 @@ def test_debug_files_log_receive_send_and_ack_for_the_enabled_topic_only(
         assert sorted(_debug_lines(debug / name)) == expected, name
 
 
-def test_connected_brokers_and_in_flight_requests_gauges(workdir: Path) -> None:
+@pytest.mark.parametrize("idempotence", ["auto", "false"], ids=["idempotent", "at-least-once"])
+def test_connected_brokers_and_in_flight_requests_gauges(workdir: Path, idempotence: str) -> None:
+    """At least once, nothing is connected before the first message; idempotent (the default, which the fake broker
+    takes), one broker is connected at start to get the producer id."""
     with ClusterThread(FakeCluster(2)) as cluster, daemon_starter(workdir, cluster.brokers) as start:
         cluster.call(lambda: cluster.cluster.add_topic("t", [1]))
         cluster.call(lambda: cluster.cluster.brokers[1].script(produce.KEY, Fault.delay(1.0)))
-        d = start(make_config(cluster.brokers, batching=False))
+        d = start(make_config(cluster.brokers, batching=False), enable_idempotence=idempotence)
         wait_for(lambda: d.call(d.daemon.producer.cluster) is not None, what="the first metadata")
+        if idempotence == "auto":
+            wait_for(lambda: d.counter("ProducerIdAssigned") == 1, what="the producer id")
         metrics = d.metrics()
-        assert (metrics["bruce_connected_brokers"], metrics["bruce_in_flight_requests"]) == (0, 0)
+        connected = 1 if idempotence == "auto" else 0
+        assert (metrics["bruce_connected_brokers"], metrics["bruce_in_flight_requests"]) == (connected, 0)
         with d.client() as client:
             client.send_any_partition("t", b"slow")
         wait_for(lambda: d.metrics()["bruce_in_flight_requests"] == 1, what="the request in flight")

@@ -4,6 +4,7 @@ secrets that never reach --convert_config's output, a repr or an error."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,51 @@ def test_kafka_property_errors(argv: list[str], message: str) -> None:
     err = io.StringIO()
     assert configure(["--initial_brokers", "k1", *argv], stderr=err) == 2
     assert message in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "table", "expected"),
+    [
+        ([], "", None),  # auto: on when the brokers take it and acks is -1
+        (["--enable_idempotence", "false"], "", False),
+        (["--enable_idempotence", "true"], '"enable.idempotence" = false', True),  # the option wins over the file
+        ([], '"enable.idempotence" = false', False),  # auto defers to the file
+        ([], 'enable.idempotence = "true"', True),
+        (["--kafka_property", "enable.idempotence=false"], '"enable.idempotence" = true', False),
+    ],
+)
+def test_enable_idempotence_from_the_option_the_kafka_table_and_kafka_property(
+    tmp_path: Path, argv: list[str], table: str, expected: bool | None
+) -> None:
+    source = tmp_path / "bruce.toml"
+    source.write_text(base_toml() + (f"\n[kafka]\n{table}\n" if table else ""))
+    options, config = configure(["--config_path", str(source), *argv])
+    assert producer_config(options, config).enable_idempotence is expected
+    if table and not argv:  # written back by --convert_config
+        assert load_toml(to_toml(config)).enable_idempotence is expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--enable_idempotence", "true", "--required_acks", "1"], "--enable_idempotence: needs --required_acks -1"),
+        (["--enable_idempotence", "true", "--kafka_protocol", "v0"], "--enable_idempotence: the 0.8 protocol"),
+        (["--enable_idempotence", "yes"], '--enable_idempotence: "yes" is not one of: auto, true, false'),
+        (["--kafka_property", "enable.idempotence=1"], "enable.idempotence=1: expected true or false"),
+    ],
+)
+def test_enable_idempotence_errors(argv: list[str], message: str) -> None:
+    err = io.StringIO()
+    result = configure(["--initial_brokers", "k1", *argv], stderr=err)
+    if result == 2:
+        text = err.getvalue()
+    else:  # the combination is checked where the producer's settings are made
+        with pytest.raises(ConfigError) as raised:
+            producer_config(*result)
+        text = str(raised.value)
+    assert message in text, text
+
+
+def test_kafka_table_enable_idempotence_must_be_true_or_false() -> None:
+    with pytest.raises(ConfigError, match=re.escape('kafka."enable.idempotence": expected true or false')):
+        load_toml(base_toml() + '\n[kafka]\n"enable.idempotence" = "maybe"\n', source="f.toml")
