@@ -38,6 +38,7 @@ from bruce.wire.compression import Codec
 from bruce.wire.errors import UsageError
 
 from .backoff import PauseBackoff
+from .bulk import Bulk, Chunk, split
 from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
@@ -55,7 +56,7 @@ from .message import (
     timestamps_in_range,
 )
 from .metadata import MetadataFetcher
-from .partitioner import AnyPartitionCycle, key_to_partition_key
+from .partitioner import AnyPartitionCycle, explicit_partition, key_to_partition_key
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
@@ -67,6 +68,8 @@ from .transport import Timeouts
 from .trouble import BrokerTrouble
 
 log = logging.getLogger("bruce.producer")
+_VALUE_TYPES = {bytes, type(None)}
+_time_ns = time.time_ns
 
 
 class Producer:
@@ -103,6 +106,8 @@ class Producer:
         self._batch_bytes = config.batch_size
         self._linger = config.linger_ms / 1000
         self._partitioner = config.partitioner
+        self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
+        self._last_ms = 0  # the last timestamp send() read from the clock
         self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
         self._linger_timer: asyncio.TimerHandle | None = None
         self._drained_future: asyncio.Future[None] | None = None  # what flush() waits on, while someone does
@@ -265,19 +270,26 @@ class Producer:
             self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
         if type(value) is not bytes and value is not None:
             check_bytes(value, "value")
-        if key is not None and type(key) is not bytes:
-            check_bytes(key, "key")
-        if partition is not None:
-            if partition_key is not None or type(partition) is not int or partition < 0:
-                check_partition(partition, partition_key)
-            pkey, pinned = partition, True
-        elif partition_key is not None:
-            check_partition_key(partition_key)
-            pkey, pinned = partition_key, False
+        if key is None and partition is None and partition_key is None:  # the usual case, checked once
+            pkey, pinned = self._null_key, False
         else:
-            pkey, pinned = key_to_partition_key(key, self._partitioner), False
+            if key is not None and type(key) is not bytes:
+                check_bytes(key, "key")
+            if partition is not None:
+                if partition_key is not None or type(partition) is not int or partition < 0:
+                    check_partition(partition, partition_key)
+                pkey, pinned = partition, True
+            elif partition_key is not None:
+                check_partition_key(partition_key)
+                pkey, pinned = partition_key, False
+            else:
+                pkey, pinned = key_to_partition_key(key, self._partitioner), False
         if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+            timestamp = _time_ns() // 1_000_000
+            if timestamp == self._last_ms:
+                timestamp = self._last_ms  # one int object per millisecond, shared: less to hold and to walk
+            else:
+                self._last_ms = timestamp
         else:
             check_timestamp(timestamp)
         if headers is not None:
@@ -289,11 +301,15 @@ class Producer:
         d.accepted += 1
         d.held_messages += 1
         d.held_bytes += size
-        pq = (d.sticky.get(topic) or d.next_sticky(topic)) if pkey is None else d.keyed_queue(topic, m)
-        if pq is None:
-            if pkey is None:
+        if pkey is None:
+            pq = d.sticky.get(topic) or d.next_sticky(topic)
+            if pq is None:
                 d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
-            return m  # a keyed message: held or discarded by keyed_queue
+                return m
+        else:
+            pq = d.keyed_queue(topic, m)
+            if pq is None:
+                return m  # held or discarded by keyed_queue
         open_batch = pq.open
         if not open_batch:
             pq.open_since = since = self._loop.time()
@@ -305,6 +321,85 @@ class Producer:
         if len(open_batch) >= self._batch_messages or pq.open_bytes >= self._batch_bytes:
             d.seal(pq)
         return m
+
+    def send_many(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> Bulk:
+        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
+        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
+
+        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
+        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
+        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
+        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
+        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
+        d = self._dispatcher
+        count = len(values)
+        if d.held_messages + count > self._max_messages or not self._accepting:
+            self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
+        types = set(map(type, values))
+        if not types <= _VALUE_TYPES:
+            for v in values:
+                if v is not None:
+                    check_bytes(v, "value")
+        sizes = list(map(len, values)) if type(None) not in types else [len(v) if v else 0 for v in values]
+        size = sum(sizes)
+        if keys is not None:
+            if len(keys) != count:
+                raise UsageError(f"{len(keys)} keys for {count} values")
+            for k in keys:
+                if k is not None and type(k) is not bytes:
+                    check_bytes(k, "key")
+            size += sum(len(k) for k in keys if k)
+        if partition is not None:
+            check_partition(partition, None)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        else:
+            check_timestamp(timestamp)
+        if d.held_bytes + size > self._max_bytes:
+            self._refuse(f"{d.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
+        if not count:
+            return Bulk([], 0)
+        info = d.topic_info(topic)
+        if keys is not None or info is None:  # per-value routing, or held until the topic is known: messages now
+            if keys is None:
+                messages = [Message(None, v, timestamp, None, partition, partition is not None) for v in values]
+            else:
+                partitioner = self._partitioner
+                messages = [
+                    Message(k, v, timestamp, None, key_to_partition_key(k, partitioner), False)
+                    if partition is None
+                    else Message(k, v, timestamp, None, partition, True)
+                    for k, v in zip(keys, values, strict=True)
+                ]
+            chunk = Chunk.of(messages)
+            self.submit(topic, messages)
+            return Bulk([chunk], count)
+        d.accepted += count
+        d.held_messages += count
+        d.held_bytes += size
+        since = d.stamp
+        chunks = []
+        for start, end in split(values, sizes, self._batch_messages, self._batch_bytes):
+            chunk = Chunk(values[start:end], sum(sizes[start:end]), timestamp)
+            chunks.append(chunk)
+            p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)
+            if p is None:
+                detail = f"partition {partition} unavailable" if partition is not None else "no partition available"
+                d.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
+                continue
+            pq = d.queue(topic, p)
+            d.seal(pq)  # what send() queued there before goes first
+            pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]
+            d.mark_ready(pq)
+        return Bulk(chunks, count)
 
     def _refuse(self, detail: str) -> None:
         if not self._accepting:

@@ -70,6 +70,11 @@ def _varint_table(size: int) -> tuple[bytes, ...]:
 _VARINT = _varint_table(1 << 14)  # zigzag varints of 0..16383, for lengths and deltas
 _NULL = b"\x01"  # zigzag varint -1
 _NO_HEADERS = b"\x00"
+# The fixed pieces of a keyless record without headers: its attributes (0) and timestamp delta (below _TABLED ms),
+# then its offset delta and null key (below 16384): a record is then six pieces joined once with the whole batch.
+_TABLED = 1 << 12
+_ATTRIBUTES_TS = tuple(b"\x00" + encode_varint(i) for i in range(_TABLED))
+_DELTA_NULL_KEY = tuple(encode_varint(i) + _NULL for i in range(1 << 14))
 _ENTRY_HEAD = struct.Struct(">qiibI")  # base offset, batch length, leader epoch, magic, crc
 _BODY_HEAD = struct.Struct(">hiqqqhii")  # attributes .. record count
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -114,16 +119,27 @@ def build_record_batch(
     attributes = attributes_for(codec, timestamp_type, transactional)
     table = _VARINT
     size = len(table)
+    attributes_ts, delta_null_key = _ATTRIBUTES_TS, _DELTA_NULL_KEY
     parts: list[bytes] = []
-    append = parts.append
+    extend = parts.extend
     try:
         base_ts = min_ts = max_ts = records[0][2]
         for delta, (key, value, ts, headers) in enumerate(records):
+            ts_delta = ts - base_ts
+            if key is None and not headers and value is not None and 0 <= ts_delta < _TABLED and delta < size:
+                # The common record (no key, no headers): its pieces, joined once for the whole batch.
+                if ts > max_ts:
+                    max_ts = ts
+                head, middle = attributes_ts[ts_delta], delta_null_key[delta]
+                n = len(value)
+                value_length = table[n] if n < size else encode_varint(n)
+                n += len(head) + len(middle) + len(value_length) + 1
+                extend((table[n] if n < size else encode_varint(n), head, middle, value_length, value, _NO_HEADERS))
+                continue
             if ts > max_ts:
                 max_ts = ts
             elif ts < min_ts:
                 min_ts = ts
-            ts_delta = ts - base_ts
             if key is None:
                 key_part = _NULL
             else:
@@ -145,8 +161,7 @@ def build_record_batch(
                 )
             )
             n = len(body)
-            append(table[n] if n < size else encode_varint(n))
-            append(body)
+            extend((table[n] if n < size else encode_varint(n), body))
         if max_ts - base_ts > _INT64_MAX or min_ts - base_ts < _INT64_MIN:  # base and max: struct checks them
             raise UsageError("record timestamp deltas do not fit a varlong")
         data = b"".join(parts)

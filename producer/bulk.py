@@ -1,0 +1,206 @@
+"""The bulk path: many values queued by one call (:meth:`Producer.send_many`), and the handle that reports their fates.
+
+Rules:
+- Keyless values for a known topic are held as :class:`Chunk`\\ s: a slice of the caller's values and one timestamp,
+  at most a batch (``batch_num_messages`` values, ``batch_size`` bytes) each, queued ready in one partition queue
+  (the compact form :mod:`bruce.producer.queues` holds like a packed batch). Their :class:`Message` objects are made
+  only when the chunk is taken for a request (or expires, or is drained at close): while values wait, the garbage
+  collector sees one list per chunk, not one object per value.
+- Keyed values, and values for a topic not yet known, become messages at once and are routed as the daemon's
+  batches are (:meth:`Producer.submit`'s path); their chunks are born unpacked.
+
+- Each message of a chunk reports to it (its waiter, see :func:`bruce.producer.message.resolve_delivered`): counted
+  per batch, not per message. Once all have a fate the chunk keeps them compactly (offsets and partitions in arrays,
+  errors by index) and lets the messages go, so delivered values hold no object the collector walks.
+- :class:`Bulk` is the caller's handle: awaiting it waits on one future per chunk (none per value);
+  :meth:`Bulk.results` then gives each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
+- Pure bookkeeping: no clock, no I/O; the only asyncio object is the future made for whoever awaits a chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from array import array
+from collections.abc import Generator, Sequence
+from itertools import accumulate
+from operator import attrgetter
+from typing import Any
+
+from .errors import DeliveryError
+from .message import Message
+
+
+class Chunk:
+    """Values of one ``send_many`` call queued together, in compact form until :meth:`unpack`; the group its messages
+    report to. Once every message has a fate, the fates are kept compactly (offsets and partitions in arrays, errors by
+    index) and the messages are let go."""
+
+    __slots__ = ("_future", "_left", "_values", "errors", "messages", "offsets", "partitions", "size", "timestamp")
+
+    def __init__(self, values: Sequence[bytes | None], size: int, timestamp: int) -> None:
+        self._values: Sequence[bytes | None] | None = values
+        self._left = len(values)  # messages without a fate
+        self.size = size  # Σ value bytes
+        self.timestamp = timestamp
+        self.messages: list[Message] | None = None  # from unpack() until every one has a fate
+        self.offsets: array[int] | None = None  # once settled
+        self.partitions: array[int] | None = None
+        self.errors: dict[int, DeliveryError] = {}  # once settled: index → error of the values that failed
+        self._future: asyncio.Future[None] | None = None  # made for whoever awaits the chunk
+
+    @classmethod
+    def of(cls, messages: list[Message]) -> Chunk:
+        """A chunk born unpacked (keyed values, an unknown topic): ``messages`` report to it."""
+        chunk = cls((), sum(m.size for m in messages), 0)
+        chunk._values = None
+        chunk._left = len(messages)
+        chunk.messages = messages
+        for m in messages:
+            m._fate = chunk
+        return chunk
+
+    def __len__(self) -> int:
+        return len(self._values) if self._values is not None else len(self.messages or ())
+
+    def unpack(self) -> list[Message]:
+        """The chunk's messages, made on the first call (when the queue takes, expires or drains the chunk)."""
+        values = self._values
+        if values is not None:
+            self._values = None
+            self.messages = [_Member(v, self.timestamp, self) for v in values]
+        return self.messages  # type: ignore[return-value]
+
+    def settled(self, n: int) -> None:
+        """``n`` of the chunk's messages just got their fate (from :func:`bruce.producer.message._wake`)."""
+        self._left -= n
+        if self._left:
+            return
+        messages = self.messages or []
+        fates = list(map(_FATE, messages))
+        if set(map(type, fates)) == {int}:
+            self.offsets = array("q", fates)
+        else:
+            self.errors = {i: f for i, f in enumerate(fates) if type(f) is not int}
+            self.offsets = array("q", (f if type(f) is int else -1 for f in fates))
+        self.partitions = array("i", map(_PARTITION, messages))
+        self.messages = None
+        if self._future is not None and not self._future.done():
+            self._future.set_result(None)
+
+    @property
+    def done(self) -> bool:
+        return self.offsets is not None
+
+    def future(self) -> asyncio.Future[None]:
+        """A future set once every message of the chunk has a fate."""
+        if self._future is None:
+            self._future = asyncio.get_running_loop().create_future()
+            if self.done:
+                self._future.set_result(None)
+        return self._future
+
+
+_FATE = attrgetter("_fate")
+_PARTITION = attrgetter("partition")
+
+
+class _Member(Message):
+    """A message of a chunk: a keyless value and the chunk's timestamp, reporting to the chunk."""
+
+    __slots__ = ()
+
+    def __init__(self, value: bytes | None, timestamp: int, chunk: Chunk) -> None:  # every field, as Message's does
+        self.key = None
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = None
+        self.partition_key = None
+        self.pinned = False
+        self.size = len(value) if value else 0
+        self.attempts = 0
+        self.possible_duplicate = False
+        self.partition = -1
+        self._fate = chunk
+
+
+def split(values: Sequence[bytes | None], sizes: list[int], max_count: int, max_bytes: int) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges cutting ``values`` (whose byte sizes are ``sizes``) into batches of at most
+    ``max_count`` values and ``max_bytes`` bytes (a value larger than that alone)."""
+    n = len(values)
+    if n <= max_count and sum(sizes) <= max_bytes:
+        return [(0, n)]
+    ends = list(accumulate(sizes))
+    out = []
+    start = 0
+    while start < n:
+        end = min(n, start + max_count)
+        base = ends[start - 1] if start else 0
+        if ends[end - 1] - base > max_bytes:  # cut by bytes: the last end within the limit (at least one value)
+            lo, hi = start + 1, end
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if ends[mid - 1] - base <= max_bytes:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            end = lo
+        out.append((start, end))
+        start = end
+    return out
+
+
+class Bulk:
+    """What became of the values of one ``send_many`` call. ``await bulk`` waits until every one has a fate (and
+    returns the Bulk)."""
+
+    __slots__ = ("_chunks", "count")
+
+    def __init__(self, chunks: list[Chunk], count: int) -> None:
+        self._chunks = chunks
+        self.count = count  # how many values
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __await__(self) -> Generator[Any, None, Bulk]:
+        for chunk in self._chunks:
+            if not chunk.done:
+                yield from asyncio.shield(chunk.future()).__await__()
+        return self
+
+    @property
+    def done(self) -> bool:
+        """Whether every value has a fate."""
+        return all(chunk.done for chunk in self._chunks)
+
+    def results(self) -> list[tuple[int, int] | DeliveryError]:
+        """Each value's fate, in the order given: ``(partition, offset)`` (offset -1 with acks=0) or its
+        :class:`DeliveryError`. Raises ``asyncio.InvalidStateError`` until :attr:`done`."""
+        if not self.done:
+            raise asyncio.InvalidStateError("not every value has a fate yet (await the Bulk first)")
+        out: list[tuple[int, int] | DeliveryError] = []
+        for chunk in self._chunks:
+            fates: list[Any] = list(zip(chunk.partitions, chunk.offsets, strict=True))  # type: ignore[arg-type]
+            for i, error in chunk.errors.items():
+                fates[i] = error
+            out += fates
+        return out
+
+    def failures(self) -> list[tuple[int, DeliveryError]]:
+        """``(index, error)`` of every value that failed, in order (empty: all delivered). Only once :attr:`done`."""
+        if not self.done:
+            raise asyncio.InvalidStateError("not every value has a fate yet (await the Bulk first)")
+        out = []
+        start = 0
+        for chunk in self._chunks:
+            out += [(start + i, error) for i, error in sorted(chunk.errors.items())]
+            start += len(chunk.offsets)  # type: ignore[arg-type]
+        return out
+
+    @property
+    def delivered(self) -> int:
+        """How many values are delivered (so far: counted per settled batch)."""
+        return sum(len(c.offsets) - len(c.errors) for c in self._chunks if c.offsets is not None)
+
+    def __repr__(self) -> str:
+        return f"<Bulk {self.count} values, {self.delivered} delivered>"
