@@ -18,6 +18,10 @@ Rules:
   (:mod:`bruce.producer.queues`), and :meth:`Producer.compact` packs the others on demand.
 - ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
   with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
+- ``freeze_gc``: ``start`` runs a full collection, then ``gc.freeze()``: what the program holds at that moment (modules,
+  configuration, caches) is no longer walked by the cyclic collector, whose full collections otherwise walk it again
+  and again while messages are held. Off by default: it concerns the whole program (a cycle among those objects that
+  later becomes garbage is not collected).
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
@@ -26,6 +30,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import random
@@ -84,8 +89,10 @@ class Producer:
         require_topics: bool = False,
         rng: random.Random | None = None,
         pack: Pack | None = None,
+        freeze_gc: bool = False,
     ) -> None:
         self.config = config = config or ProducerConfig()
+        self._freeze_gc = freeze_gc
         client_context(config.security)  # certificates and keys load now: a bad one is a ConfigError here, not later
         self.counters = Counters()
         self._rng = rng or random.Random()
@@ -152,6 +159,9 @@ class Producer:
         if self._started:
             raise UsageError("a Producer can be started once")
         self._started = True
+        if self._freeze_gc:  # the program's state so far is long-lived: the collector stops walking it
+            gc.collect()
+            gc.freeze()
         self._loop = loop = asyncio.get_running_loop()
         self._dispatcher.clock = loop.time
         self._first_view = loop.create_future()
