@@ -21,61 +21,118 @@ from __future__ import annotations
 
 import asyncio
 from array import array
-from collections.abc import Generator, Sequence
-from itertools import accumulate
-from operator import attrgetter
+from bisect import bisect_right
+from collections.abc import Generator, Iterator, Sequence
+from itertools import accumulate, repeat
+from operator import add, attrgetter
 from typing import Any
+
+from bruce.wire.recordbatch import build_value_batch
 
 from .errors import DeliveryError
 from .message import Message
 
 
 class Chunk:
-    """Values of one ``send_many`` call queued together, in compact form until :meth:`unpack`; the group its messages
-    report to. Once every message has a fate, the fates are kept compactly (offsets and partitions in arrays, errors by
-    index) and the messages are let go."""
+    """Values of one ``send_many`` call queued together in one partition queue, and the group their messages report
+    to. While nothing needs them one by one the values stay as they are: the queue hands the chunk whole to a request
+    (:attr:`travels_whole`), which encodes it column by column (:meth:`encode`) and settles it in one step
+    (:meth:`settle_delivered`, :meth:`settle_failed`). Anything that reads it as messages (iteration, indexing,
+    :meth:`unpack`) makes them, once; they report their fates to the chunk (:meth:`settled`). Settled, the fates are
+    kept compactly (partitions and offsets in arrays, errors by index) and the messages let go."""
 
-    __slots__ = ("_future", "_left", "_values", "errors", "messages", "offsets", "partitions", "size", "timestamp")
+    __slots__ = (
+        "_future",
+        "_left",
+        "_members",
+        "count",
+        "errors",
+        "offsets",
+        "partitions",
+        "size",
+        "timestamp",
+        "values",
+    )
+    travels_whole = True  # PartitionQueue.take may hand it to a request as it is
 
     def __init__(self, values: Sequence[bytes | None], size: int, timestamp: int) -> None:
-        self._values: Sequence[bytes | None] | None = values
-        self._left = len(values)  # messages without a fate
+        self.values = values
+        self.count = self._left = len(values)  # _left: values without a fate
         self.size = size  # Σ value bytes
         self.timestamp = timestamp
-        self.messages: list[Message] | None = None  # from unpack() until every one has a fate
-        self.offsets: array[int] | None = None  # once settled
+        self._members: list[Message] | None = None  # the messages, once made
+        self.offsets: array[int] | None = None  # once settled (-1: failed, or acks=0)
         self.partitions: array[int] | None = None
         self.errors: dict[int, DeliveryError] = {}  # once settled: index → error of the values that failed
         self._future: asyncio.Future[None] | None = None  # made for whoever awaits the chunk
 
     @classmethod
     def of(cls, messages: list[Message]) -> Chunk:
-        """A chunk born unpacked (keyed values, an unknown topic): ``messages`` report to it."""
-        chunk = cls((), sum(m.size for m in messages), 0)
-        chunk._values = None
-        chunk._left = len(messages)
-        chunk.messages = messages
+        """A chunk of messages made at once (keyed values, an unknown topic), which report to it."""
+        chunk = cls([m.value for m in messages], sum(m.size for m in messages), 0)
+        chunk._members = messages
         for m in messages:
             m._fate = chunk
         return chunk
 
+    # ---------------------------------------------------------------- as a queued batch and a request's messages
+
     def __len__(self) -> int:
-        return len(self._values) if self._values is not None else len(self.messages or ())
+        return self.count
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.unpack())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.unpack()[index]
 
     def unpack(self) -> list[Message]:
-        """The chunk's messages, made on the first call (when the queue takes, expires or drains the chunk)."""
-        values = self._values
-        if values is not None:
-            self._values = None
-            self.messages = [_Member(v, self.timestamp, self) for v in values]
-        return self.messages  # type: ignore[return-value]
+        """The chunk's messages, made on the first call (with their fates, if the chunk is settled already)."""
+        members = self._members
+        if members is None:
+            ts = self.timestamp
+            members = self._members = [_Member(v, ts, self) for v in self.values]
+            if self.offsets is not None:
+                for m, partition, offset in zip(members, self.partitions, self.offsets, strict=True):  # type: ignore[arg-type]
+                    m.partition, m._fate = partition, offset
+                for i, error in self.errors.items():
+                    members[i].partition, members[i]._fate = -1, error
+        return members
+
+    def encode(self, codec: int, level: int | None) -> bytes | None:
+        """The record batch of the values (keyless, the chunk's timestamp), or None once messages were made (they may
+        have changed: the caller encodes those)."""
+        if self._members is not None:
+            return None
+        return build_value_batch(self.values, self.timestamp, codec=codec, level=level)  # type: ignore[arg-type]
+
+    def settle_delivered(self, partition: int, base_offset: int) -> bool:
+        """Delivered at consecutive offsets (-1: acks=0), in one step; False when messages were made (they settle)."""
+        if self._members is not None:
+            return False
+        n = self.count
+        self.partitions = array("i", [partition]) * n
+        self.offsets = array("q", range(base_offset, base_offset + n)) if base_offset >= 0 else array("q", [-1]) * n
+        self._done()
+        return True
+
+    def settle_failed(self, error: DeliveryError) -> bool:
+        """Failed with ``error``, in one step; False when messages were made (they settle)."""
+        if self._members is not None:
+            return False
+        n = self.count
+        self.partitions = array("i", [-1]) * n
+        self.offsets = array("q", [-1]) * n
+        self.errors = dict.fromkeys(range(n), error)
+        self._done()
+        return True
 
     def settled(self, n: int) -> None:
         """``n`` of the chunk's messages just got their fate (from :func:`bruce.producer.message._wake`)."""
         self._left -= n
         if self._left:
             return
-        messages = self.messages or []
+        messages = self._members or []
         fates = list(map(_FATE, messages))
         if set(map(type, fates)) == {int}:
             self.offsets = array("q", fates)
@@ -83,7 +140,11 @@ class Chunk:
             self.errors = {i: f for i, f in enumerate(fates) if type(f) is not int}
             self.offsets = array("q", (f if type(f) is int else -1 for f in fates))
         self.partitions = array("i", map(_PARTITION, messages))
-        self.messages = None
+        self._members = None  # let go: made again from the values if someone reads them
+        self._done()
+
+    def _done(self) -> None:
+        self._left = 0
         if self._future is not None and not self._future.done():
             self._future.set_result(None)
 
@@ -91,8 +152,13 @@ class Chunk:
     def done(self) -> bool:
         return self.offsets is not None
 
+    @property
+    def made(self) -> bool:
+        """Whether its messages exist now (read one by one, and not yet let go)."""
+        return self._members is not None
+
     def future(self) -> asyncio.Future[None]:
-        """A future set once every message of the chunk has a fate."""
+        """A future set once every value of the chunk has a fate."""
         if self._future is None:
             self._future = asyncio.get_running_loop().create_future()
             if self.done:
@@ -123,30 +189,21 @@ class _Member(Message):
         self._fate = chunk
 
 
-def split(values: Sequence[bytes | None], sizes: list[int], max_count: int, max_bytes: int) -> list[tuple[int, int]]:
-    """``[start, end)`` ranges cutting ``values`` (whose byte sizes are ``sizes``) into batches of at most
-    ``max_count`` values and ``max_bytes`` bytes (a value larger than that alone)."""
-    n = len(values)
-    if n <= max_count and sum(sizes) <= max_bytes:
-        return [(0, n)]
-    ends = list(accumulate(sizes))
+def split(sizes: list[int], max_count: int, max_bytes: int, overhead: int = 0) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges cutting values of byte sizes ``sizes`` into batches of at most ``max_count`` values and
+    ``max_bytes`` bytes, each value counting ``overhead`` bytes more (a value larger than that goes alone)."""
+    n = len(sizes)
+    ends = list(accumulate(map(add, sizes, repeat(overhead))))
     out = []
     start = 0
     while start < n:
         end = min(n, start + max_count)
         base = ends[start - 1] if start else 0
         if ends[end - 1] - base > max_bytes:  # cut by bytes: the last end within the limit (at least one value)
-            lo, hi = start + 1, end
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if ends[mid - 1] - base <= max_bytes:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            end = lo
+            end = max(start + 1, bisect_right(ends, base + max_bytes, start, end))
         out.append((start, end))
         start = end
-    return out
+    return out or [(0, 0)]
 
 
 class Bulk:
@@ -194,7 +251,7 @@ class Bulk:
         start = 0
         for chunk in self._chunks:
             out += [(start + i, error) for i, error in sorted(chunk.errors.items())]
-            start += len(chunk.offsets)  # type: ignore[arg-type]
+            start += chunk.count
         return out
 
     @property

@@ -162,7 +162,10 @@ def timestamps_in_range(messages: Sequence[Message]) -> bool:
 
 
 def resolve_delivered(messages: Sequence[Message], partition: int, base_offset: int) -> None:
-    """Mark ``messages`` delivered at consecutive offsets from ``base_offset`` (-1 stays -1: acks=0)."""
+    """Mark ``messages`` delivered at consecutive offsets from ``base_offset`` (-1 stays -1: acks=0). A group in
+    compact form (``send_many``'s chunk) settles in one step."""
+    if type(messages) is not list and getattr(messages, "settle_delivered", _no)(partition, base_offset):
+        return
     step = 1 if base_offset >= 0 else 0
     offset = base_offset
     waiters = None
@@ -182,6 +185,8 @@ def resolve_delivered(messages: Sequence[Message], partition: int, base_offset: 
 
 def resolve_failed(messages: Sequence[Message], reason: DiscardReason, topic: str, detail: str = "") -> None:
     error = DeliveryError(reason, topic, detail)
+    if type(messages) is not list and getattr(messages, "settle_failed", _no)(error):
+        return
     waiters = []
     for m in messages:
         waiter = m._fate
@@ -190,6 +195,10 @@ def resolve_failed(messages: Sequence[Message], reason: DiscardReason, topic: st
             waiters.append(waiter)
     if waiters:
         _wake(waiters)
+
+
+def _no(*args: object) -> bool:
+    return False
 
 
 def _wake(waiters: list[Any]) -> None:

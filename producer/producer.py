@@ -41,6 +41,7 @@ from typing import Any
 
 from bruce.wire.compression import Codec
 from bruce.wire.errors import UsageError
+from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .backoff import PauseBackoff
 from .bulk import Bulk, Chunk, split
@@ -65,7 +66,7 @@ from .partitioner import AnyPartitionCycle, explicit_partition, key_to_partition
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
-from .request import Compression, CompressionPolicy
+from .request import RECORD_OVERHEAD, Compression, CompressionPolicy
 from .security import client_context
 from .sender import Sender
 from .topics import TopicCreator
@@ -111,6 +112,9 @@ class Producer:
         self._max_bytes = config.queue_buffering_max_kbytes * 1024
         self._batch_messages = config.batch_num_messages
         self._batch_bytes = config.batch_size
+        # send_many's batches: within a batch, a request's data and a record batch (estimated as assembly does)
+        limits = [config.batch_size, config.message_max_bytes - HEADER_SIZE]
+        self._chunk_bytes = min(limits + [config.produce_request_data_limit] * (config.produce_request_data_limit > 0))
         self._linger = config.linger_ms / 1000
         self._partitioner = config.partitioner
         self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
@@ -397,7 +401,7 @@ class Producer:
         d.held_bytes += size
         since = d.stamp
         chunks = []
-        for start, end in split(values, sizes, self._batch_messages, self._batch_bytes):
+        for start, end in split(sizes, self._batch_messages, self._chunk_bytes, RECORD_OVERHEAD):
             chunk = Chunk(values[start:end], sum(sizes[start:end]), timestamp)
             chunks.append(chunk)
             p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)

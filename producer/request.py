@@ -175,6 +175,10 @@ def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int,
 
 def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int, empty: bool) -> bytes:
     if magic == 2:
+        encode = getattr(messages, "encode", None) if type(messages) is not list and not empty else None
+        data = encode(codec, level) if encode is not None else None  # send_many's values, column by column
+        if data is not None:
+            return data
         return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)
     return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)
 

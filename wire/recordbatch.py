@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from operator import add, itemgetter
 
 from .compression import Codec, DecompressionBudget, compress
 from .crc import crc32c
@@ -54,6 +55,7 @@ __all__ = [
     "RecordInput",
     "build_record_batch",
     "build_record_batch_with_schema",
+    "build_value_batch",
     "decode_record_batch",
     "decode_record_batch_with_schema",
     "decode_record_batches",
@@ -164,20 +166,87 @@ def build_record_batch(
             extend((table[n] if n < size else encode_varint(n), body))
         if max_ts - base_ts > _INT64_MAX or min_ts - base_ts < _INT64_MIN:  # base and max: struct checks them
             raise UsageError("record timestamp deltas do not fit a varlong")
-        data = b"".join(parts)
-        if attributes & CODEC_MASK:
-            data = compress(Codec(attributes & CODEC_MASK), data, level=compression_level)
-        head = _BODY_HEAD.pack(
-            attributes, count - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, count
-        )
-        crc = crc32c(data, crc32c(head))
-        return b"".join(
-            (_ENTRY_HEAD.pack(base_offset, len(head) + len(data) + 9, partition_leader_epoch, MAGIC, crc), head, data)
+        return _finish(
+            b"".join(parts),
+            count,
+            attributes,
+            base_ts,
+            max_ts,
+            compression_level=compression_level,
+            base_offset=base_offset,
+            producer=(producer_id, producer_epoch, base_sequence),
+            partition_leader_epoch=partition_leader_epoch,
         )
     except UsageError:
         raise
     except (TypeError, ValueError, AttributeError, IndexError, OverflowError, struct.error) as e:
         raise UsageError(f"cannot encode record batch: {e}") from None
+
+
+def _finish(
+    data: bytes,
+    count: int,
+    attributes: int,
+    base_ts: int,
+    max_ts: int,
+    *,
+    compression_level: int | None = None,
+    base_offset: int = 0,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """The whole batch around the records' bytes ``data``: compressed as ``attributes`` say, headers and CRC-32C."""
+    try:
+        if attributes & CODEC_MASK:
+            data = compress(Codec(attributes & CODEC_MASK), data, level=compression_level)
+        head = _BODY_HEAD.pack(attributes, count - 1, base_ts, max_ts, *producer, count)
+        crc = crc32c(data, crc32c(head))
+        entry = _ENTRY_HEAD.pack(base_offset, len(head) + len(data) + 9, partition_leader_epoch, MAGIC, crc)
+    except (TypeError, ValueError, OverflowError, struct.error) as e:
+        raise UsageError(f"cannot encode record batch: {e}") from None
+    return b"".join((entry, head, data))
+
+
+# A keyless record without headers at the batch's timestamp: its size, the bytes before its value's length (attributes,
+# timestamp delta 0, offset delta, null key) by offset delta, and its size less those bytes and its header count.
+_ALONE = tuple(b"\x00\x00" + middle for middle in _DELTA_NULL_KEY)
+_ALONE_EXTRA = tuple(len(alone) + 1 for alone in _ALONE)
+_WITH_LENGTH = tuple(n + len(_VARINT[n]) for n in range(len(_VARINT)))  # a value's size with its length varint
+
+
+def _one_by_one(values: Sequence[bytes | bytearray | None], timestamp: int, codec: int, level: int | None) -> bytes:
+    return build_record_batch([(None, v, timestamp, None) for v in values], codec=codec, compression_level=level)
+
+
+def build_value_batch(
+    values: Sequence[bytes | bytearray | None], timestamp: int, *, codec: int = Codec.NONE, level: int | None = None
+) -> bytes:
+    """The batch :func:`build_record_batch` builds for ``[(None, value, timestamp, None) for value in values]``
+    (keyless records without headers, one timestamp), equal byte for byte, made column by column in C (no Python
+    step per record): the producer's path for ``send_many``. One value, more than 16384, or a record of 16 KiB or
+    more take the general builder. Raises :class:`UsageError` for bad input (``compression_level``: ``level``)."""
+    count = len(values)
+    if not 1 < count <= len(_ALONE):
+        return _one_by_one(values, timestamp, codec, level)
+    table = _VARINT
+    try:
+        by_length = itemgetter(*map(len, values))  # one C call looks up every value's row of a table
+        value_lengths = by_length(table)
+        records = itemgetter(*map(add, _ALONE_EXTRA[:count], by_length(_WITH_LENGTH)))(table)
+        parts = [_NO_HEADERS] * (5 * count)
+        parts[0::5] = records
+        parts[1::5] = _ALONE[:count]
+        parts[2::5] = value_lengths
+        parts[3::5] = values
+        data = b"".join(parts)
+    except IndexError:  # a value or record of 16 KiB or more: its length is not in the table
+        return _one_by_one(values, timestamp, codec, level)
+    except TypeError as e:
+        if None in values:  # a null value (a tombstone): the general builder writes it
+            return _one_by_one(values, timestamp, codec, level)
+        raise UsageError(f"cannot encode record batch: {e}") from None
+    attributes = attributes_for(codec, CREATE_TIME, False)
+    return _finish(data, count, attributes, timestamp, timestamp, compression_level=level)
 
 
 _IDENTITY = struct.Struct(">qhi")  # producer id, producer epoch, base sequence
