@@ -36,10 +36,11 @@ from .message import Message
 class Chunk:
     """Values of one ``send_many`` call queued together in one partition queue, and the group their messages report
     to. While nothing needs them one by one the values stay as they are: the queue hands the chunk whole to a request
-    (:attr:`travels_whole`), which encodes it column by column (:meth:`encode`) and settles it in one step
-    (:meth:`settle_delivered`, :meth:`settle_failed`). Anything that reads it as messages (iteration, indexing,
-    :meth:`unpack`) makes them, once; they report their fates to the chunk (:meth:`settled`). Settled, the fates are
-    kept compactly (partitions and offsets in arrays, errors by index) and the messages let go."""
+    (when it is full, :attr:`travels_whole`, or nothing after it could join it), which encodes it column by column
+    (:meth:`encode`) and settles it in one step (:meth:`settle_delivered`, :meth:`settle_failed`). Anything that
+    reads it as messages (iteration, indexing, :meth:`unpack`) makes them, once; they report their fates to the chunk
+    (:meth:`settled`). Settled, the fates are kept compactly (partitions and offsets in arrays, errors by index) and
+    the messages let go."""
 
     __slots__ = (
         "_future",
@@ -51,12 +52,13 @@ class Chunk:
         "partitions",
         "size",
         "timestamp",
+        "travels_whole",
         "values",
     )
-    travels_whole = True  # PartitionQueue.take may hand it to a request as it is
 
-    def __init__(self, values: Sequence[bytes | None], size: int, timestamp: int) -> None:
+    def __init__(self, values: Sequence[bytes | None], size: int, timestamp: int, full: bool = False) -> None:
         self.values = values
+        self.travels_whole = full  # a full batch: PartitionQueue.take hands it to a request as it is, never joined
         self.count = self._left = len(values)  # _left: values without a fate
         self.size = size  # Σ value bytes
         self.timestamp = timestamp

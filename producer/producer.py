@@ -401,8 +401,14 @@ class Producer:
         d.held_bytes += size
         since = d.stamp
         chunks = []
-        for start, end in split(sizes, self._batch_messages, self._chunk_bytes, RECORD_OVERHEAD):
-            chunk = Chunk(values[start:end], sum(sizes[start:end]), timestamp)
+        ranges = split(sizes, self._batch_messages, self._chunk_bytes, RECORD_OVERHEAD)
+        for start, end in ranges:
+            chunk = Chunk(
+                values[start:end],
+                sum(sizes[start:end]),
+                timestamp,
+                full=end < count or end - start >= self._batch_messages,  # cut by the limits
+            )
             chunks.append(chunk)
             p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)
             if p is None:

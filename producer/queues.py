@@ -116,8 +116,9 @@ class PartitionQueue:
     def take(self, budget: int, first: bool) -> tuple[list[Message], int, float]:
         """Take ready messages whose Σ size fits ``budget``; with ``first`` at least one message is taken whatever its
         size (Bruce: the first message of a request is always included). Returns (messages, Σ size, since): the
-        newest ``since`` of the batches taken from. A packed batch that ``travels_whole`` (``send_many``'s) is
-        returned as it is when it is all that is taken (a sequence of messages that makes them only if read)."""
+        newest ``since`` of the batches taken from. A packed batch with ``travels_whole`` (``send_many``'s) is returned
+        as it is when it is all that is taken (a sequence that makes its messages only if read): when it is full
+        (``travels_whole`` true), or when nothing after it could join it."""
         taken: list[Message] = []
         total = 0
         newest = 0.0
@@ -125,8 +126,9 @@ class PartitionQueue:
         while ready:
             batch, size, since = ready[0]
             if type(batch) is not list:
-                alone = len(ready) == 1 or size + ready[1][1] > budget  # nothing to join it with
-                if not taken and size <= budget and alone and getattr(batch, "travels_whole", False):
+                whole = getattr(batch, "travels_whole", None)  # True: a full batch; False: one that may join others
+                alone = whole or len(ready) == 1 or size + ready[1][1] > budget
+                if not taken and size <= budget and whole is not None and alone:
                     ready.popleft()
                     self.ready_count -= len(batch)
                     return batch, size, since  # type: ignore[return-value]

@@ -99,6 +99,20 @@ def test_a_resent_chunk_becomes_messages_that_report_to_it() -> None:
     assert bulk.results() == [(0, 9), (0, 10)] and not chunk.made  # settled: the messages let go
 
 
+def test_a_full_chunk_travels_alone_even_with_more_ready_after_it() -> None:
+    d, _sink, _, _ = make({"t": [1]})
+    full, rest = Chunk([b"a", b"b"], 2, 5, full=True), Chunk([b"c"], 1, 6)
+    queued(d, full, rest)
+    parts = send_request(d, 1)
+    assert parts[0].messages is full and not full.made
+    d.on_response(1, parts, response(parts, 0, base=0), legacy=False)
+    parts = send_request(d, 1)
+    assert parts[0].messages is rest  # the last one: nothing after it to join
+    d.on_response(1, parts, response(parts, 0, base=2), legacy=False)
+    check(d)
+    assert Bulk([full, rest], 3).results() == [(0, 0), (0, 1), (0, 2)]
+
+
 def test_a_small_chunk_joins_the_batches_after_it_in_one_request() -> None:
     d, _sink, _, _ = make({"t": [1]})
     first, second = Chunk([b"a"], 1, 5), Chunk([b"b", b"c"], 2, 6)
