@@ -1,7 +1,7 @@
 """The bulk path: many values queued by one call (:meth:`Producer.send_many`), and the handle that reports their fates.
 
 Rules:
-- Keyless values for a known topic are held as :class:`Chunk`\\ s: a slice of the caller's values and one timestamp,
+- Keyless values for a known topic are held as :class:`Chunk`\\ s: a slice of the caller's values and their timestamp,
   at most a batch (``batch_num_messages`` values, ``batch_size`` bytes) each, queued ready in one partition queue
   (the compact form :mod:`bruce.producer.queues` holds like a packed batch). Their :class:`Message` objects are made
   only when the chunk is taken for a request (or expires, or is drained at close): while values wait, the garbage
@@ -30,7 +30,7 @@ from typing import Any
 from bruce.wire.recordbatch import build_value_batch
 
 from .errors import DeliveryError
-from .message import Message
+from .message import Message, resolve_delivered, resolve_failed
 
 
 class Chunk:
@@ -51,17 +51,28 @@ class Chunk:
         "offsets",
         "partitions",
         "size",
+        "tail",
         "timestamp",
         "travels_whole",
         "values",
     )
 
-    def __init__(self, values: Sequence[bytes | None], size: int, timestamp: int, full: bool = False) -> None:
+    def __init__(
+        self,
+        values: Sequence[bytes | None],
+        size: int,
+        timestamp: int | list[int],
+        full: bool = False,
+        tail: Message | None = None,
+    ) -> None:
         self.values = values
         self.travels_whole = full  # a full batch: PartitionQueue.take hands it to a request as it is, never joined
-        self.count = self._left = len(values)  # _left: values without a fate
+        self.count = len(values)
+        # A message that is the last value (send's newest, whose handle its caller may keep): it settles as itself.
+        self.tail = tail
+        self._left = self.count - (tail is not None)  # the other values without a fate
         self.size = size  # Σ value bytes
-        self.timestamp = timestamp
+        self.timestamp = timestamp  # of every value, or one per value
         self._members: list[Message] | None = None  # the messages, once made
         self.offsets: array[int] | None = None  # once settled (-1: failed, or acks=0)
         self.partitions: array[int] | None = None
@@ -92,18 +103,26 @@ class Chunk:
         """The chunk's messages, made on the first call (with their fates, if the chunk is settled already)."""
         members = self._members
         if members is None:
-            ts = self.timestamp
-            members = self._members = [_Member(v, ts, self) for v in self.values]
+            stamps = self.timestamp
+            values = self.values if self.tail is None else self.values[:-1]
+            if type(stamps) is int:
+                members = [_Member(v, stamps, self) for v in values]
+            else:
+                members = [_Member(v, ts, self) for v, ts in zip(values, stamps, strict=False)]  # type: ignore[arg-type]
+            if self.tail is not None:
+                members.append(self.tail)
+            self._members = members
             if self.offsets is not None:
-                for m, partition, offset in zip(members, self.partitions, self.offsets, strict=True):  # type: ignore[arg-type]
+                for m, partition, offset in zip(members[: len(values)], self.partitions, self.offsets, strict=False):  # type: ignore[arg-type]
                     m.partition, m._fate = partition, offset
                 for i, error in self.errors.items():
-                    members[i].partition, members[i]._fate = -1, error
+                    if i < len(values):
+                        members[i].partition, members[i]._fate = -1, error
         return members
 
     def encode(self, codec: int, level: int | None) -> bytes | None:
-        """The record batch of the values (keyless, the chunk's timestamp), or None once messages were made (they may
-        have changed: the caller encodes those)."""
+        """The record batch of the values (keyless, at the chunk's timestamps), or None once messages were made
+        (they may have changed: the caller encodes those)."""
         if self._members is not None:
             return None
         return build_value_batch(self.values, self.timestamp, codec=codec, level=level)  # type: ignore[arg-type]
@@ -115,6 +134,8 @@ class Chunk:
         n = self.count
         self.partitions = array("i", [partition]) * n
         self.offsets = array("q", range(base_offset, base_offset + n)) if base_offset >= 0 else array("q", [-1]) * n
+        if self.tail is not None:
+            resolve_delivered([self.tail], partition, self.offsets[-1])
         self._done()
         return True
 
@@ -126,6 +147,8 @@ class Chunk:
         self.partitions = array("i", [-1]) * n
         self.offsets = array("q", [-1]) * n
         self.errors = dict.fromkeys(range(n), error)
+        if self.tail is not None:
+            resolve_failed([self.tail], error.reason, error.topic, error.detail)
         self._done()
         return True
 
@@ -133,6 +156,9 @@ class Chunk:
         """``n`` of the chunk's messages just got their fate (from :func:`bruce.producer.message._wake`)."""
         self._left -= n
         if self._left:
+            return
+        if self.tail is not None:  # send's: nobody reads its fates here (each message has its own)
+            self._done()
             return
         messages = self._members or []
         fates = list(map(_FATE, messages))

@@ -7,8 +7,10 @@ Rules:
 - Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
   ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
   murmur2 by default, as Java's clients); an explicit partition is used as given.
-- A batch is ready when it holds ``batch_num_messages`` or ``batch_size`` bytes, when its first message is
-  ``linger_ms`` old, or on ``flush``/``close``.
+- A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
+  ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
+  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A sealed batch whose messages nobody
+  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
   sent to an unknown topic).
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
@@ -37,6 +39,8 @@ import random
 import time
 from collections import deque
 from collections.abc import Sequence
+from operator import attrgetter
+from sys import getrefcount
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -75,6 +79,16 @@ from .trouble import BrokerTrouble
 
 log = logging.getLogger("bruce.producer")
 _VALUE_TYPES = {bytes, type(None)}
+_VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
+_ONLY_THE_BATCH = 2  # sys.getrefcount of a message the open batch's list alone holds (the list's, and map's)
+
+
+def _unheld(batch: list[Message]) -> bool:
+    """Whether the batch's list holds the only reference to each of its messages but the last (CPython's counts)."""
+    held = list(map(getrefcount, batch))
+    return held.count(_ONLY_THE_BATCH) - (held[-1] == _ONLY_THE_BATCH) == len(batch) - 1
+
+
 _time_ns = time.time_ns
 
 
@@ -112,13 +126,15 @@ class Producer:
         self._max_bytes = config.queue_buffering_max_kbytes * 1024
         self._batch_messages = config.batch_num_messages
         self._batch_bytes = config.batch_size
-        # send_many's batches: within a batch, a request's data and a record batch (estimated as assembly does)
+        # A batch's bytes (send's and send_many's): within batch_size, a request's data limit and one record batch
+        # (estimated as assembly does: Σ(key + value + RECORD_OVERHEAD) after the batch header)
         limits = [config.batch_size, config.message_max_bytes - HEADER_SIZE]
         self._chunk_bytes = min(limits + [config.produce_request_data_limit] * (config.produce_request_data_limit > 0))
         self._linger = config.linger_ms / 1000
         self._partitioner = config.partitioner
         self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
         self._last_ms = 0  # the last timestamp send() read from the clock
+        self._mixed: set[PartitionQueue] = set()  # open batches holding a message with a key, headers or partition
         self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
         self._linger_timer: asyncio.TimerHandle | None = None
         self._drained_future: asyncio.Future[None] | None = None  # what flush() waits on, while someone does
@@ -320,10 +336,13 @@ class Producer:
             if pq is None:
                 d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
                 return m
+            if key is not None or headers is not None:
+                self._mixed.add(pq)
         else:
             pq = d.keyed_queue(topic, m)
             if pq is None:
                 return m  # held or discarded by keyed_queue
+            self._mixed.add(pq)
         open_batch = pq.open
         if not open_batch:
             pq.open_since = since = self._loop.time()
@@ -331,9 +350,13 @@ class Producer:
             if self._linger_timer is None:
                 self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
         open_batch.append(m)
-        pq.open_bytes += size
-        if len(open_batch) >= self._batch_messages or pq.open_bytes >= self._batch_bytes:
-            d.seal(pq)
+        pq.open_bytes = held = pq.open_bytes + size
+        # Full at batch_num_messages, or when one more message like this one would not fit (see _chunk_bytes).
+        if (
+            len(open_batch) >= self._batch_messages
+            or held + (len(open_batch) + 1) * RECORD_OVERHEAD + size > self._chunk_bytes
+        ):
+            self._seal(pq, True)
         return m
 
     def send_many(
@@ -421,6 +444,21 @@ class Producer:
             d.mark_ready(pq)
         return Bulk(chunks, count)
 
+    def _seal(self, pq: PartitionQueue, full: bool) -> None:
+        """Seal ``pq``'s open batch (``full``: it reached the batch limits). When the batch holds the only reference
+        to each of its messages (their callers kept no handle), all keyless, without headers or partition, it is kept
+        as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage collector to
+        walk while it waits, encoded column by column, settled in one step (no one can tell: nobody holds those
+        messages). The newest message, which ``send`` may be about to return, goes in as itself (the chunk's tail)."""
+        batch = pq.open
+        n = len(batch)
+        plain = pq not in self._mixed
+        self._mixed.discard(pq)
+        if plain and n > 2 and pq.open_bytes + n * RECORD_OVERHEAD <= self._chunk_bytes and _unheld(batch):
+            values, stamps = list(map(_VALUE, batch)), list(map(_TIMESTAMP, batch))
+            pq.open = Chunk(values, pq.open_bytes, stamps, full, tail=batch[-1])  # type: ignore[assignment]
+        self._dispatcher.seal(pq)
+
     def _refuse(self, detail: str) -> None:
         if not self._accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
@@ -468,7 +506,6 @@ class Producer:
         now = self._loop.time()
         lingering = self._lingering
         linger = self._linger
-        d = self._dispatcher
         while lingering:
             since, pq = lingering[0]
             if since + linger > now:
@@ -476,7 +513,7 @@ class Producer:
                 return
             lingering.popleft()
             if pq.open_since == since:
-                d.seal(pq)
+                self._seal(pq, False)
 
     # ---------------------------------------------------------------- topics
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from operator import add, itemgetter
+from itertools import repeat
+from operator import add, itemgetter, sub
 
 from .compression import Codec, DecompressionBudget, compress
 from .crc import crc32c
@@ -214,39 +215,68 @@ _ALONE_EXTRA = tuple(len(alone) + 1 for alone in _ALONE)
 _WITH_LENGTH = tuple(n + len(_VARINT[n]) for n in range(len(_VARINT)))  # a value's size with its length varint
 
 
-def _one_by_one(values: Sequence[bytes | bytearray | None], timestamp: int, codec: int, level: int | None) -> bytes:
-    return build_record_batch([(None, v, timestamp, None) for v in values], codec=codec, compression_level=level)
+_ATTRIBUTES_TS_EXTRA = tuple(len(head) + 1 for head in _ATTRIBUTES_TS)  # with the record's header count
+_DELTA_NULL_KEY_SIZE = tuple(len(middle) for middle in _DELTA_NULL_KEY)
+
+
+def _one_by_one(
+    values: Sequence[bytes | bytearray | None], timestamps: int | Sequence[int], codec: int, level: int | None
+) -> bytes:
+    stamps = repeat(timestamps) if type(timestamps) is int else timestamps
+    records = [(None, v, ts, None) for v, ts in zip(values, stamps)]  # noqa: B905 (repeat is endless)
+    return build_record_batch(records, codec=codec, compression_level=level)
 
 
 def build_value_batch(
-    values: Sequence[bytes | bytearray | None], timestamp: int, *, codec: int = Codec.NONE, level: int | None = None
+    values: Sequence[bytes | bytearray | None],
+    timestamps: int | Sequence[int],
+    *,
+    codec: int = Codec.NONE,
+    level: int | None = None,
 ) -> bytes:
-    """The batch :func:`build_record_batch` builds for ``[(None, value, timestamp, None) for value in values]``
-    (keyless records without headers, one timestamp), equal byte for byte, made column by column in C (no Python
-    step per record): the producer's path for ``send_many``. One value, more than 16384, or a record of 16 KiB or
-    more take the general builder. Raises :class:`UsageError` for bad input (``compression_level``: ``level``)."""
+    """The batch :func:`build_record_batch` builds for keyless records without headers, ``values[i]`` at
+    ``timestamps[i]`` (or all at ``timestamps``, an int), equal byte for byte, made column by column in C (no Python
+    step per record): the producer's path for ``send_many`` and for sealed batches of ``send``. One value, more than
+    16384, timestamps not within 4 s after the first, or a record of 16 KiB or more take the general builder. Raises
+    :class:`UsageError` for bad input (``compression_level``: ``level``)."""
     count = len(values)
-    if not 1 < count <= len(_ALONE):
-        return _one_by_one(values, timestamp, codec, level)
+    one = type(timestamps) is int
+    if not 1 < count <= len(_ALONE) or (not one and len(timestamps) != count):  # type: ignore[arg-type]
+        return _one_by_one(values, timestamps, codec, level)
     table = _VARINT
     try:
+        base_ts = max_ts = timestamps if one else timestamps[0]  # type: ignore[index]
         by_length = itemgetter(*map(len, values))  # one C call looks up every value's row of a table
         value_lengths = by_length(table)
-        records = itemgetter(*map(add, _ALONE_EXTRA[:count], by_length(_WITH_LENGTH)))(table)
-        parts = [_NO_HEADERS] * (5 * count)
-        parts[0::5] = records
-        parts[1::5] = _ALONE[:count]
-        parts[2::5] = value_lengths
-        parts[3::5] = values
+        if one:
+            records = itemgetter(*map(add, _ALONE_EXTRA[:count], by_length(_WITH_LENGTH)))(table)
+            parts = [_NO_HEADERS] * (5 * count)
+            parts[1::5] = _ALONE[:count]
+            parts[2::5] = value_lengths
+            parts[3::5] = values
+        else:
+            deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]
+            if min(deltas) < 0 or max(deltas) >= _TABLED:
+                return _one_by_one(values, timestamps, codec, level)
+            max_ts = base_ts + max(deltas)
+            by_delta = itemgetter(*deltas)
+            extra = map(add, by_delta(_ATTRIBUTES_TS_EXTRA), _DELTA_NULL_KEY_SIZE[:count])
+            records = itemgetter(*map(add, extra, by_length(_WITH_LENGTH)))(table)
+            parts = [_NO_HEADERS] * (6 * count)
+            parts[1::6] = by_delta(_ATTRIBUTES_TS)
+            parts[2::6] = _DELTA_NULL_KEY[:count]
+            parts[3::6] = value_lengths
+            parts[4::6] = values
+        parts[0 :: 5 if one else 6] = records
         data = b"".join(parts)
     except IndexError:  # a value or record of 16 KiB or more: its length is not in the table
-        return _one_by_one(values, timestamp, codec, level)
+        return _one_by_one(values, timestamps, codec, level)
     except TypeError as e:
         if None in values:  # a null value (a tombstone): the general builder writes it
-            return _one_by_one(values, timestamp, codec, level)
+            return _one_by_one(values, timestamps, codec, level)
         raise UsageError(f"cannot encode record batch: {e}") from None
     attributes = attributes_for(codec, CREATE_TIME, False)
-    return _finish(data, count, attributes, timestamp, timestamp, compression_level=level)
+    return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
 
 
 _IDENTITY = struct.Struct(">qhi")  # producer id, producer epoch, base sequence

@@ -4,11 +4,13 @@ routes them, order after earlier ``send`` calls, all-or-nothing refusals, and th
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
-from bruce.producer import DeliveryError, DiscardReason, ProducerConfig, QueueFull, partition_for_key
+from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig, QueueFull, partition_for_key
 from bruce.producer.partitioner import key_to_partition_key
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol import produce
@@ -147,5 +149,80 @@ def test_values_still_queued_at_close_fail_with_the_close_reason() -> None:
         assert bulk.done and len(bulk.failures()) == 30
         assert {e.reason for _, e in bulk.failures()} == {DiscardReason.PRODUCER_CLOSED}
         assert_accounting(p, held=0)
+
+    scenario(body, brokers=1)
+
+
+def _ready_kinds(p: Producer, topic: str, partition: int) -> list[str]:
+    """How the partition's ready batches are held: "chunk" (values) or "messages"."""
+    pq = p._dispatcher.queue(topic, partition)
+    return ["messages" if type(batch) is list else "chunk" for batch, _, _ in pq.ready]
+
+
+def test_sealed_batches_nobody_holds_become_chunks_and_kept_handles_still_resolve() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        config = batched(cluster, batch_num_messages=10, linger_ms=10_000)
+        async with running(config, sink=outcomes) as p:
+            await cluster.brokers[1].stop()  # nothing leaves: the batches wait, as sealed
+            kept = {}
+            for i in range(40):  # handles dropped at once, but two: the last of the 1st batch (the chunk's tail),
+                if i in (9, 15):  # and one inside the 2nd (its batch stays messages)
+                    kept[i] = p.send("t", b"%02d" % i)
+                else:
+                    p.send("t", b"%02d" % i)
+            p.send("t", b"k", key=b"key")  # a keyed message: its batch stays messages
+            for i in range(9):
+                p.send("t", b"x", headers=[("h", b"v")] if i == 4 else None)
+            assert _ready_kinds(p, "t", 0) == ["chunk", "messages", "chunk", "chunk", "messages"]
+            assert_accounting(p, outcomes, held=50)
+            await cluster.brokers[1].start()
+            assert await p.flush(10) == 0
+            assert kept[9].result() == (0, 9) and kept[15].result() == (0, 15)
+            assert_accounting(p, outcomes, held=0)
+        assert cluster.values("t")[:40] == [b"%02d" % i for i in range(40)]
+        assert outcomes.delivered_count == 50
+
+    scenario(body, brokers=1)
+
+
+def test_a_chunk_sent_again_keeps_its_order_and_its_tail_counts_the_attempt() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        config = batched(cluster, batch_num_messages=5, linger_ms=10_000)
+        async with running(config) as p:
+            cluster.brokers[1].script(PRODUCE, Fault.error(7))  # REQUEST_TIMED_OUT: sent again
+            for i in range(4):
+                p.send("t", b"%d" % i)
+            tails = [p.send("t", b"4")]
+            assert _ready_kinds(p, "t", 0) == ["chunk"]
+            assert await p.flush(10) == 0
+            assert tails[0].result() == (0, 4) and tails[0].attempts == 1
+            assert_accounting(p, held=0)
+        assert cluster.values("t") == [b"%d" % i for i in range(5)]
+
+    scenario(body, brokers=1)
+
+
+def test_messages_sent_without_keeping_handles_cost_the_collector_nothing_while_they_wait() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        config = batched(cluster, batch_num_messages=1000, linger_ms=10_000, queue_buffering_max_messages=10_000)
+        async with running(config) as p:
+            await cluster.brokers[1].stop()
+            p.send("t", b"first")  # the queue exists from here on
+            gc.collect()
+            before = len(gc.get_objects())
+            for _ in range(5000):
+                p.send("t", b"v")
+            gc.collect()
+            assert (
+                len(gc.get_objects()) - before <= 10 * 6
+            )  # about ten per batch of 1000 (5000 messages), none per message
+            assert p.held == 5001
+            await cluster.brokers[1].start()
+            assert await p.flush(10) == 0
+        assert len(cluster.values("t")) == 5001
 
     scenario(body, brokers=1)
