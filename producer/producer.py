@@ -445,18 +445,19 @@ class Producer:
         return Bulk(chunks, count)
 
     def _seal(self, pq: PartitionQueue, full: bool) -> None:
-        """Seal ``pq``'s open batch (``full``: it reached the batch limits). When the batch holds the only reference
-        to each of its messages (their callers kept no handle), all keyless, without headers or partition, it is kept
-        as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage collector to
-        walk while it waits, encoded column by column, settled in one step (no one can tell: nobody holds those
-        messages). The newest message, which ``send`` may be about to return, goes in as itself (the chunk's tail)."""
+        """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch that holds the only
+        reference to each of its messages (their callers kept no handle), all keyless, without headers or partition,
+        is kept as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage
+        collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
+        holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
+        chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
         batch = pq.open
         n = len(batch)
         plain = pq not in self._mixed
         self._mixed.discard(pq)
-        if plain and n > 2 and pq.open_bytes + n * RECORD_OVERHEAD <= self._chunk_bytes and _unheld(batch):
+        if full and plain and n > 2 and pq.open_bytes + n * RECORD_OVERHEAD <= self._chunk_bytes and _unheld(batch):
             values, stamps = list(map(_VALUE, batch)), list(map(_TIMESTAMP, batch))
-            pq.open = Chunk(values, pq.open_bytes, stamps, full, tail=batch[-1])  # type: ignore[assignment]
+            pq.open = Chunk(values, pq.open_bytes, stamps, True, tail=batch[-1])  # type: ignore[assignment]
         self._dispatcher.seal(pq)
 
     def _refuse(self, detail: str) -> None:
