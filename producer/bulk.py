@@ -1,19 +1,22 @@
-"""The bulk path: many values queued by one call (:meth:`Producer.send_many`), and the handle that reports their fates.
+"""Batches held as values (:class:`Chunk`) — ``send_many``'s, and ``send``'s full batches nobody else holds — and
+``send_many``'s handle (:class:`Bulk`).
 
 Rules:
-- Keyless values for a known topic are held as :class:`Chunk`\\ s: a slice of the caller's values and their timestamp,
-  at most a batch (``batch_num_messages`` values, ``batch_size`` bytes) each, queued ready in one partition queue
-  (the compact form :mod:`bruce.producer.queues` holds like a packed batch). Their :class:`Message` objects are made
-  only when the chunk is taken for a request (or expires, or is drained at close): while values wait, the garbage
-  collector sees one list per chunk, not one object per value.
-- Keyed values, and values for a topic not yet known, become messages at once and are routed as the daemon's
-  batches are (:meth:`Producer.submit`'s path); their chunks are born unpacked.
-
-- Each message of a chunk reports to it (its waiter, see :func:`bruce.producer.message.resolve_delivered`): counted
-  per batch, not per message. Once all have a fate the chunk keeps them compactly (offsets and partitions in arrays,
-  errors by index) and lets the messages go, so delivered values hold no object the collector walks.
-- :class:`Bulk` is the caller's handle: awaiting it waits on one future per chunk (none per value);
-  :meth:`Bulk.results` then gives each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
+- A chunk is a batch's values (the caller's, sliced) and timestamps (one, or one per value), keyless and without
+  headers, queued ready in one partition queue like a packed batch (:mod:`bruce.producer.queues`). While it waits the
+  garbage collector sees a few lists, not one object per value.
+- ``send_many`` cuts its keyless values into chunks of at most ``batch_num_messages`` values whose bytes fit
+  ``batch_size``, the request data limit and one record batch (estimated as assembly does); keyed values, and values
+  for a topic not yet known, become messages at once and are routed as ``submit`` routes (their chunk is made of
+  those messages). ``send`` turns a full batch into a chunk when the batch holds the only reference to each message;
+  its newest message, whose handle the caller may keep, is the chunk's ``tail`` and settles as itself.
+- A full chunk (or one with nothing after it to join) goes to a request whole: encoded column by column
+  (:func:`bruce.wire.recordbatch.build_value_batch`) and settled in one step (partitions and offsets in two arrays).
+  Anything that reads it one message at a time (a resend, a discard's sizes, a sink, assembly cutting it) makes its
+  messages, once; each reports to the chunk as its waiter (:func:`bruce.producer.message.resolve_delivered`), counted
+  per batch; once all have a fate the chunk keeps them in the arrays and lets the messages go.
+- :class:`Bulk`: awaiting it waits on one future per chunk (none per value); :meth:`Bulk.results` then gives each
+  value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
 - Pure bookkeeping: no clock, no I/O; the only asyncio object is the future made for whoever awaits a chunk.
 """
 
@@ -25,12 +28,19 @@ from bisect import bisect_right
 from collections.abc import Generator, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import add, attrgetter
+from sys import getrefcount
 from typing import Any
 
+from bruce.wire.errors import UsageError
 from bruce.wire.recordbatch import build_value_batch
 
+from .cluster import Topic
+from .dispatcher import Dispatcher
 from .errors import DeliveryError
-from .message import Message, resolve_delivered, resolve_failed
+from .message import Message, check_bytes, resolve_delivered, resolve_failed
+from .partitioner import explicit_partition, key_to_partition_key
+from .reasons import DiscardReason
+from .request import RECORD_OVERHEAD
 
 
 class Chunk:
@@ -289,3 +299,102 @@ class Bulk:
 
     def __repr__(self) -> str:
         return f"<Bulk {self.count} values, {self.delivered} delivered>"
+
+
+_VALUE_TYPES = {bytes, type(None)}
+
+
+def measure(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None) -> tuple[list[int], int]:
+    """``send_many``'s check of its values and keys: each value's size, and Σ key + value. :class:`UsageError` for a
+    value or key that is not bytes-like, or ``keys`` not as many as ``values``."""
+    types = set(map(type, values))
+    if not types <= _VALUE_TYPES:
+        for v in values:
+            if v is not None:
+                check_bytes(v, "value")
+    sizes = list(map(len, values)) if type(None) not in types else [len(v) if v else 0 for v in values]
+    size = sum(sizes)
+    if keys is not None:
+        if len(keys) != len(values):
+            raise UsageError(f"{len(keys)} keys for {len(values)} values")
+        for k in keys:
+            if k is not None and type(k) is not bytes:
+                check_bytes(k, "key")
+        size += sum(len(k) for k in keys if k)
+    return sizes, size
+
+
+def messages_of(
+    values: Sequence[bytes | None],
+    keys: Sequence[bytes | None] | None,
+    timestamp: int,
+    partition: int | None,
+    partitioner: str,
+) -> list[Message]:
+    """``send_many``'s values as messages, routed as ``send`` routes: to ``partition``, else by key, else any."""
+    if partition is not None:
+        keys = keys if keys is not None else [None] * len(values)
+        return [Message(k, v, timestamp, None, partition, True) for k, v in zip(keys, values, strict=True)]
+    if keys is None:
+        return [Message(None, v, timestamp) for v in values]
+    return [
+        Message(k, v, timestamp, None, key_to_partition_key(k, partitioner)) for k, v in zip(keys, values, strict=True)
+    ]
+
+
+def queue_chunks(
+    d: Dispatcher,
+    topic: str,
+    info: Topic,
+    values: Sequence[bytes | None],
+    sizes: list[int],
+    timestamp: int,
+    partition: int | None,
+    max_count: int,
+    max_bytes: int,
+) -> list[Chunk]:
+    """Queue ``send_many``'s keyless values of a known topic (already admitted: counted as held) as chunks of at most
+    ``max_count`` values and ``max_bytes`` bytes (with :data:`RECORD_OVERHEAD` each), ready at once: each to the next
+    partition of the topic's cycle, or all to ``partition``; a chunk no partition can take is discarded
+    (NO_AVAILABLE_PARTITIONS)."""
+    since = d.stamp
+    count = len(values)
+    chunks = []
+    for start, end in split(sizes, max_count, max_bytes, RECORD_OVERHEAD):
+        full = end < count or end - start >= max_count  # cut by the limits
+        chunk = Chunk(values[start:end], sum(sizes[start:end]), timestamp, full)
+        chunks.append(chunk)
+        p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)
+        if p is None:
+            detail = f"partition {partition} unavailable" if partition is not None else "no partition available"
+            d.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
+            continue
+        pq = d.queue(topic, p)
+        d.seal(pq)  # what send() queued there before goes first
+        pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]
+        d.mark_ready(pq)
+    return chunks
+
+
+_ONLY_THE_LIST = 2  # sys.getrefcount of an object only a list holds (the list's reference, and map's while it counts)
+_KEY, _HEADERS, _PARTITION_KEY = attrgetter("key"), attrgetter("headers"), attrgetter("partition_key")
+_VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
+
+
+def chunk_of_unheld(batch: list[Message], size: int) -> Chunk | None:
+    """``send``'s full ``batch`` (Σ size ``size``) as a chunk, when the batch's list holds the only reference to each
+    of its messages but the last (CPython's reference counts: nobody can see the difference) and none has a key,
+    headers or partition; None otherwise. The last message, whose handle ``send`` returns, is the chunk's tail."""
+    n = len(batch)
+    if n < 3:
+        return None
+    held = list(map(getrefcount, batch))
+    if held.count(_ONLY_THE_LIST) - (held[-1] == _ONLY_THE_LIST) != n - 1:
+        return None
+    if not (
+        list(map(_KEY, batch)).count(None) == n
+        and list(map(_PARTITION_KEY, batch)).count(None) == n
+        and list(map(_HEADERS, batch)).count(None) == n
+    ):
+        return None
+    return Chunk(list(map(_VALUE, batch)), size, list(map(_TIMESTAMP, batch)), True, tail=batch[-1])

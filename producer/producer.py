@@ -39,8 +39,6 @@ import random
 import time
 from collections import deque
 from collections.abc import Sequence
-from operator import attrgetter
-from sys import getrefcount
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -48,7 +46,7 @@ from bruce.wire.errors import UsageError
 from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .backoff import PauseBackoff
-from .bulk import Bulk, Chunk, split
+from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
 from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
@@ -66,7 +64,7 @@ from .message import (
     timestamps_in_range,
 )
 from .metadata import MetadataFetcher
-from .partitioner import AnyPartitionCycle, explicit_partition, key_to_partition_key
+from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
@@ -78,17 +76,6 @@ from .transport import Timeouts
 from .trouble import BrokerTrouble
 
 log = logging.getLogger("bruce.producer")
-_VALUE_TYPES = {bytes, type(None)}
-_VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
-_ONLY_THE_BATCH = 2  # sys.getrefcount of a message the open batch's list alone holds (the list's, and map's)
-
-
-def _unheld(batch: list[Message]) -> bool:
-    """Whether the batch's list holds the only reference to each of its messages but the last (CPython's counts)."""
-    held = list(map(getrefcount, batch))
-    return held.count(_ONLY_THE_BATCH) - (held[-1] == _ONLY_THE_BATCH) == len(batch) - 1
-
-
 _time_ns = time.time_ns
 
 
@@ -380,20 +367,7 @@ class Producer:
         count = len(values)
         if d.held_messages + count > self._max_messages or not self._accepting:
             self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
-        types = set(map(type, values))
-        if not types <= _VALUE_TYPES:
-            for v in values:
-                if v is not None:
-                    check_bytes(v, "value")
-        sizes = list(map(len, values)) if type(None) not in types else [len(v) if v else 0 for v in values]
-        size = sum(sizes)
-        if keys is not None:
-            if len(keys) != count:
-                raise UsageError(f"{len(keys)} keys for {count} values")
-            for k in keys:
-                if k is not None and type(k) is not bytes:
-                    check_bytes(k, "key")
-            size += sum(len(k) for k in keys if k)
+        sizes, size = measure(values, keys)
         if partition is not None:
             check_partition(partition, None)
         if timestamp is None:
@@ -406,42 +380,16 @@ class Producer:
             return Bulk([], 0)
         info = d.topic_info(topic)
         if keys is not None or info is None:  # per-value routing, or held until the topic is known: messages now
-            if keys is None:
-                messages = [Message(None, v, timestamp, None, partition, partition is not None) for v in values]
-            else:
-                partitioner = self._partitioner
-                messages = [
-                    Message(k, v, timestamp, None, key_to_partition_key(k, partitioner), False)
-                    if partition is None
-                    else Message(k, v, timestamp, None, partition, True)
-                    for k, v in zip(keys, values, strict=True)
-                ]
+            messages = messages_of(values, keys, timestamp, partition, self._partitioner)
             chunk = Chunk.of(messages)
             self.submit(topic, messages)
             return Bulk([chunk], count)
         d.accepted += count
         d.held_messages += count
         d.held_bytes += size
-        since = d.stamp
-        chunks = []
-        ranges = split(sizes, self._batch_messages, self._chunk_bytes, RECORD_OVERHEAD)
-        for start, end in ranges:
-            chunk = Chunk(
-                values[start:end],
-                sum(sizes[start:end]),
-                timestamp,
-                full=end < count or end - start >= self._batch_messages,  # cut by the limits
-            )
-            chunks.append(chunk)
-            p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)
-            if p is None:
-                detail = f"partition {partition} unavailable" if partition is not None else "no partition available"
-                d.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
-                continue
-            pq = d.queue(topic, p)
-            d.seal(pq)  # what send() queued there before goes first
-            pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]
-            d.mark_ready(pq)
+        chunks = queue_chunks(
+            d, topic, info, values, sizes, timestamp, partition, self._batch_messages, self._chunk_bytes
+        )
         return Bulk(chunks, count)
 
     def _seal(self, pq: PartitionQueue, full: bool) -> None:
@@ -451,13 +399,12 @@ class Producer:
         collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
         holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
         chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
-        batch = pq.open
-        n = len(batch)
         plain = pq not in self._mixed
         self._mixed.discard(pq)
-        if full and plain and n > 2 and pq.open_bytes + n * RECORD_OVERHEAD <= self._chunk_bytes and _unheld(batch):
-            values, stamps = list(map(_VALUE, batch)), list(map(_TIMESTAMP, batch))
-            pq.open = Chunk(values, pq.open_bytes, stamps, True, tail=batch[-1])  # type: ignore[assignment]
+        if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
+            chunk = chunk_of_unheld(pq.open, pq.open_bytes)
+            if chunk is not None:
+                pq.open = chunk  # type: ignore[assignment]
         self._dispatcher.seal(pq)
 
     def _refuse(self, detail: str) -> None:
