@@ -9,8 +9,10 @@ Rules:
   murmur2 by default, as Java's clients); an explicit partition is used as given.
 - A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
   ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
-  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A sealed batch whose messages nobody
+  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
   else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
+- ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
+  every value's fate (no handle or future per value).
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
   sent to an unknown topic).
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
