@@ -25,6 +25,7 @@ bench/report.py.
     .venv/bin/python bench/latency_bench.py --rates 1000,10000 --seconds 2 --json /tmp/latency.json
     .venv/bin/python bench/latency_bench.py --quick             # 1k msgs/s for 1 s: checks that it runs
     .venv/bin/python bench/latency_bench.py --no-daemon --gc-off  # the collector's share of our tail
+    .venv/bin/python bench/latency_bench.py --no-daemon --freeze-gc  # ours with the program's state frozen at start
     .venv/bin/python bench/latency_bench.py --no-daemon --peer-one-in-flight  # confluent-kafka pipelining as we do
 """
 
@@ -126,8 +127,9 @@ def _stamp(value: bytes | memoryview) -> float:
 # ---------------------------------------------------------------------------------------------- the producers
 
 
-def run_bruce(address: str, topic: str, rate: int, seconds: float) -> Run:
-    run = Run("bruce.producer", rate, seconds)
+def run_bruce(address: str, topic: str, rate: int, seconds: float, freeze: bool = False) -> Run:
+    """``freeze``: ``Producer(freeze_gc=True)`` (what the program holds at start is frozen; undone after the run)."""
+    run = Run("bruce.producer, gc frozen" if freeze else "bruce.producer", rate, seconds)
     counted_from = 0.0
     failed: list[object] = []
 
@@ -156,7 +158,7 @@ def run_bruce(address: str, topic: str, rate: int, seconds: float) -> Run:
             batch_size=BATCH_BYTES,
             queue_buffering_max_messages=int(rate * seconds) + 1,
         )
-        async with Producer(config, sink=Sink()) as producer:
+        async with Producer(config, sink=Sink(), freeze_gc=freeze) as producer:
             await producer.ready(10)
             send = producer.send
             total = int(rate * seconds)
@@ -174,8 +176,11 @@ def run_bruce(address: str, topic: str, rate: int, seconds: float) -> Run:
             if left or failed:
                 raise RuntimeError(f"bruce.producer: {left} left, {len(failed)} batches failed")
 
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        runner.run(main())
+    try:
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            runner.run(main())
+    finally:
+        gc.unfreeze()
     return run
 
 
@@ -370,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=3.0, help="per client and rate (the first 0.5 s is warm-up)")
     p.add_argument("--no-daemon", action="store_true", help="only the producer libraries")
     p.add_argument("--gc-off", action="store_true", help="also bruce.producer with the garbage collector off")
+    p.add_argument("--freeze-gc", action="store_true", help="also bruce.producer with Producer(freeze_gc=True)")
     p.add_argument(
         "--peer-one-in-flight", action="store_true", help="also confluent-kafka with one request in flight, as ours"
     )
@@ -388,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
             clients = [("bruce", run_bruce), ("confluent", run_confluent)]
             if a.gc_off:
                 clients.append(("bruce-nogc", run_bruce_no_gc))
+            if a.freeze_gc:
+                clients.append(("bruce-frozen", functools.partial(run_bruce, freeze=True)))
             if a.peer_one_in_flight:
                 clients.append(("confluent-1", functools.partial(run_confluent, in_flight=1)))
             for client, bench in clients:

@@ -23,6 +23,7 @@ from bruce.wire.compression import Codec
 from bruce.wire.recordbatch import (
     build_record_batch,
     build_record_batch_with_schema,
+    build_value_batch,
     decode_record_batch,
     decode_record_batch_with_schema,
 )
@@ -43,6 +44,7 @@ def best_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 def build_peers(count: int, codec: Codec) -> dict[str, Callable[[], object]]:
     records = [(None, VALUE, TIMESTAMP + i, None) for i in range(count)]
+    values, stamps = [VALUE] * count, [TIMESTAMP + i for i in range(count)]
 
     def peer(builder_cls) -> Callable[[], object]:
         def build() -> object:
@@ -56,6 +58,7 @@ def build_peers(count: int, codec: Codec) -> dict[str, Callable[[], object]]:
 
     return {
         "bruce fast builder": lambda: build_record_batch(records, codec=codec),
+        "bruce column builder": lambda: build_value_batch(values, stamps, codec=codec),  # send_many's, send's chunks
         "bruce schema (construct)": lambda: build_record_batch_with_schema(records, codec=codec),
         "kafka-python": peer(KafkaPythonBuilder),
         "aiokafka (C)": peer(AioBuilder),

@@ -34,6 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 COLOURS = {
     "bruce.producer": "#2563eb",
     "bruce.producer, no gc": "#93c5fd",
+    "bruce.producer, gc frozen": "#60a5fa",
+    "bruce.producer send_many": "#1e3a8a",
+    "bruce.producer send_many, gc frozen": "#6366f1",
     "confluent-kafka": "#ea580c",
     "aiokafka (await send)": "#059669",
     "kafka-python": "#6b7280",
@@ -80,7 +83,8 @@ def throughput(data: dict[str, Any], out: Path) -> Path:
     for client, points in by_client.items():
         points.sort()
         sizes = [s for s, _ in points]
-        style = {"color": COLOURS.get(client), "marker": "o", "linestyle": "--" if "no gc" in client else "-"}
+        dashed = "no gc" in client or "frozen" in client  # variants of ours, beside the defaults
+        style = {"color": COLOURS.get(client), "marker": "o", "linestyle": "--" if dashed else "-"}
         left.plot(sizes, [r for _, r in points], label=client, **style)
         right.plot(sizes, [s * r / 1e6 for s, r in points], label=client, **style)
     for ax, ylabel in ((left, "messages per second"), (right, "MB of values per second")):

@@ -4,7 +4,8 @@ Rules:
 - A :class:`Message` has exactly one fate, set once: delivered (``partition``, ``offset``) or failed (``error``, a
   :class:`DeliveryError` whose ``reason`` is a :class:`DiscardReason`). It may carry ``possible_duplicate`` either way.
 - Awaiting a message waits for its fate: it returns ``(partition, offset)`` or raises its :class:`DeliveryError`. No
-  future exists until someone awaits a message that is still in flight (the hot path creates none).
+  future exists until someone awaits a message that is still in flight (the hot path creates none). A message of
+  ``send_many`` has its group instead (:mod:`bruce.producer.bulk`), told how many of its messages settled per batch.
 - ``partition_key`` routes with PartitionKey semantics; ``pinned`` means ``partition_key`` *is* the partition (an
   explicit partition); neither ⇒ AnyPartition. ``size`` (key + value bytes) is what queue limits and Bruce's produce
   request data limit count.
@@ -67,8 +68,9 @@ class Message:
         self.attempts = 0  # failed delivery attempts (ACK errors that resend or pause)
         self.possible_duplicate = False
         self.partition = -1  # set when delivered
-        # In flight: None, or the future someone awaits. Delivered: the offset (-1 with acks=0). Failed: the error.
-        self._fate: asyncio.Future[None] | int | DeliveryError | None = None
+        # In flight: None, the future someone awaits, or the group that reports it (send_many's). Delivered: the
+        # offset (-1 with acks=0). Failed: the error.
+        self._fate: asyncio.Future[None] | int | DeliveryError | Any = None
 
     @property
     def done(self) -> bool:
@@ -97,9 +99,12 @@ class Message:
 
     def __await__(self) -> Generator[Any, None, tuple[int, int]]:
         if not self.done:
-            if self._fate is None:
-                self._fate = asyncio.get_running_loop().create_future()
-            yield from asyncio.shield(self._fate).__await__()  # type: ignore[arg-type]
+            fate = self._fate
+            if fate is None:
+                fate = self._fate = asyncio.get_running_loop().create_future()
+            elif not isinstance(fate, asyncio.Future):
+                fate = fate.future()  # a group's (send_many): set once all of its messages have a fate
+            yield from asyncio.shield(fate).__await__()
         return self.result()
 
     def __repr__(self) -> str:
@@ -157,25 +162,58 @@ def timestamps_in_range(messages: Sequence[Message]) -> bool:
 
 
 def resolve_delivered(messages: Sequence[Message], partition: int, base_offset: int) -> None:
-    """Mark ``messages`` delivered at consecutive offsets from ``base_offset`` (-1 stays -1: acks=0)."""
+    """Mark ``messages`` delivered at consecutive offsets from ``base_offset`` (-1 stays -1: acks=0). A group in
+    compact form (``send_many``'s chunk) settles in one step."""
+    if type(messages) is not list and getattr(messages, "settle_delivered", _no)(partition, base_offset):
+        return
     step = 1 if base_offset >= 0 else 0
     offset = base_offset
+    waiters = None
     for m in messages:
         waiter = m._fate
         m.partition = partition
         m._fate = offset
         offset += step
-        if waiter is not None and not waiter.done():  # type: ignore[union-attr]
-            waiter.set_result(None)  # type: ignore[union-attr]
+        if waiter is not None:
+            if waiters is None:
+                waiters = [waiter]
+            else:
+                waiters.append(waiter)
+    if waiters is not None:
+        _wake(waiters)
 
 
 def resolve_failed(messages: Sequence[Message], reason: DiscardReason, topic: str, detail: str = "") -> None:
     error = DeliveryError(reason, topic, detail)
+    if type(messages) is not list and getattr(messages, "settle_failed", _no)(error):
+        return
+    waiters = []
     for m in messages:
         waiter = m._fate
         m._fate = error
-        if waiter is not None and not waiter.done():  # type: ignore[union-attr]
-            waiter.set_result(None)  # type: ignore[union-attr]
+        if waiter is not None:
+            waiters.append(waiter)
+    if waiters:
+        _wake(waiters)
+
+
+def _no(*args: object) -> bool:
+    return False
+
+
+def _wake(waiters: list[Any]) -> None:
+    """Tell the waiters of messages that just got their fate: a future (someone awaits the message) is set; a group
+    (:class:`bruce.producer.bulk.Chunk`: the values of one ``send_many``) hears how many of its messages settled."""
+    if len(waiters) == 1:
+        counts: Any = ((waiters[0], 1),)
+    else:
+        counts = ((w, waiters.count(w)) for w in set(waiters))  # a few groups at most: each counted in C
+    for waiter, n in counts:
+        if isinstance(waiter, asyncio.Future):
+            if not waiter.done():
+                waiter.set_result(None)
+        else:
+            waiter.settled(n)
 
 
 class OutcomeSink(Protocol):

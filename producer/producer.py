@@ -7,8 +7,12 @@ Rules:
 - Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
   ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
   murmur2 by default, as Java's clients); an explicit partition is used as given.
-- A batch is ready when it holds ``batch_num_messages`` or ``batch_size`` bytes, when its first message is
-  ``linger_ms`` old, or on ``flush``/``close``.
+- A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
+  ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
+  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
+  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
+- ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
+  every value's fate (no handle or future per value).
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
   sent to an unknown topic).
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
@@ -18,6 +22,10 @@ Rules:
   (:mod:`bruce.producer.queues`), and :meth:`Producer.compact` packs the others on demand.
 - ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
   with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
+- ``freeze_gc``: ``start`` runs a full collection, then ``gc.freeze()``: what the program holds at that moment (modules,
+  configuration, caches) is no longer walked by the cyclic collector, whose full collections otherwise walk it again
+  and again while messages are held. Off by default: it concerns the whole program (a cycle among those objects that
+  later becomes garbage is not collected).
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
@@ -26,6 +34,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import random
@@ -36,8 +45,10 @@ from typing import Any
 
 from bruce.wire.compression import Codec
 from bruce.wire.errors import UsageError
+from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .backoff import PauseBackoff
+from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
 from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
@@ -59,7 +70,7 @@ from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
-from .request import Compression, CompressionPolicy
+from .request import RECORD_OVERHEAD, Compression, CompressionPolicy
 from .security import client_context
 from .sender import Sender
 from .sequencing import log_idempotence_off
@@ -68,6 +79,7 @@ from .transport import Timeouts
 from .trouble import BrokerTrouble
 
 log = logging.getLogger("bruce.producer")
+_time_ns = time.time_ns
 
 
 class Producer:
@@ -82,8 +94,10 @@ class Producer:
         require_topics: bool = False,
         rng: random.Random | None = None,
         pack: Pack | None = None,
+        freeze_gc: bool = False,
     ) -> None:
         self.config = config = config or ProducerConfig()
+        self._freeze_gc = freeze_gc
         client_context(config.security)  # certificates and keys load now: a bad one is a ConfigError here, not later
         self.counters = Counters()
         self._rng = rng or random.Random()
@@ -102,8 +116,15 @@ class Producer:
         self._max_bytes = config.queue_buffering_max_kbytes * 1024
         self._batch_messages = config.batch_num_messages
         self._batch_bytes = config.batch_size
+        # A batch's bytes (send's and send_many's): within batch_size, a request's data limit and one record batch
+        # (estimated as assembly does: Σ(key + value + RECORD_OVERHEAD) after the batch header)
+        limits = [config.batch_size, config.message_max_bytes - HEADER_SIZE]
+        self._chunk_bytes = min(limits + [config.produce_request_data_limit] * (config.produce_request_data_limit > 0))
         self._linger = config.linger_ms / 1000
         self._partitioner = config.partitioner
+        self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
+        self._last_ms = 0  # the last timestamp send() read from the clock
+        self._mixed: set[PartitionQueue] = set()  # open batches holding a message with a key, headers or partition
         self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
         self._linger_timer: asyncio.TimerHandle | None = None
         self._drained_future: asyncio.Future[None] | None = None  # what flush() waits on, while someone does
@@ -150,6 +171,9 @@ class Producer:
         if self._started:
             raise UsageError("a Producer can be started once")
         self._started = True
+        if self._freeze_gc:  # the program's state so far is long-lived: the collector stops walking it
+            gc.collect()
+            gc.freeze()
         self._loop = loop = asyncio.get_running_loop()
         self._dispatcher.clock = loop.time
         self._first_view = loop.create_future()
@@ -268,19 +292,26 @@ class Producer:
             self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
         if type(value) is not bytes and value is not None:
             check_bytes(value, "value")
-        if key is not None and type(key) is not bytes:
-            check_bytes(key, "key")
-        if partition is not None:
-            if partition_key is not None or type(partition) is not int or partition < 0:
-                check_partition(partition, partition_key)
-            pkey, pinned = partition, True
-        elif partition_key is not None:
-            check_partition_key(partition_key)
-            pkey, pinned = partition_key, False
+        if key is None and partition is None and partition_key is None:  # the usual case, checked once
+            pkey, pinned = self._null_key, False
         else:
-            pkey, pinned = key_to_partition_key(key, self._partitioner), False
+            if key is not None and type(key) is not bytes:
+                check_bytes(key, "key")
+            if partition is not None:
+                if partition_key is not None or type(partition) is not int or partition < 0:
+                    check_partition(partition, partition_key)
+                pkey, pinned = partition, True
+            elif partition_key is not None:
+                check_partition_key(partition_key)
+                pkey, pinned = partition_key, False
+            else:
+                pkey, pinned = key_to_partition_key(key, self._partitioner), False
         if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+            timestamp = _time_ns() // 1_000_000
+            if timestamp == self._last_ms:
+                timestamp = self._last_ms  # one int object per millisecond, shared: less to hold and to walk
+            else:
+                self._last_ms = timestamp
         else:
             check_timestamp(timestamp)
         if headers is not None:
@@ -292,11 +323,18 @@ class Producer:
         d.accepted += 1
         d.held_messages += 1
         d.held_bytes += size
-        pq = (d.sticky.get(topic) or d.next_sticky(topic)) if pkey is None else d.keyed_queue(topic, m)
-        if pq is None:
-            if pkey is None:
+        if pkey is None:
+            pq = d.sticky.get(topic) or d.next_sticky(topic)
+            if pq is None:
                 d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
-            return m  # a keyed message: held or discarded by keyed_queue
+                return m
+            if key is not None or headers is not None:
+                self._mixed.add(pq)
+        else:
+            pq = d.keyed_queue(topic, m)
+            if pq is None:
+                return m  # held or discarded by keyed_queue
+            self._mixed.add(pq)
         open_batch = pq.open
         if not open_batch:
             pq.open_since = since = self._loop.time()
@@ -304,10 +342,75 @@ class Producer:
             if self._linger_timer is None:
                 self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
         open_batch.append(m)
-        pq.open_bytes += size
-        if len(open_batch) >= self._batch_messages or pq.open_bytes >= self._batch_bytes:
-            d.seal(pq)
+        pq.open_bytes = held = pq.open_bytes + size
+        # Full at batch_num_messages, or when one more message like this one would not fit (see _chunk_bytes).
+        if (
+            len(open_batch) >= self._batch_messages
+            or held + (len(open_batch) + 1) * RECORD_OVERHEAD + size > self._chunk_bytes
+        ):
+            self._seal(pq, True)
         return m
+
+    def send_many(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> Bulk:
+        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
+        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
+
+        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
+        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
+        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
+        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
+        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
+        d = self._dispatcher
+        count = len(values)
+        if d.held_messages + count > self._max_messages or not self._accepting:
+            self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
+        sizes, size = measure(values, keys)
+        if partition is not None:
+            check_partition(partition, None)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        else:
+            check_timestamp(timestamp)
+        if d.held_bytes + size > self._max_bytes:
+            self._refuse(f"{d.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
+        if not count:
+            return Bulk([], 0)
+        info = d.topic_info(topic)
+        if keys is not None or info is None:  # per-value routing, or held until the topic is known: messages now
+            messages = messages_of(values, keys, timestamp, partition, self._partitioner)
+            chunk = Chunk.of(messages)
+            self.submit(topic, messages)
+            return Bulk([chunk], count)
+        d.accepted += count
+        d.held_messages += count
+        d.held_bytes += size
+        chunks = queue_chunks(
+            d, topic, info, values, sizes, timestamp, partition, self._batch_messages, self._chunk_bytes
+        )
+        return Bulk(chunks, count)
+
+    def _seal(self, pq: PartitionQueue, full: bool) -> None:
+        """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch that holds the only
+        reference to each of its messages (their callers kept no handle), all keyless, without headers or partition,
+        is kept as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage
+        collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
+        holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
+        chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
+        plain = pq not in self._mixed
+        self._mixed.discard(pq)
+        if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
+            chunk = chunk_of_unheld(pq.open, pq.open_bytes)
+            if chunk is not None:
+                pq.open = chunk  # type: ignore[assignment]
+        self._dispatcher.seal(pq)
 
     def _refuse(self, detail: str) -> None:
         if not self._accepting:
@@ -356,7 +459,6 @@ class Producer:
         now = self._loop.time()
         lingering = self._lingering
         linger = self._linger
-        d = self._dispatcher
         while lingering:
             since, pq = lingering[0]
             if since + linger > now:
@@ -364,7 +466,7 @@ class Producer:
                 return
             lingering.popleft()
             if pq.open_since == since:
-                d.seal(pq)
+                self._seal(pq, False)
 
     # ---------------------------------------------------------------- topics
 

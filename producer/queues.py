@@ -120,7 +120,9 @@ class PartitionQueue:
     def take(self, budget: int, first: bool) -> tuple[list[Message], int, float]:
         """Take ready messages whose Σ size fits ``budget``; with ``first`` at least one message is taken whatever its
         size (Bruce: the first message of a request is always included). Returns (messages, Σ size, since): the
-        newest ``since`` of the batches taken from."""
+        newest ``since`` of the batches taken from. A packed batch with ``travels_whole`` (``send_many``'s) is returned
+        as it is when it is all that is taken (a sequence that makes its messages only if read): when it is full
+        (``travels_whole`` true), or when nothing after it could join it."""
         taken: list[Message] = []
         total = 0
         newest = 0.0
@@ -128,6 +130,12 @@ class PartitionQueue:
         while ready:
             batch, size, since = ready[0]
             if type(batch) is not list:
+                whole = getattr(batch, "travels_whole", None)  # True: a full batch; False: one that may join others
+                alone = whole or len(ready) == 1 or size + ready[1][1] > budget
+                if not taken and size <= budget and whole is not None and alone:
+                    ready.popleft()
+                    self.ready_count -= len(batch)
+                    return batch, size, since  # type: ignore[return-value]
                 batch = batch.unpack()
                 ready[0] = (batch, size, since)
             if total + size <= budget:

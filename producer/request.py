@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -181,13 +182,21 @@ def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int,
 
 def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int, empty: bool) -> bytes:
     if magic == 2:
+        encode = getattr(messages, "encode", None) if type(messages) is not list and not empty else None
+        data = encode(codec, level) if encode is not None else None  # send_many's values, column by column
+        if data is not None:
+            return data
         return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)
     return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)
 
 
+_KEY, _VALUE, _TIMESTAMP, _HEADERS = (attrgetter(name) for name in ("key", "value", "timestamp", "headers"))
+
+
 class _Records:
-    """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, made one at a time as they are
-    read (no list of tuples to build and collect); with ``empty_as_null`` an empty key or value reads as None."""
+    """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, read column by column in C (a
+    ``zip`` of attribute getters, which reuses its tuple: nothing is allocated per message); with ``empty_as_null``
+    an empty key or value reads as None."""
 
     __slots__ = ("_empty_as_null", "_messages")
 
@@ -205,6 +214,7 @@ class _Records:
         return m.key, m.value, m.timestamp, m.headers
 
     def __iter__(self) -> Iterator[tuple]:
+        ms = self._messages
         if self._empty_as_null:
-            return ((m.key or None, m.value or None, m.timestamp, m.headers) for m in self._messages)
-        return ((m.key, m.value, m.timestamp, m.headers) for m in self._messages)
+            return ((m.key or None, m.value or None, m.timestamp, m.headers) for m in ms)
+        return zip(map(_KEY, ms), map(_VALUE, ms), map(_TIMESTAMP, ms), map(_HEADERS, ms), strict=True)

@@ -21,6 +21,7 @@ from bruce.wire.errors import UsageError
 from bruce.wire.recordbatch import (
     build_record_batch,
     build_record_batch_with_schema,
+    build_value_batch,
     decode_record_batch,
     decode_record_batch_with_schema,
     with_producer_identity,
@@ -48,6 +49,54 @@ batch_args = st.fixed_dictionaries(
         "partition_leader_epoch": int32,
     }
 )
+
+
+# Keyless records without headers a few milliseconds apart (the builder's common case, written piece by piece), and
+# runs of values at one timestamp (send_many's, written column by column by build_value_batch).
+close_records = st.tuples(
+    st.integers(0, 1 << 42),
+    st.lists(
+        st.tuples(
+            st.none() | st.binary(max_size=3), st.none() | st.binary(max_size=200), st.integers(-3, 5000), headers
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+)
+values = (
+    st.none()
+    | st.binary(max_size=300)
+    | st.builds(lambda n: b"v" * n, st.sampled_from([63, 64, 8191, 16383, 16384, 20000]))
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(close_records, st.sampled_from(list(Codec)))
+def test_records_close_in_time_equal_the_schema(base_and_records, codec) -> None:
+    base, rows = base_and_records
+    records = [(key, value, base + delta, hdrs) for key, value, delta, hdrs in rows]
+    assert build_record_batch(records, codec=codec) == build_record_batch_with_schema(records, codec=codec)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(values, min_size=0, max_size=60), st.integers(-(1 << 40), 1 << 42), st.sampled_from(list(Codec)))
+def test_value_batch_equals_the_record_by_record_builder_and_schema(vals, timestamp, codec) -> None:
+    records = [(None, v, timestamp, None) for v in vals]
+    if not vals:
+        with pytest.raises(UsageError):
+            build_value_batch(vals, timestamp, codec=codec)
+        return
+    built = build_value_batch(vals, timestamp, codec=codec)
+    assert built == build_record_batch(records, codec=codec) == build_record_batch_with_schema(records, codec=codec)
+
+
+def test_value_batch_of_many_values_and_bad_input() -> None:
+    vals = [b"x" * (i % 130) for i in range(16_500)]  # offset deltas past the table: the general builder
+    assert build_value_batch(vals, 7) == build_record_batch([(None, v, 7, None) for v in vals])
+    assert build_value_batch(vals[:9000], 7) == build_record_batch([(None, v, 7, None) for v in vals[:9000]])
+    for bad, timestamp in (([b"a", "b"], 1), ([b"a", b"b"], 1 << 64), ([b"a", 3], 1)):
+        with pytest.raises(UsageError):
+            build_value_batch(bad, timestamp)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
