@@ -46,6 +46,7 @@ from pathlib import Path
 
 from bruce.wire.errors import UsageError
 
+from .cursor import Cursor
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
 from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
 from .lock import acquire
@@ -123,6 +124,8 @@ class Spool:
         self.full = 0
         self.syncer = Syncer()  # its fdatasync is replaceable, to inject failures
         self._write = os.write  # replaceable, to inject failures
+        self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
+        self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
 
     # -------------------------------------------------------------------------------------------------- opening
 
@@ -283,6 +286,7 @@ class Spool:
         first = self.next_sequence
         self.next_sequence += n
         self._tracker.append_run(active, first, n)
+        self.last_burst = (first, active.nbytes)
         active.nbytes += len(data)
         self._bytes += len(data)
         self.appended += n
@@ -389,6 +393,10 @@ class Spool:
         """``count`` consecutive sequences from ``first`` done (a burst, or a run of one)."""
         self._unlink(self._tracker.done_run(first, count))
 
+    def segment_of(self, seq: int) -> Segment | None:
+        """The tracked segment holding ``seq`` (for the cursor)."""
+        return self._tracker.find(seq)
+
     def _unlink(self, segments: list[Segment]) -> None:
         for segment in segments:
             try:
@@ -407,6 +415,7 @@ class Spool:
 
     def close(self) -> None:
         """Sync, delete the active segment if all of it is done, and release the lock. Idempotent."""
+        self.cursor.close()
         try:
             self.syncer.close(CLOSE_SYNC_WAIT_S)
         except OSError as e:
@@ -464,6 +473,8 @@ class Spool:
             "SpoolFull": self.full,
             "SpoolNotSpooled": self.not_spooled,
             "SpoolPending": self.pending,
+            "SpoolHeldOnDisk": self.cursor.held,
+            "SpoolHeldOnDiskTotal": self.cursor.held_total,
             "SpoolOldestMs": self.oldest_age_ms(),
             "SpoolFsyncs": self.syncer.fsyncs,
             "SpoolFsyncLastUs": self.syncer.last_us,

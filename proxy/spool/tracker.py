@@ -179,6 +179,14 @@ class Tracker:
     def pending(self) -> int:
         return sum(s.pending for s in self._segments)
 
+    def find(self, seq: int) -> Segment | None:
+        """The tracked segment that holds ``seq``, or None."""
+        i = bisect_right(self._bases, seq) - 1
+        if i < 0:
+            return None
+        segment = self._segments[i]
+        return segment if seq < segment.base + segment.size else None
+
     def oldest_pending(self) -> Segment | None:
         """The oldest segment that still holds a pending message."""
         return next((s for s in self._segments if s.pending or s.awaiting_replay), None)

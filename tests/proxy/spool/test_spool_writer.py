@@ -249,6 +249,8 @@ def test_status_counters_are_named(tmp_path: Path) -> None:
             "SpoolFsyncMaxUs",
             "SpoolDoneUnknown",
             "SpoolDegraded",
+            "SpoolHeldOnDisk",
+            "SpoolHeldOnDiskTotal",
         }
         spool.done_many([7])
         assert spool.stats()["SpoolDoneUnknown"] == 1
