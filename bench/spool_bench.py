@@ -19,6 +19,7 @@ the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no s
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part
     .venv/bin/python bench/spool_bench.py --daemon --messages 500000   # the daemon with and without the spool
+    .venv/bin/python bench/spool_bench.py --daemon --rounds 3           # alternating three times: the medians
     .venv/bin/python bench/spool_bench.py --quick         # a short run: checks that it runs
 """
 
@@ -128,8 +129,10 @@ def writer(quick: bool, directory: Path | None) -> None:
                 )
 
 
-def daemon(messages: int, directory: Path | None) -> None:
-    """The daemon without and with the spool, one after the other in this run (see the module docstring)."""
+def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
+    """The daemon without and with the spool, alternating, ``rounds`` times in this run (see the module docstring)."""
+    import statistics
+
     import proxy_bench
 
     from bruce.proxy.embedded import EmbeddedBroker
@@ -137,21 +140,42 @@ def daemon(messages: int, directory: Path | None) -> None:
     print(f"\ndaemon: {messages:,} x 100 B from 2 senders, plain configuration, without and with the spool")
     with tempfile.TemporaryDirectory(prefix="spool-daemon-", dir=directory) as tmp, EmbeddedBroker() as broker:
         work = Path(tmp)
-        runs = []
-        for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / "spool")))):
-            r = proxy_bench.run_one(
-                "plain", broker, messages, 2, 262144, work, warmup=1000, blocking=True, extra_args=extra, label=label
-            )
-            lost = r.sent - r.read_back - r.discarded
+        rates, cpus = [], []
+        for n in range(rounds):
+            runs = []
+            for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / f"spool-{n}")))):
+                r = proxy_bench.run_one(
+                    "plain",
+                    broker,
+                    messages,
+                    2,
+                    262144,
+                    work,
+                    warmup=1000,
+                    blocking=True,
+                    extra_args=extra,
+                    label=label,
+                )
+                lost = r.sent - r.read_back - r.discarded
+                print(
+                    f"  spool {label:3}  {r.rate:>9,.0f} msgs/s  daemon CPU {r.cpu_us:.2f} µs/msg "
+                    f"(loop {r.loop_cpu_us:.2f}, reader {r.reader_cpu_us:.2f})  read back {r.read_back:,}  lost {lost}"
+                )
+                runs.append(r)
+            off, on = runs
+            rates.append(on.rate / off.rate)
+            cpus.append(on.cpu_us - off.cpu_us)
             print(
-                f"  spool {label:3}  {r.rate:>9,.0f} msgs/s  daemon CPU {r.cpu_us:.2f} µs/msg "
-                f"(loop {r.loop_cpu_us:.2f}, reader {r.reader_cpu_us:.2f})  read back {r.read_back:,}  lost {lost}"
+                f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x"
+                f" (+{on.cpu_us - off.cpu_us:.2f} µs)"
             )
-            runs.append(r)
-        off, on = runs
-        print(f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x")
-        left = sorted((work / "spool").glob("*.seg*"))
-        print(f"  spool files left after the clean stop: {len(left)}")
+            left = sorted((work / f"spool-{n}").glob("*.seg*"))
+            print(f"  spool files left after the clean stop: {len(left)}")
+        if rounds > 1:
+            print(
+                f"  median of {rounds} rounds: rate {statistics.median(rates):.2f}x,"
+                f" CPU +{statistics.median(cpus):.2f} µs per message"
+            )
 
 
 def main() -> None:
@@ -160,6 +184,7 @@ def main() -> None:
     parser.add_argument("--writer", action="store_true", help="only the writer")
     parser.add_argument("--daemon", action="store_true", help="only the daemon with and without the spool")
     parser.add_argument("--messages", type=int, default=500_000, help="--daemon: messages per run")
+    parser.add_argument("--rounds", type=int, default=1, help="--daemon: alternate without and with this many times")
     parser.add_argument("--dir", type=Path, help="where the writer's temporary spool goes (default: the temp dir)")
     parser.add_argument("--quick", action="store_true", help="a short run")
     args = parser.parse_args()
@@ -169,7 +194,7 @@ def main() -> None:
     if args.writer or both:
         writer(args.quick, args.dir)
     if args.daemon:
-        daemon(20_000 if args.quick else args.messages, args.dir)
+        daemon(20_000 if args.quick else args.messages, args.dir, args.rounds)
 
 
 if __name__ == "__main__":

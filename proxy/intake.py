@@ -438,7 +438,7 @@ class DatagramIntake:
             charges += msg.charge
             append(msg)
             if spool is not None:
-                spooled.append(SpoolMessage(raw_topic, partition_key, key, value, timestamp))
+                spooled.append((raw_topic, partition_key, key, value, timestamp))  # a SpoolMessage's fields
         self.wakeups += 1
         self.datagrams += len(messages) + len(unparsed)
         refused = None

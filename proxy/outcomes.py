@@ -136,8 +136,18 @@ class Outcomes:
             self._done(messages)
 
     def _done(self, messages: Sequence[Message]) -> None:
-        """Mark the spooled ones among ``messages`` done in the spool."""
-        sequences = [s for s in (m.spool_seq for m in messages) if s >= 0]  # type: ignore[attr-defined]
+        """Mark the spooled ones among ``messages`` done in the spool: a batch of consecutive sequences (one topic's
+        bursts) as one run, a bitmap byte at a time; any other batch one sequence at a time."""
+        sequences = [m.spool_seq for m in messages]  # type: ignore[attr-defined]
+        first = sequences[0] if sequences else -1
+        if (
+            first >= 0
+            and sequences[-1] - first == len(sequences) - 1
+            and sequences == list(range(first, first + len(sequences)))
+        ):
+            self.spool.done_run(first, len(sequences))  # type: ignore[union-attr]
+            return
+        sequences = [s for s in sequences if s >= 0]
         if sequences:
             self.spool.done_many(sequences)  # type: ignore[union-attr]
 
