@@ -26,7 +26,8 @@ Rules:
 - :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
   stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, deletes the
   active segment when all of it is done, and writes a done file (:mod:`.donefile`) for each segment partly done; a
-  clean shutdown after full delivery leaves no segment files.
+  clean shutdown after full delivery leaves no segment files. :meth:`Spool.tick` also writes the done files of the
+  segments whose done set grew, every ``done_every_ms`` (unsynced), which bounds what a crash replays again.
 - For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
   other thread is the sync thread, which touches nothing but its own descriptor.
 """
@@ -79,9 +80,16 @@ class SpoolConfig:
     max_bytes: int = 1024 * 1024 * 1024
     full_policy: FullPolicy = FullPolicy.MEMORY
     replay_burst: int = 1024  # records per burst handed out by replay()
+    done_every_ms: int = 1000  # tick() saves the done bitmaps of partly done segments this often (0: at close only)
 
     def __post_init__(self) -> None:
-        if self.segment_bytes <= HEADER_SIZE or self.max_bytes <= 0 or self.fsync_ms < 0 or self.replay_burst <= 0:
+        if (
+            self.segment_bytes <= HEADER_SIZE
+            or self.max_bytes <= 0
+            or self.fsync_ms < 0
+            or self.replay_burst <= 0
+            or self.done_every_ms < 0
+        ):
             raise UsageError(f"invalid spool settings: {self}")
 
 
@@ -111,6 +119,8 @@ class Spool:
         self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
         self._dirty = False
         self._last_sync = time.monotonic()
+        self._next_done_save = self._last_sync + config.done_every_ms / 1000
+        self._saving_done = config.done_every_ms > 0  # off after a failed write (logged once)
         self._unlink_failed = False
         self.next_sequence = 0
         self.degraded: str | None = None
@@ -348,17 +358,21 @@ class Spool:
     def tick(self, now: float | None = None) -> None:
         """The caller's timer (every few ms; ``now`` in ``time.monotonic()`` seconds): once ``fsync_ms`` has passed
         since the last sync began, sync what was written — in the sync thread, so the caller never waits for the
-        disk. At most one sync runs."""
+        disk. At most one sync runs. Every ``done_every_ms``, the done files of segments whose done set grew are
+        written (not synced), so a crash replays only what was not done a moment before."""
+        now = time.monotonic() if now is None else now
         try:
             self.syncer.reap()
-            if self._dirty and self._fd is not None and not self.syncer.busy:
-                now = time.monotonic() if now is None else now
-                if now >= self._last_sync + self.config.fsync_ms / 1000:
-                    self.syncer.start(self._fd)
-                    self._dirty = False
-                    self._last_sync = now
+            due = now >= self._last_sync + self.config.fsync_ms / 1000
+            if due and self._dirty and self._fd is not None and not self.syncer.busy:
+                self.syncer.start(self._fd)
+                self._dirty = False
+                self._last_sync = now
         except OSError as e:
             self._degrade(e, f"syncing {self.directory}")
+        if self._saving_done and now >= self._next_done_save and self.degraded is None:
+            self._next_done_save = now + self.config.done_every_ms / 1000
+            self._saving_done = write_done_files(self.directory, self._tracker, None, changed_only=True)
 
     def _sync(self) -> None:
         if self._fd is None:
