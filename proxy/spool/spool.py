@@ -488,7 +488,7 @@ class Spool:
             "SpoolNotSpooled": self.not_spooled,
             "SpoolPending": self.pending,
             "SpoolHeldOnDisk": self.cursor.held,
-            "SpoolHeldOnDiskTotal": self.cursor.held_total,
+            "SpoolDiskOnly": self.cursor.held_total,
             "SpoolOldestMs": self.oldest_age_ms(),
             "SpoolFsyncs": self.syncer.fsyncs,
             "SpoolFsyncLastUs": self.syncer.last_us,

@@ -87,7 +87,7 @@ def test_what_does_not_fit_waits_on_disk_and_comes_back_in_order(tmp_path: Path)
     assert d.values() == [b"v%03d" % i for i in range(12)]
     assert d.outcomes.snapshot() == Accounting(12, 12, 0, 0)
     assert d.counters.get("MsgCreate") == 12 and d.counters.get("MsgDestroy") == 12
-    assert d.spool.pending == 0 and d.spool.stats()["SpoolHeldOnDiskTotal"] == 9
+    assert d.spool.pending == 0 and d.spool.stats()["SpoolDiskOnly"] == 9
     d.send(2)  # caught up: straight to memory again
     assert d.values()[12:] == [b"v012", b"v013"]
     d.spool.close()

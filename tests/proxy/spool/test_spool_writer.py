@@ -251,7 +251,7 @@ def test_status_counters_are_named(tmp_path: Path) -> None:
             "SpoolDoneUnknown",
             "SpoolDegraded",
             "SpoolHeldOnDisk",
-            "SpoolHeldOnDiskTotal",
+            "SpoolDiskOnly",
         }
         spool.done_many([7])
         assert spool.stats()["SpoolDoneUnknown"] == 1
