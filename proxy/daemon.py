@@ -32,7 +32,9 @@ Rules:
 - The durable spool (``--spool_dir``, :mod:`bruce.proxy.spooling`): opened first in :meth:`Daemon.run` (another
   daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
-  SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last.
+  SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last. What
+  the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back, and
+  settled as SERVER_SHUTDOWN at a stop (after the inputs are drained) or a failure: it stays in the spool.
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """

@@ -75,8 +75,8 @@ class Cursor:
             self.on_behind()
         first, offset = self._spool.last_burst
         segment = self._spool.segment_of(seq)
-        if segment is None:  # cannot happen for a record just appended; lose nothing silently anyway
-            self._ahead.append(_Lost(seq, self._spool.next_sequence - seq))
+        if segment is None:  # cannot happen for a record just appended
+            self._lose_untracked()
             return
         if not segment.base <= first <= seq:
             first, offset = segment.base, HEADER_SIZE
@@ -135,8 +135,8 @@ class Cursor:
             if following is segment and segment is not None:  # the file ends before its records do
                 self._lose_rest("ends early")
                 return
-            if following is None:  # no segment holds them (cannot happen): lose nothing silently anyway
-                self._ahead.append(_Lost(self.start, self._spool.next_sequence - self.start))
+            if following is None:  # cannot happen: every segment holding a held record is pending, so tracked
+                self._lose_untracked()
                 return
             self._open(following, HEADER_SIZE, following.base)
             return
@@ -182,6 +182,14 @@ class Cursor:
             return
         self._lose(following.sequence, f"damaged at offset {self._offset} ({detail})")
         self._offset += following.offset
+
+    def _lose_untracked(self) -> None:
+        """No tracked segment holds the next record: every record held is lost (a bug; never silently)."""
+        assert self.start is not None
+        count = self._spool.next_sequence - self.start
+        self._spool.corrupt += count
+        log.error("spool: no segment holds sequence %d; %d message(s) held on disk only lost", self.start, count)
+        self._ahead.append(_Lost(self.start, count))
 
     def _lose_rest(self, why: str) -> None:
         segment = self._segment
