@@ -141,3 +141,24 @@ def test_the_backlog_task_routes_when_deliveries_make_room(tmp_path: Path) -> No
     assert d.values() == [b"v%03d" % i for i in range(20)]
     assert d.outcomes.snapshot() == Accounting(20, 20, 0, 0)
     d.spool.close()
+
+
+def test_with_the_spool_full_too_the_full_policy_and_no_mem_apply_as_before(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, room=2)
+    d.spool.close()
+    d.spool = Spool.open(SpoolConfig(tmp_path / "small", segment_bytes=400, max_bytes=700))  # ten records or so
+    d.outcomes.spool = d.intake.spool = d.spool
+    d.backlog = DiskBacklog(d.spool, budget=d.budget, outcomes=d.outcomes, counters=d.counters)
+    for _ in range(30):  # one datagram per burst (a burst is spooled whole or not at all)
+        d.send(1)
+    on_disk, full = d.spool.cursor.held, d.spool.full
+    assert on_disk > 0 and full > 0 and 2 + on_disk + full == 30
+    assert d.counters.get("Discard", (("reason", DiscardReason.NO_MEM.value),)) == full  # memory-only, no room
+    assert d.outcomes.snapshot() == Accounting(30, 0, full, 2 + on_disk)
+    d.deliver_all()
+    while d.spool.cursor.held:
+        d.backlog.route_some(100)
+        d.deliver_all()
+    assert d.values() == [b"v%03d" % i for i in range(2 + on_disk)]  # what was spooled, in order
+    assert d.outcomes.snapshot() == Accounting(30, 2 + on_disk, full, 0)
+    d.spool.close()
