@@ -132,9 +132,10 @@ class Result:
     spool: dict[str, int] = field(default_factory=dict)  # with --spool: the figures of read_numbers, the peaks
 
 
-def read_numbers(address: str, topic: str, sent: int, timeout: float = TIMEOUT_S) -> dict[str, int]:
-    """Read ``topic`` back (CRC checks on) by the numbers the sender put first in each value: how many distinct
-    numbers of ``0 .. sent-1`` came back, the duplicates, and the partitions whose numbers are not increasing."""
+def read_numbers(address: str, topic: str, sent: int, expected: int, timeout: float = TIMEOUT_S) -> dict[str, int]:
+    """Read ``topic`` back (CRC checks on) by the numbers the sender put first in each value, until ``expected``
+    distinct ones came: how many distinct numbers of ``0 .. sent-1`` came back, the duplicates, and the partitions
+    whose numbers are not increasing."""
     consumer = Consumer(
         {
             "bootstrap.servers": address,
@@ -166,7 +167,7 @@ def read_numbers(address: str, topic: str, sent: int, timeout: float = TIMEOUT_S
                 if number <= last[m.partition()]:
                     out_of_order.add(m.partition())
                 last[m.partition()] = number
-            if distinct >= sent:
+            if distinct >= expected:
                 quiet_until = quiet_until or time.monotonic() + 1.0  # anything beyond would be a duplicate
                 if time.monotonic() > quiet_until:
                     break
@@ -184,6 +185,7 @@ def run_one(
     workdir: Path,
     n: int,
     spool: bool = False,
+    spool_max_mib: int = 0,
 ) -> Result:
     topic = f"outage-{os.getpid()}-{n}"
     tansu.create_topic(topic, PARTITIONS, timeout=60)
@@ -194,6 +196,7 @@ def run_one(
         *("--initial_brokers", f"127.0.0.1:{gate.port}", "--receive_socket_name", sock, "--status_port", "0"),
         *("--msg_buffer_max", str(budget_kib), "--log_level", "LOG_NOTICE"),
         *(("--spool_dir", str(workdir / f"spool-{n}")) if spool else ()),
+        *(("--spool_max_bytes", str(spool_max_mib * MiB)) if spool and spool_max_mib else ()),
     ]
     peaks = {"held_on_disk": 0, "spool_bytes": 0}
     with open(log_path, "wb") as log:
@@ -250,7 +253,7 @@ def run_one(
             daemon.kill()
             daemon.wait(10)
     if spool:
-        figures = read_numbers(f"127.0.0.1:{gate.port}", topic, sent, timeout=120)
+        figures = read_numbers(f"127.0.0.1:{gate.port}", topic, sent, c.get("MsgDelivered", 0), timeout=120)
         read_back = figures["distinct"] + figures["duplicates"]
         peaks.update(figures)
     else:
@@ -308,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-kib", type=int, default=65536, help="--msg_buffer_max of the daemon (KiB)")
     p.add_argument("--quick", action="store_true", help="5,000 msgs/s, one 2 s outage")
     p.add_argument("--spool", action="store_true", help="run the daemon with the durable spool (--spool_dir)")
+    p.add_argument("--spool-max-mib", type=int, default=0, help="--spool: its --spool_max_bytes, MiB (default 1 GiB)")
     a = p.parse_args(argv)
     if a.quick:
         a.rate, a.outages = 5000, "2"
@@ -315,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"outage bench: {a.rate:,} x {VALUE_SIZE}-byte AnyPartition datagrams/s, {BEFORE_S:g} s before and"
         f" {AFTER_S:g} s after each outage, --msg_buffer_max {a.budget_kib:,} KiB, {PARTITIONS} partitions"
-        f"{', spool on' if a.spool else ''}"
+        f"{', spool on' if a.spool else ''}{f' (max {a.spool_max_mib} MiB)' if a.spool and a.spool_max_mib else ''}"
     )
     failed = False
     with tempfile.TemporaryDirectory(prefix="outage-bench-") as tmp:
@@ -325,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             gate.open()
             try:
                 for n, outage in enumerate(outages):
-                    r = run_one(outage, a.rate, a.budget_kib, gate, tansu, Path(tmp), n, a.spool)
+                    r = run_one(outage, a.rate, a.budget_kib, gate, tansu, Path(tmp), n, a.spool, a.spool_max_mib)
                     _print(r, a.budget_kib)
                     failed |= r.read_back != r.delivered or r.delivered + r.discarded != r.sent
                     failed |= bool(r.spool) and r.spool["distinct"] != r.delivered

@@ -17,8 +17,9 @@ Rules:
   caught up (arrival order). :meth:`DiskBacklog.run` reads them back in order and hands each to the router when the
   budget has room (waiting for a release otherwise), counted as created (``MsgCreate``) but not again as received.
   They are in flight meanwhile (:attr:`Outcomes.in_flight`). A record the cursor cannot read is discarded as
-  SPOOL_CORRUPT. At a stop, :meth:`DiskBacklog.settle` reads the rest and discards it as SERVER_SHUTDOWN: not marked
-  done, it stays in the spool for the next start.
+  SPOOL_CORRUPT; one larger than the whole budget (it can never fit) as NO_MEM, as the intake would have. At a
+  stop, :meth:`DiskBacklog.settle` reads the rest and discards it as SERVER_SHUTDOWN: not marked done, it stays in
+  the spool for the next start.
 - :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
   ``/metrics``.
 """
@@ -126,6 +127,7 @@ class DiskBacklog:
     """Routes the records held on disk only (see the module rules); ``run`` is a task of the daemon."""
 
     def __init__(self, spool: Spool, *, budget: MessageBudget, outcomes: Outcomes, counters: Counters) -> None:
+        self.spool = spool
         self.cursor = spool.cursor
         self.budget = budget
         self.outcomes = outcomes
@@ -179,7 +181,12 @@ class DiskBacklog:
                     self._topic(record.topic), record.key, record.value, record.timestamp, record.partition_key, now
                 )
                 if not reserve(msg.charge):
-                    return False
+                    if msg.charge <= self.budget.capacity:
+                        return False
+                    cursor.take()  # larger than the whole budget: it can never fit (NO_MEM, as at intake)
+                    self.spool.done_run(record.sequence, 1)
+                    self.outcomes.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)  # type: ignore[arg-type]
+                    continue
                 msg.spool_seq = record.sequence
                 cursor.take()
                 created += 1

@@ -162,3 +162,18 @@ def test_with_the_spool_full_too_the_full_policy_and_no_mem_apply_as_before(tmp_
     assert d.values() == [b"v%03d" % i for i in range(2 + on_disk)]  # what was spooled, in order
     assert d.outcomes.snapshot() == Accounting(30, 2 + on_disk, full, 0)
     d.spool.close()
+
+
+def test_a_held_message_larger_than_the_whole_budget_is_no_mem_when_its_turn_comes(tmp_path: Path) -> None:
+    d = Daemon(tmp_path, room=2)
+    d.send(3)
+    d.intake.feed([build_any_partition("t", b"L" * 2 * CHARGE, timestamp=TS)], 1.0)  # never fits, even alone
+    d.send(1)
+    d.deliver_all()
+    while d.spool.cursor.held:
+        d.backlog.route_some(100)
+        d.deliver_all()
+    assert d.values() == [b"v000", b"v001", b"v002", b"v003"]
+    assert d.counters.get("Discard", (("reason", DiscardReason.NO_MEM.value),)) == 1
+    assert d.outcomes.snapshot() == Accounting(5, 4, 1, 0) and d.spool.pending == 0
+    d.spool.close()
