@@ -234,6 +234,8 @@ def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for
     assert a.discarded == 0 and a.in_flight == len(values) and first.discards("NO_MEM") == 0
     assert held_on_disk == len(values) - in_memory and held_on_disk >= 30
     assert first.metrics()["bruce_msg_in_flight"] == len(values)
+    status, _, page = http_get(first.daemon.status_url + "/")
+    assert status == 200 and "messages held on disk only" in page
     a = first.stop()
     assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
 
