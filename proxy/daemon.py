@@ -33,8 +33,9 @@ Rules:
   daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
   SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last. What
-  the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back, and
-  settled as SERVER_SHUTDOWN at a stop (after the inputs are drained) or a failure: it stays in the spool.
+  the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
+  stop too, after the inputs are drained, until the deadline); what is left then, or after a failure, is settled as
+  SERVER_SHUTDOWN: it stays in the spool.
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """
@@ -425,7 +426,9 @@ class Daemon:
         drained = await self.intake.drain()  # 2. what the kernel still holds
         log.info("read %d datagrams still queued at shutdown", drained)
         await self.plog.stop()  # (the plog listeners: stop, read what is queued, then refuse)
-        self._settle_on_disk()  # (what the inputs hold on disk only stays in the spool for the next start)
+        if self._backlog is not None and self._backlog.cursor.held:  # (held on disk only: routed as room comes)
+            await self._until(self._backlog.caught_up(), deadline, loop_time)
+        self._settle_on_disk()  # (what is still on disk only stays in the spool for the next start)
         router = self.router  # 3. flush: messages waiting for the first metadata or for their topic's creation
         held = router.held + self.batcher.held + self.producer.held
         if held:

@@ -18,8 +18,9 @@ Rules:
   budget has room (waiting for a release otherwise), counted as created (``MsgCreate``) but not again as received.
   They are in flight meanwhile (:attr:`Outcomes.in_flight`). A record the cursor cannot read is discarded as
   SPOOL_CORRUPT; one larger than the whole budget (it can never fit) as NO_MEM, as the intake would have. At a
-  stop, :meth:`DiskBacklog.settle` reads the rest and discards it as SERVER_SHUTDOWN: not marked done, it stays in
-  the spool for the next start.
+  stop the daemon waits (within its shutdown deadline) until :meth:`DiskBacklog.caught_up`; then
+  :meth:`DiskBacklog.settle` reads what is left and discards it as SERVER_SHUTDOWN: not marked done, it stays in the
+  spool for the next start.
 - :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
   ``/metrics``.
 """
@@ -166,6 +167,11 @@ class DiskBacklog:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._room.wait(), BACKLOG_ROOM_WAIT_S)
                     self.budget.cancel_notify(self._room.set)
+
+    async def caught_up(self) -> None:
+        """Until nothing is held on disk only (:meth:`run` reads it back meanwhile, as room comes)."""
+        while self.cursor.start is not None:
+            await asyncio.sleep(BACKLOG_ROOM_WAIT_S)
 
     def route_some(self, limit: int) -> bool:
         """Hand up to ``limit`` records to the router; False when the budget had no room for the next one."""

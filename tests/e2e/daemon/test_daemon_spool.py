@@ -245,3 +245,25 @@ def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for
     assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
     second.stop()
     assert _segments(spool) == []
+
+
+def test_a_stop_delivers_what_is_held_on_disk_only_while_the_broker_takes_it(
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """A budget of two messages and a burst of 300: most wait on disk only; a stop right after the last one is read
+    still delivers every one (read back from the disk until the deadline) and leaves an empty spool."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    d = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
+    values = [b"stop-%03d" % i for i in range(300)]
+    with d.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    wait_for(lambda: d.accounting().received == len(values), what="the daemon to read every message")
+    assert d.call(lambda: d.daemon.spool.cursor.held_total) > 0  # type: ignore[union-attr]
+    held_at_stop = d.call(lambda: d.daemon.spool.cursor.held)  # type: ignore[union-attr]
+    a = d.stop()
+    assert (a.received, a.delivered, a.discarded) == (len(values), len(values), 0), a
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+    assert _segments(spool) == []
+    print(f"\n{held_at_stop} of {len(values)} messages were held on disk only when the stop was requested")
