@@ -162,11 +162,19 @@ class DiskBacklog:
                 if self.route_some(BACKLOG_BURST):
                     await asyncio.sleep(0)  # let deliveries, the intake and the status pages run
                 else:
-                    self._room.clear()
-                    self.budget.notify_when_free(self._room.set)
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._room.wait(), BACKLOG_ROOM_WAIT_S)
-                    self.budget.cancel_notify(self._room.set)
+                    await self._until_room()
+
+    async def _until_room(self) -> None:
+        """Wait for a release down to the budget's resume level (at most BACKLOG_ROOM_WAIT_S), or, when usage is
+        there already and the next message still does not fit, a short while."""
+        self._room.clear()
+        self.budget.notify_when_free(self._room.set)
+        if self._room.is_set():
+            await asyncio.sleep(ROOM_WAIT_S)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._room.wait(), BACKLOG_ROOM_WAIT_S)
+        self.budget.cancel_notify(self._room.set)
 
     async def caught_up(self) -> None:
         """Until nothing is held on disk only (:meth:`run` reads it back meanwhile, as room comes)."""
