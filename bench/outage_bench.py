@@ -14,9 +14,15 @@ after the outage. The script prints, per outage:
   received before it has its fate;
 - read back (confluent-kafka, CRC checks on) = delivered, and delivered + discarded = sent.
 
+With ``--spool`` the daemon runs with the durable spool (``--spool_dir``, docs/spool.md): what does not fit the budget
+is held on disk only, so an outage is bounded by disk, not memory. The script then also prints the peak held on disk
+only and the spool's size then, and reads every message back by number: each sent number once (duplicates counted),
+and whether each partition holds its numbers in increasing order (arrival order kept).
+
     .venv/bin/python bench/outage_bench.py                          # 20,000 msgs/s, outages of 10 and 30 s, 64 MiB
     .venv/bin/python bench/outage_bench.py --outages 20,25,30 --budget-kib 65536
     .venv/bin/python bench/outage_bench.py --quick                  # 5,000 msgs/s, a 2 s outage: checks that it runs
+    .venv/bin/python bench/outage_bench.py --spool --outages 60 --budget-kib 16384   # the spool's outage figure
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from confluent_kafka import Consumer, TopicPartition
 from outage import Forwarder
 from proxy_bench import (
     PARTITIONS,
@@ -122,10 +129,63 @@ class Result:
     peak_rss_growth: float  # bytes above the RSS before sending
     resume_s: float
     drain_s: float
+    spool: dict[str, int] = field(default_factory=dict)  # with --spool: the figures of read_numbers, the peaks
+
+
+def read_numbers(address: str, topic: str, sent: int, expected: int, timeout: float = TIMEOUT_S) -> dict[str, int]:
+    """Read ``topic`` back (CRC checks on) by the numbers the sender put first in each value, until ``expected``
+    distinct ones came: how many distinct numbers of ``0 .. sent-1`` came back, the duplicates, and the partitions
+    whose numbers are not increasing."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": f"outage-bench-{topic}",
+            "check.crcs": True,
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+            "log_level": 3,
+        }
+    )
+    seen = bytearray(sent)
+    distinct = duplicates = 0
+    last = [-1] * PARTITIONS
+    out_of_order: set[int] = set()
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        deadline = time.monotonic() + timeout
+        quiet_until = None
+        while time.monotonic() < deadline:
+            for m in consumer.consume(100_000, 0.2):
+                if m.error():
+                    raise RuntimeError(f"consumer error: {m.error()}")
+                number = int(m.value()[:8])
+                if seen[number]:
+                    duplicates += 1
+                else:
+                    seen[number] = 1
+                    distinct += 1
+                if number <= last[m.partition()]:
+                    out_of_order.add(m.partition())
+                last[m.partition()] = number
+            if distinct >= expected:
+                quiet_until = quiet_until or time.monotonic() + 1.0  # anything beyond would be a duplicate
+                if time.monotonic() > quiet_until:
+                    break
+    finally:
+        consumer.close()
+    return {"distinct": distinct, "duplicates": duplicates, "out_of_order": len(out_of_order)}
 
 
 def run_one(
-    outage: float, rate: int, budget_kib: int, gate: Gate, tansu: EmbeddedBroker, workdir: Path, n: int
+    outage: float,
+    rate: int,
+    budget_kib: int,
+    gate: Gate,
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    n: int,
+    spool: bool = False,
+    spool_max_mib: int = 0,
 ) -> Result:
     topic = f"outage-{os.getpid()}-{n}"
     tansu.create_topic(topic, PARTITIONS, timeout=60)
@@ -135,7 +195,10 @@ def run_one(
         str(Path(sys.executable).parent / "bruce"),
         *("--initial_brokers", f"127.0.0.1:{gate.port}", "--receive_socket_name", sock, "--status_port", "0"),
         *("--msg_buffer_max", str(budget_kib), "--log_level", "LOG_NOTICE"),
+        *(("--spool_dir", str(workdir / f"spool-{n}")) if spool else ()),
+        *(("--spool_max_bytes", str(spool_max_mib * MiB)) if spool and spool_max_mib else ()),
     ]
+    peaks = {"held_on_disk": 0, "spool_bytes": 0}
     with open(log_path, "wb") as log:
         daemon = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -159,6 +222,9 @@ def run_one(
             if held > peak_held:
                 peak_held, peak_budget = held, gauge(url, "bruce_msg_buffer_used_bytes")
                 peak_rss = status_kib(daemon.pid, "VmRSS") * 1024 - rss0
+                if spool:
+                    peaks["held_on_disk"] = int(gauge(url, "bruce_spool_held_on_disk"))
+                    peaks["spool_bytes"] = int(gauge(url, "bruce_spool_bytes"))
             time.sleep(0.1)
         c = counters(url)
         backlog = c.get("MsgReceived", 0)  # received before the broker came back
@@ -186,7 +252,12 @@ def run_one(
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait(10)
-    read_back = consume_count(f"127.0.0.1:{gate.port}", topic, c.get("MsgDelivered", 0), timeout=120)
+    if spool:
+        figures = read_numbers(f"127.0.0.1:{gate.port}", topic, sent, c.get("MsgDelivered", 0), timeout=120)
+        read_back = figures["distinct"] + figures["duplicates"]
+        peaks.update(figures)
+    else:
+        read_back = consume_count(f"127.0.0.1:{gate.port}", topic, c.get("MsgDelivered", 0), timeout=120)
     return Result(
         outage,
         sent,
@@ -199,6 +270,7 @@ def run_one(
         peak_rss,
         resumed,
         drained,
+        peaks if spool else {},
     )
 
 
@@ -223,6 +295,13 @@ def _print(r: Result, budget_kib: int) -> None:
         f"  read back {r.read_back:,} (= delivered: {'yes' if r.read_back == r.delivered else 'NO'}); "
         f"delivered + discarded = sent: {'yes' if ok else 'NO: LOST'}"
     )
+    if r.spool:
+        s = r.spool
+        print(
+            f"  spool: peak held on disk only {s['held_on_disk']:,} messages (spool {s['spool_bytes'] / MiB:.1f} MiB);"
+            f" read back by number: {s['distinct']:,} of {r.sent:,} sent, {s['duplicates']:,} duplicates,"
+            f" {s['out_of_order']} partitions out of order"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--outages", default="10,30", help="comma-separated outage lengths in seconds")
     p.add_argument("--budget-kib", type=int, default=65536, help="--msg_buffer_max of the daemon (KiB)")
     p.add_argument("--quick", action="store_true", help="5,000 msgs/s, one 2 s outage")
+    p.add_argument("--spool", action="store_true", help="run the daemon with the durable spool (--spool_dir)")
+    p.add_argument("--spool-max-mib", type=int, default=0, help="--spool: its --spool_max_bytes, MiB (default 1 GiB)")
     a = p.parse_args(argv)
     if a.quick:
         a.rate, a.outages = 5000, "2"
@@ -238,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"outage bench: {a.rate:,} x {VALUE_SIZE}-byte AnyPartition datagrams/s, {BEFORE_S:g} s before and"
         f" {AFTER_S:g} s after each outage, --msg_buffer_max {a.budget_kib:,} KiB, {PARTITIONS} partitions"
+        f"{', spool on' if a.spool else ''}{f' (max {a.spool_max_mib} MiB)' if a.spool and a.spool_max_mib else ''}"
     )
     failed = False
     with tempfile.TemporaryDirectory(prefix="outage-bench-") as tmp:
@@ -247,9 +329,10 @@ def main(argv: list[str] | None = None) -> int:
             gate.open()
             try:
                 for n, outage in enumerate(outages):
-                    r = run_one(outage, a.rate, a.budget_kib, gate, tansu, Path(tmp), n)
+                    r = run_one(outage, a.rate, a.budget_kib, gate, tansu, Path(tmp), n, a.spool, a.spool_max_mib)
                     _print(r, a.budget_kib)
                     failed |= r.read_back != r.delivered or r.delivered + r.discarded != r.sent
+                    failed |= bool(r.spool) and r.spool["distinct"] != r.delivered
             finally:
                 gate.close()
     return 1 if failed else 0

@@ -12,6 +12,11 @@ those over 1 ms (how long the event loop would stall), fsyncs and their latency;
 with segments deleted as they complete. The "(inline)" row syncs on the timer in the caller's thread instead of
 the sync thread, for comparison.
 
+``--path``: the daemon's own spool work in-process, without the sockets, the router or a broker: the datagram
+intake's burst path (parse, append, budget) fed bursts of 256 datagrams, and the outcomes marking delivered batches
+of 256 done, with the spool off and on, alternating: CPU µs per message and the difference (what the spool adds to
+the event loop per message, without the noise of the processes around it).
+
 ``--daemon``: the ``bruce`` daemon end to end (bench/proxy_bench.py's run: 2 sender processes, the ``plain``
 configuration, tansu, every message read back) without the spool, then with ``--spool_dir`` (fsync_ms 100), in
 the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no spool.
@@ -19,6 +24,8 @@ the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no s
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part
     .venv/bin/python bench/spool_bench.py --daemon --messages 500000   # the daemon with and without the spool
+    .venv/bin/python bench/spool_bench.py --daemon --rounds 3           # alternating three times: the medians
+    .venv/bin/python bench/spool_bench.py --path          # the spool's work in the event loop, per message
     .venv/bin/python bench/spool_bench.py --quick         # a short run: checks that it runs
 """
 
@@ -128,8 +135,10 @@ def writer(quick: bool, directory: Path | None) -> None:
                 )
 
 
-def daemon(messages: int, directory: Path | None) -> None:
-    """The daemon without and with the spool, one after the other in this run (see the module docstring)."""
+def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
+    """The daemon without and with the spool, alternating, ``rounds`` times in this run (see the module docstring)."""
+    import statistics
+
     import proxy_bench
 
     from bruce.proxy.embedded import EmbeddedBroker
@@ -137,39 +146,107 @@ def daemon(messages: int, directory: Path | None) -> None:
     print(f"\ndaemon: {messages:,} x 100 B from 2 senders, plain configuration, without and with the spool")
     with tempfile.TemporaryDirectory(prefix="spool-daemon-", dir=directory) as tmp, EmbeddedBroker() as broker:
         work = Path(tmp)
-        runs = []
-        for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / "spool")))):
-            r = proxy_bench.run_one(
-                "plain", broker, messages, 2, 262144, work, warmup=1000, blocking=True, extra_args=extra, label=label
-            )
-            lost = r.sent - r.read_back - r.discarded
+        rates, cpus = [], []
+        for n in range(rounds):
+            runs = []
+            for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / f"spool-{n}")))):
+                r = proxy_bench.run_one(
+                    "plain",
+                    broker,
+                    messages,
+                    2,
+                    262144,
+                    work,
+                    warmup=1000,
+                    blocking=True,
+                    extra_args=extra,
+                    label=label,
+                )
+                lost = r.sent - r.read_back - r.discarded
+                print(
+                    f"  spool {label:3}  {r.rate:>9,.0f} msgs/s  daemon CPU {r.cpu_us:.2f} µs/msg "
+                    f"(loop {r.loop_cpu_us:.2f}, reader {r.reader_cpu_us:.2f})  read back {r.read_back:,}  lost {lost}"
+                )
+                runs.append(r)
+            off, on = runs
+            rates.append(on.rate / off.rate)
+            cpus.append(on.cpu_us - off.cpu_us)
             print(
-                f"  spool {label:3}  {r.rate:>9,.0f} msgs/s  daemon CPU {r.cpu_us:.2f} µs/msg "
-                f"(loop {r.loop_cpu_us:.2f}, reader {r.reader_cpu_us:.2f})  read back {r.read_back:,}  lost {lost}"
+                f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x"
+                f" (+{on.cpu_us - off.cpu_us:.2f} µs)"
             )
-            runs.append(r)
-        off, on = runs
-        print(f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x")
-        left = sorted((work / "spool").glob("*.seg*"))
-        print(f"  spool files left after the clean stop: {len(left)}")
+            left = sorted((work / f"spool-{n}").glob("*.seg*"))
+            print(f"  spool files left after the clean stop: {len(left)}")
+        if rounds > 1:
+            print(
+                f"  median of {rounds} rounds: rate {statistics.median(rates):.2f}x,"
+                f" CPU +{statistics.median(cpus):.2f} µs per message"
+            )
+
+
+def path(quick: bool, directory: Path | None) -> None:
+    """The intake's burst path and the done marking, spool off and on, alternating (see the module docstring)."""
+    from bruce.producer.counters import Counters
+    from bruce.proxy.budget import MessageBudget
+    from bruce.proxy.discards import DiscardTracker
+    from bruce.proxy.intake import DatagramIntake
+    from bruce.proxy.outcomes import Outcomes
+
+    burst, total = 256, 20_000 if quick else 400_000
+    stamp = 1_700_000_000_000
+    datagrams = [build_any_partition("topic-0001", b"%08d" % i + VALUE[8:], timestamp=stamp) for i in range(burst)]
+
+    def one(spool_dir: Path | None) -> float:
+        counters = Counters()
+        budget = MessageBudget(10**12, counters=counters)
+        outcomes = Outcomes(budget, DiscardTracker(interval_s=600, log_discards=False, counters=counters))
+        batch: list = []
+        outcomes.on_message = batch.append
+        intake = DatagramIntake("/nonexistent/b.sock", sink=outcomes, budget=budget, counters=counters, reader="loop")
+        spool = Spool.open(SpoolConfig(spool_dir)) if spool_dir is not None else None
+        outcomes.spool = intake.spool = spool
+        start = own_cpu_s()
+        for _ in range(total // burst):
+            intake.feed(datagrams, 1.0)
+            outcomes.delivered("topic-0001", 0, 0, batch)
+            batch.clear()
+            if spool is not None:
+                spool.tick()
+        cpu = own_cpu_s() - start
+        if spool is not None:
+            spool.close()
+        return cpu / total * 1e6
+
+    print(f"\npath: the intake's burst path and the done marking in-process, bursts of {burst} x 100 B")
+    with tempfile.TemporaryDirectory(prefix="spool-path-", dir=directory) as tmp:
+        diffs = []
+        for n in range(1 if quick else 3):
+            off, on = one(None), one(Path(tmp) / f"s{n}")
+            diffs.append(on - off)
+            print(f"  spool off {off:.2f} µs/msg CPU, on {on:.2f} µs/msg CPU: +{on - off:.2f} µs per message")
+        print(f"  median: +{sorted(diffs)[len(diffs) // 2]:.2f} µs per message")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--codec", action="store_true", help="only the codec")
     parser.add_argument("--writer", action="store_true", help="only the writer")
+    parser.add_argument("--path", action="store_true", help="only the spool's work in the event loop's path")
     parser.add_argument("--daemon", action="store_true", help="only the daemon with and without the spool")
     parser.add_argument("--messages", type=int, default=500_000, help="--daemon: messages per run")
+    parser.add_argument("--rounds", type=int, default=1, help="--daemon: alternate without and with this many times")
     parser.add_argument("--dir", type=Path, help="where the writer's temporary spool goes (default: the temp dir)")
     parser.add_argument("--quick", action="store_true", help="a short run")
     args = parser.parse_args()
-    both = not args.codec and not args.writer and not args.daemon
+    both = not args.codec and not args.writer and not args.daemon and not args.path
     if args.codec or both:
         codec(args.quick)
     if args.writer or both:
         writer(args.quick, args.dir)
+    if args.path or both:
+        path(args.quick, args.dir)
     if args.daemon:
-        daemon(20_000 if args.quick else args.messages, args.dir)
+        daemon(20_000 if args.quick else args.messages, args.dir, args.rounds)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,10 @@ Rules:
 - The durable spool (``--spool_dir``, :mod:`bruce.proxy.spooling`): opened first in :meth:`Daemon.run` (another
   daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
-  SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last.
+  SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last. What
+  the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
+  stop too, after the inputs are drained, until the deadline); what is left then, or after a failure, is settled as
+  SERVER_SHUTDOWN: it stays in the spool.
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """
@@ -71,7 +74,7 @@ from .ratelimit import RateLimiter
 from .router import Router, message_overhead
 from .socket_path import default_socket_path
 from .spool import Spool
-from .spooling import Replay, SpoolStatus, spool_config
+from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
 
@@ -167,6 +170,7 @@ class Daemon:
         self.spool_config = spool_config(options)
         self.spool: Spool | None = None  # opened by run()
         self._replay: Replay | None = None
+        self._backlog: DiskBacklog | None = None  # routes what the inputs hold on disk only
         outcomes.add_input(lambda: 0 if self._replay is None else self._replay.received)
         spool_status = SpoolStatus(lambda: self.spool)
         self.status_source = DaemonStatus(
@@ -287,10 +291,13 @@ class Daemon:
                 group.create_task(self.plog.serve(), name="bruce-plog")
                 timers = group.create_task(self._timers(), name="bruce-timers")
                 first = group.create_task(self._first_metadata(), name="bruce-first-metadata")
+                tasks = [timers, first]
+                if self._backlog is not None:
+                    tasks.append(group.create_task(self._backlog.run(), name="bruce-spool-backlog"))
                 self.ready.set()
                 await self._stop.wait()
                 await self._shutdown(loop_time=asyncio.get_running_loop().time)
-                for task in (timers, first, *self._creations):
+                for task in (*tasks, *self._creations):
                     task.cancel()
         except asyncio.CancelledError as cancelled:
             # A producer task crashed (its group cancels this task), or this task was cancelled: the producer's
@@ -320,6 +327,7 @@ class Daemon:
         self.spool = spool = Spool.open(self.spool_config)  # SpoolLocked: another daemon has it
         self.outcomes.spool = self.intake.spool = spool
         self._replay = Replay(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        self._backlog = DiskBacklog(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
 
     def _close_spool(self) -> None:
@@ -418,6 +426,9 @@ class Daemon:
         drained = await self.intake.drain()  # 2. what the kernel still holds
         log.info("read %d datagrams still queued at shutdown", drained)
         await self.plog.stop()  # (the plog listeners: stop, read what is queued, then refuse)
+        if self._backlog is not None and self._backlog.cursor.held:  # (held on disk only: routed as room comes)
+            await self._until(self._backlog.caught_up(), deadline, loop_time)
+        self._settle_on_disk()  # (what is still on disk only stays in the spool for the next start)
         router = self.router  # 3. flush: messages waiting for the first metadata or for their topic's creation
         held = router.held + self.batcher.held + self.producer.held
         if held:
@@ -478,8 +489,14 @@ class Daemon:
         whose shutdown discards what it cannot deliver (see :meth:`_submit`)."""
         self.intake.stop_accepting()
         self.plog.refuse()
+        self._settle_on_disk()
         self.router.discard_held(DiscardReason.SERVER_SHUTDOWN)
         self.batcher.flush_all()
+
+    def _settle_on_disk(self) -> None:
+        """Messages held on disk only are discarded as SERVER_SHUTDOWN, not marked done: the next start replays them."""
+        if self._backlog is not None:
+            self._backlog.settle()
 
     async def _close_local(self) -> None:
         """Close what is the daemon's own: the sockets, the status server, the debug files, the discard log."""

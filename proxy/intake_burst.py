@@ -26,7 +26,8 @@ Rules:
   :meth:`IntakeBursts._admit_in_order`): each burst's valid messages are appended to it in one call after parsing and
   before the budget sees them; each gets its sequence (``spool_seq``). A burst the spool refuses (full, with the
   discard policy) is discarded as SPOOL_FULL; one it does not hold (full with the memory policy, degraded) goes on
-  memory-only. A spooled message discarded here (NO_MEM) is marked done in the spool.
+  memory-only. A spooled message that finds no room in the budget (or arrives while others are) is held on disk
+  only (``spool.cursor.hold``: :mod:`bruce.proxy.spooling` routes it later) instead of NO_MEM.
 - The sink failing (an exception from it) is raised to the caller (``serve()`` raises it). The datagrams of the burst
   after the one the sink failed on still get a fate: their discards are reported as they are, their messages
   discarded as SERVER_SHUTDOWN (the daemon is stopping); the one the sink failed on holds its reservation (its fate is
@@ -111,7 +112,7 @@ class IntakeBursts:
                         charges += msg.charge
                         append(msg)
                         if spool is not None:
-                            spooled.append(SpoolMessage(raw_topic, None, key, value, timestamp))
+                            spooled.append((raw_topic, None, key, value, timestamp))  # a SpoolMessage's fields
                         continue
             if len(data) > max_size:
                 unparsed.append((len(messages), DiscardReason.LONG_MSG, None, "InputAgentDiscardMsgTooLong", data))
@@ -130,13 +131,18 @@ class IntakeBursts:
             charges += msg.charge
             append(msg)
             if spool is not None:
-                spooled.append(SpoolMessage(raw_topic, partition_key, key, value, timestamp))
+                spooled.append((raw_topic, partition_key, key, value, timestamp))
         self.wakeups += 1
         self.datagrams += len(messages) + len(unparsed)
         refused = None
         if spooled:
             refused = self._spool(spool, spooled, messages)  # type: ignore[arg-type]
-        if refused is not None or unparsed or not self.budget.try_reserve_many(charges, len(messages)):
+        if (
+            refused is not None
+            or unparsed
+            or (spool is not None and spool.cursor.start is not None)  # behind: held on disk only, in order
+            or not self.budget.try_reserve_many(charges, len(messages))
+        ):
             return self._admit_in_order(messages, unparsed, refused)
         self._count_created(len(messages))
         deliver = self.sink.on_message
@@ -181,22 +187,27 @@ class IntakeBursts:
         (``refused``: every message is discarded for that reason)."""
         reserve = self.budget.try_reserve
         sink = self.sink
-        spool = self.spool
-        created = handed = reported = 0  # messages created; messages and discards given their fate
+        cursor = self.spool.cursor if self.spool is not None else None
+        created = handed = reported = on_disk = 0  # messages created, held on disk only; fates given
         try:
             for position in [*(u[0] for u in unparsed), len(messages)]:
                 for msg in messages[handed:position]:
                     handed += 1
                     if refused is not None:
                         sink.on_discard(refused, msg.topic, msg.key, msg.value, msg.timestamp)
-                    elif reserve(msg.charge):
+                    elif (
+                        cursor is not None
+                        and msg.spool_seq >= 0
+                        and (cursor.start is not None or not reserve(msg.charge))
+                    ):
+                        on_disk += 1  # no room, or others are on disk: held there only (bruce.proxy.spooling)
+                        cursor.hold(msg.spool_seq)
+                    elif msg.spool_seq >= 0 or reserve(msg.charge):  # a spooled one here is reserved already
                         created += 1
                         sink.on_message(msg)
                     else:
                         self.counters.inc("InputAgentDiscardMsgNoMem")
                         sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
-                        if spool is not None and msg.spool_seq >= 0:
-                            spool.done_run(msg.spool_seq, 1)
                 if reported < len(unparsed):
                     _, reason, detail, counter, data = unparsed[reported]
                     reported += 1
@@ -210,6 +221,8 @@ class IntakeBursts:
             raise
         finally:
             self._count_created(created)
+            if on_disk:
+                self.counters.inc("InputAgentGotOkMsg", on_disk)
         return created
 
     def _discard_unrouted(self, messages: list[Message]) -> None:

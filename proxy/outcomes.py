@@ -11,10 +11,11 @@ Rules:
   ``msg_got_ack``.
 - The accounting invariant (DESIGN principle 5) — ``received = delivered + discarded + in flight`` — holds whenever
   the event loop is between callbacks: ``received`` is what the inputs read (:meth:`Outcomes.add_input`),
-  ``in flight`` is what holds a budget reservation. :meth:`Outcomes.snapshot` reads the four numbers together;
+  ``in flight`` is what holds a budget reservation plus what the inputs hold on disk only (the spool's cursor:
+  ``SpoolHeldOnDisk``). :meth:`Outcomes.snapshot` reads the four numbers together;
   :class:`AccountingCounters` shows the totals on ``/counters`` and ``/metrics`` (``MsgReceived``, ``MsgDelivered``,
   ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
-  ``MsgCreate - MsgDestroy`` beside them (and the ``MsgInFlight`` gauge).
+  ``MsgCreate - MsgDestroy`` (plus ``SpoolHeldOnDisk``) beside them (and the ``MsgInFlight`` gauge).
 - With the durable spool (``spool``), every fate marks the message done there (its ``spool_seq``), so the spool
   can delete the segment — except SERVER_SHUTDOWN: those messages stay in the spool for the next start.
 - ``on_message`` is the router's ``route`` itself (set by the daemon), so a valid message costs no extra call here.
@@ -47,7 +48,7 @@ class Accounting:
     received: int  # datagrams and messages read by every input
     delivered: int  # acknowledged by a broker (or written, with acks=0)
     discarded: int  # discarded with a reason, at any stage
-    in_flight: int  # holding a budget reservation: routing, batching, sending, awaiting an ACK
+    in_flight: int  # holding a budget reservation (routing, batching, sending, awaiting an ACK) or held on disk only
 
     @property
     def balanced(self) -> bool:
@@ -135,8 +136,18 @@ class Outcomes:
             self._done(messages)
 
     def _done(self, messages: Sequence[Message]) -> None:
-        """Mark the spooled ones among ``messages`` done in the spool."""
-        sequences = [s for s in (m.spool_seq for m in messages) if s >= 0]  # type: ignore[attr-defined]
+        """Mark the spooled ones among ``messages`` done in the spool: a batch of consecutive sequences (one topic's
+        bursts) as one run, a bitmap byte at a time; any other batch one sequence at a time."""
+        sequences = [m.spool_seq for m in messages]  # type: ignore[attr-defined]
+        first = sequences[0] if sequences else -1
+        if (
+            first >= 0
+            and sequences[-1] - first == len(sequences) - 1
+            and sequences == list(range(first, first + len(sequences)))
+        ):
+            self.spool.done_run(first, len(sequences))  # type: ignore[union-attr]
+            return
+        sequences = [s for s in sequences if s >= 0]
         if sequences:
             self.spool.done_many(sequences)  # type: ignore[union-attr]
 
@@ -151,9 +162,15 @@ class Outcomes:
     def received_total(self) -> int:
         return sum(received() for received in self._inputs)
 
+    @property
+    def in_flight(self) -> int:
+        """Messages held in memory (a budget reservation each) or, with the spool, on disk only."""
+        spool = self.spool
+        return self.budget.held + (spool.cursor.held if spool is not None else 0)
+
     def snapshot(self) -> Accounting:
         """The four accounting numbers, read together."""
-        return Accounting(self.received_total, self.delivered_total, self.discarded_total, self.budget.held)
+        return Accounting(self.received_total, self.delivered_total, self.discarded_total, self.in_flight)
 
 
 class AccountingCounters:

@@ -11,6 +11,16 @@ Rules:
   message; when the budget is full, replay waits for room (it pulls the spool's iterator one burst at a time), so a
   spool larger than memory replays at the brokers' pace. A stop request ends replay: what was not handed out stays in
   the spool. A damaged record is counted as received and discarded as SPOOL_CORRUPT (the spool logs file and offset).
+- :class:`DiskBacklog` routes what the inputs hold on disk only (the spool's cursor, :mod:`bruce.proxy.spool.cursor`):
+  an input that has no room in the budget for a spooled message keeps no copy of it (``spool.cursor.hold``) instead
+  of discarding it NO_MEM, and once anything is held so, every later spooled message is held too until the cursor
+  caught up (arrival order). :meth:`DiskBacklog.run` reads them back in order and hands each to the router when the
+  budget has room (waiting for a release otherwise), counted as created (``MsgCreate``) but not again as received.
+  They are in flight meanwhile (:attr:`Outcomes.in_flight`). A record the cursor cannot read is discarded as
+  SPOOL_CORRUPT; one larger than the whole budget (it can never fit) as NO_MEM, as the intake would have. At a
+  stop the daemon waits (within its shutdown deadline) until :meth:`DiskBacklog.caught_up`; then
+  :meth:`DiskBacklog.settle` reads what is left and discards it as SERVER_SHUTDOWN: not marked done, it stays in the
+  spool for the next start.
 - :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
   ``/metrics``.
 """
@@ -18,6 +28,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +47,8 @@ from .status.source import Gauge
 log = logging.getLogger("bruce.spool")
 
 ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
+BACKLOG_BURST = 256  # records the disk backlog routes before it lets the loop run
+BACKLOG_ROOM_WAIT_S = 0.05  # the disk backlog waits for a release this long at most before it tries again
 GAUGES = {
     "SpoolBytes": "Bytes of the spool's segment files.",
     "SpoolSegments": "The spool's segment files.",
@@ -43,6 +56,7 @@ GAUGES = {
     "SpoolOldestMs": "Age of the oldest segment still holding an undelivered message, ms.",
     "SpoolFsyncLastUs": "The last spool sync's duration, microseconds.",
     "SpoolFsyncMaxUs": "The longest spool sync's duration, microseconds.",
+    "SpoolHeldOnDisk": "Messages held on disk only (no room in the memory budget): read back in order when there is.",
     "SpoolDegraded": "1 after a spool disk error: memory-only until restart (the log says why).",
 }
 
@@ -108,6 +122,108 @@ class Replay:
         if handed:
             log.info("replayed %d messages from the spool (possible duplicates)", handed)
         return handed
+
+
+class DiskBacklog:
+    """Routes the records held on disk only (see the module rules); ``run`` is a task of the daemon."""
+
+    def __init__(self, spool: Spool, *, budget: MessageBudget, outcomes: Outcomes, counters: Counters) -> None:
+        self.spool = spool
+        self.cursor = spool.cursor
+        self.budget = budget
+        self.outcomes = outcomes
+        self.counters = counters
+        self.routed = 0
+        self._topics: dict[bytes, str] = {}
+        self._wake = asyncio.Event()
+        self._room = asyncio.Event()
+        self.cursor.on_behind = self._wake.set
+        self.cursor.on_lost = self._on_lost
+
+    def _on_lost(self, count: int) -> None:
+        for _ in range(count):
+            self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)  # type: ignore[arg-type]
+
+    def _topic(self, raw: bytes) -> str:
+        topic = self._topics.get(raw)
+        if topic is None:
+            if len(self._topics) >= 4096:
+                self._topics.clear()
+            topic = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
+        return topic
+
+    async def run(self) -> None:
+        """Route the records held on disk only as the budget makes room, in order; runs until cancelled."""
+        cursor = self.cursor
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while cursor.start is not None:
+                if self.route_some(BACKLOG_BURST):
+                    await asyncio.sleep(0)  # let deliveries, the intake and the status pages run
+                else:
+                    await self._until_room()
+
+    async def _until_room(self) -> None:
+        """Wait for a release down to the budget's resume level (at most BACKLOG_ROOM_WAIT_S), or, when usage is
+        there already and the next message still does not fit, a short while."""
+        self._room.clear()
+        self.budget.notify_when_free(self._room.set)
+        if self._room.is_set():
+            await asyncio.sleep(ROOM_WAIT_S)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._room.wait(), BACKLOG_ROOM_WAIT_S)
+        self.budget.cancel_notify(self._room.set)
+
+    async def caught_up(self) -> None:
+        """Until nothing is held on disk only (:meth:`run` reads it back meanwhile, as room comes)."""
+        while self.cursor.start is not None:
+            await asyncio.sleep(BACKLOG_ROOM_WAIT_S)
+
+    def route_some(self, limit: int) -> bool:
+        """Hand up to ``limit`` records to the router; False when the budget had no room for the next one."""
+        cursor, reserve, route = self.cursor, self.budget.try_reserve, self.outcomes.on_message
+        now = time.monotonic()
+        created = 0
+        try:
+            for _ in range(limit):
+                record = cursor.peek()
+                if record is None:
+                    break
+                msg = Message(
+                    self._topic(record.topic), record.key, record.value, record.timestamp, record.partition_key, now
+                )
+                if not reserve(msg.charge):
+                    if msg.charge <= self.budget.capacity:
+                        return False
+                    cursor.take()  # larger than the whole budget: it can never fit (NO_MEM, as at intake)
+                    self.spool.done_run(record.sequence, 1)
+                    self.outcomes.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)  # type: ignore[arg-type]
+                    continue
+                msg.spool_seq = record.sequence
+                cursor.take()
+                created += 1
+                route(msg)
+        finally:
+            if created:
+                self.routed += created
+                self.counters.inc("MsgCreate", created)
+        return True
+
+    def settle(self) -> int:
+        """At a stop: discard what is still held on disk only as SERVER_SHUTDOWN (it stays in the spool for the next
+        start); returns how many."""
+        cursor, discard = self.cursor, self.outcomes.on_discard
+        settled = 0
+        while (record := cursor.peek()) is not None:
+            cursor.take()
+            settled += 1
+            topic = self._topic(record.topic)
+            discard(DiscardReason.SERVER_SHUTDOWN, topic, record.key, record.value, record.timestamp)  # type: ignore[arg-type]
+        if settled:
+            log.warning("%d messages held on disk only stay in the spool for the next start", settled)
+        return settled
 
 
 class SpoolStatus:

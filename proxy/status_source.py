@@ -102,7 +102,7 @@ class DaemonStatus:
         budget = self._outcomes.budget
         producer = self._producer
         return [
-            Gauge("MsgInFlight", "Messages received and not yet delivered or discarded.", budget.held),
+            Gauge("MsgInFlight", "Messages received and not yet delivered or discarded.", self._outcomes.in_flight),
             Gauge("MsgBufferUsedBytes", "Bytes of the message budget held by messages in flight.", budget.used),
             Gauge("MsgBufferCapacityBytes", "The message budget (--msg_buffer_max), in bytes.", budget.capacity),
             Gauge("MsgBufferHighWaterBytes", "The most bytes of the budget ever held at once.", budget.high_water),

@@ -7,7 +7,8 @@ Rules:
   ``MsgCreate`` and goes to ``outcomes.on_message`` (the router). A message that does not fit is discarded as
   NO_MEM through ``outcomes.on_discard``. The timestamp is the receive time (plog's producer stamps records on send);
   a message without ``pk:`` has a null key, as in plog. With the durable spool (``outcomes.spool``) each message is
-  appended before it is routed, as the datagram intake's bursts are (SPOOL_FULL when the full spool discards).
+  appended before it is routed, as the datagram intake's bursts are (SPOOL_FULL when the full spool discards), and
+  held on disk only when the budget has no room (or others are held so), as the intake does.
 - :meth:`PlogInputs.reject` settles what a listener dropped itself: MALFORMED and LONG_MSG as unparsed input
   (``outcomes.on_unparsed``: count and recent prefixes on ``/discards``), BAD_TOPIC with its topic.
 - Accounting: ``received`` counts every submitted and rejected message; the daemon registers it with
@@ -159,10 +160,11 @@ class PlogInputs:
                 return False
             if seq < 0:
                 msg.spool_seq = -1
-        if not self.budget.try_reserve(msg.charge):
+            elif spool.cursor.start is not None or not self.budget.try_reserve(msg.charge):
+                spool.cursor.hold(seq)  # held on disk only, routed in order later (bruce.proxy.spooling)
+                return True
+        if msg.spool_seq < 0 and not self.budget.try_reserve(msg.charge):  # (a spooled one is reserved already)
             self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
-            if spool is not None and msg.spool_seq >= 0:
-                spool.done_run(msg.spool_seq, 1)
             return False
         self.counters.inc("MsgCreate")
         self.outcomes.on_message(msg)

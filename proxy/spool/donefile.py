@@ -1,5 +1,5 @@
-"""Done files: ``<segment>.done`` holds a segment's done bitmap, written at a clean close, so the next start replays
-only what was not done (docs/spool.md "Done files").
+"""Done files: ``<segment>.done`` holds a segment's done bitmap, written periodically and at a clean close, so the
+next start replays only what was not done (docs/spool.md "Done files").
 
 Rules:
 - A done file is only ever a snapshot of the done set, which only grows: applied to its own segment it can never
@@ -7,7 +7,10 @@ Rules:
   the segment's (valid) header; any other done file, and one of a segment that is gone, is deleted at open.
 - Written to ``<name>.done.tmp``, synced, renamed over ``<name>.done``, then the directory is synced. Deleted
   *before* its segment. A failure to write one is logged: that segment is replayed whole (duplicates, never losses).
-- The files are small (one bit per message) and touched only at open and close, so they go through the construct
+  The periodic save (the spool's ``tick``, every ``done_every_ms``) writes only the segments whose done set grew,
+  and does not sync: a process crash keeps them (page cache); after a power loss one may be missing or damaged,
+  which only means more of its segment is replayed (a damaged one fails its CRC and is ignored).
+- The files are small (one bit per message) and written at most once per period, so they go through the construct
   spec :data:`~.format.DONE_FILE` directly.
 """
 
@@ -57,11 +60,18 @@ def load_done(directory: Path, name: str, base: int, header: SegmentHeader | Non
     return b""
 
 
-def write_done_files(directory: Path, segments: Iterable[Segment], fdatasync: Callable[[int], None]) -> None:
-    """A done file for each segment partly done (see the module rules)."""
+def write_done_files(
+    directory: Path, segments: Iterable[Segment], fdatasync: Callable[[int], None] | None, *, changed_only: bool = False
+) -> bool:
+    """A done file for each segment partly done (see the module rules); with ``changed_only``, only for those whose
+    done set grew since their done file was written. ``fdatasync`` None: not synced (the periodic save). False if
+    a write failed."""
     written = False
+    ok = True
     for segment in segments:
         if segment.awaiting_replay or not segment.pending or segment.pending == segment.size:
+            continue
+        if changed_only and segment.saved == segment.pending:
             continue
         path = directory / (segment.name + DONE_SUFFIX)
         temporary = path.with_name(path.name + ".tmp")
@@ -69,15 +79,19 @@ def write_done_files(directory: Path, segments: Iterable[Segment], fdatasync: Ca
             with open(temporary, "wb") as f:
                 f.write(encode_done(DoneBitmap(segment.base, segment.created_ms, bytes(segment.done))))
                 f.flush()
-                fdatasync(f.fileno())
+                if fdatasync is not None:
+                    fdatasync(f.fileno())
             os.replace(temporary, path)
+            segment.saved = segment.pending
             written = True
         except OSError as e:
             log.error("spool: cannot write %s (%s); the segment will be replayed whole", path, e)
+            ok = False
             break
-    if written:
+    if written and fdatasync is not None:
         with contextlib.suppress(OSError):
             sync_directory(directory)
+    return ok
 
 
 def sync_directory(directory: Path) -> None:

@@ -37,7 +37,16 @@ from .format import (
     parse_header,
 )
 
-__all__ = ["Corrupt", "SegmentHead", "SegmentScan", "TornTail", "read_head", "scan_segment", "walk_segment"]
+__all__ = [
+    "Corrupt",
+    "SegmentHead",
+    "SegmentScan",
+    "TornTail",
+    "read_head",
+    "resync",
+    "scan_segment",
+    "walk_segment",
+]
 
 _LENGTH = struct.Struct(">I")
 _PROBE = struct.Struct(">IIQ")  # length, CRC, sequence: the first 16 bytes of a frame
@@ -77,7 +86,7 @@ class SegmentScan(NamedTuple):
     unreadable: str | None  # why the whole segment cannot be read (a newer format version)
 
 
-def _resync(data: bytes | memoryview, bad: int, last_seq: int) -> SpoolRecord | None:
+def resync(data: bytes | memoryview, bad: int, last_seq: int) -> SpoolRecord | None:
     """The first valid frame after ``bad`` whose sequence fits the skipped bytes, or None."""
     end = len(data)
     probe = _PROBE.unpack_from
@@ -122,7 +131,7 @@ def walk_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> Ite
             pos += found.size
             continue
         detail = found.detail if isinstance(found, FrameError) else f"sequence {found.sequence} not above {last_seq}"
-        following = _resync(data, pos, last_seq)
+        following = resync(data, pos, last_seq)
         if following is not None:
             yield Corrupt(pos, following.sequence - last_seq - 1, detail)
             pos = following.offset

@@ -26,7 +26,8 @@ Rules:
 - :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
   stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, deletes the
   active segment when all of it is done, and writes a done file (:mod:`.donefile`) for each segment partly done; a
-  clean shutdown after full delivery leaves no segment files.
+  clean shutdown after full delivery leaves no segment files. :meth:`Spool.tick` also writes the done files of the
+  segments whose done set grew, every ``done_every_ms`` (unsynced), which bounds what a crash replays again.
 - For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
   other thread is the sync thread, which touches nothing but its own descriptor.
 """
@@ -46,6 +47,7 @@ from pathlib import Path
 
 from bruce.wire.errors import UsageError
 
+from .cursor import Cursor
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
 from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
 from .lock import acquire
@@ -78,9 +80,16 @@ class SpoolConfig:
     max_bytes: int = 1024 * 1024 * 1024
     full_policy: FullPolicy = FullPolicy.MEMORY
     replay_burst: int = 1024  # records per burst handed out by replay()
+    done_every_ms: int = 1000  # tick() saves the done bitmaps of partly done segments this often (0: at close only)
 
     def __post_init__(self) -> None:
-        if self.segment_bytes <= HEADER_SIZE or self.max_bytes <= 0 or self.fsync_ms < 0 or self.replay_burst <= 0:
+        if (
+            self.segment_bytes <= HEADER_SIZE
+            or self.max_bytes <= 0
+            or self.fsync_ms < 0
+            or self.replay_burst <= 0
+            or self.done_every_ms < 0
+        ):
             raise UsageError(f"invalid spool settings: {self}")
 
 
@@ -110,6 +119,8 @@ class Spool:
         self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
         self._dirty = False
         self._last_sync = time.monotonic()
+        self._next_done_save = self._last_sync + config.done_every_ms / 1000
+        self._saving_done = config.done_every_ms > 0  # off after a failed write (logged once)
         self._unlink_failed = False
         self.next_sequence = 0
         self.degraded: str | None = None
@@ -123,6 +134,8 @@ class Spool:
         self.full = 0
         self.syncer = Syncer()  # its fdatasync is replaceable, to inject failures
         self._write = os.write  # replaceable, to inject failures
+        self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
+        self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
 
     # -------------------------------------------------------------------------------------------------- opening
 
@@ -283,6 +296,7 @@ class Spool:
         first = self.next_sequence
         self.next_sequence += n
         self._tracker.append_run(active, first, n)
+        self.last_burst = (first, active.nbytes)
         active.nbytes += len(data)
         self._bytes += len(data)
         self.appended += n
@@ -344,17 +358,21 @@ class Spool:
     def tick(self, now: float | None = None) -> None:
         """The caller's timer (every few ms; ``now`` in ``time.monotonic()`` seconds): once ``fsync_ms`` has passed
         since the last sync began, sync what was written — in the sync thread, so the caller never waits for the
-        disk. At most one sync runs."""
+        disk. At most one sync runs. Every ``done_every_ms``, the done files of segments whose done set grew are
+        written (not synced), so a crash replays only what was not done a moment before."""
+        now = time.monotonic() if now is None else now
         try:
             self.syncer.reap()
-            if self._dirty and self._fd is not None and not self.syncer.busy:
-                now = time.monotonic() if now is None else now
-                if now >= self._last_sync + self.config.fsync_ms / 1000:
-                    self.syncer.start(self._fd)
-                    self._dirty = False
-                    self._last_sync = now
+            due = now >= self._last_sync + self.config.fsync_ms / 1000
+            if due and self._dirty and self._fd is not None and not self.syncer.busy:
+                self.syncer.start(self._fd)
+                self._dirty = False
+                self._last_sync = now
         except OSError as e:
             self._degrade(e, f"syncing {self.directory}")
+        if self._saving_done and now >= self._next_done_save and self.degraded is None:
+            self._next_done_save = now + self.config.done_every_ms / 1000
+            self._saving_done = write_done_files(self.directory, self._tracker, None, changed_only=True)
 
     def _sync(self) -> None:
         if self._fd is None:
@@ -389,6 +407,10 @@ class Spool:
         """``count`` consecutive sequences from ``first`` done (a burst, or a run of one)."""
         self._unlink(self._tracker.done_run(first, count))
 
+    def segment_of(self, seq: int) -> Segment | None:
+        """The tracked segment holding ``seq`` (for the cursor)."""
+        return self._tracker.find(seq)
+
     def _unlink(self, segments: list[Segment]) -> None:
         for segment in segments:
             try:
@@ -407,6 +429,7 @@ class Spool:
 
     def close(self) -> None:
         """Sync, delete the active segment if all of it is done, and release the lock. Idempotent."""
+        self.cursor.close()
         try:
             self.syncer.close(CLOSE_SYNC_WAIT_S)
         except OSError as e:
@@ -464,6 +487,8 @@ class Spool:
             "SpoolFull": self.full,
             "SpoolNotSpooled": self.not_spooled,
             "SpoolPending": self.pending,
+            "SpoolHeldOnDisk": self.cursor.held,
+            "SpoolDiskOnly": self.cursor.held_total,
             "SpoolOldestMs": self.oldest_age_ms(),
             "SpoolFsyncs": self.syncer.fsyncs,
             "SpoolFsyncLastUs": self.syncer.last_us,

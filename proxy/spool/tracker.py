@@ -12,7 +12,7 @@ Rules:
   unlinks their files. Records skipped as corrupt (or done before a clean close) in a replayed segment are never
   pending. :meth:`Tracker.done_run` marks a contiguous run a bitmap byte at a time, with the same outcome as
   :meth:`Tracker.done_many` over it.
-- Pure: no I/O, no clock. The bitmaps are saved only by the spool's done files at a clean close.
+- Pure: no I/O, no clock. The bitmaps are saved by the spool's done files (periodically and at a clean close).
 """
 
 from __future__ import annotations
@@ -26,7 +26,18 @@ __all__ = ["Segment", "Tracker"]
 class Segment:
     """One segment's completion state."""
 
-    __slots__ = ("awaiting_replay", "base", "created_ms", "done", "name", "nbytes", "pending", "sealed", "size")
+    __slots__ = (
+        "awaiting_replay",
+        "base",
+        "created_ms",
+        "done",
+        "name",
+        "nbytes",
+        "pending",
+        "saved",
+        "sealed",
+        "size",
+    )
 
     def __init__(self, name: str, base: int, created_ms: int) -> None:
         self.name = name
@@ -38,6 +49,7 @@ class Segment:
         self.sealed = False
         self.nbytes = 0  # the file's size, kept by the spool
         self.awaiting_replay = False  # on disk from an earlier run, not read yet: its messages are all pending
+        self.saved = -1  # ``pending`` when its done file was last written (-1: never), kept by the spool
 
     @property
     def removable(self) -> bool:
@@ -178,6 +190,14 @@ class Tracker:
 
     def pending(self) -> int:
         return sum(s.pending for s in self._segments)
+
+    def find(self, seq: int) -> Segment | None:
+        """The tracked segment that holds ``seq``, or None."""
+        i = bisect_right(self._bases, seq) - 1
+        if i < 0:
+            return None
+        segment = self._segments[i]
+        return segment if seq < segment.base + segment.size else None
 
     def oldest_pending(self) -> Segment | None:
         """The oldest segment that still holds a pending message."""

@@ -154,6 +154,9 @@ def _problems(
         out.append("message budget nearly full")
     if gauges.get("SpoolDegraded"):
         out.append("spool disk error: holding messages in memory only until restart (the log says why)")
+    on_disk = int(gauges.get("SpoolHeldOnDisk", 0))
+    if on_disk:
+        out.append(f"{_v('gauge:SpoolHeldOnDisk', on_disk)} messages held on disk only (no room in the message budget)")
     return out  # HTML: values escaped
 
 

@@ -22,6 +22,7 @@ from bruce.proxy.plog import inputs as inputs_module
 from bruce.proxy.plog.config import ListenerConfig
 from bruce.proxy.plog.inputs import PlogInputs, PlogStartError
 from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig
+from bruce.proxy.spooling import DiskBacklog
 from bruce.wire.plog import build_fragments, plog_partition_key
 
 
@@ -97,20 +98,28 @@ def test_a_full_budget_discards_as_no_mem() -> None:
 
 
 def test_with_the_spool_each_message_is_spooled_before_routing(tmp_path: Path) -> None:
-    """A message gets its spool sequence; NO_MEM marks it done; a full spool with the discard policy discards as
-    SPOOL_FULL; delivery marks the rest done, so nothing is left to replay."""
+    """A message gets its spool sequence; one the budget has no room for is held on disk only (no NO_MEM), and so is
+    the next one while it waits; a full spool with the discard policy discards as SPOOL_FULL; the disk backlog routes
+    the held ones in order once deliveries make room, and delivery marks everything done: nothing is left to replay."""
     d = Daemon(capacity=1000, listeners=(udp(),))
-    config = SpoolConfig(tmp_path / "s", max_bytes=1100, full_policy=FullPolicy.DISCARD)
+    config = SpoolConfig(tmp_path / "s", max_bytes=800, full_policy=FullPolicy.DISCARD)
     with Spool.open(config) as spool:
         d.outcomes.spool = spool
+        backlog = DiskBacklog(spool, budget=d.budget, outcomes=d.outcomes, counters=d.counters)
         assert d.inputs.submit("events", b"k", b"x" * 10, partition_key=5, listener="u")
-        assert not d.inputs.submit("events", None, b"y" * 900, partition_key=None, listener="u")  # NO_MEM
+        assert d.inputs.submit("events", None, b"y" * 500, partition_key=None, listener="u")  # no room: on disk
+        assert d.inputs.submit("events", None, b"w" * 10, partition_key=None, listener="u")  # behind it: on disk
         assert [m.spool_seq for m in d.routed] == [0]
-        assert spool.pending == 1
+        assert spool.cursor.held == 2 and spool.pending == 3 and d.balanced()
         assert not d.inputs.submit("events", None, b"z" * 200, partition_key=None, listener="u")  # spool full
         assert d.counters.get("Discard", (("reason", "SPOOL_FULL"),)) == 1
+        assert d.counters.get("Discard", (("reason", "NO_MEM"),)) == 0
         d.deliver_all()
+        while spool.cursor.held:
+            backlog.route_some(10)
+            d.deliver_all()
         assert spool.pending == 0 and d.balanced()
+        assert d.outcomes.snapshot().delivered == 3
     with Spool.open(SpoolConfig(tmp_path / "s")) as spool:
         assert [r for b in spool.replay() for r in b] == []
 

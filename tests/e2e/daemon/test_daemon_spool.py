@@ -209,3 +209,61 @@ def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_wi
     assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
     second.stop()
     assert _segments(spool) == []
+
+
+def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for_the_next_start(
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """No broker answers the first daemon and its budget holds two messages: the rest is held on disk only (no
+    NO_MEM), in flight for the accounting and on the status pages; the stop discards them as SERVER_SHUTDOWN and
+    leaves them in the spool. The next daemon, with a broker, delivers every one."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    nobody = (Broker("127.0.0.1", free_port()),)
+    first = start_daemon(
+        make_config(nobody), initial_brokers=nobody, shutdown_max_delay=300, spool_dir=str(spool), msg_buffer_max=1
+    )
+    values = [b"disk-%02d" % i for i in range(40)]
+    with first.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    wait_for(lambda: first.accounting().received == len(values), what="the first daemon to read every message")
+    a = first.accounting()
+    held_on_disk = first.metrics()["bruce_spool_held_on_disk"]
+    in_memory = first.call(lambda: first.daemon.budget.held)
+    assert a.discarded == 0 and a.in_flight == len(values) and first.discards("NO_MEM") == 0
+    assert held_on_disk == len(values) - in_memory and held_on_disk >= 30
+    assert first.metrics()["bruce_msg_in_flight"] == len(values)
+    status, _, page = http_get(first.daemon.status_url + "/")
+    assert status == 200 and "messages held on disk only" in page
+    a = first.stop()
+    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+
+    second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
+    a = second.settle(len(values))
+    assert (a.received, a.delivered, a.discarded) == (len(values), len(values), 0), a
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+    second.stop()
+    assert _segments(spool) == []
+
+
+def test_a_stop_delivers_what_is_held_on_disk_only_while_the_broker_takes_it(
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """A budget of two messages and a burst of 300: most wait on disk only; a stop right after the last one is read
+    still delivers every one (read back from the disk until the deadline) and leaves an empty spool."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    d = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
+    values = [b"stop-%03d" % i for i in range(300)]
+    with d.client() as client:
+        for value in values:
+            client.send_any_partition(topic, value)
+    wait_for(lambda: d.accounting().received == len(values), what="the daemon to read every message")
+    assert d.call(lambda: d.daemon.spool.cursor.held_total) > 0  # type: ignore[union-attr]
+    held_at_stop = d.call(lambda: d.daemon.spool.cursor.held)  # type: ignore[union-attr]
+    a = d.stop()
+    assert (a.received, a.delivered, a.discarded) == (len(values), len(values), 0), a
+    assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
+    assert _segments(spool) == []
+    print(f"\n{held_at_stop} of {len(values)} messages were held on disk only when the stop was requested")

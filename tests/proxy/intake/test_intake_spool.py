@@ -1,7 +1,7 @@
 """The intake with the durable spool: each burst is appended before routing and its messages carry their sequences;
 a full spool with the discard policy discards the burst as SPOOL_FULL (in order with the other outcomes), with the
-memory policy holds it in memory only; a spooled message discarded as NO_MEM is done in the spool; and the daemon's
-outcomes mark every fate done except SERVER_SHUTDOWN."""
+memory policy holds it in memory only; a spooled message without room in the budget is held on disk only (and every
+later one until the cursor caught up); and the daemon's outcomes mark every fate done except SERVER_SHUTDOWN."""
 
 from __future__ import annotations
 
@@ -80,15 +80,29 @@ def test_a_full_spool_with_the_memory_policy_routes_without_a_sequence(tmp_path:
         assert spool.not_spooled == 10
 
 
-def test_a_spooled_message_discarded_as_no_mem_is_done(tmp_path: Path) -> None:
+def test_a_spooled_message_without_room_is_held_on_disk_only_and_later_ones_follow_it(tmp_path: Path) -> None:
+    """No NO_MEM with the spool: the message that does not fit stays on disk only, and so does every later spooled
+    one (even one that would fit) until the cursor caught up; a memory-only one (spool full) still uses the budget."""
     charge = message_charge(None, b"v000")
     with Spool.open(SpoolConfig(tmp_path / "s")) as spool:
-        intake, sink, _ = intake_with(spool, capacity=2 * charge)
+        intake, sink, budget = intake_with(spool, capacity=2 * charge)
         intake.feed(burst(3), 1.0)
         assert [m.spool_seq for m in sink.messages] == [0, 1]
-        assert [d[0] for d in sink.discards] == [DiscardReason.NO_MEM]
-        assert spool.pending == 2
-    assert [r[0] for r in replayed(tmp_path / "s")] == [0, 1]
+        assert sink.discards == []
+        assert (spool.cursor.start, spool.cursor.held) == (2, 1)
+        budget.release(charge)  # room for one again: later input still goes to disk, behind the held one
+        intake.feed(burst(2, 3), 1.0)
+        assert [m.spool_seq for m in sink.messages] == [0, 1]
+        assert spool.cursor.held == 3
+        assert intake.counters.get("InputAgentGotOkMsg") == 5 and intake.counters.get("MsgCreate") == 2
+        assert spool.stats()["SpoolHeldOnDisk"] == 3
+        values = []
+        while (record := spool.cursor.peek()) is not None:
+            values.append(record.value)
+            spool.cursor.take()
+        assert values == [b"v002", b"v003", b"v004"]
+        assert spool.cursor.held == 0 and spool.cursor.start is None
+        assert spool.pending == 5  # nothing held on disk is done until it has a fate
 
 
 def test_every_fate_but_server_shutdown_is_done(tmp_path: Path) -> None:

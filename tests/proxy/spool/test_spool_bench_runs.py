@@ -24,3 +24,4 @@ def test_spool_bench_quick(tmp_path: Path) -> None:
     rows = re.findall(r"(fsync_ms=\d+|\(inline\)) +[\d,]+ msgs/s .* µs/msg CPU .* longest .* done_run \d+ ns/msg", out)
     assert len(rows) == 3
     assert "fsyncs 200 " in out  # fsync_ms=0: one per burst
+    assert re.search(r"spool off [\d.]+ µs/msg CPU, on [\d.]+ µs/msg CPU: \+-?[\d.]+ µs per message", out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -249,6 +250,8 @@ def test_status_counters_are_named(tmp_path: Path) -> None:
             "SpoolFsyncMaxUs",
             "SpoolDoneUnknown",
             "SpoolDegraded",
+            "SpoolHeldOnDisk",
+            "SpoolDiskOnly",
         }
         spool.done_many([7])
         assert spool.stats()["SpoolDoneUnknown"] == 1
@@ -258,3 +261,52 @@ def test_an_empty_burst_writes_nothing(tmp_path: Path) -> None:
     with open_spool(tmp_path) as spool:
         assert spool.append([]) == 0
         assert segment_files(tmp_path) == []
+
+
+def test_the_tick_saves_done_files_so_a_crash_replays_only_what_was_not_done(tmp_path: Path) -> None:
+    spool = Spool.open(SpoolConfig(tmp_path, done_every_ms=1000))
+    spool.append(burst(10))
+    spool.done_run(0, 4)
+    spool.tick(time.monotonic() + 0.5)  # not yet due
+    assert not list(tmp_path.glob("*.done"))
+    spool.tick(time.monotonic() + 1.5)
+    done = tmp_path / "00000000000000000000.seg.done"
+    written = done.stat().st_mtime_ns
+    spool.tick(time.monotonic() + 3.0)  # nothing changed: not written again
+    assert done.stat().st_mtime_ns == written
+    spool.done_many([4, 7])
+    spool.tick(time.monotonic() + 4.5)
+    _crash(spool)
+    with open_spool(tmp_path) as spool:
+        records = replay_all(spool)
+        assert [r.sequence for r in records] == [5, 6, 8, 9]
+        assert spool.skipped_done == 6
+        spool.done_many([r.sequence for r in records])
+    assert segment_files(tmp_path) == [] and not list(tmp_path.glob("*.done"))
+
+
+def test_without_periodic_done_files_a_crash_replays_partly_done_segments_whole(tmp_path: Path) -> None:
+    spool = Spool.open(SpoolConfig(tmp_path, done_every_ms=0))
+    spool.append(burst(5))
+    spool.done_run(0, 3)
+    spool.tick(time.monotonic() + 100)
+    _crash(spool)
+    with open_spool(tmp_path) as spool:
+        assert [r.sequence for r in replay_all(spool)] == [0, 1, 2, 3, 4]
+
+
+def test_a_done_file_that_cannot_be_written_stops_the_periodic_save_only(tmp_path: Path, caplog) -> None:
+    spool = Spool.open(SpoolConfig(tmp_path, done_every_ms=10))
+    spool.append(burst(5))
+    spool.done_run(0, 2)
+    blocker = tmp_path / "00000000000000000000.seg.done.tmp"
+    blocker.mkdir()  # opening the temporary file fails
+    spool.tick(time.monotonic() + 1)
+    assert "cannot write" in caplog.text
+    blocker.rmdir()
+    spool.done_run(2, 1)
+    spool.tick(time.monotonic() + 2)  # no more periodic saves (one error logged), the spool goes on
+    assert not list(tmp_path.glob("*.done")) and spool.degraded is None
+    assert spool.append(burst(1)) == 5
+    spool.close()  # the clean close still writes its done file
+    assert list(tmp_path.glob("*.done"))
