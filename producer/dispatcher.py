@@ -4,10 +4,10 @@ rerouting on a new cluster view, and the accounting of every message's fate.
 Rules:
 - Every message the producer accepts is *held* until it has a fate: delivered (ACK, or written with acks=0) or
   discarded with a :class:`DiscardReason`. ``accepted = delivered + discarded + held`` at every moment.
-- Outcomes are applied per request part through :func:`bruce.producer.acks.classify` (the only decision point).
-  Resend and pause count a failed attempt per message; beyond ``max_failed_delivery_attempts`` a message is discarded
-  with DELIVERY_ATTEMPT_LIMIT. Messages of a failed connection go back to the front of their queue as possible
-  duplicates when their request had been written.
+- A request's start and outcomes (ACKs through :func:`bruce.producer.acks.classify`, the only decision point; error
+  ACKs; a failed connection's messages back to the front of their queues) are applied by
+  :mod:`bruce.producer.responses`, a part of this class; they end in :meth:`deliver`, :meth:`discard` or
+  :meth:`give_back`.
 - A pause is requested here and carried out by :mod:`bruce.producer.pause`; while ``paused`` no request starts.
 - Rerouting after a new view: a partition whose leader changed keeps its messages (they follow the new leader); the
   messages of a partition that became unavailable are routed again (AnyPartition: the next partition of the cycle,
@@ -36,7 +36,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from .acks import Action, Failure, classify
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
@@ -44,11 +43,11 @@ from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
-from .request import Part
+from .responses import RequestOutcomes
 from .sequencing import Sequencer
 
 
-class Dispatcher:
+class Dispatcher(RequestOutcomes):
     def __init__(
         self,
         config: ProducerConfig,
@@ -257,135 +256,8 @@ class Dispatcher:
                 out.append(pq)
         return out, later
 
-    def started(self, broker: int, parts: Sequence[Part], expect_ack: bool) -> None:
-        """A request with ``parts`` was written. Rotate the broker's queues (fairness), mark partitions busy and tell
-        the sink's ``sent`` hook."""
-        ready = self.ready_by_broker.get(broker, {})
-        on_sent = self.on_sent
-        for part in parts:
-            pq = part.queue
-            if pq in ready:
-                del ready[pq]
-                if pq.ready_count or pq.waiting:
-                    ready[pq] = None
-            if part.batch is not None:
-                pq.in_flight += len(part.messages)
-            elif expect_ack:
-                pq.busy = True
-                pq.in_flight = len(part.messages)
-            self.counters.inc("MsgSent", len(part.messages), _labels(broker, pq))
-            if on_sent is not None:
-                on_sent(pq.topic, pq.partition, part.messages)
-
-    # ---------------------------------------------------------------- outcomes
-
-    def on_written_no_ack(self, broker: int, parts: Sequence[Part]) -> None:
-        """acks=0: a message is done once written (Bruce's AckNotRequired)."""
-        for part in parts:
-            self.counters.inc("AckNotRequired", len(part.messages), _labels(broker, part.queue))
-            self.deliver(part.queue, part.messages, -1, part.size)
-
-    def on_response(self, broker: int, parts: Sequence[Part], response: object, legacy: bool) -> None:
-        """Apply a Produce response to the request's parts."""
-        answers = {}
-        for topic in response.responses:  # type: ignore[attr-defined]
-            for p in topic.partition_responses:
-                answers[(topic.name, p.index)] = p
-        missing: list[Part] = []
-        pause_cause = ""
-        now = self.clock()
-        seq = self.seq
-        for part in parts:
-            pq = part.queue
-            answer = answers.pop((pq.topic, pq.partition), None)
-            if answer is None:
-                missing.append(part)
-                continue
-            if part.batch is not None:
-                assert seq is not None  # idempotence ends only once nothing is in flight
-                pause_cause = seq.answered(broker, part, answer.error_code, answer.base_offset) or pause_cause
-                continue
-            pq.busy = False
-            pq.in_flight = 0
-            decision = classify(answer.error_code, legacy)
-            labels = _labels(broker, pq)
-            if decision.action is Action.OK:
-                self.counters.inc("AckOk", len(part.messages), labels)
-                self.deliver(pq, part.messages, answer.base_offset, part.size)
-                continue
-            self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
-            if decision.action is Action.DISCARD:
-                self.discard(pq.topic, part.messages, decision.reason, decision.name)  # type: ignore[arg-type]
-                continue
-            retry = self._count_attempt(pq.topic, part.messages, decision.name)
-            if decision.action is Action.RESEND:
-                self.counters.inc("MsgResend", len(retry), labels)
-                if retry:
-                    if not legacy:
-                        pq.not_before = now + self.config.retry_backoff_ms / 1000
-                    self.give_back(pq, retry, part.since)
-            else:
-                self.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
-                self.give_back(pq, retry, part.since)
-                pause_cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
-        if seq is not None:
-            seq.settle()
-        self.on_progress(True)
-        if answers:
-            self.counters.inc("ProduceResponseUnexpectedPartition", len(answers), (("broker", str(broker)),))
-            pause_cause = pause_cause or f"broker {broker} answered for partitions it was not sent"
-        if missing:
-            self.counters.inc("ProduceResponseShort", 1, (("broker", str(broker)),))
-            self.on_failure(broker, missing, Failure.PROTOCOL_ERROR, written=True)
-            return
-        if pause_cause:
-            self.request_pause(pause_cause, answered=True)
-        else:
-            self.wake_broker(broker)
-
-    def on_failure(self, broker: int, parts: Sequence[Part], failure: Failure, *, written: bool) -> None:
-        """A request failed in transport: its messages go back to the front of their queues, as possible duplicates
-        if it had been written; then a pause (Bruce's other pause triggers, §8)."""
-        seq = self.seq
-        for part in parts:
-            pq = part.queue
-            if part.batch is not None:
-                assert seq is not None
-                seq.lost(part)  # not a possible duplicate: the resend carries the same sequence
-                continue
-            pq.busy = False
-            pq.in_flight = 0
-            if written:
-                for m in part.messages:
-                    m.possible_duplicate = True
-                self.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", pq.topic),))
-                if self.sink is not None:
-                    self.sink.possible_duplicates(pq.topic, part.messages)
-            self.give_back(pq, part.messages, part.since)
-        if seq is not None:
-            seq.settle()
-        self.on_progress(False)
-        self.request_pause(f"{failure.value} on broker {broker}", answered=failure is Failure.PROTOCOL_ERROR)
-
-    def request_pause(self, cause: str, *, answered: bool = False) -> None:
-        """Stop dispatching and have the pause run. ``answered``: the broker answered (an error ACK, a response that
-        makes no sense): Bruce's pause backoff applies; else (no answer: lost connection, timeout)
-        the broker is probed (see :mod:`bruce.producer.pause`)."""
-        if not self.paused:
-            self.paused = True
-            self.counters.inc("PauseRequested")
-        self.on_pause(cause, answered)
-
-    def _count_attempt(self, topic: str, messages: list[Message], name: str) -> list[Message]:
-        limit = self.config.max_failed_delivery_attempts
-        retry: list[Message] = []
-        over: list[Message] = []
-        for m in messages:
-            m.attempts += 1
-            (over if m.attempts > limit else retry).append(m)
-        if over:
-            self.discard(topic, over, DiscardReason.DELIVERY_ATTEMPT_LIMIT, f"last error {name}")
-        return retry
+    # ---------------------------------------------------------------- accounting (a request's start and outcomes are
+    # in :mod:`bruce.producer.responses`: they end here)
 
     def deliver(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None:
         resolve_delivered(messages, pq.partition, base_offset)
@@ -536,10 +408,6 @@ class Dispatcher:
 
 
 _size = attrgetter("size")
-
-
-def _labels(broker: int, pq: PartitionQueue) -> tuple[tuple[str, str], ...]:
-    return (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
 
 
 def _keyed_partition(m: Message, info: Topic) -> int | None:

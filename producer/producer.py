@@ -29,14 +29,13 @@ Rules:
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
+- The cluster view's side (``ready``, new views, refusals, the daemon's queries) is :mod:`bruce.producer.views`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import logging
-import math
 import random
 import time
 from collections import deque
@@ -49,12 +48,11 @@ from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .backoff import PauseBackoff
 from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
-from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
-from .errors import DeliveryError, ProducerClosed, QueueFull
-from .health import BrokerHealth, BrokerState, QueueStats
+from .errors import ProducerClosed, QueueFull
+from .expiry import expire_loop
 from .message import (
     Message,
     OutcomeSink,
@@ -77,12 +75,12 @@ from .sequencing import log_idempotence_off
 from .topics import TopicCreator
 from .transport import Timeouts
 from .trouble import BrokerTrouble
+from .views import ProducerViews
 
-log = logging.getLogger("bruce.producer")
 _time_ns = time.time_ns
 
 
-class Producer:
+class Producer(ProducerViews):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -185,23 +183,10 @@ class Producer:
         self._spawn(self._pause.run())
         if self.config.message_timeout_ms:
             self._dispatcher.stamp = loop.time()
-            self._spawn(self._expire_loop())
+            self._spawn(expire_loop(self._dispatcher, loop, self.config.message_timeout_ms))
         self._core = list(self._tasks)
         self._fetcher.request()
         self._accepting = True
-
-    async def ready(self, timeout: float | None = None) -> ClusterView:
-        """Wait (up to ``timeout`` s; None: ``message_timeout_ms``, if set) for the first cluster view; raises
-        ``TimeoutError``, or a :class:`DeliveryError` (AUTHENTICATION_FAILED) when every bootstrap broker refused
-        authentication."""
-        if self._first_view is None:
-            raise ProducerClosed("the producer is not started")
-        if timeout is None and self.config.message_timeout_ms:
-            timeout = self.config.message_timeout_ms / 1000
-        async with asyncio.timeout(timeout):
-            await asyncio.shield(self._first_view)
-        assert self._dispatcher.view is not None
-        return self._dispatcher.view
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
@@ -432,26 +417,6 @@ class Producer:
         if messages:
             d.route(topic, messages)
 
-    async def _expire_loop(self) -> None:
-        """The message timeout's tick. Messages get the tick's clock reading as their queue time
-        (:attr:`Dispatcher.stamp`); a batch stamped ``s`` is discarded once the tick after ``s`` is
-        ``message_timeout_ms`` old, so no message fails early, however late a tick wakes."""
-        loop = self._loop
-        d = self._dispatcher
-        timeout = self.config.message_timeout_ms / 1000
-        tick = min(1.0, max(0.01, timeout / 10))
-        detail = f"not delivered within message_timeout_ms ({self.config.message_timeout_ms} ms)"
-        stamps = deque([d.stamp])  # stamps given out, oldest first (at most about timeout / tick of them)
-        cutoff = -math.inf
-        while True:
-            await asyncio.sleep(tick)
-            d.stamp = now = loop.time()
-            stamps.append(now)
-            while len(stamps) > 1 and stamps[1] <= now - timeout:
-                cutoff = stamps.popleft()
-            if cutoff > -math.inf:
-                d.expire(cutoff, detail)
-
     def _linger_expired(self) -> None:
         """Seal every open batch whose first message is ``linger_ms`` old; wake again for the next one. An entry whose
         batch was sealed meanwhile (full, or flushed) is dropped when its time comes."""
@@ -489,76 +454,6 @@ class Producer:
         packed (0 without ``pack``)."""
         return self._dispatcher.compact()
 
-    # ---------------------------------------------------------------- the daemon's queries
-
-    def cluster(self) -> ClusterView | None:
-        """The current cluster view (None before the first metadata)."""
-        return self._dispatcher.view
-
-    def available_partitions(self, topic: str) -> tuple[int, ...] | None:
-        """The topic's available partitions; None if the topic is unknown (BAD_TOPIC), () if none is available."""
-        info = self._dispatcher.topic_info(topic)
-        return None if info is None else info.available
-
-    def request_metadata_refresh(self) -> None:
-        """Refresh metadata soon (POST /metadata_update); merged and rate-limited."""
-        self._fetcher.request()
-
-    def metadata_times(self) -> tuple[int, int]:
-        """(last updated, last modified) in epoch ms; 0 before the first metadata."""
-        return self._fetcher.last_updated_ms, self._fetcher.last_modified_ms
-
-    def connected_brokers(self) -> int:
-        """Brokers with an open produce connection (metadata connections are short-lived and not counted)."""
-        return sum(1 for s in self._senders.values() if s.connection is not None and s.connection.alive)
-
-    def broker_states(self) -> tuple[BrokerState, ...]:
-        """Every broker of the current metadata (and any sender left from an earlier one), by node id."""
-        view = self._dispatcher.view
-        brokers = dict(view.brokers) if view is not None else {}
-        out = []
-        for node_id in sorted(brokers.keys() | self._senders.keys()):
-            b = brokers.get(node_id)
-            sender = self._senders.get(node_id)
-            h = sender.health if sender is not None else BrokerHealth()
-            host, port = (b.host, b.port) if b is not None else ("?", 0)
-            out.append(BrokerState(node_id, host, port, h.state, h.since, h.last_error, h.last_error_at))
-        return tuple(out)
-
-    def requests_in_flight(self) -> int:
-        """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
-        return sum(s.outstanding for s in self._senders.values())
-
-    def queue_stats(self) -> dict[str, QueueStats]:
-        """Held messages per topic and state (Bruce's ``/queues``)."""
-        out: dict[str, list[int]] = {}
-        d = self._dispatcher
-        for pq in d.all_queues():
-            row = out.setdefault(pq.topic, [0, 0, 0])
-            row[0] += len(pq.open)
-            row[1] += pq.ready_count + pq.staged + pq.waiting
-            row[2] += pq.in_flight
-        for topic, (messages, _, _) in d.unknown.items():
-            out.setdefault(topic, [0, 0, 0])[1] += len(messages)
-        return {topic: QueueStats(*row) for topic, row in sorted(out.items())}
-
-    @property
-    def accepted(self) -> int:
-        return self._dispatcher.accepted
-
-    @property
-    def delivered(self) -> int:
-        return self._dispatcher.delivered
-
-    @property
-    def discarded(self) -> int:
-        return self._dispatcher.discarded
-
-    @property
-    def held(self) -> int:
-        """Messages accepted and not yet delivered or discarded."""
-        return self._dispatcher.held_messages
-
     # ---------------------------------------------------------------- internals
 
     def _spawn(self, coro: Any) -> None:
@@ -578,42 +473,6 @@ class Producer:
             self._senders[broker] = sender
             self._spawn(sender.run())
         sender.wake()
-
-    def _apply_view(self, view: ClusterView, fetch: int) -> None:
-        d = self._dispatcher
-        d.apply_view(view, fetch)
-        for broker, sender in self._senders.items():
-            if broker not in view.brokers:
-                sender.close_connection()
-        if self._first_view is not None and self._first_view.done() and self._first_view.exception() is not None:
-            self._first_view = self._loop.create_future()  # refused before, accepted now
-        if self._first_view is not None and not self._first_view.done():
-            self._first_view.set_result(None)
-            if d.seq is not None and view.brokers:  # the producer id (and whether idempotence is on) at start
-                broker = min(view.brokers)
-                self._wake_broker(broker)
-                self._senders[broker].warm = True
-
-    @property
-    def authentication_failure(self) -> str | None:
-        """Why brokers refuse us (TLS or SASL), while they do: names the broker and the mechanism; else None."""
-        return self._fetcher.auth_failure or next(
-            (s.auth_failure for s in self._senders.values() if s.auth_failure), None
-        )
-
-    def _refused(self, detail: str) -> None:
-        """A metadata round was refused by every broker: before the first view, library use fails :meth:`ready` and
-        the messages waiting for it, rather than hold them while nothing can change (the daemon keeps them). Logged
-        once per distinct refusal, not per retry."""
-        if detail != self._last_refusal:
-            self._last_refusal = detail
-            log.error("%s; retrying with backoff", detail)
-        if self._dispatcher.view is not None or self.keep_on_auth_failure:
-            return
-        if self._first_view is not None and not self._first_view.done():
-            self._first_view.set_exception(DeliveryError(DiscardReason.AUTHENTICATION_FAILED, "", detail))
-            self._first_view.exception()  # retrieved: ready() raises it to whoever waits
-        self._dispatcher.discard_everything(DiscardReason.AUTHENTICATION_FAILED, detail)
 
     def _drained(self) -> None:
         drained, self._drained_future = self._drained_future, None

@@ -18,7 +18,8 @@ Rules:
   the batches (messages still waiting for the first metadata or for their topic's creation wait for it within the
   deadline, like any held message; stderr says how many are held and how long the wait may last) → wait for ACKs
   until ``shutdown_max_delay`` after the request → count what is left as SERVER_SHUTDOWN → close the broker
-  connections → stop the status server. A second request skips the waiting but still drains and accounts.
+  connections → stop the status server. A second request skips the waiting but still drains and accounts. The stop
+  and the crash path's settling are :mod:`bruce.proxy.shutdown`.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
   in flight`` holds between callbacks (:meth:`Daemon.accounting`).
 - Memory: every held message holds its charge in the budget (``--msg_buffer_max``). A batch that must wait in the
@@ -43,12 +44,10 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import resource
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 
 from bruce.producer.counters import Counters
@@ -72,6 +71,7 @@ from .plog.config import check_descriptors
 from .plog.inputs import PlogInputs
 from .ratelimit import RateLimiter
 from .router import Router, message_overhead
+from .shutdown import NOTICE, DaemonShutdown, logged
 from .socket_path import default_socket_path
 from .spool import Spool
 from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
@@ -80,11 +80,10 @@ from .status_source import DaemonStatus
 
 log = logging.getLogger("bruce.proxy.daemon")
 
-NOTICE = 25  # the logging level of Bruce's LOG_NOTICE (between INFO and WARNING)
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-class Daemon:
+class Daemon(DaemonShutdown):
     """One bruce daemon. ``Daemon(options, config)``; ``preflight()``; ``await run()`` until shut down."""
 
     def __init__(self, options: Options, config: Config, *, reader: str = DEFAULT_READER) -> None:
@@ -312,7 +311,7 @@ class Daemon:
         except BaseException as error:
             log.error("a daemon task failed; stopping", exc_info=error)
             self._settle_held()
-            with _logged("the producer"):
+            with logged("the producer"):
                 await self.producer.shutdown(0)
             await self._close_local()
             self._log_accounting(failed=True)
@@ -333,7 +332,7 @@ class Daemon:
     def _close_spool(self) -> None:
         """Close the spool last (what is not done stays for the next start); idempotent."""
         if self.spool is not None:
-            with _logged("the spool"):
+            with logged("the spool"):
                 self.spool.close()
 
     async def _serve_intake(self) -> None:
@@ -416,107 +415,3 @@ class Daemon:
         log.info("creating topic %r", topic)
         failure = await self.producer.create_topic(topic)
         self.router.creation_done(topic, failure, time.monotonic())
-
-    # -- stopping ------------------------------------------------------------------------------------------------------
-
-    async def _shutdown(self, *, loop_time: Callable[[], float]) -> None:
-        """DESIGN principle 7, in order (see the module rules)."""
-        deadline = loop_time() + self.options.shutdown_max_delay / 1000
-        self.intake.stop_accepting()  # 1. stop accepting input
-        drained = await self.intake.drain()  # 2. what the kernel still holds
-        log.info("read %d datagrams still queued at shutdown", drained)
-        await self.plog.stop()  # (the plog listeners: stop, read what is queued, then refuse)
-        if self._backlog is not None and self._backlog.cursor.held:  # (held on disk only: routed as room comes)
-            await self._until(self._backlog.caught_up(), deadline, loop_time)
-        self._settle_on_disk()  # (what is still on disk only stays in the spool for the next start)
-        router = self.router  # 3. flush: messages waiting for the first metadata or for their topic's creation
-        held = router.held + self.batcher.held + self.producer.held
-        if held:
-            log.log(NOTICE, "waiting up to %.0f s to deliver %s held messages", deadline - loop_time(), f"{held:,}")
-        if router.held:
-            await self._until(self._router_settled(), deadline, loop_time)
-        router.refresh(time.monotonic())
-        for task in self._creations:
-            task.cancel()
-        router.discard_held(DiscardReason.SERVER_SHUTDOWN)
-        self.batcher.flush_all()
-        if self.producer.held:  # 4. wait for ACKs until the deadline
-            await self._until(self.producer.flush(), deadline, loop_time)
-        left = self.producer.held  # 5. count what is left, 6. close the connections
-        await self.producer.shutdown(0)
-        if left:
-            log.warning("%d messages were not acknowledged in time: discarded as SERVER_SHUTDOWN", left)
-        await self.status.stop()  # 7. stop the status server
-        await self._close_local()
-        self._log_accounting(failed=False)
-
-    async def _router_settled(self) -> None:
-        """Until the router holds nothing: the first metadata has come and every topic creation has ended (each
-        ends by its deadline, ``--topic_create_timeout``; its messages then move on to the batcher or are
-        discarded)."""
-        await self.producer.ready()
-        self.router.refresh(time.monotonic())
-        while self._creations:
-            await asyncio.wait(set(self._creations))
-
-    def _log_accounting(self, *, failed: bool) -> None:
-        """The exit summary: every message's fate. After a failure, messages still in flight are those whose
-        fate the failure made unknown (a message the crashed code was handling)."""
-        a = self.accounting()
-        summary = f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight"
-        if not a.balanced:
-            log.error("stopped, but the accounting does not balance (a bug, please report it): %s", summary)
-        elif failed:
-            log.error("stopped after a failure: %s", summary)
-        else:
-            log.log(NOTICE, "stopped: %s", summary)
-
-    async def _until(self, awaitable: Any, deadline: float, loop_time: Callable[[], float]) -> None:
-        """Await ``awaitable`` until ``deadline`` (loop time) or a forced stop, whichever comes first."""
-        task = asyncio.ensure_future(awaitable)
-        force = asyncio.ensure_future(self._force.wait())
-        try:
-            await asyncio.wait(
-                {task, force}, timeout=max(0.0, deadline - loop_time()), return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for t in (task, force):
-                t.cancel()
-            await asyncio.gather(task, force, return_exceptions=True)
-
-    def _settle_held(self) -> None:
-        """After a crash: the router's messages are discarded (SERVER_SHUTDOWN), the batcher's go to the producer,
-        whose shutdown discards what it cannot deliver (see :meth:`_submit`)."""
-        self.intake.stop_accepting()
-        self.plog.refuse()
-        self._settle_on_disk()
-        self.router.discard_held(DiscardReason.SERVER_SHUTDOWN)
-        self.batcher.flush_all()
-
-    def _settle_on_disk(self) -> None:
-        """Messages held on disk only are discarded as SERVER_SHUTDOWN, not marked done: the next start replays them."""
-        if self._backlog is not None:
-            self._backlog.settle()
-
-    async def _close_local(self) -> None:
-        """Close what is the daemon's own: the sockets, the status server, the debug files, the discard log."""
-        self.intake.close()
-        with _logged("the plog listeners"):
-            await self.plog.stop()  # after a failure: refused already, so what they still hold is discarded
-        with _logged("the status server"):
-            await self.status.stop()
-        self.debug.close()
-        if self.discard_log is not None:
-            await asyncio.to_thread(self.discard_log.close)
-        self._close_spool()
-
-
-@contextlib.contextmanager
-def _logged(what: str) -> Any:
-    """While stopping after a failure: log a further error from ``what`` rather than hide the first one."""
-    try:
-        yield
-    except asyncio.CancelledError:
-        raise
-    except BaseException:
-        log.exception("%s also failed while stopping", what)

@@ -14,23 +14,34 @@ Rules:
 - Offsets specs: ``earliest``, ``latest``, or Spark's JSON ``{"topic": {"0": 23, "1": -2}}`` where -2 means earliest
   and -1 latest. Partitions a JSON spec leaves out start at earliest and end at latest.
 - Values are frozen dataclasses: they travel to the executors by pickle.
+- The ``kafka.*`` settings are read by :mod:`bruce.spark.client_options`, values by :mod:`bruce.spark.option_values`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.producer import ProducerConfig, SecurityConfig, parse_host_port
-from bruce.producer.config import PROTOCOLS
+from bruce.producer import ProducerConfig
 from bruce.producer.partitioner import PARTITIONERS
-from bruce.producer.security import PLAINTEXT
-from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.wire.errors import BruceError, UsageError
+from bruce.wire.errors import BruceError
+
+from .client_options import SECURITY, ClientConfig, client_config, producer_value, security_config
+from .option_values import (
+    KAFKA,
+    LABELS,
+    SPARK_SOURCE_LABELS,
+    OptionError,
+    bool_value,
+    choice_value,
+    duration_ms,
+    int_value,
+    lower_keys,
+    servers_option,
+)
 
 EARLIEST = -2  # Spark's JSON offset for "the log start"
 LATEST = -1  # Spark's JSON offset for "the log end"
@@ -38,7 +49,6 @@ LATEST = -1  # Spark's JSON offset for "the log end"
 OffsetSpec = str | dict[str, dict[int, int]]  # "earliest" | "latest" | {topic: {partition: offset or -2/-1}}
 SPARK_PARTITIONER = "murmur2_random"  # Spark's Kafka sink (Java's producer): murmur2 for keys, any partition for null
 
-_KAFKA = "kafka."
 _READ_OPTIONS = {
     "topic",
     "subscribe",
@@ -47,57 +57,9 @@ _READ_OPTIONS = {
     "maxoffsetspertrigger",
     "maxrecordsperpartition",
 }
+_READ_OPTIONS |= set(SPARK_SOURCE_LABELS)
 _WRITE_OPTIONS = {"topic", "socket", "delivery.timeout.ms", "max.datagram.size"}
-_LABELS = {  # Spark lower-cases option names; errors show the documented spelling
-    "startingoffsets": "startingOffsets",
-    "endingoffsets": "endingOffsets",
-    "maxoffsetspertrigger": "maxOffsetsPerTrigger",
-    "maxrecordsperpartition": "maxRecordsPerPartition",
-}
-# Spark's Kafka source options beyond the basics (docs/spark.md, "Spark's Kafka connector options")
-_SPARK_SOURCE_LABELS = {
-    "assign": "assign",
-    "subscribepattern": "subscribePattern",
-    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
-    "startingtimestamp": "startingTimestamp",
-    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
-    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
-    "endingtimestamp": "endingTimestamp",
-    "failondataloss": "failOnDataLoss",
-    "minpartitions": "minPartitions",
-    "includeheaders": "includeHeaders",
-    "minoffsetspertrigger": "minOffsetsPerTrigger",
-    "maxtriggerdelay": "maxTriggerDelay",
-    "groupidprefix": "groupIdPrefix",
-    "kafkaconsumer.polltimeoutms": "kafkaConsumer.pollTimeoutMs",
-    "fetchoffset.numretries": "fetchOffset.numRetries",
-    "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
-}
-_READ_OPTIONS |= set(_SPARK_SOURCE_LABELS)
-_LABELS |= _SPARK_SOURCE_LABELS
 _COMMON = {"bootstrap.servers", "path", "checkpointlocation"}  # the last two are Spark's own, passed along; ignored
-
-
-class OptionError(UsageError):
-    """A data source option is missing, unknown or has a bad value; the message names it."""
-
-    reason = "BAD_OPTION"
-
-
-@dataclass(frozen=True, slots=True)
-class ClientConfig:
-    """How the reader talks to Kafka (``kafka.*`` options of a read)."""
-
-    bootstrap_servers: tuple[str, ...]
-    client_id: str = "bruce-spark"
-    protocol: str = "auto"  # auto | v0 | modern (as bruce.producer)
-    connect_timeout_ms: int = 10_000
-    request_timeout_ms: int = 30_000
-    max_partition_fetch_bytes: int = 1 << 20  # per Fetch; a larger first batch still arrives whole (v3+)
-    fetch_max_wait_ms: int = 100  # only matters at the log end
-    retries: int = 5  # failed requests (transport, leader change) retried per read, then the read fails
-    retry_backoff_ms: int = 100
-    security: SecurityConfig = PLAINTEXT  # kafka.security.protocol, kafka.sasl.*, kafka.ssl.*
 
 
 TimestampSpec = int | dict[str, dict[int, int]]  # one timestamp for every partition | {topic: {partition: ms}}
@@ -144,20 +106,23 @@ class WriteOptions:
 
 def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Validate a read's options (``streaming``: startingOffsets defaults to latest, endingOffsets is refused)."""
-    opts = _lower(options)
+    opts = lower_keys(options)
     _refuse_unknown(opts, _READ_OPTIONS, "read")
     topics, pattern, assign = _subscription(opts)
     known = tuple(assign) if assign is not None else None if pattern is not None else topics
-    client = _client_config(opts)
+    client = client_config(opts)
     starting = _offset_spec(opts, "startingoffsets", "latest" if streaming else "earliest", known)
     for name in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp"):
         if streaming and name in opts:
-            raise OptionError(f"option {_LABELS[name]!r} is for batch reads; a stream has no end")
+            raise OptionError(f"option {LABELS[name]!r} is for batch reads; a stream has no end")
     ending = _offset_spec(opts, "endingoffsets", "latest", known)
     if ending == "earliest":
         raise OptionError("option 'endingOffsets': 'earliest' would read nothing; use 'latest' or per-partition JSON")
     starting_at = _timestamps(opts, "startingtimestamp", "startingoffsetsbytimestamp", known)
-    least, most = _int(opts, "minoffsetspertrigger", None, low=1), _int(opts, "maxoffsetspertrigger", None, low=1)
+    least, most = (
+        int_value(opts, "minoffsetspertrigger", None, low=1),
+        int_value(opts, "maxoffsetspertrigger", None, low=1),
+    )
     if least is not None and most is not None and least > most:
         raise OptionError(f"option 'minOffsetsPerTrigger' ({least}) is more than 'maxOffsetsPerTrigger' ({most})")
     if not streaming and starting == "latest" and starting_at is None:
@@ -168,25 +133,25 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=most,
-        max_records_per_partition=_int(opts, "maxrecordsperpartition", 500_000, low=1),
+        max_records_per_partition=int_value(opts, "maxrecordsperpartition", 500_000, low=1),
         pattern=pattern,
         assign=assign,
         starting_timestamps=starting_at,
         ending_timestamps=_timestamps(opts, "endingtimestamp", "endingoffsetsbytimestamp", known),
-        no_match=_choice(opts, "startingoffsetsbytimestampstrategy", ("error", "latest"), "error"),
-        fail_on_data_loss=_bool(opts, "failondataloss", True),
-        min_partitions=_int(opts, "minpartitions", None, low=1),
-        include_headers=_bool(opts, "includeheaders", False),
+        no_match=choice_value(opts, "startingoffsetsbytimestampstrategy", ("error", "latest"), "error"),
+        fail_on_data_loss=bool_value(opts, "failondataloss", True),
+        min_partitions=int_value(opts, "minpartitions", None, low=1),
+        include_headers=bool_value(opts, "includeheaders", False),
         min_offsets_per_trigger=least,
-        max_trigger_delay_ms=_duration_ms(opts, "maxtriggerdelay", 15 * 60_000),
+        max_trigger_delay_ms=duration_ms(opts, "maxtriggerdelay", 15 * 60_000),
     )
 
 
 def write_options(options: Mapping[str, str]) -> WriteOptions:
     """Validate a write's options: ``bootstrap.servers`` (direct) or ``socket`` (the local daemon), not both."""
-    opts = _lower(options)
+    opts = lower_keys(options)
     _refuse_unknown(opts, _WRITE_OPTIONS, "write")
-    servers = _servers(opts, required=False)
+    servers = servers_option(opts, required=False)
     socket = opts.get("socket") or None
     if bool(servers) == bool(socket):
         raise OptionError(
@@ -203,27 +168,27 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         settings: dict[str, Any] = {
             "client_id": "bruce-spark",
             "partitioner": partitioner,
-            "security": _security(opts),
+            "security": security_config(opts),
             "topic_autocreate": True,
         }
         for key, text in opts.items():
-            if key.startswith(_KAFKA) and key != "kafka.bootstrap.servers" and key[len(_KAFKA) :] not in _SECURITY:
-                name = key[len(_KAFKA) :].replace(".", "_")
-                settings[name] = _producer_value(key, name, text)
+            if key.startswith(KAFKA) and key != "kafka.bootstrap.servers" and key[len(KAFKA) :] not in SECURITY:
+                name = key[len(KAFKA) :].replace(".", "_")
+                settings[name] = producer_value(key, name, text)
         settings["bootstrap_servers"] = servers
         try:
             producer = ProducerConfig(**settings)
         except BruceError as e:
             raise OptionError(f"producer settings (kafka.*): {e}") from None
-    elif any(key.startswith(_KAFKA) for key in opts):
+    elif any(key.startswith(KAFKA) for key in opts):
         raise OptionError("kafka.* settings apply to direct writes; with 'socket' the daemon's config decides them")
     topic = opts.get("topic") or None
     return WriteOptions(
         topic=topic,
         producer=producer,
         socket=socket,
-        delivery_timeout_ms=_int(opts, "delivery.timeout.ms", 120_000, low=1),
-        max_datagram_size=_int(opts, "max.datagram.size", 65536, low=64),
+        delivery_timeout_ms=int_value(opts, "delivery.timeout.ms", 120_000, low=1),
+        max_datagram_size=int_value(opts, "max.datagram.size", 65536, low=64),
         partitioner=partitioner,
     )
 
@@ -235,7 +200,7 @@ def _offset_spec(opts: dict[str, str], name: str, default: str, topics: tuple[st
     text = opts.get(name, default).strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower()
-    label = _LABELS[name]
+    label = LABELS[name]
     try:
         parsed = json.loads(text)
     except ValueError:
@@ -273,16 +238,12 @@ def offsets_from_json(data: Mapping[str, Mapping[str, int]]) -> dict[str, dict[i
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in data.items()}
 
 
-# ---------------------------------------------------------------- pieces
-
-
-def _lower(options: Mapping[str, str]) -> dict[str, str]:
-    return {str(k).lower(): "" if v is None else str(v) for k, v in options.items()}
+# ---------------------------------------------------------------- names
 
 
 def _refuse_unknown(opts: dict[str, str], allowed: set[str], what: str) -> None:
     for key in sorted(opts):
-        if key in allowed or key in _COMMON or key.startswith(_KAFKA):
+        if key in allowed or key in _COMMON or key.startswith(KAFKA):
             continue
         if what == "read" and key in _WRITE_OPTIONS:
             raise OptionError(f"option {key!r} applies to writes, not to a read")
@@ -290,22 +251,6 @@ def _refuse_unknown(opts: dict[str, str], allowed: set[str], what: str) -> None:
             raise OptionError(f"option {key!r} applies to reads, not to a write")
         known = ", ".join(sorted(allowed | {"bootstrap.servers", "kafka.*"}))
         raise OptionError(f"unknown option {key!r} for a {what} (known: {known})")
-
-
-def _servers(opts: dict[str, str], *, required: bool) -> tuple[str, ...]:
-    plain, aliased = opts.get("bootstrap.servers"), opts.get("kafka.bootstrap.servers")
-    if plain and aliased and plain != aliased:
-        raise OptionError("'bootstrap.servers' and its alias 'kafka.bootstrap.servers' disagree; give one")
-    text = plain or aliased or ""
-    servers = tuple(s.strip() for s in text.split(",") if s.strip())
-    if required and not servers:
-        raise OptionError("option 'bootstrap.servers' (or 'kafka.bootstrap.servers') is required: host:port,...")
-    for server in servers:
-        try:
-            parse_host_port(server)
-        except BruceError:
-            raise OptionError(f"option 'bootstrap.servers': {server!r} is not host:port") from None
-    return servers
 
 
 def _topics(opts: dict[str, str]) -> tuple[str, ...]:
@@ -325,7 +270,7 @@ def _subscription(opts: dict[str, str]) -> tuple[tuple[str, ...], str | None, di
     """(topics, pattern, assign): exactly one of subscribe (``topic``), subscribePattern and assign, as Spark."""
     given = [n for n in ("topic", "subscribe", "subscribepattern", "assign") if opts.get(n)]
     if len(given) > 1:
-        names = " and ".join(repr(_LABELS.get(n, n)) for n in given)
+        names = " and ".join(repr(LABELS.get(n, n)) for n in given)
         raise OptionError(f"give one of 'topic' (alias 'subscribe'), 'subscribePattern' and 'assign', not {names}")
     if not given:
         raise OptionError("one of 'topic' (or 'subscribe'), 'subscribePattern' and 'assign' is required: what to read")
@@ -364,11 +309,11 @@ def _timestamps(
 ) -> TimestampSpec | None:
     """``startingTimestamp`` (one for all) wins over ``startingOffsetsByTimestamp`` (per partition), as in Spark."""
     if opts.get(single):
-        return _int(opts, single, None, low=0)
+        return int_value(opts, single, None, low=0)
     text = opts.get(by_partition)
     if not text:
         return None
-    label = _LABELS[by_partition]
+    label = LABELS[by_partition]
     try:
         parsed = json.loads(text)
     except ValueError:
@@ -386,129 +331,3 @@ def _timestamps(
                 )
             spec.setdefault(topic, {})[int(partition)] = ms
     return spec
-
-
-def _bool(opts: dict[str, str], name: str, default: bool) -> bool:
-    text = opts.get(name, "").strip().lower()
-    if not text:
-        return default
-    if text not in ("true", "false"):
-        raise OptionError(f"option {_LABELS.get(name, name)!r}: {text!r} is not true or false")
-    return text == "true"
-
-
-def _choice(opts: dict[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
-    text = opts.get(name, "").strip().lower() or default
-    if text not in choices:
-        raise OptionError(f"option {_LABELS.get(name, name)!r}: {text!r} is not one of {', '.join(choices)}")
-    return text
-
-
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def _duration_ms(opts: dict[str, str], name: str, default: int) -> int:
-    """A duration as Spark writes it: ``15m``, ``30s``, ``500ms`` (a bare number is milliseconds)."""
-    text = opts.get(name, "").strip().lower()
-    if not text:
-        return default
-    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = text[len(number) :].strip() or "ms"
-    if not number.strip().isdigit() or unit not in _UNITS_MS:
-        raise OptionError(f"option {_LABELS.get(name, name)!r}: {text!r} is not a duration like 15m, 30s or 500ms")
-    return int(number) * _UNITS_MS[unit]
-
-
-_CLIENT_SETTINGS = {
-    "kafka.client.id": "client_id",
-    "kafka.protocol": "protocol",
-    "kafka.connect.timeout.ms": "connect_timeout_ms",
-    "kafka.request.timeout.ms": "request_timeout_ms",
-    "kafka.max.partition.fetch.bytes": "max_partition_fetch_bytes",
-    "kafka.fetch.max.wait.ms": "fetch_max_wait_ms",
-    "kafka.retries": "retries",
-    "kafka.retry.backoff.ms": "retry_backoff_ms",
-}
-
-
-_SPARK_CLIENT_ALIASES = {  # Spark's names for the same client settings
-    "kafkaconsumer.polltimeoutms": "kafka.request.timeout.ms",
-    "fetchoffset.numretries": "kafka.retries",
-    "fetchoffset.retryintervalms": "kafka.retry.backoff.ms",
-}
-_IGNORED_READ_SETTINGS = {"kafka.group.id"}  # no consumer group is joined: offsets live in Spark's checkpoint
-
-
-def _client_config(opts: dict[str, str]) -> ClientConfig:
-    values: dict[str, Any] = {"bootstrap_servers": _servers(opts, required=True), "security": _security(opts)}
-    for alias, key in _SPARK_CLIENT_ALIASES.items():
-        if alias in opts:
-            if opts.get(key, opts[alias]) != opts[alias]:
-                raise OptionError(f"{_LABELS[alias]!r} and {key!r} are the same setting and disagree; give one")
-            opts = {**opts, key: opts[alias]}
-    for key, text in opts.items():
-        if (
-            not key.startswith(_KAFKA)
-            or key == "kafka.bootstrap.servers"
-            or key in _IGNORED_READ_SETTINGS
-            or key[len(_KAFKA) :] in _SECURITY
-        ):
-            continue
-        field = _CLIENT_SETTINGS.get(key)
-        if field is None:
-            raise OptionError(f"unknown read setting {key!r} (known: {', '.join(sorted(_CLIENT_SETTINGS))})")
-        if field == "client_id":
-            values[field] = text
-        elif field == "protocol":
-            if text not in PROTOCOLS:
-                raise OptionError(f"option {key!r}: {text!r} is not one of {', '.join(PROTOCOLS)}")
-            values[field] = text
-        else:
-            values[field] = _int(opts, key, None, low=0 if field in ("retries", "retry_backoff_ms") else 1)
-    return ClientConfig(**values)
-
-
-_SECURITY = {name.lower() for name in SECURITY_PROPERTIES}  # Spark lower-cases option names
-
-
-def _security(opts: dict[str, str]) -> SecurityConfig:
-    """``kafka.<librdkafka security property>`` options, for reads and writes (secrets stay redacted in errors)."""
-    given = {key[len(_KAFKA) :]: text for key, text in opts.items() if key.startswith(_KAFKA)}
-    try:
-        return SecurityConfig.from_mapping({k: v for k, v in given.items() if k in _SECURITY})
-    except BruceError as e:
-        raise OptionError(f"security settings (kafka.*): {e}") from None
-
-
-def _producer_value(key: str, name: str, text: str) -> Any:
-    fields = {f.name: f for f in dataclasses.fields(ProducerConfig)}
-    field = fields.get(name)
-    if field is None or name == "bootstrap_servers":
-        raise OptionError(f"unknown producer setting {key!r} (see docs/spark.md for the kafka.* settings)")
-    default = field.default
-    if isinstance(default, bool):
-        if text.lower() not in ("true", "false"):
-            raise OptionError(f"option {key!r}: {text!r} is not true or false")
-        return text.lower() == "true"
-    if isinstance(default, int):
-        if name == "acks" and text.lower() == "all":
-            return -1
-        try:
-            return int(text)
-        except ValueError:
-            raise OptionError(f"option {key!r}: {text!r} is not an integer") from None
-    return text
-
-
-def _int(opts: dict[str, str], name: str, default: int | None, *, low: int) -> int | None:
-    text = opts.get(name)
-    if text is None or text == "":
-        return default
-    label = _LABELS.get(name, name)
-    try:
-        value = int(text)
-    except ValueError:
-        raise OptionError(f"option {label!r}: {text!r} is not an integer") from None
-    if value < low:
-        raise OptionError(f"option {label!r}: {value} must be ≥ {low}")
-    return value

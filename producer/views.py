@@ -1,0 +1,167 @@
+"""The producer's cluster view and what the daemon reads from it: :class:`ProducerViews`, a part of
+:class:`~bruce.producer.producer.Producer`.
+
+Rules:
+- A mixin of ``Producer``: it reads and updates the producer's state (dispatcher, senders, metadata fetcher, the
+  first-view future) and holds none of its own; every method runs in the event loop's thread and never blocks.
+- Each cluster view the metadata fetcher gets is installed by ``_apply_view`` (the dispatcher reroutes; senders of
+  brokers no longer in it close); the first one completes :meth:`ready`'s future and, with idempotence wanted, wakes
+  the lowest broker's sender so the producer id (and whether idempotence is on) is settled at start.
+- A metadata round refused by every broker (TLS or SASL) is logged once per distinct refusal; before the first view,
+  library use fails :meth:`ready` and every held message with AUTHENTICATION_FAILED (the daemon keeps them:
+  ``keep_on_auth_failure``).
+- The queries (cluster, partitions, metadata times, brokers, requests, queue statistics, counts) are read-only
+  snapshots for the daemon's status pages and accounting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from .cluster import ClusterView
+from .config import ProducerConfig
+from .dispatcher import Dispatcher
+from .errors import DeliveryError, ProducerClosed
+from .health import BrokerHealth, BrokerState, QueueStats
+from .metadata import MetadataFetcher
+from .reasons import DiscardReason
+from .sender import Sender
+
+log = logging.getLogger("bruce.producer")
+
+
+class ProducerViews:
+    """The cluster view's side of :class:`~bruce.producer.producer.Producer` (see the module's rules)."""
+
+    config: ProducerConfig
+    keep_on_auth_failure: bool
+    _dispatcher: Dispatcher
+    _fetcher: MetadataFetcher
+    _senders: dict[int, Sender]
+    _first_view: asyncio.Future[None] | None
+    _last_refusal: str
+    _loop: asyncio.AbstractEventLoop
+    _wake_broker: Callable[[int], None]
+
+    async def ready(self, timeout: float | None = None) -> ClusterView:
+        """Wait (up to ``timeout`` s; None: ``message_timeout_ms``, if set) for the first cluster view; raises
+        ``TimeoutError``, or a :class:`DeliveryError` (AUTHENTICATION_FAILED) when every bootstrap broker refused
+        authentication."""
+        if self._first_view is None:
+            raise ProducerClosed("the producer is not started")
+        if timeout is None and self.config.message_timeout_ms:
+            timeout = self.config.message_timeout_ms / 1000
+        async with asyncio.timeout(timeout):
+            await asyncio.shield(self._first_view)
+        assert self._dispatcher.view is not None
+        return self._dispatcher.view
+
+    # ---------------------------------------------------------------- new views
+
+    def _apply_view(self, view: ClusterView, fetch: int) -> None:
+        d = self._dispatcher
+        d.apply_view(view, fetch)
+        for broker, sender in self._senders.items():
+            if broker not in view.brokers:
+                sender.close_connection()
+        if self._first_view is not None and self._first_view.done() and self._first_view.exception() is not None:
+            self._first_view = self._loop.create_future()  # refused before, accepted now
+        if self._first_view is not None and not self._first_view.done():
+            self._first_view.set_result(None)
+            if d.seq is not None and view.brokers:  # the producer id (and whether idempotence is on) at start
+                broker = min(view.brokers)
+                self._wake_broker(broker)
+                self._senders[broker].warm = True
+
+    @property
+    def authentication_failure(self) -> str | None:
+        """Why brokers refuse us (TLS or SASL), while they do: names the broker and the mechanism; else None."""
+        return self._fetcher.auth_failure or next(
+            (s.auth_failure for s in self._senders.values() if s.auth_failure), None
+        )
+
+    def _refused(self, detail: str) -> None:
+        """A metadata round was refused by every broker: before the first view, library use fails :meth:`ready` and
+        the messages waiting for it, rather than hold them while nothing can change (the daemon keeps them). Logged
+        once per distinct refusal, not per retry."""
+        if detail != self._last_refusal:
+            self._last_refusal = detail
+            log.error("%s; retrying with backoff", detail)
+        if self._dispatcher.view is not None or self.keep_on_auth_failure:
+            return
+        if self._first_view is not None and not self._first_view.done():
+            self._first_view.set_exception(DeliveryError(DiscardReason.AUTHENTICATION_FAILED, "", detail))
+            self._first_view.exception()  # retrieved: ready() raises it to whoever waits
+        self._dispatcher.discard_everything(DiscardReason.AUTHENTICATION_FAILED, detail)
+
+    # ---------------------------------------------------------------- the daemon's queries
+
+    def cluster(self) -> ClusterView | None:
+        """The current cluster view (None before the first metadata)."""
+        return self._dispatcher.view
+
+    def available_partitions(self, topic: str) -> tuple[int, ...] | None:
+        """The topic's available partitions; None if the topic is unknown (BAD_TOPIC), () if none is available."""
+        info = self._dispatcher.topic_info(topic)
+        return None if info is None else info.available
+
+    def request_metadata_refresh(self) -> None:
+        """Refresh metadata soon (POST /metadata_update); merged and rate-limited."""
+        self._fetcher.request()
+
+    def metadata_times(self) -> tuple[int, int]:
+        """(last updated, last modified) in epoch ms; 0 before the first metadata."""
+        return self._fetcher.last_updated_ms, self._fetcher.last_modified_ms
+
+    def connected_brokers(self) -> int:
+        """Brokers with an open produce connection (metadata connections are short-lived and not counted)."""
+        return sum(1 for s in self._senders.values() if s.connection is not None and s.connection.alive)
+
+    def broker_states(self) -> tuple[BrokerState, ...]:
+        """Every broker of the current metadata (and any sender left from an earlier one), by node id."""
+        view = self._dispatcher.view
+        brokers = dict(view.brokers) if view is not None else {}
+        out = []
+        for node_id in sorted(brokers.keys() | self._senders.keys()):
+            b = brokers.get(node_id)
+            sender = self._senders.get(node_id)
+            h = sender.health if sender is not None else BrokerHealth()
+            host, port = (b.host, b.port) if b is not None else ("?", 0)
+            out.append(BrokerState(node_id, host, port, h.state, h.since, h.last_error, h.last_error_at))
+        return tuple(out)
+
+    def requests_in_flight(self) -> int:
+        """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
+        return sum(s.outstanding for s in self._senders.values())
+
+    def queue_stats(self) -> dict[str, QueueStats]:
+        """Held messages per topic and state (Bruce's ``/queues``)."""
+        out: dict[str, list[int]] = {}
+        d = self._dispatcher
+        for pq in d.all_queues():
+            row = out.setdefault(pq.topic, [0, 0, 0])
+            row[0] += len(pq.open)
+            row[1] += pq.ready_count + pq.staged + pq.waiting
+            row[2] += pq.in_flight
+        for topic, (messages, _, _) in d.unknown.items():
+            out.setdefault(topic, [0, 0, 0])[1] += len(messages)
+        return {topic: QueueStats(*row) for topic, row in sorted(out.items())}
+
+    @property
+    def accepted(self) -> int:
+        return self._dispatcher.accepted
+
+    @property
+    def delivered(self) -> int:
+        return self._dispatcher.delivered
+
+    @property
+    def discarded(self) -> int:
+        return self._dispatcher.discarded
+
+    @property
+    def held(self) -> int:
+        """Messages accepted and not yet delivered or discarded."""
+        return self._dispatcher.held_messages
