@@ -63,7 +63,7 @@ class Sequencer:
         self.idem: Idempotence | None = None  # None until the first produce connection settles it
         self.ending = ""  # why idempotence ends (fatal), while in-flight batches settle
         self.init_not_before = 0.0  # loop time: no InitProducerId before (retry backoff)
-        self.init_refusals = 0  # retriable InitProducerId errors in a row
+        self.init_refusals = 0  # InitProducerId requests in a row that got no producer id (error or no answer)
 
     # ---------------------------------------------------------------- on or off
 
@@ -126,9 +126,11 @@ class Sequencer:
         assert idem is not None
         if failed:
             idem.on_init_failure()
+            name, what = "TRANSPORT", "failed (no answer)"
         else:
             duplicates = idem.on_init_response(result)
             name = errorcodes.lookup(result.error_code).name
+            what = f"answered {name}"
             if idem.state is PidState.ASSIGNED:
                 self.init_refusals = 0
                 self.d.counters.inc("ProducerIdAssigned")
@@ -139,10 +141,10 @@ class Sequencer:
             if idem.state is PidState.FATAL:
                 self.fatal(name, idem.fatal_reason)
                 return
-            self.init_refusals += 1
-            if self.init_refusals > self.d.config.max_failed_delivery_attempts:  # bounded, as a message's attempts
-                self.fatal(name, f"InitProducerId answered {name} {self.init_refusals} times in a row")
-                return
+        self.init_refusals += 1
+        if self.init_refusals > self.d.config.max_failed_delivery_attempts:  # bounded, as a message's attempts
+            self.fatal(name, f"InitProducerId {what} {self.init_refusals} times in a row")
+            return
         self.d.counters.inc("ProducerIdRetry")
         delay = max(self.d.config.retry_backoff_ms, 10) / 1000
         self.init_not_before = self.d.clock() + delay

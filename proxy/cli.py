@@ -16,12 +16,12 @@ Rules:
   that runs ``bruce --daemon`` knows the socket accepts when the command returns.
 - The garbage collector, once the daemon serves (this process is the daemon's own: embedding a :class:`Daemon` in
   another program leaves that program's collector alone): what was built at start (modules, config, the parts) is
-  frozen (``gc.freeze``), so the collector's full passes no longer scan it. With Python's thresholds the full passes
-  scanned those ~10^5 objects again and again: the collector took 0.39 µs of CPU per message, 10% of the daemon's,
-  and 0.22-0.31 µs after the freeze (bench/proxy_bench.py --profile, timed with ``gc.callbacks``). The daemon makes
-  no reference cycle per message (``gc.DEBUG_SAVEALL`` found only start-up objects), but raising the youngest
-  generation's threshold (20,000) grew the memory high-water mark to 1.6-2.1x the budget held (1.05-1.12x
-  otherwise), so the thresholds stay Python's.
+  frozen (``gc.freeze``, after one full collection: what is frozen is never collected), so the collector's full passes
+  no longer scan it. With Python's thresholds the full passes scanned those ~10^5 objects again and again: the
+  collector took 0.39 µs of CPU per message, 10% of the daemon's, and 0.22-0.31 µs after the freeze
+  (bench/proxy_bench.py --profile, timed with ``gc.callbacks``). The daemon makes no reference cycle per message
+  (``gc.DEBUG_SAVEALL`` found only start-up objects), but raising the youngest generation's threshold (20,000) grew
+  the memory high-water mark to 1.6-2.1x the budget held (1.05-1.12x otherwise), so the thresholds stay Python's.
 - The embedded broker (the ``embedded`` extra): started on the port ``configure`` picked, announced on stderr with
   the socket path, the status URL and a ready-to-paste ``to_bruce`` command, and stopped (by its PID) when the daemon
   exits, whatever the reason.
@@ -102,6 +102,7 @@ async def _serve(daemon: Daemon, embedded: EmbeddedBroker | None, ready: ReadyPi
     await asyncio.wait({task, serving}, return_when=asyncio.FIRST_COMPLETED)
     serving.cancel()
     if daemon.ready.is_set():
+        gc.collect()  # start-up's garbage first: what is frozen is never collected
         gc.freeze()  # what start-up built is never scanned again (module rules)
         text = announcement(daemon, embedded, daemonized=ready.fd is not None)
         log.log(NOTICE, "serving: socket %s, status %s/", daemon.socket_path, daemon.status_url)

@@ -11,10 +11,12 @@ Rules:
   Bruce's ``InputAgent*`` names, once per burst rather than per datagram.
 - Cheap per datagram: clients repeat their datagrams' layout (topic, key and value sizes), so each AnyPartition layout
   seen is kept by datagram length (:func:`bruce.wire.datagram.any_partition_layout`; at most
-  :data:`LAYOUT_CACHE_SIZE` lengths, topics up to :data:`LAYOUT_TOPIC_MAX` bytes): a datagram of a known length that
+  :data:`LAYOUT_LENGTHS` lengths, topics up to :data:`LAYOUT_TOPIC_MAX` bytes): a datagram of a known length that
   starts with the same header and topic and whose key and value sizes match is unpacked in one C call, with its topic
   already decoded. The wire layer proves that rule equal to ``parse_datagram``; anything else (another layout,
-  PartitionKey, legacy, invalid) takes ``parse_datagram`` itself. Topic names are decoded once (a bounded cache):
+  PartitionKey, legacy, invalid) takes ``parse_datagram`` itself. A length's layout is replaced only after
+  :data:`LAYOUT_MISSES` of its datagrams missed it (two topics whose datagrams share a length would otherwise evict
+  each other on every datagram and pay for learning each time). Topic names are decoded once (a bounded cache):
   bytes that are not UTF-8 keep their bytes through ``surrogateescape``, and the router discards them as BAD_TOPIC.
   Measured (bench/proxy_bench.py --profile, 100-byte values): parsing and making the messages went from ~1.26 to
   ~0.57 µs per message in the event loop's process.
@@ -49,7 +51,8 @@ from .message import Message
 from .spool import SPOOL_FULL, Spool, SpoolMessage
 
 TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
-LAYOUT_CACHE_SIZE = 4096  # datagram lengths whose AnyPartition layout is kept (cleared when full)
+LAYOUT_LENGTHS = 4096  # datagram lengths whose AnyPartition layout is kept (cleared when full)
+LAYOUT_MISSES = 64  # a length's layout is replaced after this many of its datagrams missed it
 LAYOUT_TOPIC_MAX = 255  # longer topics (no Kafka topic is) take the general path: a layout holds at most ~270 bytes
 
 _ANY = DatagramKind.ANY_PARTITION
@@ -87,6 +90,7 @@ class IntakeBursts:
         self.topics: dict[bytes, str] = {}  # topic bytes → the shared str
         # datagram length → (prefix, unpack, key size, value size, topic, topic bytes): see the module rules
         self._layouts: dict[int, tuple] = {}
+        self._misses: dict[int, int] = {}  # datagram length → datagrams of it that missed its layout since learned
 
     def feed(self, datagrams: Iterable[bytes], now: float) -> int:
         """Process datagrams (``bytes`` as received, up to ``max_input_msg_size + 1`` bytes each) received at
@@ -158,16 +162,27 @@ class IntakeBursts:
         return len(messages)
 
     def _learn(self, data: bytes, raw_topic: bytes, key: bytes, topic: str) -> None:
-        """Keep the layout of ``data``, a valid AnyPartition datagram, for the next datagrams of its length."""
+        """Keep the layout of ``data``, a valid AnyPartition datagram, for the next datagrams of its length. A length
+        that has a layout keeps it until :data:`LAYOUT_MISSES` of its datagrams did not match it: two clients whose
+        datagrams share a length do not evict each other's layout on every datagram."""
         layouts = self._layouts
-        if len(layouts) >= LAYOUT_CACHE_SIZE:
+        size = len(data)
+        if size in layouts:
+            misses = self._misses.get(size, 0) + 1
+            if misses < LAYOUT_MISSES:
+                self._misses[size] = misses
+                return
+            self._misses.pop(size)
+        elif len(layouts) >= LAYOUT_LENGTHS:
             layouts.clear()
+            self._misses.clear()
         prefix, unpack, key_size, value_size = any_partition_layout(data, len(raw_topic), len(key))
         layouts[len(data)] = (prefix, unpack, key_size, value_size, topic, raw_topic)
 
     def forget_layouts(self) -> None:
         """Forget the layouts learned (after a change of ``max_input_msg_size``)."""
         self._layouts.clear()
+        self._misses.clear()
 
     @staticmethod
     def _spool(spool: Spool, spooled: list[SpoolMessage], messages: list[Message]) -> DiscardReason | None:

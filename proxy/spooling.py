@@ -48,6 +48,7 @@ log = logging.getLogger("bruce.spool")
 
 ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
 BACKLOG_BURST = 256  # records the disk backlog routes before it lets the loop run
+SETTLE_NOTICE = 200_000  # messages held on disk at a stop from which settling them is announced first
 BACKLOG_ROOM_WAIT_S = 0.05  # the disk backlog waits for a release this long at most before it tries again
 GAUGES = {
     "SpoolBytes": "Bytes of the spool's segment files.",
@@ -215,6 +216,12 @@ class DiskBacklog:
         """At a stop: discard what is still held on disk only as SERVER_SHUTDOWN (it stays in the spool for the next
         start); returns how many."""
         cursor, discard = self.cursor, self.outcomes.on_discard
+        if cursor.held >= SETTLE_NOTICE:  # reading them back takes ~2.5 µs each: say why the stop takes a while
+            log.warning(
+                "reading %d messages held on disk only to report them (about %.0f s); they stay in the spool",
+                cursor.held,
+                cursor.held * 2.5e-6,
+            )
         settled = 0
         while (record := cursor.peek()) is not None:
             cursor.take()

@@ -21,7 +21,7 @@ Rules:
 - :func:`any_partition_layout` serves bursts of datagrams that repeat a layout (the daemon's intake): from one valid
   AnyPartition datagram, a prefix and one precompiled unpacker that parse any datagram of the same length, header,
   topic, key size and value size in one C call; its acceptance rule is proven equal to :func:`parse_datagram`'s
-  (``tests/wire/test_datagram.py``). Unpackers are cached by layout, at most :data:`LAYOUT_CACHE_SIZE`.
+  (``tests/wire/test_datagram.py``). Unpackers are cached by layout, at most :data:`UNPACKER_CACHE_SIZE`.
 - Builders raise :class:`UsageError` for what cannot be encoded (empty or over-long topic, sizes over INT32_MAX,
   out-of-range integers). Pure: no clock, so the caller passes the timestamp (epoch milliseconds).
 """
@@ -267,7 +267,7 @@ def _parse_old_v0(data: bytes, n: int) -> Datagram:
 
 # ---------------------------------------------------------------- layouts (bursts that repeat one)
 
-LAYOUT_CACHE_SIZE = 1024  # unpackers kept, by (topic size, key size, value size); cleared when full
+UNPACKER_CACHE_SIZE = 1024  # unpackers kept, by (topic size, key size, value size); cleared when full
 _layouts: dict[tuple[int, int, int], Callable[[bytes], tuple[int, int, bytes, int, bytes]]] = {}
 
 
@@ -293,7 +293,7 @@ def any_partition_layout(data: bytes, topic_size: int, key_size: int) -> Layout:
     shape = (topic_size, key_size, value_size)
     unpack = _layouts.get(shape)
     if unpack is None:
-        if len(_layouts) >= LAYOUT_CACHE_SIZE:
+        if len(_layouts) >= UNPACKER_CACHE_SIZE:
             _layouts.clear()
         fmt = f">{12 + topic_size}xqi{key_size}si{value_size}s"
         unpack = _layouts[shape] = struct.Struct(fmt).unpack_from

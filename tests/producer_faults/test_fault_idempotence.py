@@ -300,6 +300,19 @@ def test_init_producer_id_refused_retriably_too_often_falls_back_to_at_least_onc
     scenario(body, brokers=1)
 
 
+def test_init_producer_id_unanswered_too_often_falls_back_to_at_least_once() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        cluster.brokers[1].script(init_producer_id.KEY, *[Fault.disconnect()] * 3)  # the connection cut each time
+        async with running(idempotent(cluster, max_failed_delivery_attempts=2)) as p:
+            await send_all(p, [b"a", b"b"])
+            assert p.counters.get("ProducerIdRetry") == 2 and p.counters.get("ProducerIdAssigned") == 0
+            assert p.counters.get("IdempotenceFatal", (("reason", "TRANSPORT"),)) == 1
+        stored_once_in_order(cluster, [b"a", b"b"])
+
+    scenario(body, brokers=1)
+
+
 def test_off_with_one_log_line_on_a_kafka_0_8_broker(caplog) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])

@@ -7,9 +7,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
+import pytest
+
+import bruce.proxy.intake_burst as intake_burst
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.intake_burst import LAYOUT_TOPIC_MAX
 from bruce.wire.datagram import build_any_partition, build_partition_key, parse_datagram
 
 TS = 1_700_000_000_000
@@ -51,7 +53,7 @@ def test_same_length_datagrams_take_their_own_fields(make_intake: Callable[..., 
 
 def test_long_topics_are_parsed_every_time(make_intake: Callable[..., DatagramIntake]) -> None:
     intake = make_intake()
-    topic = "t" * (LAYOUT_TOPIC_MAX + 1)
+    topic = "t" * (intake_burst.LAYOUT_TOPIC_MAX + 1)
     datagrams = [build_any_partition(topic, b"v%d" % i, timestamp=TS) for i in range(5)]
     intake.feed(datagrams, 1.0)
     assert fields(intake) == expected(datagrams)
@@ -66,3 +68,18 @@ def test_a_lowered_limit_applies_to_learned_layouts(make_intake: Callable[..., D
     intake.feed([datagram], 2.0)
     assert len(intake.sink.messages) == 1
     assert [r for r, _, _ in intake.sink.unparsed] == [DiscardReason.LONG_MSG]
+
+
+def test_two_topics_of_one_length_do_not_relearn_every_datagram(
+    make_intake: Callable[..., DatagramIntake], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    learned = []
+    real = intake_burst.any_partition_layout
+    monkeypatch.setattr(intake_burst, "any_partition_layout", lambda *a: learned.append(a) or real(*a))
+    intake = make_intake()
+    datagrams = [build_any_partition("topicA" if i % 2 else "topicB", b"v%03d" % i, timestamp=TS) for i in range(640)]
+    assert len({len(d) for d in datagrams}) == 1
+    intake.feed(datagrams, 1.0)
+    assert fields(intake) == expected(datagrams)
+    # one layout at first, then one more each time the other topic missed LAYOUT_MISSES times: 320 misses → 5
+    assert len(learned) == 1 + 320 // intake_burst.LAYOUT_MISSES
