@@ -377,24 +377,18 @@ def queue_chunks(
 
 
 _ONLY_THE_LIST = 2  # sys.getrefcount of an object only a list holds (the list's reference, and map's while it counts)
-_KEY, _HEADERS, _PARTITION_KEY = attrgetter("key"), attrgetter("headers"), attrgetter("partition_key")
 _VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
 
 
 def chunk_of_unheld(batch: list[Message], size: int) -> Chunk | None:
     """``send``'s full ``batch`` (Σ size ``size``) as a chunk, when the batch's list holds the only reference to each
-    of its messages but the last (CPython's reference counts: nobody can see the difference) and none has a key,
-    headers or partition; None otherwise. The last message, whose handle ``send`` returns, is the chunk's tail."""
+    of its messages but the last (CPython's reference counts: nobody can see the difference); None otherwise. The
+    caller vouches that none has a key, headers or partition (``send`` tracks the batches that hold one). The last
+    message, whose handle ``send`` returns, is the chunk's tail."""
     n = len(batch)
     if n < 3:
         return None
     held = list(map(getrefcount, batch))
     if held.count(_ONLY_THE_LIST) - (held[-1] == _ONLY_THE_LIST) != n - 1:
-        return None
-    if not (
-        list(map(_KEY, batch)).count(None) == n
-        and list(map(_PARTITION_KEY, batch)).count(None) == n
-        and list(map(_HEADERS, batch)).count(None) == n
-    ):
         return None
     return Chunk(list(map(_VALUE, batch)), size, list(map(_TIMESTAMP, batch)), True, tail=batch[-1])
