@@ -11,7 +11,8 @@ Rules:
   those messages). ``send`` turns a full batch into a chunk when the batch holds the only reference to each message;
   its newest message, whose handle the caller may keep, is the chunk's ``tail`` and settles as itself.
 - A full chunk (or one with nothing after it to join) goes to a request whole: encoded column by column
-  (:func:`bruce.wire.recordbatch.build_value_batch`) and settled in one step (partitions and offsets in two arrays).
+  (:func:`bruce.wire.recordbatch.build_value_batch`) and settled in one step (partitions in an array, offsets as a
+  range).
   Anything that reads it one message at a time (a resend, a discard's sizes, a sink, assembly cutting it) makes its
   messages, once; each reports to the chunk as its waiter (:func:`bruce.producer.message.resolve_delivered`), counted
   per batch; once all have a fate the chunk keeps them in the arrays and lets the messages go.
@@ -84,7 +85,7 @@ class Chunk:
         self.size = size  # Σ value bytes
         self.timestamp = timestamp  # of every value, or one per value
         self._members: list[Message] | None = None  # the messages, once made
-        self.offsets: array[int] | None = None  # once settled (-1: failed, or acks=0)
+        self.offsets: Sequence[int] | None = None  # once settled (-1: failed, or acks=0); consecutive: a range
         self.partitions: array[int] | None = None
         self.errors: dict[int, DeliveryError] = {}  # once settled: index → error of the values that failed
         self._future: asyncio.Future[None] | None = None  # made for whoever awaits the chunk
@@ -143,7 +144,7 @@ class Chunk:
             return False
         n = self.count
         self.partitions = array("i", [partition]) * n
-        self.offsets = array("q", range(base_offset, base_offset + n)) if base_offset >= 0 else array("q", [-1]) * n
+        self.offsets = range(base_offset, base_offset + n) if base_offset >= 0 else array("q", [-1]) * n
         if self.tail is not None:
             resolve_delivered([self.tail], partition, self.offsets[-1])
         self._done()
