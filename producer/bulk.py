@@ -11,7 +11,8 @@ Rules:
   those messages). ``send`` turns a full batch into a chunk when the batch holds the only reference to each message;
   its newest message, whose handle the caller may keep, is the chunk's ``tail`` and settles as itself.
 - A full chunk (or one with nothing after it to join) goes to a request whole: encoded column by column
-  (:func:`bruce.wire.recordbatch.build_value_batch`) and settled in one step (partitions and offsets in two arrays).
+  (:func:`bruce.wire.recordbatch.build_value_batch`) and settled in one step (partitions in an array, offsets as a
+  range).
   Anything that reads it one message at a time (a resend, a discard's sizes, a sink, assembly cutting it) makes its
   messages, once; each reports to the chunk as its waiter (:func:`bruce.producer.message.resolve_delivered`), counted
   per batch; once all have a fate the chunk keeps them in the arrays and lets the messages go.
@@ -84,7 +85,7 @@ class Chunk:
         self.size = size  # Σ value bytes
         self.timestamp = timestamp  # of every value, or one per value
         self._members: list[Message] | None = None  # the messages, once made
-        self.offsets: array[int] | None = None  # once settled (-1: failed, or acks=0)
+        self.offsets: Sequence[int] | None = None  # once settled (-1: failed, or acks=0); consecutive: a range
         self.partitions: array[int] | None = None
         self.errors: dict[int, DeliveryError] = {}  # once settled: index → error of the values that failed
         self._future: asyncio.Future[None] | None = None  # made for whoever awaits the chunk
@@ -143,7 +144,7 @@ class Chunk:
             return False
         n = self.count
         self.partitions = array("i", [partition]) * n
-        self.offsets = array("q", range(base_offset, base_offset + n)) if base_offset >= 0 else array("q", [-1]) * n
+        self.offsets = range(base_offset, base_offset + n) if base_offset >= 0 else array("q", [-1]) * n
         if self.tail is not None:
             resolve_delivered([self.tail], partition, self.offsets[-1])
         self._done()
@@ -377,24 +378,18 @@ def queue_chunks(
 
 
 _ONLY_THE_LIST = 2  # sys.getrefcount of an object only a list holds (the list's reference, and map's while it counts)
-_KEY, _HEADERS, _PARTITION_KEY = attrgetter("key"), attrgetter("headers"), attrgetter("partition_key")
 _VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
 
 
 def chunk_of_unheld(batch: list[Message], size: int) -> Chunk | None:
     """``send``'s full ``batch`` (Σ size ``size``) as a chunk, when the batch's list holds the only reference to each
-    of its messages but the last (CPython's reference counts: nobody can see the difference) and none has a key,
-    headers or partition; None otherwise. The last message, whose handle ``send`` returns, is the chunk's tail."""
+    of its messages but the last (CPython's reference counts: nobody can see the difference); None otherwise. The
+    caller vouches that none has a key, headers or partition (``send`` tracks the batches that hold one). The last
+    message, whose handle ``send`` returns, is the chunk's tail."""
     n = len(batch)
     if n < 3:
         return None
     held = list(map(getrefcount, batch))
     if held.count(_ONLY_THE_LIST) - (held[-1] == _ONLY_THE_LIST) != n - 1:
-        return None
-    if not (
-        list(map(_KEY, batch)).count(None) == n
-        and list(map(_PARTITION_KEY, batch)).count(None) == n
-        and list(map(_HEADERS, batch)).count(None) == n
-    ):
         return None
     return Chunk(list(map(_VALUE, batch)), size, list(map(_TIMESTAMP, batch)), True, tail=batch[-1])

@@ -58,6 +58,8 @@ class Message:
         partition_key: int | None = None,
         pinned: bool = False,
     ) -> None:
+        # Producer.send builds its messages without calling this (the call costs more than the stores): a slot
+        # added here is set there too.
         self.key = key
         self.value = value
         self.timestamp = timestamp  # epoch ms: the record's CreateTime (magic 1 and 2)

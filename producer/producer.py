@@ -78,6 +78,7 @@ from .trouble import BrokerTrouble
 from .views import ProducerViews
 
 _time_ns = time.time_ns
+_new = object.__new__
 
 
 class Producer(ProducerViews):
@@ -279,6 +280,7 @@ class Producer(ProducerViews):
             check_bytes(value, "value")
         if key is None and partition is None and partition_key is None:  # the usual case, checked once
             pkey, pinned = self._null_key, False
+            size = len(value) if value else 0
         else:
             if key is not None and type(key) is not bytes:
                 check_bytes(key, "key")
@@ -291,6 +293,7 @@ class Producer(ProducerViews):
                 pkey, pinned = partition_key, False
             else:
                 pkey, pinned = key_to_partition_key(key, self._partitioner), False
+            size = (len(key) if key else 0) + (len(value) if value else 0)
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
             if timestamp == self._last_ms:
@@ -301,10 +304,21 @@ class Producer(ProducerViews):
             check_timestamp(timestamp)
         if headers is not None:
             check_headers(headers)
-        m = Message(key, value, timestamp, headers, pkey, pinned)
-        size = m.size
         if d.held_bytes + size > self._max_bytes:
             self._refuse(f"{d.held_bytes} bytes held (queue_buffering_max_kbytes)")
+        # Message(key, value, timestamp, headers, pkey, pinned): every slot set as __init__ sets it, without the call
+        m = _new(Message)
+        m.key = key
+        m.value = value
+        m.timestamp = timestamp
+        m.headers = headers
+        m.partition_key = pkey
+        m.pinned = pinned
+        m.size = size
+        m.attempts = 0
+        m.possible_duplicate = False
+        m.partition = -1
+        m._fate = None
         d.accepted += 1
         d.held_messages += 1
         d.held_bytes += size
@@ -389,7 +403,7 @@ class Producer(ProducerViews):
         collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
         holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
         chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
-        plain = pq not in self._mixed
+        plain = pq not in self._mixed  # every message keyless, without headers or partition (send keeps _mixed)
         self._mixed.discard(pq)
         if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
             chunk = chunk_of_unheld(pq.open, pq.open_bytes)
