@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from array import array
 from bisect import bisect_right
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import add, attrgetter
 from sys import getrefcount
@@ -40,6 +40,7 @@ from .dispatcher import Dispatcher
 from .errors import DeliveryError
 from .message import Message, check_bytes, resolve_delivered, resolve_failed
 from .partitioner import explicit_partition, key_to_partition_key
+from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import RECORD_OVERHEAD
 
@@ -353,6 +354,7 @@ def queue_chunks(
     partition: int | None,
     max_count: int,
     max_bytes: int,
+    seal: Callable[[PartitionQueue], None],
 ) -> list[Chunk]:
     """Queue ``send_many``'s keyless values of a known topic (already admitted: counted as held) as chunks of at most
     ``max_count`` values and ``max_bytes`` bytes (with :data:`RECORD_OVERHEAD` each), ready at once: each to the next
@@ -371,13 +373,30 @@ def queue_chunks(
             d.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
             continue
         pq = d.queue(topic, p)
-        d.seal(pq)  # what send() queued there before goes first
+        seal(pq)  # what send() queued there before goes first (the producer's seal: it keeps its own marks)
         pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]
         d.mark_ready(pq)
     return chunks
 
 
 _ONLY_THE_LIST = 2  # sys.getrefcount of an object only a list holds (the list's reference, and map's while it counts)
+
+
+class _Probe:
+    __slots__ = ("value",)
+
+
+def _refcounts_show_holders() -> bool:
+    """Whether this interpreter's reference counts read as :func:`chunk_of_unheld` expects: an object only a list
+    holds reads :data:`_ONLY_THE_LIST` through ``map(getrefcount, list)``, one also held elsewhere reads more. CPython
+    does not promise these numbers across versions or builds; where they differ, full batches stay messages."""
+    probe = [_Probe(), _Probe(), _Probe()]
+    held = probe[1]
+    counts = list(map(getrefcount, probe))
+    return counts == [_ONLY_THE_LIST, _ONLY_THE_LIST + 1, _ONLY_THE_LIST] and held is probe[1]
+
+
+REFCOUNTS_SHOW_HOLDERS = _refcounts_show_holders()  # checked once, at import
 _VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
 
 
@@ -387,7 +406,7 @@ def chunk_of_unheld(batch: list[Message], size: int) -> Chunk | None:
     caller vouches that none has a key, headers or partition (``send`` tracks the batches that hold one). The last
     message, whose handle ``send`` returns, is the chunk's tail."""
     n = len(batch)
-    if n < 3:
+    if n < 3 or not REFCOUNTS_SHOW_HOLDERS:
         return None
     held = list(map(getrefcount, batch))
     if held.count(_ONLY_THE_LIST) - (held[-1] == _ONLY_THE_LIST) != n - 1:

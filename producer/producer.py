@@ -391,10 +391,13 @@ class Producer(ProducerViews):
         d.accepted += count
         d.held_messages += count
         d.held_bytes += size
-        chunks = queue_chunks(
-            d, topic, info, values, sizes, timestamp, partition, self._batch_messages, self._chunk_bytes
-        )
+        limits = (self._batch_messages, self._chunk_bytes)
+        chunks = queue_chunks(d, topic, info, values, sizes, timestamp, partition, *limits, self._seal_open)
         return Bulk(chunks, count)
+
+    def _seal_open(self, pq: PartitionQueue) -> None:
+        """Seal ``pq``'s open batch before others are queued behind it (``send_many``)."""
+        self._seal(pq, False)
 
     def _seal(self, pq: PartitionQueue, full: bool) -> None:
         """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch that holds the only

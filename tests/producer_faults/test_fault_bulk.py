@@ -10,7 +10,7 @@ import pytest
 from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
-from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig, QueueFull, partition_for_key
+from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig, QueueFull, bulk, partition_for_key
 from bruce.producer.partitioner import key_to_partition_key
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol import produce
@@ -183,6 +183,46 @@ def test_sealed_batches_nobody_holds_become_chunks_and_kept_handles_still_resolv
             assert_accounting(p, outcomes, held=0)
         assert cluster.values("t")[:40] == [b"%02d" % i for i in range(40)]
         assert outcomes.delivered_count == 50
+
+    scenario(body, brokers=1)
+
+
+def test_reference_counts_read_as_chunking_expects_on_this_interpreter() -> None:
+    assert bulk.REFCOUNTS_SHOW_HOLDERS  # else send's full batches stay messages (the next test): slower, still right
+
+
+def test_where_reference_counts_read_otherwise_full_batches_stay_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bulk, "REFCOUNTS_SHOW_HOLDERS", False)
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        outcomes = Outcomes()
+        async with running(batched(cluster, batch_num_messages=10, linger_ms=10_000), sink=outcomes) as p:
+            await cluster.brokers[1].stop()
+            for i in range(30):
+                p.send("t", b"%02d" % i)
+            assert _ready_kinds(p, "t", 0) == ["messages", "messages", "messages"]
+            await cluster.brokers[1].start()
+            assert await p.flush(10) == 0
+            assert_accounting(p, outcomes, held=0)
+        assert cluster.values("t") == [b"%02d" % i for i in range(30)]
+
+    scenario(body, brokers=1)
+
+
+def test_send_many_after_a_keyed_send_does_not_keep_the_queue_marked() -> None:
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with running(batched(cluster, batch_num_messages=10, linger_ms=10_000)) as p:
+            await cluster.brokers[1].stop()
+            p.send("t", b"k", key=b"key")  # the open batch holds a keyed message
+            p.send_many("t", [b"m"] * 5, partition=0)  # seals it first, then queues its chunk
+            for i in range(10):  # a full batch of keyless messages nobody holds: a chunk again
+                p.send("t", b"%02d" % i)
+            assert _ready_kinds(p, "t", 0) == ["messages", "chunk", "chunk"]
+            await cluster.brokers[1].start()
+            assert await p.flush(10) == 0
+        assert cluster.values("t") == [b"k", *[b"m"] * 5, *[b"%02d" % i for i in range(10)]]
 
     scenario(body, brokers=1)
 
