@@ -41,7 +41,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from confluent_kafka import Consumer, TopicPartition
 from outage import Forwarder
 from proxy_bench import (
     PARTITIONS,
@@ -49,6 +48,7 @@ from proxy_bench import (
     consume_count,
     counters,
     gauge,
+    read_topic,
     settled_count,
     status_kib,
     wait_for,
@@ -136,43 +136,26 @@ def read_numbers(address: str, topic: str, sent: int, expected: int, timeout: fl
     """Read ``topic`` back (CRC checks on) by the numbers the sender put first in each value, until ``expected``
     distinct ones came: how many distinct numbers of ``0 .. sent-1`` came back, the duplicates, and the partitions
     whose numbers are not increasing."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": address,
-            "group.id": f"outage-bench-{topic}",
-            "check.crcs": True,
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 50,
-            "log_level": 3,
-        }
-    )
     seen = bytearray(sent)
     distinct = duplicates = 0
     last = [-1] * PARTITIONS
     out_of_order: set[int] = set()
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        deadline = time.monotonic() + timeout
-        quiet_until = None
-        while time.monotonic() < deadline:
-            for m in consumer.consume(100_000, 0.2):
-                if m.error():
-                    raise RuntimeError(f"consumer error: {m.error()}")
-                number = int(m.value()[:8])
-                if seen[number]:
-                    duplicates += 1
-                else:
-                    seen[number] = 1
-                    distinct += 1
-                if number <= last[m.partition()]:
-                    out_of_order.add(m.partition())
-                last[m.partition()] = number
-            if distinct >= expected:
-                quiet_until = quiet_until or time.monotonic() + 1.0  # anything beyond would be a duplicate
-                if time.monotonic() > quiet_until:
-                    break
-    finally:
-        consumer.close()
+
+    def enough(batch: list) -> bool:
+        nonlocal distinct, duplicates
+        for m in batch:
+            number = int(m.value()[:8])
+            if seen[number]:
+                duplicates += 1
+            else:
+                seen[number] = 1
+                distinct += 1
+            if number <= last[m.partition()]:
+                out_of_order.add(m.partition())
+            last[m.partition()] = number
+        return distinct >= expected
+
+    read_topic(address, topic, enough, timeout)
     return {"distinct": distinct, "duplicates": duplicates, "out_of_order": len(out_of_order)}
 
 

@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -155,19 +155,19 @@ def gauge(url: str, name: str) -> float:
     raise KeyError(name)
 
 
-def consume_count(address: str, topic: str, expected: int, timeout: float = TIMEOUT_S) -> int:
-    """How many messages the broker holds for ``topic`` (read back with CRC checks), waiting up to ``timeout``."""
+def read_topic(address: str, topic: str, enough: Callable[[list], bool], timeout: float = TIMEOUT_S) -> None:
+    """Read ``topic`` back from the start of every partition (CRC checks on), handing each batch of messages to
+    ``enough`` until it returns True; then one more second (anything beyond would be a duplicate), or ``timeout``."""
     consumer = Consumer(
         {
             "bootstrap.servers": address,
-            "group.id": f"proxy-bench-{topic}",
+            "group.id": f"bench-{topic}",
             "check.crcs": True,
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 50,
             "log_level": 3,
         }
     )
-    seen = 0
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         deadline = time.monotonic() + timeout
@@ -177,13 +177,24 @@ def consume_count(address: str, topic: str, expected: int, timeout: float = TIME
             for m in batch:
                 if m.error():
                     raise RuntimeError(f"consumer error: {m.error()}")
-            seen += len(batch)
-            if seen >= expected:
-                quiet_until = quiet_until or time.monotonic() + 1.0  # anything beyond would be a duplicate
+            if enough(batch):
+                quiet_until = quiet_until or time.monotonic() + 1.0
                 if time.monotonic() > quiet_until:
                     break
     finally:
         consumer.close()
+
+
+def consume_count(address: str, topic: str, expected: int, timeout: float = TIMEOUT_S) -> int:
+    """How many messages the broker holds for ``topic`` (read back with CRC checks), waiting up to ``timeout``."""
+    seen = 0
+
+    def enough(batch: list) -> bool:
+        nonlocal seen
+        seen += len(batch)
+        return seen >= expected
+
+    read_topic(address, topic, enough, timeout)
     return seen
 
 
