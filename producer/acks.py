@@ -3,8 +3,8 @@
 Rules:
 - :func:`classify` is pure and total: every int and every :class:`Failure` maps to exactly one :class:`Decision`.
 - The legacy path (Kafka 0.8 protocol: no ApiVersions, or ``protocol="v0"``) follows Bruce's table exactly
-  (bruce-behaviour.md §8): 2 → resend at once on the same broker; 3, 5, 6, 7 → pause; every other non-zero code →
-  discard with KAFKA_ERROR_ACK.
+  (docs/bruce-compatibility.md#error-acks): 2 → resend at once on the same broker; 3, 5, 6, 7 → pause; every other
+  non-zero code → discard with KAFKA_ERROR_ACK.
 - The modern path follows each code's meaning in Kafka's table: invalid metadata (stale leader, unknown partition, ...)
   → pause; other retriable codes → resend after a backoff; anything else, and codes we do not know → discard.
 - Resend and pause caused by an ACK count as a failed attempt for each message; transport failures do not, but the
@@ -37,7 +37,8 @@ class Action(Enum):
 
 
 class Failure(StrEnum):
-    """Transport failures (Bruce's other pause triggers, §8). The value is the counter suffix."""
+    """Transport failures (Bruce's other pause triggers, docs/bruce-compatibility.md#error-acks). The value is the
+    counter suffix."""
 
     CONNECT_FAIL = "ConnectFail"
     SOCKET_ERROR = "SocketError"

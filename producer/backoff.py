@@ -3,7 +3,7 @@
 Rules: pure — the caller passes the current time (monotonic milliseconds) and may pass its own ``random.Random``;
 nothing sleeps here. Every delay is bounded by its configuration.
 
-:class:`PauseBackoff` is Bruce's (bruce-behaviour.md §9, base/backoff_rate_limiter): the first pause waits only the
+:class:`PauseBackoff` is Bruce's (docs/bruce-compatibility.md#pause-and-backoff): the first pause waits only the
 minimum pause delay. Later pauses inside a window of ``initial << (max_double + 2)`` ms from the window's start wait a
 random delay in [0.5·b, 1.5·b] minus the time since the last counted pause, where b starts at ``initial`` and doubles
 up to ``max_double`` times; a pause after the window starts a new window with no delay. The result is never below

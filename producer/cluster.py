@@ -1,6 +1,6 @@
 """The cluster view: brokers, topics, partitions, leaders and availability, built from one Metadata response.
 
-Rules (Bruce's metadata parsing, bruce-behaviour.md §5):
+Rules (Bruce's metadata parsing, docs/bruce-compatibility.md#metadata):
 - Topics whose error code is not 0 are skipped (they are unknown to the producer).
 - Every partition of a kept topic is listed (PartitionKey's modulus runs over all of them), but only partitions with
   error 0 or 9 (REPLICA_NOT_AVAILABLE) whose leader is a known broker are *available*.

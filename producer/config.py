@@ -2,8 +2,8 @@
 
 Rules:
 - Names follow librdkafka's (``linger.ms`` → ``linger_ms``) where one exists, and Bruce's command-line options
-  (bruce-behaviour.md §15) for Bruce's own settings. Times are integer milliseconds, sizes bytes, unless the name says
-  otherwise. Defaults are librdkafka's or Bruce's, whichever the setting comes from.
+  (docs/bruce-compatibility.md#options) for Bruce's own settings. Times are integer milliseconds, sizes bytes, unless
+  the name says otherwise. Defaults are librdkafka's or Bruce's, whichever the setting comes from.
 - Every value is checked at construction; a bad one raises :class:`ConfigError` naming the setting and what it accepts.
 - :meth:`ProducerConfig.from_mapping` also accepts librdkafka's dotted names (``"linger.ms": 5``), the security ones
   (``"security.protocol"``, ``"sasl.*"``, ``"ssl.*"``) included: they form :attr:`ProducerConfig.security`.

@@ -2,8 +2,9 @@
 
 Rules:
 - A fetch asks one broker for all topics: a random known broker first, then the others in turn. Known brokers start as
-  the configured bootstrap servers and become each good answer's broker list (Bruce §5). Each attempt is bounded by
-  the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next broker.
+  the configured bootstrap servers and become each good answer's broker list (docs/bruce-compatibility.md#metadata).
+  Each attempt is bounded by the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to
+  the next broker.
 - :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with the reconnect backoff (``reconnect_backoff_ms``
   doubling to ``reconnect_backoff_max_ms``, jittered) until it succeeds or is cancelled.
 - Each broker's failures and recovery go to the trouble log (:mod:`bruce.producer.trouble`).
@@ -17,8 +18,9 @@ Rules:
   is under way.
 - A round in which a broker refused authentication (TLS or SASL) sets :attr:`MetadataFetcher.auth_failure`, and calls
   ``on_refused`` when every broker did; a round without refusals clears it. Retries keep their backoff.
-- Auto-creation (Bruce §9): a single-topic request (allowing creation) to each broker in turn; success is the topic
-  answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until the topic shows up.
+- Auto-creation (docs/bruce-compatibility.md#topic-auto-creation): a single-topic request (allowing creation) to each
+  broker in turn; success is the topic answered with error 0 or 5. Then the view is refreshed after 3, 6 and 12 s until
+  the topic shows up.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The pause: stop dispatching, collect what is unsent and unacknowledged, refresh metadata with Bruce's pause backoff,
-and reroute preserving order (bruce-behaviour.md §9).
+and reroute preserving order (docs/bruce-compatibility.md#pause-and-backoff).
 
 Rules:
 - One pause at a time; triggers that arrive during a pause are merged into it.

@@ -1,8 +1,8 @@
 """Why a message was not delivered: the discard reason names shared by the producer, the daemon, counters, discard
 reports and the discard log.
 
-Rules: names are Bruce's (bruce-behaviour.md §12) where Bruce has one; the values are the exact strings written to the
-discard log and shown on the status pages. Never rename a member: users alert on these strings.
+Rules: names are Bruce's (docs/bruce-compatibility.md#discard-log) where Bruce has one; the values are the exact strings
+written to the discard log and shown on the status pages. Never rename a member: users alert on these strings.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Assembling one produce request from a broker's ready partitions, and encoding it. Pure.
 
-Rules (Bruce's produce request factory, bruce-behaviour.md §7):
+Rules (Bruce's produce requests, docs/bruce-compatibility.md#produce-requests):
 - The first message is always included; more are added while Σ(key + value) ≤ the produce request data limit
   (0 ⇒ one message per request). What does not fit waits for the next request.
 - One message set (record batch) per partition per request; partitions are visited round-robin from where the previous
@@ -132,7 +132,7 @@ def encode_records(
     if codec != Codec.NONE:
         try:
             data = _build(messages, codec, compression.level, magic, empty_as_null)
-        except Exception:  # any codec failure: send plain and count it (Bruce §7)
+        except Exception:  # any codec failure: send plain and count it (docs/bruce-compatibility.md#compression)
             codec, note = Codec.NONE, "Error"
         else:
             if compression.threshold_percent >= 100:

@@ -134,7 +134,7 @@ class RequestOutcomes:
 
     def on_failure(self, broker: int, parts: Sequence[Part], failure: Failure, *, written: bool) -> None:
         """A request failed in transport: its messages go back to the front of their queues, as possible duplicates
-        if it had been written; then a pause (Bruce's other pause triggers, §8)."""
+        if it had been written; then a pause (Bruce's other pause triggers, docs/bruce-compatibility.md#error-acks)."""
         seq = self.seq
         for part in parts:
             pq = part.queue

@@ -1,4 +1,5 @@
-"""Bruce's batching (bruce-behaviour.md §6): messages and a clock in, complete batches out to the producer. Pure.
+"""Bruce's batching (docs/bruce-compatibility.md#batching): messages and a clock in, complete batches out to the
+producer. Pure.
 
 Rules:
 - Each topic is batched one of three ways, as ``Config.batching_for`` resolves it: **per topic** (the topic's own

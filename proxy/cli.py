@@ -1,9 +1,9 @@
 """The ``bruce`` command: parse the command line, check, optionally fork, start the embedded broker, run the daemon.
 
 Rules:
-- Order (bruce-behaviour.md §1): command line and config (``configure``) → the daemon's preflight checks (large
-  datagrams, status port test-bind) → ``--daemon`` fork → the embedded broker (when no broker is configured) → the
-  daemon (input socket, producer, router, status server). Every failure before the daemon serves is one line
+- Order (docs/bruce-compatibility.md#startup): command line and config (``configure``) → the daemon's preflight checks
+  (large datagrams, status port test-bind) → ``--daemon`` fork → the embedded broker (when no broker is configured) →
+  the daemon (input socket, producer, router, status server). Every failure before the daemon serves is one line
   ``bruce: <what to fix>`` on stderr.
 - Exit status: 0 after an orderly shutdown (SIGTERM/SIGINT, as Bruce); 1 when the daemon cannot start or a task
   crashed (the error is logged); 2 for a bad command line; 1 for a bad config file (``configure``'s statuses).

@@ -1,4 +1,5 @@
-"""Bruce's per-topic compression rules (bruce-behaviour.md §7), as the producer's compression policy hook.
+"""Bruce's per-topic compression rules (docs/bruce-compatibility.md#compression), as the producer's compression policy
+hook.
 
 Rules:
 - Each topic's codec and ``min_size`` come from ``Config.compression_for`` (its own entry, else the default). A

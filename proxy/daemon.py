@@ -1,9 +1,9 @@
 """The daemon: the input socket, router, batcher, producer, accounting and status server wired together and run.
 
 Rules:
-- Startup in Bruce's order (bruce-behaviour.md §1): :meth:`Daemon.preflight` (the large-datagram check, then the
-  status port test-bind) runs before anything starts, before ``--daemon`` forks; :meth:`Daemon.run` then opens the
-  input socket (it accepts at once, before Kafka is reachable: messages wait in the router, bounded by the budget),
+- Startup in Bruce's order (docs/bruce-compatibility.md#startup): :meth:`Daemon.preflight` (the large-datagram check,
+  then the status port test-bind) runs before anything starts, before ``--daemon`` forks; :meth:`Daemon.run` then opens
+  the input socket (it accepts at once, before Kafka is reachable: messages wait in the router, bounded by the budget),
   starts the producer (the first metadata is fetched in the background, with backoff, until it succeeds or the daemon
   stops), the plog listeners (a port that cannot be bound stops the start with
   :class:`~bruce.proxy.plog.inputs.PlogStartError`), the router and the status server. Unlike Bruce, the status
@@ -12,12 +12,12 @@ Rules:
   ``asyncio.TaskGroup``; the producer's tasks live in its own group, entered by the same task. A task that crashes (an
   input's reading, the router it calls, a timer) stops the daemon: what is held is counted as SERVER_SHUTDOWN,
   everything is closed, the accounting is logged, and :meth:`Daemon.run` raises the error (the command exits 1).
-- Shutdown (DESIGN principle 7), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT, or a plog ``KILL`` on a
-  listener that enables it): stop accepting input → drain what the kernel still holds (the datagram socket, then the
-  plog listeners: their sockets, the lines TCP connections hold; incomplete multipart messages are discarded) → flush
-  the batches (messages still waiting for the first metadata or for their topic's creation wait for it within the
-  deadline, like any held message; stderr says how many are held and how long the wait may last) → wait for ACKs
-  until ``shutdown_max_delay`` after the request → count what is left as SERVER_SHUTDOWN → close the broker
+- Shutdown (docs/architecture.md#p7-shutdown-order), after :meth:`Daemon.request_shutdown` (SIGTERM/SIGINT, or a plog
+  ``KILL`` on a listener that enables it): stop accepting input → drain what the kernel still holds (the datagram
+  socket, then the plog listeners: their sockets, the lines TCP connections hold; incomplete multipart messages are
+  discarded) → flush the batches (messages still waiting for the first metadata or for their topic's creation wait for
+  it within the deadline, like any held message; stderr says how many are held and how long the wait may last) → wait
+  for ACKs until ``shutdown_max_delay`` after the request → count what is left as SERVER_SHUTDOWN → close the broker
   connections → stop the status server. A second request skips the waiting but still drains and accounts. The stop
   and the crash path's settling are :mod:`bruce.proxy.shutdown`.
 - Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +

@@ -1,4 +1,4 @@
-"""The discard log file (Bruce's ``--discard_log_path``, bruce-behaviour.md §12).
+"""The discard log file (Bruce's ``--discard_log_path``, docs/bruce-compatibility.md#discard-log).
 
 Rules:
 - One line per discarded message (``DISC``) or possible duplicate (``DUP``), Bruce's format (``now``: epoch ms,

@@ -1,4 +1,4 @@
-"""Discard accounting: Bruce's anomaly tracker and discard reports (bruce-behaviour.md §12, §14).
+"""Discard accounting: Bruce's anomaly tracker and discard reports (docs/bruce-compatibility.md#discard-reports).
 
 Rules:
 - Every discarded message passes through :class:`DiscardTracker` exactly once (``record`` for messages that parsed,

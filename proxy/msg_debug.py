@@ -1,4 +1,4 @@
-"""Message debug logs (Bruce's ``/msg_debug/...``, bruce-behaviour.md §13-14).
+"""Message debug logs (Bruce's ``/msg_debug/...``, docs/bruce-compatibility.md#message-debug-logs).
 
 Rules:
 - Three files in ``debug_dir``: ``msg_receive`` (a message passed router validation), ``msg_send`` (it was sent in a

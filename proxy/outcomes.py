@@ -9,10 +9,10 @@ Rules:
   possible duplicates through ``record_possible_duplicate``. When message debugging is on, messages written in a
   produce request go to the ``msg_send`` debug file (the producer's ``sent`` hook) and acknowledged ones to
   ``msg_got_ack``.
-- The accounting invariant (DESIGN principle 5) — ``received = delivered + discarded + in flight`` — holds whenever
-  the event loop is between callbacks: ``received`` is what the inputs read (:meth:`Outcomes.add_input`),
-  ``in flight`` is what holds a budget reservation plus what the inputs hold on disk only (the spool's cursor:
-  ``SpoolHeldOnDisk``). :meth:`Outcomes.snapshot` reads the four numbers together;
+- The accounting invariant (docs/architecture.md#p5-one-fate-per-message) — ``received = delivered + discarded + in
+  flight`` — holds whenever the event loop is between callbacks: ``received`` is what the inputs read
+  (:meth:`Outcomes.add_input`), ``in flight`` is what holds a budget reservation plus what the inputs hold on disk only
+  (the spool's cursor: ``SpoolHeldOnDisk``). :meth:`Outcomes.snapshot` reads the four numbers together;
   :class:`AccountingCounters` shows the totals on ``/counters`` and ``/metrics`` (``MsgReceived``, ``MsgDelivered``,
   ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
   ``MsgCreate - MsgDestroy`` (plus ``SpoolHeldOnDisk``) beside them (and the ``MsgInFlight`` gauge).

@@ -1,4 +1,4 @@
-"""Per-topic message rate limiting (Bruce's ``<topicRateLimiting>``, bruce-behaviour.md §10).
+"""Per-topic message rate limiting (Bruce's ``<topicRateLimiting>``, docs/bruce-compatibility.md#rate-limiting).
 
 Rules:
 - Fixed windows anchored at a topic's first message: a topic first seen at time ``t0`` with interval ``i`` has

@@ -1,6 +1,6 @@
 """The router: validates each message against the cluster's metadata and the daemon's limits, in Bruce's order
-(bruce-behaviour.md §4), then hands it to the batcher. Sans-I/O: times are passed in, the cluster view is read
-through a callable, topic creation is started through a callback and its outcome is reported back.
+(docs/bruce-compatibility.md#routing-checks), then hands it to the batcher. Sans-I/O: times are passed in, the cluster
+view is read through a callable, topic creation is started through a callback and its outcome is reported back.
 
 Rules:
 - Order of the checks, first failure wins:

@@ -3,12 +3,12 @@
 Rules:
 - A mixin of ``Daemon``: it uses the daemon's parts (inputs, router, batcher, producer, status server, spool, logs)
   and holds no state of its own; it runs in the daemon's task, in the event loop's thread.
-- The orderly shutdown follows DESIGN principle 7, in order: stop accepting input → drain what the kernel still holds
-  (the datagram socket, then the plog listeners) → route what the inputs hold on disk only, as room comes back → flush
-  (the router's messages wait for the first metadata and their topic's creation) → wait for ACKs → count what is left
-  as SERVER_SHUTDOWN → close the broker connections → stop the status server → close the daemon's own parts, the
-  spool last. Every wait ends at ``shutdown_max_delay`` after the request, or at once on a forced stop (a second
-  request); draining and accounting still happen.
+- The orderly shutdown follows docs/architecture.md#p7-shutdown-order, in order: stop accepting input → drain what the
+  kernel still holds (the datagram socket, then the plog listeners) → route what the inputs hold on disk only, as room
+  comes back → flush (the router's messages wait for the first metadata and their topic's creation) → wait for ACKs →
+  count what is left as SERVER_SHUTDOWN → close the broker connections → stop the status server → close the daemon's own
+  parts, the spool last. Every wait ends at ``shutdown_max_delay`` after the request, or at once on a forced stop (a
+  second request); draining and accounting still happen.
 - After a crash (:meth:`DaemonShutdown._settle_held`): input is refused, the router's messages and what is on disk only
   are SERVER_SHUTDOWN (the latter stays in the spool), the batcher's go to the producer, whose shutdown discards what
   it cannot deliver. A further failure while stopping is logged, never hides the first one (:func:`logged`).
@@ -62,7 +62,7 @@ class DaemonShutdown:
     # and the daemon's accounting() and _close_spool()
 
     async def _shutdown(self, *, loop_time: Callable[[], float]) -> None:
-        """DESIGN principle 7, in order (see the module rules)."""
+        """The shutdown order (see the module rules)."""
         deadline = loop_time() + self.options.shutdown_max_delay / 1000
         self.intake.stop_accepting()  # 1. stop accepting input
         drained = await self.intake.drain()  # 2. what the kernel still holds

@@ -1,4 +1,5 @@
-"""The daemon's configuration file content as frozen, validated values (bruce-behaviour.md §6, §7, §10, §15).
+"""The daemon's configuration file content as frozen, validated values (docs/bruce-compatibility.md#config-file,
+#batching, #compression, #rate-limiting).
 
 Rules:
 - One :class:`Config` holds everything Bruce's XML config file says: batching, compression, per-topic rate limiting

@@ -1,5 +1,5 @@
-"""The ``bruce`` command-line options: Bruce's (bruce-behaviour.md §15) with Bruce's spelling, defaults and checks,
-plus bruce-kafka's own, in one frozen, validated :class:`Options`.
+"""The ``bruce`` command-line options: Bruce's (docs/bruce-compatibility.md#options) with Bruce's spelling, defaults and
+checks, plus bruce-kafka's own, in one frozen, validated :class:`Options`.
 
 Rules:
 - The option table *is* :class:`Options`: each field declared with :func:`option` or :func:`switch` is the option

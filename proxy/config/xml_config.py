@@ -1,4 +1,4 @@
-"""Bruce's XML config file (bruce-behaviour.md §6, §7, §10, config file), read with Bruce's exact rules.
+"""Bruce's XML config file (docs/bruce-compatibility.md#config-file), read with Bruce's exact rules.
 
 Rules:
 - The document starts with an XML declaration whose encoding is US-ASCII (any case); the root is ``<bruceConfig>``.

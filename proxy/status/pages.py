@@ -3,8 +3,9 @@
 :mod:`bruce.proxy.status.prometheus`, the HTML front page :mod:`bruce.proxy.status.dashboard`.
 
 Rules:
-- Field names and plain-text layouts are Bruce's (bruce-behaviour.md §14). Times are passed in (``now`` in epoch
-  seconds, ``now_ms`` in epoch milliseconds); plain pages show them as ``<number> <ctime>`` like Bruce.
+- Field names and plain-text layouts are Bruce's (docs/bruce-compatibility.md#status-pages). Times are passed in
+  (``now`` in epoch seconds, ``now_ms`` in epoch milliseconds); plain pages show them as ``<number> <ctime>`` like
+  Bruce.
 - JSON is valid JSON: built with :func:`json.dumps` (Bruce's ``/metadata_fetch_time/json`` has a trailing comma; ours
   has not), four-space indents, a final newline.
 - Counters: one line per (name, labels) as ``[<location>].<Name>=<value>``; a labelled counter is

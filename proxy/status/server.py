@@ -4,10 +4,10 @@ Rules:
 - Binds 127.0.0.1 by default (Bruce binds every interface unless ``--status_loopback_only``); the daemon passes the
   host it wants. A bind failure raises :class:`StatusBindError` naming ``host:port``. :func:`check_status_port` is
   Bruce's startup test-bind: synchronous, for use before the event loop starts (or before ``--daemon`` forks).
-- Routes are Bruce's (bruce-behaviour.md §14) plus ``/metrics`` (not with ``metrics=False``: ``--no_metrics``).
-  Unknown paths answer 404 (Bruce answers 200 with the front page), a known path with another method 405 with an
-  ``Allow`` header, both with a text body; unknown ``/msg_debug`` commands are 404. Malformed HTTP (a request line
-  or header over 8 KiB, a method that is not a token) gets aiohttp's 400 and the connection is closed.
+- Routes are Bruce's (docs/bruce-compatibility.md#status-pages) plus ``/metrics`` (not with ``metrics=False``:
+  ``--no_metrics``). Unknown paths answer 404 (Bruce answers 200 with the front page), a known path with another method
+  405 with an ``Allow`` header, both with a text body; unknown ``/msg_debug`` commands are 404. Malformed HTTP (a
+  request line or header over 8 KiB, a method that is not a token) gets aiohttp's 400 and the connection is closed.
 - Handlers only call the :class:`~bruce.proxy.status.source.StatusSource`'s synchronous, non-blocking methods and the
   pure renderers; nothing waits. The message debug commands do short local file operations (open, truncate, unlink)
   on the loop, as the debug log is used from the loop.

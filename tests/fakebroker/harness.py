@@ -34,8 +34,9 @@ FAST = dict(
 
 
 def bruce_config(bootstrap: Sequence[str], **overrides: Any) -> ProducerConfig:
-    """Bruce's integration-test setup (§18): no batching, produce request data limit 0, fast pauses, and Bruce's
-    at-least-once delivery (idempotence off: the fake broker would take it; the idempotent scenarios turn it on)."""
+    """Bruce's integration-test setup (docs/bruce-compatibility.md#test-checklist): no batching, produce request data
+    limit 0, fast pauses, and Bruce's at-least-once delivery (idempotence off: the fake broker would take it; the
+    idempotent scenarios turn it on)."""
     settings: dict[str, Any] = dict(
         FAST, bootstrap_servers=tuple(bootstrap), produce_request_data_limit=0, enable_idempotence=False
     )

@@ -1,4 +1,4 @@
-"""The cluster view built from a Metadata response: Bruce's parsing rules (bruce-behaviour.md §5)."""
+"""The cluster view built from a Metadata response: Bruce's parsing rules (docs/bruce-compatibility.md#metadata)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Partition queues (take, split, requeue order) and request assembly/encoding (Bruce's §7 rules)."""
+"""Partition queues (take, split, requeue order) and request assembly/encoding (Bruce's rules,
+docs/bruce-compatibility.md#produce-requests)."""
 
 from __future__ import annotations
 

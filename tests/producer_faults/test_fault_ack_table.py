@@ -1,5 +1,6 @@
-"""Every error code of Bruce's produce-response table (bruce-behaviour.md §8) against a fake Kafka 0.8 broker, a sample
-of the modern codes against a modern one, and the failed-attempt limit. Each asserts the accounting invariant."""
+"""Every error code of Bruce's produce-response table (docs/bruce-compatibility.md#error-acks) against a fake Kafka 0.8
+broker, a sample of the modern codes against a modern one, and the failed-attempt limit. Each asserts the accounting
+invariant."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Bruce's integration checklist (bruce-behaviour.md §18) against the fake broker: successful delivery and key/value
-emptiness combinations, on the modern and the legacy (Kafka 0.8) protocol."""
+"""Bruce's integration checklist (docs/bruce-compatibility.md#test-checklist) against the fake broker: successful
+delivery and key/value emptiness combinations, on the modern and the legacy (Kafka 0.8) protocol."""
 
 from __future__ import annotations
 

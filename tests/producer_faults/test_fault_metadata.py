@@ -1,5 +1,5 @@
 """Metadata against the fake broker: bootstrap past a dead broker, no refresh storms, periodic refresh, protocol
-choice per broker, and topic auto-creation (bruce-behaviour.md §5, §9)."""
+choice per broker, and topic auto-creation (docs/bruce-compatibility.md#metadata, #topic-auto-creation)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Pause triggers against the fake broker (bruce-behaviour.md §8, §9, §18): error ACKs that pause, metadata errors and
-disconnects during the pause, disconnect before the ACK, socket timeout, correlation mismatch, unparseable response,
-leader move, broker restart mid-stream. Each scenario asserts the accounting invariant."""
+"""Pause triggers against the fake broker (docs/bruce-compatibility.md#error-acks, #pause-and-backoff): error ACKs that
+pause, metadata errors and disconnects during the pause, disconnect before the ACK, socket timeout, correlation
+mismatch, unparseable response, leader move, broker restart mid-stream. Each scenario asserts the accounting
+invariant."""
 
 from __future__ import annotations
 
@@ -171,7 +172,8 @@ def test_explicit_partition_unavailable_is_discarded_with_a_reason() -> None:
 
 
 def test_topic_level_metadata_error_during_a_pause_discards_as_bad_topic() -> None:
-    """Bruce §4/§5: a topic answered with an error is unknown, so its rerouted messages are BAD_TOPIC."""
+    """docs/bruce-compatibility.md#routing-checks: a topic answered with an error is unknown, so its rerouted messages
+    are BAD_TOPIC."""
 
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1, 2])

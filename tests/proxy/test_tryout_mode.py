@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from reference_files import BRUCE_EXAMPLE_CONF
+from config_files import PER_TOPIC_CONF
 
 from bruce.proxy.cli import announcement
 from bruce.proxy.config import load_config, parse_command_line
@@ -77,6 +77,6 @@ def _banner(words: list[str]) -> str:
 def test_the_banner_says_why_the_embedded_broker_runs() -> None:
     assert _banner([]).startswith("bruce: no broker configured: an embedded broker (tansu) runs on 127.0.0.1:2 ")
     assert _banner(["--embedded_broker"]).startswith("bruce: --embedded_broker: an embedded broker (tansu) runs on ")
-    given = _banner(["--embedded_broker", "--config_path", str(BRUCE_EXAMPLE_CONF)])
-    assert given.startswith(f"bruce: --embedded_broker (in place of the brokers in {BRUCE_EXAMPLE_CONF}): an ")
+    given = _banner(["--embedded_broker", "--config_path", str(PER_TOPIC_CONF)])
+    assert given.startswith(f"bruce: --embedded_broker (in place of the brokers in {PER_TOPIC_CONF}): an ")
     assert "no broker configured" not in given

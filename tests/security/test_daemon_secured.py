@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from config_files import PER_TOPIC_CONF
 from e2e.daemon.harness import daemon_starter, http_get, make_config, wait_for
-from reference_files import BRUCE_EXAMPLE_CONF
 
 from bruce.producer import SecurityConfig
 from bruce.proxy.client import BruceClient
@@ -53,7 +53,7 @@ def test_the_bruce_command_over_ssl_with_the_xml_kafka_element(peers, workdir: P
     secured.broker.create_topic(topic, 1)
     kafka = f'<kafka><property name="security.protocol" value="SSL"/><property name="ssl.ca.location" value="{peers.certs.ca}"/></kafka>'  # noqa: E501
     config = workdir / "bruce.xml"
-    config.write_text(BRUCE_EXAMPLE_CONF.read_text().replace("</bruceConfig>", kafka + "</bruceConfig>"))
+    config.write_text(PER_TOPIC_CONF.read_text().replace("</bruceConfig>", kafka + "</bruceConfig>"))
     sock = str(workdir / "b.sock")
     args = ["--config_path", str(config), "--initial_brokers", secured.bootstrap]
     bruce = bruce_process([*args, "--receive_socket_name", sock, "--status_port", "0"])

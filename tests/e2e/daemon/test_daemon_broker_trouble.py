@@ -1,4 +1,4 @@
-"""The daemon on Bruce's shipped bruce_conf.xml, whose brokers (broker_host_1/2) do not resolve: the trouble is in
+"""The daemon on the combined test config, whose brokers (kafka-1/2.invalid) never resolve: the trouble is in
 the log at once, one WARNING per broker with the reason (not one per attempt, though it keeps probing), and Ctrl-C
 with nothing held stops at once instead of waiting for the shutdown deadline."""
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from reference_files import BRUCE_CONF
+from config_files import COMBINED_CONF
 
 from .harness import BruceProcess, counters_json, wait_for
 
@@ -20,10 +20,10 @@ def test_unresolvable_brokers_are_logged_once_each_and_ctrl_c_does_not_wait(
     bruce_process: Callable[..., BruceProcess], workdir: Path
 ) -> None:
     sock = str(workdir / "trouble.sock")
-    args = ["--config_path", str(BRUCE_CONF), "--shutdown_max_delay", "600000", "--log_level", "LOG_DEBUG"]
+    args = ["--config_path", str(COMBINED_CONF), "--shutdown_max_delay", "600000", "--log_level", "LOG_DEBUG"]
     bruce = bruce_process([*args, "--receive_socket_name", sock, "--status_port", "0"])
     status_url = bruce.wait_serving()
-    first = [f"broker broker_host_{i}:9092 unreachable: metadata request failed: cannot connect to " for i in (1, 2)]
+    first = [f"broker kafka-{i}.invalid:9092 unreachable: metadata request failed: cannot connect to " for i in (1, 2)]
     wait_for(lambda: all(line in bruce.log for line in first), what="a warning per unreachable broker")
     # Probed again and again meanwhile (at least three rounds over both brokers), but never logged per attempt.
     wait_for(lambda: counters_json(status_url).get("GetMetadataFail", 0) >= 6, what="three failed metadata rounds")

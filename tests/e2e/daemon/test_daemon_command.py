@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from reference_files import BRUCE_CONF, BRUCE_EXAMPLE_CONF
+from config_files import COMBINED_CONF, PER_TOPIC_CONF
 
 from bruce.proxy.client import BruceClient, SocketFullError
 from bruce.proxy.embedded import EmbeddedBroker
@@ -137,15 +137,14 @@ def test_datagrams_queued_in_the_kernel_at_sigterm_are_delivered(
     assert sorted(r.value[:8] for r in reads) == [b"%08d" % i for i in range(sent)]
 
 
-def test_bruce_conf_xml_unchanged_delivers_on_shutdown_flush(
+def test_combined_conf_delivers_on_shutdown_flush(
     bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, new_topic: Callable[..., str], workdir: Path
 ) -> None:
-    """Bruce's shipped config: combined-topics batches of 10 s. SIGTERM right after sending: the shutdown flushes
+    """A production-shaped config: combined-topics batches of 10 s. SIGTERM right after sending: the shutdown flushes
     the open batch and waits for the ACKs, so everything is delivered long before the batch time."""
     topic = new_topic(partitions=3)
     sock = str(workdir / "conf.sock")
-    config = BRUCE_CONF
-    assert config.exists(), f"{config} is missing"
+    config = COMBINED_CONF
     args = ["--config_path", str(config), "--initial_brokers", tansu.address]
     bruce = bruce_process([*args, "--receive_socket_name", sock, "--status_port", "0"])
     status_url = bruce.wait_serving()
@@ -162,22 +161,21 @@ def test_bruce_conf_xml_unchanged_delivers_on_shutdown_flush(
     assert sorted(r.value for r in consume_topic(tansu.address, topic, 3, 50)) == [b"conf-%02d" % i for i in range(50)]
 
 
-def test_bruce_example_conf_xml_starts_without_a_reachable_broker(
+def test_per_topic_conf_starts_without_a_reachable_broker(
     bruce_process: Callable[..., BruceProcess], workdir: Path
 ) -> None:
-    """bruce_example_conf.xml names brokers that do not exist: the daemon starts anyway, accepts messages (they wait
+    """per_topic_conf.xml names brokers that do not exist: the daemon starts anyway, accepts messages (they wait
     for the first metadata, shown as "new" on /queues), serves its pages, and at shutdown counts them as
     SERVER_SHUTDOWN."""
     sock = str(workdir / "example.sock")
     log_path = workdir / "example-discards.log"
-    config = BRUCE_EXAMPLE_CONF
-    assert config.exists(), f"{config} is missing"
+    config = PER_TOPIC_CONF
     args = ["--config_path", str(config), "--shutdown_max_delay", "1000", "--discard_log_path", str(log_path)]
     bruce = bruce_process([*args, "--receive_socket_name", sock, "--status_port", "0"])
     status_url = bruce.wait_serving()
     with BruceClient(sock) as client:
         for i in range(5):
-            client.send_any_partition("topic1", b"wait-%d" % i)
+            client.send_any_partition("alerts", b"wait-%d" % i)
     wait_for(lambda: counters_json(status_url).get("MsgReceived", 0) == 5, what="5 datagrams read")
     status, _, body = http_get(status_url + "/queues/plain")
     assert status == 200 and re.search(r"\b5 total new", body), body

@@ -1,6 +1,6 @@
 """The producer's fault scenarios driven through the whole daemon, against the project's fake broker (Bruce's
-integration checklist, bruce-behaviour.md §18): every message is accounted for, and the status pages and the discard
-log show what happened. Bruce's setup: no batching, one message per produce request."""
+integration checklist, docs/bruce-compatibility.md#test-checklist): every message is accounted for, and the status pages
+and the discard log show what happened. Bruce's setup: no batching, one message per produce request."""
 
 from __future__ import annotations
 

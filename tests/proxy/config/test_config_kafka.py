@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from reference_files import BRUCE_EXAMPLE_CONF
+from config_files import PER_TOPIC_CONF
 
 from bruce.producer.security import Secret
 from bruce.proxy.assembly import producer_config
@@ -57,7 +57,7 @@ def test_kafka_table_errors_name_the_key(table: str, message: str) -> None:
 
 
 def xml_with(kafka: str) -> str:
-    return BRUCE_EXAMPLE_CONF.read_text().replace("</bruceConfig>", f"<kafka>{kafka}</kafka></bruceConfig>")
+    return PER_TOPIC_CONF.read_text().replace("</bruceConfig>", f"<kafka>{kafka}</kafka></bruceConfig>")
 
 
 def test_the_kafka_xml_element_and_its_errors() -> None:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from reference_files import BRUCE_EXAMPLE_CONF
+from config_files import PER_TOPIC_CONF
 from xml_samples import VALID_XML
 
 from bruce.proxy.config import (
@@ -32,7 +32,7 @@ from bruce.proxy.config import (
 from bruce.proxy.config.startup import MAX_FILE_BYTES
 from bruce.proxy.plog.config import ListenerConfig
 
-# Bruce's defaults (bruce-behaviour.md §15, config.cc), and ours for the options Bruce does not have.
+# Bruce's defaults (docs/bruce-compatibility.md#options), and ours for the options Bruce does not have.
 DEFAULTS = {
     "config_path": None,
     "initial_brokers": (),
@@ -390,10 +390,10 @@ def _run(words: list[str]) -> tuple[object, str, str]:
 
 
 def test_configure_converts_bruce_xml_to_toml() -> None:
-    status, out, err = _run(["--convert-config", str(BRUCE_EXAMPLE_CONF)])
+    status, out, err = _run(["--convert-config", str(PER_TOPIC_CONF)])
     assert (status, err) == (0, "")
-    assert out.startswith("# bruce-kafka configuration, from bruce_example_conf.xml\n")
-    assert load_toml(out) == load_config_file(BRUCE_EXAMPLE_CONF)
+    assert out.startswith("# bruce-kafka configuration, from per_topic_conf.xml\n")
+    assert load_toml(out) == load_config_file(PER_TOPIC_CONF)
 
 
 def test_configure_prints_help_and_version() -> None:

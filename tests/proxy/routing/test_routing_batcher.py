@@ -1,6 +1,6 @@
-"""The batcher against Bruce's batcher checklist (bruce-behaviour.md §18): time, count, bytes, combined batches
-(exceed split, oversize alone, age flush), two empty messages with bytes=2, per-topic expiry order, combined
-include/exclude — plus age from the daemon's receive time, deadlines, flushing, bounds, and a property test.
+"""The batcher against Bruce's batcher checklist (docs/bruce-compatibility.md#test-checklist): time, count, bytes,
+combined batches (exceed split, oversize alone, age flush), two empty messages with bytes=2, per-topic expiry order,
+combined include/exclude — plus age from the daemon's receive time, deadlines, flushing, bounds, and a property test.
 
 Times are whole seconds (limits are set in seconds) so every boundary is exact in floating point."""
 

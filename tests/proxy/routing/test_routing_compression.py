@@ -1,5 +1,5 @@
-"""Bruce's per-topic compression rules through the producer's policy hook (bruce-behaviour.md §7): the minSize
-boundary, the size threshold boundary, a failing codec, zstd where the broker cannot take it — and Bruce's
+"""Bruce's per-topic compression rules through the producer's policy hook (docs/bruce-compatibility.md#compression): the
+minSize boundary, the size threshold boundary, a failing codec, zstd where the broker cannot take it — and Bruce's
 integration scenario 7 against the fake cluster speaking Kafka 0.8."""
 
 from __future__ import annotations

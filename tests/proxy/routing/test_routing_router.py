@@ -1,6 +1,6 @@
-"""The router's checks in Bruce's order (bruce-behaviour.md §4) against a cluster view built from a Metadata answer:
-bad topic, too long, no available partitions, rate limit; the LONG_MSG boundary per protocol; waiting for the first
-metadata; view changes; counters; the debug log; shutdown."""
+"""The router's checks in Bruce's order (docs/bruce-compatibility.md#routing-checks) against a cluster view built from a
+Metadata answer: bad topic, too long, no available partitions, rate limit; the LONG_MSG boundary per protocol; waiting
+for the first metadata; view changes; counters; the debug log; shutdown."""
 
 from __future__ import annotations
 
