@@ -22,9 +22,9 @@ Rules:
   (bench/proxy_bench.py --profile, timed with ``gc.callbacks``). The daemon makes no reference cycle per message
   (``gc.DEBUG_SAVEALL`` found only start-up objects), but raising the youngest generation's threshold (20,000) grew
   the memory high-water mark to 1.6-2.1x the budget held (1.05-1.12x otherwise), so the thresholds stay Python's.
-- The embedded broker (the ``embedded`` extra): started on the port ``configure`` picked, announced on stderr with
-  the socket path, the status URL and a ready-to-paste ``to_bruce`` command, and stopped (by its PID) when the daemon
-  exits, whatever the reason.
+- The embedded broker (the ``embedded`` extra): started on the port ``configure`` picked (9092 when free), announced
+  on stderr with its address (and, when not on 9092, that 9092 was taken), the socket path, the status URL and a
+  ready-to-paste ``to_bruce`` command, and stopped (by its PID) when the daemon exits, whatever the reason.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from bruce.wire.errors import BruceError
 
 from .config import ConfigError, Options, configure
 from .daemon import NOTICE, Daemon
-from .embedded import EmbeddedBroker
+from .embedded import KAFKA_PORT, EmbeddedBroker
 from .status import StatusBindError
 
 log = logging.getLogger("bruce.proxy.cli")
@@ -121,14 +121,25 @@ def announcement(daemon: Daemon, embedded: EmbeddedBroker | None, *, daemonized:
         return f"bruce: serving on {daemon.socket_path}; status {daemon.status_url}/\n"
     socket_path = daemon.socket_path
     return (
-        f"bruce: {_why_embedded(daemon.options)}: an embedded broker (tansu) runs on {embedded.address} for this "
-        "session\n"
-        f"       (in memory, stopped with bruce; topics are created on first use with 4 partitions)\n"
+        f"bruce: {_why_embedded(daemon.options)}: an embedded broker (tansu) runs on {embedded.address}"
+        + _port_note(embedded.port)
+        + "       (in memory, stopped with bruce; topics are created on first use with 4 partitions)\n"
         f"bruce: input socket  {socket_path}\n"
         f"bruce: status pages  {daemon.status_url}/   (Prometheus: {daemon.status_url}/metrics)\n"
         f"bruce: send a message from another terminal:\n"
         f"       {to_bruce_command()} --socket_path {socket_path} --topic test --value hello\n"
         + (f"bruce: stop with: kill {os.getpid()}\n" if daemonized else "bruce: stop with Ctrl-C (or SIGTERM)\n")
+    )
+
+
+def _port_note(port: int) -> str:
+    """The rest of the broker's line: why it is on this port (Kafka's usual one, or that one is taken)."""
+    if port == KAFKA_PORT:
+        return " (Kafka's usual port) for this session\n"
+    return (
+        " for this session\n"
+        f"       (127.0.0.1:{KAFKA_PORT}, Kafka's usual port, is taken: use 127.0.0.1:{port} where an example names "
+        f"127.0.0.1:{KAFKA_PORT})\n"
     )
 
 

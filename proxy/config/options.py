@@ -108,8 +108,8 @@ class Options:
         (), "HOST[:PORT],...", "Initial brokers; replace the config file's <initialBrokers>.", FILES, broker_list
     )
     embedded_broker: bool = switch(
-        "Start an embedded broker (tansu) on a free loopback port and use it as the only initial broker. Implied "
-        "when neither --config_path nor --initial_brokers is given.",
+        "Start an embedded broker (tansu) on 127.0.0.1:9092 (a free loopback port if 9092 is taken) and use it as "
+        "the only initial broker. Implied when neither --config_path nor --initial_brokers is given.",
         FILES,
     )
     # Input

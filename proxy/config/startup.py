@@ -5,8 +5,8 @@ Rules:
 - Without ``--config_path`` the built-in :func:`default_config` applies: Bruce's shipped configuration (combined
   topics batching, snappy above 128 bytes) with Bruce's documented 1-second batching delay and no rate limiting.
 - The initial brokers are, first that applies: the embedded broker (``Options.use_embedded_broker``: 127.0.0.1 on a
-  port picked here, which the daemon then starts tansu on), ``--initial_brokers``, the config file's. A config file
-  may leave its brokers out only when one of the first two names them.
+  port picked here, 9092 when free, which the daemon then starts tansu on), ``--initial_brokers``, the config file's.
+  A config file may leave its brokers out only when one of the first two names them.
 - ``--kafka_property NAME=VALUE`` settings override the file's ``[kafka]`` (``<kafka>``) security properties.
 - A config file is read whole, at most :data:`MAX_FILE_BYTES`.
 - Every problem is printed as ``bruce: <ConfigError>`` on stderr and ends the command with status 2 (command line)
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from bruce.proxy.embedded import free_port
+from bruce.proxy.embedded import broker_port
 
 from .build import IDEMPOTENCE, kafka_security
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
@@ -73,12 +73,12 @@ def configure(
 def load_config(options: Options, *, embedded_port: int | None = None) -> Config:
     """The configuration ``options`` select (file or built-in), with its initial brokers resolved.
 
-    When the embedded broker is used, the only initial broker is ``127.0.0.1:embedded_port`` (a free port is picked
-    if none is given); start the embedded broker on that port.
+    When the embedded broker is used, the only initial broker is ``127.0.0.1:embedded_port`` (if none is given: 9092
+    when free, else a free port); start the embedded broker on that port.
     """
     brokers = options.initial_brokers
     if options.use_embedded_broker:
-        brokers = (Broker("127.0.0.1", embedded_port or free_port()),)
+        brokers = (Broker("127.0.0.1", embedded_port or broker_port()),)
     if options.config_path is None:
         config = default_config(brokers)
     else:

@@ -1,9 +1,11 @@
 """Try-out mode (``./run.sh``: the embedded broker) is quiet and local: no discard-query warning while nobody
-monitors, message debug files under a directory the user owns (mode 0700), and a banner true to the configuration."""
+monitors, message debug files under a directory the user owns (mode 0700), a banner true to the configuration, and
+the embedded broker on Kafka's usual port 9092 when it is free."""
 
 from __future__ import annotations
 
 import logging
+import socket
 import stat
 import time
 from pathlib import Path
@@ -12,8 +14,9 @@ from types import SimpleNamespace
 import pytest
 from config_files import PER_TOPIC_CONF
 
+from bruce.proxy import embedded
 from bruce.proxy.cli import announcement
-from bruce.proxy.config import load_config, parse_command_line
+from bruce.proxy.config import Broker, load_config, parse_command_line
 from bruce.proxy.daemon import Daemon
 from bruce.proxy.discards import DiscardTracker
 from bruce.proxy.msg_debug import MessageDebugLog
@@ -71,7 +74,7 @@ def test_debug_files_go_to_the_users_state_dir_made_private(tmp_path: Path, monk
 def _banner(words: list[str]) -> str:
     options = parse_command_line(words)
     daemon = SimpleNamespace(options=options, socket_path="/s", status_url="http://127.0.0.1:1")
-    return announcement(daemon, SimpleNamespace(address="127.0.0.1:2"))  # type: ignore[arg-type]
+    return announcement(daemon, SimpleNamespace(address="127.0.0.1:2", port=2))  # type: ignore[arg-type]
 
 
 def test_the_banner_says_why_the_embedded_broker_runs() -> None:
@@ -80,3 +83,33 @@ def test_the_banner_says_why_the_embedded_broker_runs() -> None:
     given = _banner(["--embedded_broker", "--config_path", str(PER_TOPIC_CONF)])
     assert given.startswith(f"bruce: --embedded_broker (in place of the brokers in {PER_TOPIC_CONF}): an ")
     assert "no broker configured" not in given
+
+
+def test_the_banner_says_which_port_the_embedded_broker_took_and_why() -> None:
+    daemon = SimpleNamespace(options=parse_command_line([]), socket_path="/s", status_url="http://127.0.0.1:1")
+    usual = announcement(daemon, SimpleNamespace(address="127.0.0.1:9092", port=9092))  # type: ignore[arg-type]
+    assert usual.startswith(
+        "bruce: no broker configured: an embedded broker (tansu) runs on 127.0.0.1:9092 (Kafka's usual port) for this "
+        "session\n       (in memory"
+    )
+    assert "taken" not in usual
+    other = _banner([])
+    assert "runs on 127.0.0.1:2 for this session\n" in other
+    assert (
+        "(127.0.0.1:9092, Kafka's usual port, is taken: use 127.0.0.1:2 where an example names 127.0.0.1:9092)" in other
+    )
+
+
+def test_the_embedded_broker_port_is_kafkas_usual_one_when_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bruce`` takes 9092 when free, else a free port; shown on a stand-in port so 9092 itself is left alone."""
+    usual = embedded.free_port()
+    monkeypatch.setattr(embedded, "KAFKA_PORT", usual)
+    assert embedded.port_is_free(usual) and embedded.broker_port() == usual
+    assert load_config(parse_command_line([])).initial_brokers == (Broker("127.0.0.1", usual),)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", usual))
+        holder.listen()
+        assert not embedded.port_is_free(usual)
+        taken = embedded.broker_port()
+        assert taken != usual and embedded.port_is_free(taken)
+        assert load_config(parse_command_line([])).initial_brokers[0].port != usual

@@ -18,7 +18,7 @@ import pytest
 from config_files import COMBINED_CONF, PER_TOPIC_CONF
 
 from bruce.proxy.client import BruceClient, SocketFullError
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.embedded import KAFKA_PORT, EmbeddedBroker, port_is_free
 
 from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
 
@@ -50,11 +50,16 @@ def test_readme_flow_on_the_embedded_broker(bruce_process: Callable[..., BrucePr
     readme = (root / "README.md").read_text()
     assert "./run.sh" in readme and "--topic test --value hello" in readme and "http://127.0.0.1:9090/" in readme
     sock = str(workdir / "readme.sock")
+    usual_port_free = port_is_free(KAFKA_PORT)
     bruce = bruce_process(["--receive_socket_name", sock, "--status_port", "0"])  # run.sh passes its arguments on
     status_url = bruce.wait_serving()
     wait_for(lambda: "stop with Ctrl-C" in bruce.log, what="the announcement")
     log = bruce.log
     broker = re.search(r"an embedded broker \(tansu\) runs on (\S+)", log).group(1)  # type: ignore[union-attr]
+    if usual_port_free:  # as the examples in the docs expect
+        assert broker == "127.0.0.1:9092" and "(Kafka's usual port) for this session" in log, log
+    else:  # another port, and the banner says why
+        assert broker != "127.0.0.1:9092" and f"is taken: use {broker} where an example names 127.0.0.1:9092" in log
     assert f"input socket  {sock}" in log and f"status pages  {status_url}/" in log
     command = re.search(r"send a message from another terminal:\n\s+(.+)\n", log).group(1)  # type: ignore[union-attr]
     assert command.endswith(f"--socket_path {sock} --topic test --value hello")

@@ -9,9 +9,9 @@ Rules (the convention every page follows):
   required: it tells the reader what the example needs). A code block without one is a problem, so no new example
   escapes the test. Only sh, bash and python blocks can be runnable (console and pycon show prompts).
 - A marker that is not directly above a code block is a problem too (it would silently mark nothing).
-- Runnable examples are written for the setup ``./run.sh`` gives (the daemon's default socket, status pages on
-  ``127.0.0.1:9090``) and name the Kafka broker ``127.0.0.1:9092`` and a production socket
-  ``/var/run/bruce/bruce.socket``; the docs test replaces exactly these (:data:`PLACEHOLDERS`) by its own.
+- Runnable examples are written for the setup ``./run.sh`` gives (the daemon's default socket, its embedded broker
+  on ``127.0.0.1:9092``, status pages on ``127.0.0.1:9090``) and run as written. The one placeholder is a production
+  socket, ``/var/run/bruce/bruce.socket``, which the docs test replaces by the daemon's (:data:`PLACEHOLDERS`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parents[3]
 CODE_LANGUAGES = {"sh", "bash", "shell", "console", "python", "py", "pycon"}
 RUNNABLE_LANGUAGES = {"sh": "sh", "bash": "sh", "python": "python"}
-PLACEHOLDERS = ("127.0.0.1:9092", "127.0.0.1:9090", "/var/run/bruce/bruce.socket")  # Kafka, status pages, socket
+PLACEHOLDERS = ("/var/run/bruce/bruce.socket",)  # a production socket: readers use theirs
 _MARKER = re.compile(r"^<!--\s*(?:(runnable)|(not-runnable)\s*(?::\s*(.*?))?)\s*-->\s*$")
 _ANY_MARKER = re.compile(r"<!--\s*(?:runnable|not-runnable)\b")
 

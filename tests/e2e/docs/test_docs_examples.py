@@ -3,13 +3,14 @@
 
 How examples run: from the repository's root, with this environment's ``bin`` first on PATH (``bruce``,
 ``to_bruce``), ``$XDG_RUNTIME_DIR``, ``$XDG_STATE_HOME`` and ``$TMPDIR`` in a fresh directory, and one daemon started
-as ``./run.sh`` would be but delivering to the session's tansu (``--topic_autocreate``: topics are created on first
-use) with its socket at the default path and its status pages on a free port. Each placeholder is replaced:
-``127.0.0.1:9092`` by tansu's address, ``127.0.0.1:9090`` by the status pages' address and
-``/var/run/bruce/bruce.socket`` by the daemon's socket. A ``sh`` block runs alone in ``bash -e -o pipefail``; the
-``python`` blocks of one page run in order in one interpreter (``run_python.py``), like a reader pasting them. Each
-has a bounded time; a failure names the page and line, with the example's output. An example must leave the
-repository as it found it.
+exactly as ``./run.sh`` starts it (no arguments): its embedded broker on 127.0.0.1:9092 (topics created on first
+use), its status pages on 127.0.0.1:9090, its socket at the default path. So the examples run as written; the one
+placeholder, a production socket (``/var/run/bruce/bruce.socket``), is replaced by the daemon's. Ports 9092 and 9090
+must be free for this module (the session's ``tansu`` and every other test broker take free ports, which are never
+these): if something else holds one, the module fails at once and names it. A ``sh`` block runs alone in
+``bash -e -o pipefail``; the ``python`` blocks of one page run in order in one interpreter (``run_python.py``), like a
+reader pasting them. Each has a bounded time; a failure names the page and line, with the example's output. An
+example must leave the repository as it found it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.embedded import KAFKA_PORT, port_is_free
 
 from ..daemon.harness import BruceProcess, counters_json, start_bruce, wait_for
 from .examples import ROOT, Block, doc_paths, read_blocks, runnable_blocks, substitute
@@ -56,8 +57,22 @@ class Setup:
     daemon: BruceProcess
 
 
+STATUS_PORT = 9090  # ./run.sh's status pages, as the examples name them
+PORT_WAIT_S = 15  # for a daemon an earlier test stopped to let go of its ports
+
+
+def _wait_until_free(port: int, what: str) -> None:
+    try:
+        wait_for(lambda: port_is_free(port), PORT_WAIT_S, f"127.0.0.1:{port} to be free")
+    except AssertionError:
+        pytest.fail(
+            f"127.0.0.1:{port} is taken by another process: the docs examples name {what} there, as ./run.sh gives "
+            f"it; stop what listens on it (ss -ltnp 'sport = :{port}') and run the docs test again"
+        )
+
+
 @pytest.fixture(scope="module")
-def setup(tansu: EmbeddedBroker) -> Iterator[Setup]:
+def setup() -> Iterator[Setup]:
     work = Path(tempfile.mkdtemp(prefix="bruce-docs-", dir="/tmp"))  # short: a socket path has at most 107 bytes
     try:
         env = dict(os.environ)
@@ -66,23 +81,22 @@ def setup(tansu: EmbeddedBroker) -> Iterator[Setup]:
             env[name] = str(work / sub)
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env["SPARK_LOCAL_IP"] = "127.0.0.1"  # docs/spark.md: on a laptop or in CI, Spark must bind loopback
-        tansu.create_topic(f"docs-{work.name}", 1)  # a cluster without topics is bad metadata (Bruce's rule)
-        daemon = start_bruce(
-            ["--initial_brokers", tansu.address, "--topic_autocreate", "--status_port", "0"],
-            work / "bruce.log",
-            env={k: env[k] for k in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "TMPDIR")},
+        _wait_until_free(KAFKA_PORT, "the embedded broker")
+        _wait_until_free(STATUS_PORT, "the status pages")
+        daemon = start_bruce(  # ./run.sh's command line: no arguments
+            [], work / "bruce.log", env={k: env[k] for k in ("XDG_RUNTIME_DIR", "XDG_STATE_HOME", "TMPDIR")}
         )
         try:
             status_url = daemon.wait_serving()
+            assert status_url == f"http://127.0.0.1:{STATUS_PORT}", daemon.log
+            wait_for(lambda: "stop with Ctrl-C" in daemon.log, what="the announcement")
+            on_9092 = f"an embedded broker (tansu) runs on 127.0.0.1:{KAFKA_PORT} (Kafka's usual port)"
+            if on_9092 not in daemon.log:
+                pytest.fail(f"the daemon's broker is not on 127.0.0.1:{KAFKA_PORT} (taken meanwhile?):\n{daemon.log}")
             wait_for(lambda: counters_json(status_url).get("MetadataChanged", 0) >= 1, what="the first metadata")
-            status = status_url.removeprefix("http://")
             socket_path = str(work / "run" / "bruce.socket")  # the default path under $XDG_RUNTIME_DIR
             assert os.path.exists(socket_path), daemon.log
-            values = {
-                "127.0.0.1:9092": tansu.address,
-                "127.0.0.1:9090": status,
-                "/var/run/bruce/bruce.socket": socket_path,
-            }
+            values = {"/var/run/bruce/bruce.socket": socket_path}
             yield Setup(env, values, work / "bruce.log", daemon)
         finally:
             daemon.kill()
