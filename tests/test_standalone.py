@@ -1,5 +1,6 @@
-"""The repository stands alone: no tracked file reads or cites anything beside the clone, and every
-``docs/<name>.md#<anchor>`` cited from code, tests or docs names a heading that exists."""
+"""The repository stands alone: no tracked file reads or cites anything beside the clone, every
+``docs/<name>.md#<anchor>`` cited from code, tests or docs names a heading that exists, and so does every link between
+the pages."""
 
 from __future__ import annotations
 
@@ -52,6 +53,19 @@ def anchors(doc: Path) -> set[str]:
         elif not fenced and (match := HEADING.match(line)):
             found.add(slug(match.group(1)))
     return found
+
+
+def test_every_link_between_the_pages_lands_on_a_heading() -> None:
+    """``[text](page.md#anchor)`` and ``[text](#anchor)`` in README.md and docs/*.md."""
+    link = re.compile(r"\]\(((?:docs/)?[\w-]+\.md)?#([\w-]+)\)")
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            for match in link.finditer(line):
+                target = page.parent / match.group(1) if match.group(1) else page
+                if not target.is_file() or match.group(2) not in anchors(target):
+                    broken.append(f"{page.relative_to(ROOT)}:{number}: {match.group(0)}")
+    assert not broken, "links to headings that do not exist:\n" + "\n".join(broken)
 
 
 def test_no_tracked_file_mentions_anything_beside_the_clone() -> None:
