@@ -11,7 +11,9 @@ Rules:
 - The elements map onto the neutral (TOML-shaped) settings of ``build.py`` through the table :data:`BRUCE_CONFIG`;
   value syntax, required settings and every semantic rule are shared with the TOML loader (``build.py``, the model).
 - Errors name the file, the line and the element path (``batching/namedConfigs/config[name="low_latency"]/time``,
-  attributes as ``.../combinedTopics/@config``).
+  attributes as ``.../combinedTopics/@config``). A file that is not well-formed gets expat's line, column and
+  reason, what most likely caused it when that can be told (a ``--`` in a comment, an unclosed element, a bare
+  ``&``), and the usual causes (:data:`USUAL_CAUSES`).
 """
 
 from __future__ import annotations
@@ -244,8 +246,9 @@ def _parse(data: bytes, source: str) -> _Element:
     try:
         parser.Parse(data, True)
     except expat.ExpatError as error:
+        problem = f"not well-formed XML: {expat.ErrorString(error.code)} (column {error.offset + 1})"
         raise ConfigError(
-            f"not well-formed XML: {expat.ErrorString(error.code)} (column {error.offset + 1})",
+            problem + _diagnosis(data, error, stack),
             source=source,
             line=error.lineno,
         ) from None
@@ -263,6 +266,34 @@ def _parse(data: bytes, source: str) -> _Element:
             line=root.line,
         )
     return root
+
+
+USUAL_CAUSES = (
+    "`--` inside a comment (XML allows none between <!-- and -->), an unescaped & or < (write &amp; or &lt;), "
+    "a missing or misspelt closing tag"
+)
+"""What most often makes a hand-edited config file not well-formed, named in the error beside expat's position."""
+_INVALID_TOKEN = expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN]
+_TAG_ENDS = {
+    expat.errors.codes[expat.errors.XML_ERROR_TAG_MISMATCH],
+    expat.errors.codes[expat.errors.XML_ERROR_NO_ELEMENTS],
+}
+
+
+def _diagnosis(data: bytes, error: expat.ExpatError, open_elements: Sequence[_Element]) -> str:
+    """What most likely made ``data`` not well-formed where expat stopped, then the usual causes."""
+    lines = data.decode("ascii", errors="replace").splitlines() or [""]
+    line = lines[min(error.lineno, len(lines)) - 1]
+    before = "\n".join([*lines[: error.lineno - 1], line[: error.offset + 1]])
+    likely = ""
+    if before.rfind("<!--") > before.rfind("-->"):
+        likely = "this comment holds `--`"
+    elif error.code in _TAG_ENDS and open_elements:
+        element = open_elements[-1]
+        likely = f"<{element.tag}> (line {element.line}) is not closed"
+    elif error.code == _INVALID_TOKEN and "&" in line[: error.offset + 1]:
+        likely = "an unescaped & (write &amp;)"
+    return f": {likely} (the usual causes: {USUAL_CAUSES})" if likely else f"; the usual causes: {USUAL_CAUSES}"
 
 
 def _child_where(parent: _Element | None, tag: str, attrs: Mapping[str, str]) -> str:
