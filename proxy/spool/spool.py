@@ -8,8 +8,9 @@ Rules:
   rewritten in place (the one exception is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
   consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
-  reason ``SPOOL_FULL``) — never raises. Segments roll before a burst that would take the active one past
-  ``segment_bytes``; a burst is never split.
+  reason ``SPOOL_FULL``) — never raises. A segment holding records never takes one that would take it past
+  ``segment_bytes``: a burst that does not fit is cut at a record boundary and goes on in a new segment (one
+  ``write`` per piece); only a record larger than ``segment_bytes`` makes a segment larger (it is alone in it).
 - Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
   :meth:`Spool.tick`, which starts an ``fdatasync`` in the sync thread (:mod:`.syncer`) once ``fsync_ms`` has passed
   since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after it was written and the
@@ -39,6 +40,7 @@ import errno
 import logging
 import os
 import re
+import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -63,6 +65,7 @@ NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
 SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+_LENGTH = struct.Struct(">I")  # a record's length field
 
 
 class FullPolicy(StrEnum):
@@ -270,50 +273,76 @@ class Spool:
             log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
             self.not_spooled += n
             return NOT_SPOOLED
-        active = self._active
-        roll = active is None or self._full_segment(active, len(data))
-        if self._over(len(data), roll) and active is not None and not active.pending:
+        pieces = self._pieces(data, n, self._active)
+        if self._over(data, pieces) and self._active is not None and not self._active.pending:
             try:  # the active segment is all done: let it go to make room
                 self._seal_active()
             except OSError as e:
                 self._degrade(e, f"syncing {self.directory}")
-            active, roll = None, True
-        if self._over(len(data), roll):
+            pieces = self._pieces(data, n, None)
+        if self._over(data, pieces):
             self.full += n
             if self.config.full_policy is FullPolicy.DISCARD:
                 return SPOOL_FULL
             self.not_spooled += n
             return NOT_SPOOLED
-        try:
-            if roll:
-                active = self._roll()
-            assert active is not None
-            self._write_all(data, active)
-        except OSError as e:
-            self._degrade(e, f"writing to {self.directory}")
-            self.not_spooled += n
-            return NOT_SPOOLED
         first = self.next_sequence
-        self.next_sequence += n
-        self._tracker.append_run(active, first, n)
-        self.last_burst = (first, active.nbytes)
-        active.nbytes += len(data)
-        self._bytes += len(data)
+        view = memoryview(data)
+        for start, end, count, roll in pieces:
+            try:
+                if roll or self._active is None:
+                    self._roll()
+                active = self._active
+                assert active is not None
+                self._write_all(view[start:end], active)
+            except OSError as e:
+                self._degrade(e, f"writing to {self.directory}")
+                self.not_spooled += n
+                if self.next_sequence > first:  # an earlier piece is on disk: its messages go on in memory only
+                    self._unlink(self._tracker.done_run(first, self.next_sequence - first))
+                return NOT_SPOOLED
+            seq = self.next_sequence
+            self.next_sequence += count
+            self._tracker.append_run(active, seq, count)
+            if seq == first:
+                self.last_burst = (first, active.nbytes)
+            active.nbytes += end - start
+            self._bytes += end - start
+            self._dirty = True  # a roll syncs it
         self.appended += n
-        self._dirty = True
         if self.config.fsync_ms == 0:
             self._sync()
         return first
 
-    def _over(self, more: int, roll: bool) -> bool:
-        """Writing ``more`` bytes (and a new header if ``roll``) would take the spool past ``max_bytes``."""
-        return self._bytes + more + (HEADER_SIZE if roll else 0) > self.config.max_bytes
+    def _pieces(self, data: bytes, n: int, active: Segment | None) -> list[tuple[int, int, int, bool]]:
+        """``data`` (whole records) cut where segments roll: (start, end, records, roll first) per piece. A segment
+        holding records takes no record that would take it past ``segment_bytes``; an empty one takes at least one."""
+        limit = self.config.segment_bytes
+        if (active.nbytes if active is not None else HEADER_SIZE) + len(data) <= limit:  # the common case: it fits
+            return [(0, len(data), n, active is None)]
+        pieces: list[tuple[int, int, int, bool]] = []
+        used = active.nbytes if active is not None else None
+        start = pos = count = 0
+        roll = used is None
+        unpack = _LENGTH.unpack_from
+        while pos < len(data):
+            size = 8 + unpack(data, pos)[0]
+            if used is None or (used > HEADER_SIZE and used + size > limit):
+                if count:
+                    pieces.append((start, pos, count, roll))
+                start, count, roll, used = pos, 0, True, HEADER_SIZE
+            used += size
+            pos += size
+            count += 1
+        pieces.append((start, pos, count, roll))
+        return pieces
 
-    def _full_segment(self, active: Segment, more: int) -> bool:
-        """The burst would take a segment that holds records past ``segment_bytes``."""
-        return active.nbytes > HEADER_SIZE and active.nbytes + more > self.config.segment_bytes
+    def _over(self, data: bytes, pieces: list[tuple[int, int, int, bool]]) -> bool:
+        """Writing ``data`` in these pieces (a header per roll) would take the spool past ``max_bytes``."""
+        rolls = sum(roll for *_, roll in pieces)
+        return self._bytes + len(data) + rolls * HEADER_SIZE > self.config.max_bytes
 
-    def _write_all(self, data: bytes, active: Segment) -> None:
+    def _write_all(self, data: bytes | memoryview, active: Segment) -> None:
         assert self._fd is not None
         view = memoryview(data)
         written = 0
