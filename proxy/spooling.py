@@ -46,6 +46,7 @@ from .status.source import Gauge
 
 log = logging.getLogger("bruce.spool")
 
+NOTICE = 25  # the log level of Bruce's LOG_NOTICE, the daemon's default
 ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
 BACKLOG_BURST = 256  # records the disk backlog routes before it lets the loop run
 SETTLE_NOTICE = 200_000  # messages held on disk at a stop from which settling them is announced first
@@ -93,7 +94,28 @@ class Replay:
             self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)
 
     async def run(self, stopping: Callable[[], bool]) -> int:
-        """Hand every record over to the router, oldest first; returns how many. Ends early at a stop request."""
+        """Hand every record over to the router, oldest first; returns how many. Ends early at a stop request. Logs
+        one NOTICE line with the counts when earlier runs left anything."""
+        segments, nbytes = self.spool.segments, self.spool.bytes
+        start = time.monotonic()
+        handed = await self._run(stopping)
+        spool = self.spool
+        if segments:
+            log.log(
+                NOTICE,
+                "spool replay %s: %d messages from %d segments (%d bytes) replayed as possible duplicates, "
+                "%d skipped as delivered before, %d lost to damage (SPOOL_CORRUPT), in %.1f s",
+                "stopped by the shutdown (the rest stay in the spool)" if stopping() else "done",
+                handed,
+                segments,
+                nbytes,
+                spool.skipped_done,
+                spool.corrupt,
+                time.monotonic() - start,
+            )
+        return handed
+
+    async def _run(self, stopping: Callable[[], bool]) -> int:
         handed = 0
         reserve = self.budget.try_reserve
         duplicate = self.outcomes.tracker.record_possible_duplicate
@@ -109,7 +131,6 @@ class Replay:
                 msg.spool_seq = record.sequence
                 while not reserve(msg.charge):
                     if stopping():
-                        log.info("replay stopped by the shutdown: %d messages handed out, the rest stay", handed)
                         return handed
                     await asyncio.sleep(ROOM_WAIT_S)
                 self.received += 1
@@ -120,8 +141,6 @@ class Replay:
             await asyncio.sleep(0)  # let deliveries and the status pages run between bursts
             if stopping():
                 break
-        if handed:
-            log.info("replayed %d messages from the spool (possible duplicates)", handed)
         return handed
 
 

@@ -15,6 +15,7 @@ import pytest
 from bruce.proxy.client import BruceClient
 from bruce.proxy.config import Broker
 from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.shutdown import NOTICE
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
 
 from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, make_config, wait_for
@@ -139,12 +140,14 @@ def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered
     data[at] ^= 0x01
     segment.write_bytes(bytes(data))
 
-    caplog.set_level(logging.WARNING, logger="bruce.spool")
+    caplog.set_level(NOTICE, logger="bruce.spool")
     d = start_daemon(spool_dir=str(spool))
     a = d.settle(20)
     assert (a.received, a.delivered, a.discarded) == (20, 19, 1), a
     assert d.discards("SPOOL_CORRUPT") == 1
     assert segment.name in caplog.text
+    (notice,) = [r.getMessage() for r in caplog.records if r.levelno == NOTICE and "spool replay" in r.getMessage()]
+    assert "spool replay done: 19 messages from 1 segments" in notice and "1 lost to damage" in notice, notice
     reads = consume_topic(tansu.address, topic, 1, 19)
     assert sorted(r.value for r in reads) == values[:7] + values[8:]
     d.stop()
