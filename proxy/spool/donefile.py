@@ -47,15 +47,16 @@ def remove_orphans(directory: Path, names: Iterable[str], segment_names: set[str
             os.unlink(directory / name)
 
 
-def load_done(directory: Path, name: str, base: int, header: SegmentHeader | None) -> bytes:
-    """The done bitmap of segment ``name`` (b"" if it has no valid done file; an invalid one is deleted)."""
+def load_done(directory: Path, name: str, base: int, header: SegmentHeader | None, *, gone: bool = False) -> bytes:
+    """The done bitmap of segment ``name`` (b"" if it has no valid done file; an invalid one is deleted). ``gone``:
+    the segment file is missing, its done file says only how many of its messages were not lost (base checked)."""
     path = directory / (name + DONE_SUFFIX)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return b""
     done = parse_done(data)
-    if header and done and (done.base_sequence, done.created_ms) == (base, header.created_ms):
+    if done and done.base_sequence == base and (gone or (header and done.created_ms == header.created_ms)):
         return done.bitmap
     log.warning("spool: %s does not match its segment; ignored and removed", path)
     os.unlink(path)

@@ -53,6 +53,7 @@ from .cursor import Cursor
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
 from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
 from .lock import acquire
+from .manifest import Lost, Manifest, missing_segments
 from .scan import Corrupt, TornTail, read_head, walk_segment
 from .syncer import Syncer
 from .tracker import Segment, Tracker
@@ -100,6 +101,11 @@ def segment_name(base: int) -> str:
     return f"{base:020d}.seg"
 
 
+def _not_done(bitmap: bytes, base: int, first: int, end: int) -> int:
+    """How many of the sequences [first, end) of the segment at ``base`` its done bitmap does not mark done."""
+    return sum(not is_done(bitmap, seq - base) for seq in range(first, end))
+
+
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -139,6 +145,10 @@ class Spool:
         self._write = os.write  # replaceable, to inject failures
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
         self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
+        self._manifest = Manifest(self.directory)
+        self._missing: list[Lost] = []  # listed segments found gone at open, reported by replay()
+        self._torn: Corrupt | None = None  # the newest segment's torn tail, cut at open, reported by replay()
+        self.bad_headers = 0
 
     # -------------------------------------------------------------------------------------------------- opening
 
@@ -157,6 +167,14 @@ class Spool:
     def _load(self) -> None:
         names = os.listdir(self.directory)
         found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
+        listed = self._manifest.load()
+        if listed is None and found:
+            log.warning("spool: %s has no manifest (an older bruce?): missing segments cannot be found", self.directory)
+        self._missing = missing_segments(listed or {}, [base for base, _ in found])
+        for lost in self._missing:
+            self.next_sequence = max(self.next_sequence, lost.first + 1, lost.end or 0)
+            if lost.name + DONE_SUFFIX in names:  # what the lost segment had delivered is not lost
+                self._done_files[lost.name] = load_done(self.directory, lost.name, lost.first, None, gone=True)
         remove_orphans(self.directory, names, {name for _, name in found})
         for base, name in found:
             path = self.directory / name
@@ -171,35 +189,48 @@ class Spool:
             self._bytes += nbytes
             segment.awaiting_replay = True
             self._to_replay.append(segment)
-            self.next_sequence = base + 1
+            end = (listed or {}).get(base)
+            self._manifest.segments[base] = end
+            self.next_sequence = max(self.next_sequence, base + 1, end or 0)
         if found:
             self._last_name = found[-1][1]
-            self._check_newest(self._to_replay[-1])
+            newest = self._to_replay[-1]
+            end = self._check_newest(newest)
+            self.next_sequence = max(self.next_sequence, end)
+            if self._manifest.segments[newest.base] is None:  # it was being written: its records say where it ends
+                self._manifest.segments[newest.base] = end
+        self._manifest.save(os.fdatasync)
 
-    def _check_newest(self, segment: Segment) -> None:
-        """Truncate the newest segment's torn tail, and continue the sequence after its last record."""
+    def _check_newest(self, segment: Segment) -> int:
+        """Truncate the newest segment's torn tail (reported at replay); the sequence after its last record (its base
+        when it holds none), where the sequence continues."""
         path = self.directory / segment.name
         data = path.read_bytes()
+        end = segment.base
         if read_head(data, name_base=segment.base).unreadable:
-            return  # reported by replay
+            return end  # reported by replay
         for item in walk_segment(data, name_base=segment.base, last=True):
             if isinstance(item, SpoolRecord):
-                self.next_sequence = item.sequence + 1
+                end = item.sequence + 1
             elif isinstance(item, TornTail) and item.offset < len(data):
-                log.warning(
-                    "spool: %s ends in a torn write: %d bytes at offset %d truncated (a crash while writing)",
-                    path,
-                    len(data) - item.offset,
-                    item.offset,
-                )
                 os.truncate(path, item.offset)
                 self._bytes -= segment.nbytes - item.offset
                 segment.nbytes = item.offset
+                if item.offset >= HEADER_SIZE:  # else a crash while creating it: nothing was written to it
+                    cut = len(data) - item.offset
+                    self._torn = Corrupt(item.offset, 1, f"a torn write ({cut} bytes cut: a crash while writing)")
+        return end
 
     def replay(self) -> Iterator[list[SpoolRecord]]:
         """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
-        memory at a time. Each one is pending until :meth:`done_many` names it. Corrupt records are counted, logged
-        and reported to ``on_corrupt``; records a done file marks done are skipped."""
+        memory at a time. Each one is pending until :meth:`done_many` names it. Missing segments and corrupt
+        records are counted, logged and reported to ``on_corrupt``; records a done file marks done are skipped."""
+        for lost in self._missing:
+            bitmap = self._done_files.pop(lost.name, b"")
+            count = 1 if lost.end is None else _not_done(bitmap, lost.first, lost.first, lost.end)
+            span = f"{lost.first}-{lost.end - 1}" if lost.end is not None else f"{lost.first} on"
+            self._report(self.directory / lost.name, Corrupt(0, count, f"the segment is missing (sequences {span})"))
+        self._missing = []
         while self._to_replay:
             segment = self._to_replay.pop(0)
             yield from self._replay_segment(segment)
@@ -210,19 +241,28 @@ class Spool:
             data = path.read_bytes()
         except OSError as e:
             data, why = b"", str(e)
+            head = None
         else:
-            why = read_head(data, name_base=segment.base).unreadable
+            head = read_head(data, name_base=segment.base)
+            why = head.unreadable
         if why:
             log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
             self._left_in_place += 1
             self._tracker.forget(segment)
             return
+        if head is not None and not head.header_ok:
+            self.bad_headers += 1
+            log.warning("spool: %s has a damaged header; its records are read anyway (from byte 28)", path)
         bitmap = self._done_files.pop(segment.name, b"")
         burst = self.config.replay_burst
         chunk: list[SpoolRecord] = []
         end = segment.base
+        tail: Corrupt | None = None  # the last region skipped, reported once a record follows it (else: the tail)
         for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
             if isinstance(item, SpoolRecord):
+                if tail is not None:
+                    self._report(path, tail)
+                    tail = None
                 end = item.sequence + 1
                 if bitmap and is_done(bitmap, item.sequence - segment.base):
                     self.skipped_done += 1  # delivered before the last clean close
@@ -232,7 +272,19 @@ class Spool:
                     chunk = []
                 chunk.append(item)
             elif isinstance(item, Corrupt):
-                self._report(path, item)
+                if tail is not None:
+                    self._report(path, tail)
+                tail = item
+        if segment.name == self._last_name and self._torn is not None:
+            tail, self._torn = self._torn, None
+        listed = self._manifest.segments.get(segment.base)
+        if listed is not None and listed > end:  # records the manifest says it held are gone (cut or damaged)
+            count = _not_done(bitmap, segment.base, end, listed)
+            detail = f"{tail.detail}; " if tail else ""
+            tail = Corrupt(tail.offset if tail else len(data), count, f"{detail}it ends at {end - 1}, not {listed - 1}")
+            end = listed
+        if tail is not None:
+            self._report(path, tail)
         self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
         segment.awaiting_replay = False
         self._unlink(self._tracker.seal(segment))
@@ -248,7 +300,7 @@ class Spool:
     def _report(self, path: Path, region: Corrupt) -> None:
         self.corrupt += region.count
         log.error(
-            "spool: %s offset %d: damaged bytes skipped (%s); %d message(s) lost, discarded as SPOOL_CORRUPT",
+            "spool: %s offset %d: %s; %d message(s) lost, discarded as SPOOL_CORRUPT",
             path,
             region.offset,
             region.detail,
@@ -369,12 +421,16 @@ class Spool:
         self._write_all(header, segment)
         segment.nbytes = HEADER_SIZE
         self._bytes += HEADER_SIZE
-        sync_directory(self.directory)  # the new file's name survives a power loss
+        self._manifest.segments[base] = None  # being written
+        self._manifest.save(os.fdatasync)
+        sync_directory(self.directory)  # the new file's and the manifest's names survive a power loss
         return segment
 
     def _seal_active(self) -> None:
         active, fd = self._active, self._fd
         self._active = self._fd = None
+        if active is not None:
+            self._manifest.segments[active.base] = active.base + active.size  # saved with the next change
         try:
             if fd is not None and self._dirty:
                 self._sync_fd(fd)
@@ -441,6 +497,11 @@ class Spool:
         return self._tracker.find(seq)
 
     def _unlink(self, segments: list[Segment]) -> None:
+        if not segments:
+            return
+        for segment in segments:  # first: a listed segment is never one the spool deleted
+            self._manifest.segments.pop(segment.base, None)
+        self._manifest.save()
         for segment in segments:
             try:
                 with contextlib.suppress(FileNotFoundError):  # first: a done file never outlives its segment
@@ -468,6 +529,7 @@ class Spool:
         except OSError as e:
             self._degrade(e, "closing the spool")
         if self._lock_fd is not None and self.degraded is None:
+            self._manifest.save(os.fdatasync)
             write_done_files(self.directory, self._tracker, self.syncer.fdatasync)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -513,6 +575,7 @@ class Spool:
             "SpoolReplayed": self.replayed,
             "SpoolSkippedDone": self.skipped_done,
             "SpoolCorrupt": self.corrupt,
+            "SpoolBadHeaders": self.bad_headers,
             "SpoolFull": self.full,
             "SpoolNotSpooled": self.not_spooled,
             "SpoolPending": self.pending,

@@ -232,10 +232,15 @@ def test_torn_tail_of_the_newest_segment_is_truncated(tmp_path: Path) -> None:
     good = newest.stat().st_size
     with newest.open("ab") as f:
         f.write(encode_burst(10, burst(1))[:-7])  # a crash in the middle of a write
+    reported: list[tuple] = []
     with open_spool(tmp_path) as spool:
+        spool.on_corrupt = lambda *args: reported.append(args)
         assert newest.stat().st_size == good
         assert _seqs(spool) == list(range(10))
-        assert spool.corrupt == 0
+        assert spool.corrupt == 1  # at least one message read from the socket, cut by the crash: counted
+        assert spool.next_sequence == 10
+    ((file, offset, count, detail),) = reported
+    assert (file, offset, count) == (str(newest), good, 1) and "torn write (" in detail, detail
 
 
 def test_flipped_byte_in_an_older_segment_is_skipped_and_reported(tmp_path: Path) -> None:
