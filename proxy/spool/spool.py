@@ -3,8 +3,8 @@ each segment deleted once every message in it is done (docs/spool.md).
 
 Rules:
 - :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
-  daemon must refuse to start), checks the newest segment (a torn tail is truncated) and lists the rest for
-  :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to across runs and never
+  daemon must refuse to start), then recovers what earlier runs left (:mod:`.recovery`: the manifest's check for
+  missing or cut segments, the newest segment's torn tail truncated) for :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to across runs and never
   rewritten in place (the one exception is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
   consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
@@ -29,6 +29,8 @@ Rules:
   active segment when all of it is done, and writes a done file (:mod:`.donefile`) for each segment partly done; a
   clean shutdown after full delivery leaves no segment files. :meth:`Spool.tick` also writes the done files of the
   segments whose done set grew, every ``done_every_ms`` (unsynced), which bounds what a crash replays again.
+- The manifest (:mod:`.manifest`) is saved whenever the list of segments changes: a roll (synced), before a done
+  segment is unlinked (not synced), at a clean close (synced).
 - For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
   other thread is the sync thread, which touches nothing but its own descriptor.
 """
@@ -39,10 +41,9 @@ import contextlib
 import errno
 import logging
 import os
-import re
 import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -50,11 +51,12 @@ from pathlib import Path
 from bruce.wire.errors import UsageError
 
 from .cursor import Cursor
-from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
-from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
+from .donefile import DONE_SUFFIX, sync_directory, write_done_files
+from .format import HEADER_SIZE, SpoolMessage, encode_burst, encode_header
 from .lock import acquire
-from .manifest import Lost, Manifest, missing_segments
-from .scan import Corrupt, TornTail, read_head, walk_segment
+from .manifest import Lost, Manifest
+from .recovery import Recovery
+from .scan import Corrupt
 from .syncer import Syncer
 from .tracker import Segment, Tracker
 
@@ -65,7 +67,6 @@ log = logging.getLogger("bruce.spool")
 NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
-SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
 _LENGTH = struct.Struct(">I")  # a record's length field
 
 
@@ -101,16 +102,11 @@ def segment_name(base: int) -> str:
     return f"{base:020d}.seg"
 
 
-def _not_done(bitmap: bytes, base: int, first: int, end: int) -> int:
-    """How many of the sequences [first, end) of the segment at ``base`` its done bitmap does not mark done."""
-    return sum(not is_done(bitmap, seq - base) for seq in range(first, end))
-
-
 def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Spool:
+class Spool(Recovery):
     """See the module rules. Create with :meth:`open`."""
 
     def __init__(self, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> None:
@@ -163,151 +159,6 @@ class Spool:
         except OSError as e:
             spool._degrade(e, "opening the spool")
         return spool
-
-    def _load(self) -> None:
-        names = os.listdir(self.directory)
-        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
-        listed = self._manifest.load()
-        if listed is None and found:
-            log.warning("spool: %s has no manifest (an older bruce?): missing segments cannot be found", self.directory)
-        self._missing = missing_segments(listed or {}, [base for base, _ in found])
-        for lost in self._missing:
-            self.next_sequence = max(self.next_sequence, lost.first + 1, lost.end or 0)
-            if lost.name + DONE_SUFFIX in names:  # what the lost segment had delivered is not lost
-                self._done_files[lost.name] = load_done(self.directory, lost.name, lost.first, None, gone=True)
-        remove_orphans(self.directory, names, {name for _, name in found})
-        for base, name in found:
-            path = self.directory / name
-            with open(path, "rb") as f:
-                head = f.read(HEADER_SIZE)
-                nbytes = os.fstat(f.fileno()).st_size
-            header = parse_header(head)
-            segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
-            if name + DONE_SUFFIX in names:
-                self._done_files[name] = load_done(self.directory, name, base, header)
-            segment.nbytes = nbytes
-            self._bytes += nbytes
-            segment.awaiting_replay = True
-            self._to_replay.append(segment)
-            end = (listed or {}).get(base)
-            self._manifest.segments[base] = end
-            self.next_sequence = max(self.next_sequence, base + 1, end or 0)
-        if found:
-            self._last_name = found[-1][1]
-            newest = self._to_replay[-1]
-            end = self._check_newest(newest)
-            self.next_sequence = max(self.next_sequence, end)
-            if self._manifest.segments[newest.base] is None:  # it was being written: its records say where it ends
-                self._manifest.segments[newest.base] = end
-        self._manifest.save(os.fdatasync)
-
-    def _check_newest(self, segment: Segment) -> int:
-        """Truncate the newest segment's torn tail (reported at replay); the sequence after its last record (its base
-        when it holds none), where the sequence continues."""
-        path = self.directory / segment.name
-        data = path.read_bytes()
-        end = segment.base
-        if read_head(data, name_base=segment.base).unreadable:
-            return end  # reported by replay
-        for item in walk_segment(data, name_base=segment.base, last=True):
-            if isinstance(item, SpoolRecord):
-                end = item.sequence + 1
-            elif isinstance(item, TornTail) and item.offset < len(data):
-                os.truncate(path, item.offset)
-                self._bytes -= segment.nbytes - item.offset
-                segment.nbytes = item.offset
-                if item.offset >= HEADER_SIZE:  # else a crash while creating it: nothing was written to it
-                    cut = len(data) - item.offset
-                    self._torn = Corrupt(item.offset, 1, f"a torn write ({cut} bytes cut: a crash while writing)")
-        return end
-
-    def replay(self) -> Iterator[list[SpoolRecord]]:
-        """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
-        memory at a time. Each one is pending until :meth:`done_many` names it. Missing segments and corrupt
-        records are counted, logged and reported to ``on_corrupt``; records a done file marks done are skipped."""
-        for lost in self._missing:
-            bitmap = self._done_files.pop(lost.name, b"")
-            count = 1 if lost.end is None else _not_done(bitmap, lost.first, lost.first, lost.end)
-            span = f"{lost.first}-{lost.end - 1}" if lost.end is not None else f"{lost.first} on"
-            self._report(self.directory / lost.name, Corrupt(0, count, f"the segment is missing (sequences {span})"))
-        self._missing = []
-        while self._to_replay:
-            segment = self._to_replay.pop(0)
-            yield from self._replay_segment(segment)
-
-    def _replay_segment(self, segment: Segment) -> Iterator[list[SpoolRecord]]:
-        path = self.directory / segment.name
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            data, why = b"", str(e)
-            head = None
-        else:
-            head = read_head(data, name_base=segment.base)
-            why = head.unreadable
-        if why:
-            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
-            self._left_in_place += 1
-            self._tracker.forget(segment)
-            return
-        if head is not None and not head.header_ok:
-            self.bad_headers += 1
-            log.warning("spool: %s has a damaged header; its records are read anyway (from byte 28)", path)
-        bitmap = self._done_files.pop(segment.name, b"")
-        burst = self.config.replay_burst
-        chunk: list[SpoolRecord] = []
-        end = segment.base
-        tail: Corrupt | None = None  # the last region skipped, reported once a record follows it (else: the tail)
-        for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
-            if isinstance(item, SpoolRecord):
-                if tail is not None:
-                    self._report(path, tail)
-                    tail = None
-                end = item.sequence + 1
-                if bitmap and is_done(bitmap, item.sequence - segment.base):
-                    self.skipped_done += 1  # delivered before the last clean close
-                    continue
-                if len(chunk) == burst:  # handed out only once more follows: the last chunk comes after the seal
-                    yield self._hand_out(segment, chunk)
-                    chunk = []
-                chunk.append(item)
-            elif isinstance(item, Corrupt):
-                if tail is not None:
-                    self._report(path, tail)
-                tail = item
-        if segment.name == self._last_name and self._torn is not None:
-            tail, self._torn = self._torn, None
-        listed = self._manifest.segments.get(segment.base)
-        if listed is not None and listed > end:  # records the manifest says it held are gone (cut or damaged)
-            count = _not_done(bitmap, segment.base, end, listed)
-            detail = f"{tail.detail}; " if tail else ""
-            tail = Corrupt(tail.offset if tail else len(data), count, f"{detail}it ends at {end - 1}, not {listed - 1}")
-            end = listed
-        if tail is not None:
-            self._report(path, tail)
-        self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
-        segment.awaiting_replay = False
-        self._unlink(self._tracker.seal(segment))
-        if chunk:
-            self.replayed += len(chunk)
-            yield chunk
-
-    def _hand_out(self, segment: Segment, chunk: list[SpoolRecord]) -> list[SpoolRecord]:
-        self._tracker.extend(segment, (r.sequence for r in chunk))
-        self.replayed += len(chunk)
-        return chunk
-
-    def _report(self, path: Path, region: Corrupt) -> None:
-        self.corrupt += region.count
-        log.error(
-            "spool: %s offset %d: %s; %d message(s) lost, discarded as SPOOL_CORRUPT",
-            path,
-            region.offset,
-            region.detail,
-            region.count,
-        )
-        if self.on_corrupt is not None and region.count:
-            self.on_corrupt(str(path), region.offset, region.count, region.detail)
 
     # -------------------------------------------------------------------------------------------------- writing
 
