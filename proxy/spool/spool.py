@@ -4,8 +4,9 @@ each segment deleted once every message in it is done (docs/spool.md).
 Rules:
 - :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
   daemon must refuse to start), then recovers what earlier runs left (:mod:`.recovery`: the manifest's check for
-  missing or cut segments, the newest segment's torn tail truncated) for :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to across runs and never
-  rewritten in place (the one exception is the torn-tail truncation).
+  missing or cut segments, the newest segment's torn tail truncated) for :meth:`Spool.replay`. New messages always
+  go to a new segment: a segment is never appended to across runs and never rewritten in place (the one exception
+  is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
   consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
   reason ``SPOOL_FULL``) — never raises. A segment holding records never takes one that would take it past
