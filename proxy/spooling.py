@@ -19,8 +19,8 @@ Rules:
   They are in flight meanwhile (:attr:`Outcomes.in_flight`). A record the cursor cannot read is discarded as
   SPOOL_CORRUPT; one larger than the whole budget (it can never fit) as NO_MEM, as the intake would have. At a
   stop the daemon waits (within its shutdown deadline) until :meth:`DiskBacklog.caught_up`; then
-  :meth:`DiskBacklog.settle` reads what is left and discards it as SERVER_SHUTDOWN: not marked done, it stays in the
-  spool for the next start.
+  :meth:`DiskBacklog.settle` counts what is left as kept (``Outcomes.kept``, not discarded): not marked done, it
+  stays in the spool for the next start.
 - :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
   ``/metrics``.
 """
@@ -49,7 +49,6 @@ log = logging.getLogger("bruce.spool")
 NOTICE = 25  # the log level of Bruce's LOG_NOTICE, the daemon's default
 ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
 BACKLOG_BURST = 256  # records the disk backlog routes before it lets the loop run
-SETTLE_NOTICE = 200_000  # messages held on disk at a stop from which settling them is announced first
 BACKLOG_ROOM_WAIT_S = 0.05  # the disk backlog waits for a release this long at most before it tries again
 GAUGES = {
     "SpoolBytes": "Bytes of the spool's segment files.",
@@ -232,24 +231,13 @@ class DiskBacklog:
         return True
 
     def settle(self) -> int:
-        """At a stop: discard what is still held on disk only as SERVER_SHUTDOWN (it stays in the spool for the next
-        start); returns how many."""
-        cursor, discard = self.cursor, self.outcomes.on_discard
-        if cursor.held >= SETTLE_NOTICE:  # reading them back takes ~2.5 µs each: say why the stop takes a while
-            log.warning(
-                "reading %d messages held on disk only to report them (about %.0f s); they stay in the spool",
-                cursor.held,
-                cursor.held * 2.5e-6,
-            )
-        settled = 0
-        while (record := cursor.peek()) is not None:
-            cursor.take()
-            settled += 1
-            topic = self._topic(record.topic)
-            discard(DiscardReason.SERVER_SHUTDOWN, topic, record.key, record.value, record.timestamp)  # type: ignore[arg-type]
-        if settled:
-            log.warning("%d messages held on disk only stay in the spool for the next start", settled)
-        return settled
+        """At a stop: what is still held on disk only stays in the spool for the next start, counted as kept (not
+        discarded); returns how many."""
+        held = self.cursor.leave()
+        if held:
+            self.outcomes.kept(held)
+            log.warning("%d messages held on disk only stay in the spool: the next start delivers them", held)
+        return held
 
 
 class SpoolStatus:

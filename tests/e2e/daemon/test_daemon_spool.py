@@ -185,11 +185,16 @@ def test_a_disk_error_falls_back_to_memory_only_and_loses_nothing(
     assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
 
 
-def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_within_its_budget(
-    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+def test_messages_left_at_shutdown_stay_and_the_next_start_delivers_them_within_its_budget(
+    start_daemon: Callable[..., DaemonThread],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """No broker answers the first daemon: its messages are SERVER_SHUTDOWN at the stop and stay in the spool. The
-    next daemon, with a budget of 1 KiB (two messages at a time), replays them as the budget frees up."""
+    """No broker answers the first daemon: its messages are left at the stop and stay in the spool — kept, not
+    discarded SERVER_SHUTDOWN, and the log says so. The next daemon, with a budget of 1 KiB (two messages at a
+    time), replays them as the budget frees up."""
     topic = new_topic(partitions=1)
     spool = workdir / "spool"
     nobody = (Broker("127.0.0.1", free_port()),)
@@ -199,8 +204,12 @@ def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_wi
         for value in values:
             client.send_any_partition(topic, value)
     wait_for(lambda: first.accounting().received == len(values), what="the first daemon to read every message")
+    caplog.set_level(NOTICE, logger="bruce.proxy.daemon")
     a = first.stop()
-    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+    assert (a.discarded, a.kept) == (0, len(values)) and first.discards("SERVER_SHUTDOWN") == 0, a
+    assert a.balanced
+    assert f"{len(values)} undelivered messages stay in the spool: the next start delivers them" in caplog.text
+    assert f"{len(values)} kept in the spool (not discarded: the next start delivers them)" in caplog.text
     assert _segments(spool)
 
     second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
@@ -218,8 +227,8 @@ def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for
     start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
 ) -> None:
     """No broker answers the first daemon and its budget holds two messages: the rest is held on disk only (no
-    NO_MEM), in flight for the accounting and on the status pages; the stop discards them as SERVER_SHUTDOWN and
-    leaves them in the spool. The next daemon, with a broker, delivers every one."""
+    NO_MEM), in flight for the accounting and on the status pages; the stop leaves them in the spool (kept, not
+    discarded). The next daemon, with a broker, delivers every one."""
     topic = new_topic(partitions=1)
     spool = workdir / "spool"
     nobody = (Broker("127.0.0.1", free_port()),)
@@ -240,7 +249,7 @@ def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for
     status, _, page = http_get(first.daemon.status_url + "/")
     assert status == 200 and "messages held on disk only" in page
     a = first.stop()
-    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+    assert (a.discarded, a.kept) == (0, len(values)) and first.discards("SERVER_SHUTDOWN") == 0, a
 
     second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
     a = second.settle(len(values))
