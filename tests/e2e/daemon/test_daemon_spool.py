@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dashboard_check import parse_dashboard
 
 from bruce.proxy.client import BruceClient
 from bruce.proxy.config import Broker
@@ -148,6 +149,11 @@ def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered
     assert segment.name in caplog.text
     (notice,) = [r.getMessage() for r in caplog.records if r.levelno == NOTICE and "spool replay" in r.getMessage()]
     assert "spool replay done: 19 messages from 1 segments" in notice and "1 lost to damage" in notice, notice
+    status, _, html = http_get(d.daemon.status_url + "/")  # the front page's spool panel
+    shown = {v.src: v.text for v in parse_dashboard(html).values}
+    assert status == 200 and "replayed at start: possible duplicates" in html
+    assert (shown["counters:SpoolReplayed"], shown["counters:SpoolCorrupt"]) == ("19", "1"), shown
+    assert "gauge:SpoolBytes" in shown and "derived:spool_oldest_s" in shown
     reads = consume_topic(tansu.address, topic, 1, 19)
     assert sorted(r.value for r in reads) == values[:7] + values[8:]
     d.stop()
