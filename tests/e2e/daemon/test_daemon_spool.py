@@ -122,6 +122,26 @@ def test_a_second_daemon_on_the_same_spool_refuses_to_start(
     assert "Traceback" not in log
 
 
+def test_deleting_the_lock_file_lets_no_second_daemon_in(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path
+) -> None:
+    """The lock is held on the directory, not on the file: ``rm DIR/lock`` while daemon 1 runs changes nothing."""
+    spool = workdir / "spool"
+    first = bruce_process(_command(tansu, workdir / "first.sock", spool))
+    first.wait_serving()
+    (spool / "lock").unlink()
+    second = bruce_process(_command(tansu, workdir / "second.sock", spool))
+    assert second.wait() == 1
+    assert f"spool directory {spool} is in use by another process" in second.log, second.log
+    assert first.process.poll() is None
+    first.signal(signal.SIGTERM)
+    assert first.wait() == 0
+    third = bruce_process(_command(tansu, workdir / "third.sock", spool))  # released at the first one's exit
+    third.wait_serving()
+    third.signal(signal.SIGTERM)
+    assert third.wait() == 0
+
+
 def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered(
     start_daemon: Callable[..., DaemonThread],
     tansu: EmbeddedBroker,

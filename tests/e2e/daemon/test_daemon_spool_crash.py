@@ -46,6 +46,7 @@ def test_kill_9_after_delivery_replays_nothing(
     assert len(consume_topic(tansu.address, topic, 1, n)) == n  # delivered: read back by an independent consumer
     time.sleep(DONE_SAVE_S + 1.0)  # one save period, and the timer's tick
     assert list(spool.glob("*.seg")), "the active segment stays until the stop"
+    assert max(p.stat().st_size for p in spool.glob("*.seg")) <= segment_bytes  # the bound, bursts or not
     bruce.process.send_signal(signal.SIGKILL)
     assert bruce.wait() == -signal.SIGKILL
 
