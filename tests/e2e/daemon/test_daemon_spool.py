@@ -180,6 +180,36 @@ def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered
     assert _segments(spool) == []
 
 
+def test_a_segment_deleted_by_hand_is_counted_spool_corrupt_and_the_rest_is_delivered(
+    start_daemon: Callable[..., DaemonThread],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A spool left by an earlier run (60 undelivered messages in several segments); one sealed segment is removed
+    by hand before the start: its messages are logged with their sequences and discarded as SPOOL_CORRUPT."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    values = [b"seg-%03d" % i for i in range(60)]
+    with Spool.open(SpoolConfig(spool, segment_bytes=2048)) as left:
+        left.append([SpoolMessage(topic.encode(), None, None, v, 1_700_000_000_000) for v in values])
+    segments = sorted(spool.glob("*.seg"))
+    assert len(segments) >= 3
+    first, end = int(segments[1].name[:20]), int(segments[2].name[:20])
+    segments[1].unlink()
+    caplog.set_level(logging.ERROR, logger="bruce.spool")
+    d = start_daemon(spool_dir=str(spool))
+    a = d.settle(60)
+    assert (a.received, a.delivered, a.discarded) == (60, 60 - (end - first), end - first), a
+    assert d.discards("SPOOL_CORRUPT") == end - first
+    assert f"the segment is missing (sequences {first}-{end - 1})" in caplog.text
+    reads = consume_topic(tansu.address, topic, 1, 60 - (end - first))
+    assert sorted(r.value for r in reads) == values[:first] + values[end:]
+    d.stop()
+    assert _segments(spool) == []
+
+
 def test_a_disk_error_falls_back_to_memory_only_and_loses_nothing(
     start_daemon: Callable[..., DaemonThread],
     tansu: EmbeddedBroker,
