@@ -21,13 +21,16 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans
 from .format import HEADER_SIZE, SpoolRecord, parse_header
 from .manifest import Lost, Manifest, missing_segments
 from .scan import Corrupt, TornTail, read_head, walk_segment
 from .tracker import Segment, Tracker
+
+if TYPE_CHECKING:
+    from .spool import SpoolConfig
 
 __all__ = ["SEGMENT_NAME", "Recovery"]
 
@@ -45,7 +48,7 @@ class Recovery:
     """The opening half of :class:`~.spool.Spool` (see the module rules)."""
 
     directory: Path
-    config: Any
+    config: SpoolConfig
     next_sequence: int
     replayed: int
     skipped_done: int
