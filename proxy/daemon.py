@@ -35,8 +35,8 @@ Rules:
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
   SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last. What
   the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
-  stop too, after the inputs are drained, until the deadline); what is left then, or after a failure, is settled as
-  SERVER_SHUTDOWN: it stays in the spool.
+  stop too, after the inputs are drained, until the deadline). A spooled message a stop leaves undelivered is kept,
+  not discarded: it stays in the spool for the next start (``MsgKeptInSpool``, the exit summary).
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """

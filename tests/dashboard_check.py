@@ -187,6 +187,8 @@ def check_dashboard(
             elif rest == "topics_not_shown":
                 delivered = {c["labels"]["topic"] for c in counters if c["name"] == "TopicMsgDelivered"}
                 assert raw == len(delivered | sending.keys()) - MAX_ROWS, s
+            elif rest == "spool_oldest_s":  # grows between the page and /metrics: a second apart at most
+                assert abs(raw - metrics["bruce_spool_oldest_ms"] / 1000) <= 2, s  # type: ignore[operator]
             elif rest == "brokers_connected":
                 assert raw == sum(b.state == "connected" for b in brokers)
             else:

@@ -1,6 +1,7 @@
 """The front page (``/``): a live dashboard of the daemon — totals, rates over the last minute with sparklines, held
-messages and budget use, per-topic rows, each broker's connection state and last error — above the links to every
-page, the message debug commands and the "Update Metadata" form.
+messages and budget use, the spool (:mod:`.spool_panel`, with ``--spool_dir``), per-topic rows, each broker's
+connection state and last error — above the links to every page, the message debug commands and the "Update
+Metadata" form.
 
 Rules:
 - One self-contained HTML5 document: inline CSS and server-rendered inline SVG; no script, no font, no image, nothing
@@ -28,6 +29,7 @@ from bruce.producer.health import CONNECTED, IDLE
 from .history import RateSample, rate, series
 from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
 from .source import BrokerState, QueueStats, StatusSource
+from .spool_panel import spool_panel
 
 REFRESH_S = 5
 MAX_ROWS = 100
@@ -290,6 +292,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
         ]
     )
 
+    spool = spool_panel(gauges, c.get, _v)  # "" without --spool_dir
     topic_rows, more = _topic_rows(c, queues, samples)
     more_note = f'<p class="muted">and {_v("derived:topics_not_shown", more)} more topics</p>' if more > 0 else ""
     discard_rows = _discard_rows(c)
@@ -331,6 +334,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     <div class="cards">
 {cards}
     </div>
+{spool}
     <div class="cols">
       <section class="wide">
         <h2>Topics</h2>

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from dashboard_check import check_dashboard, parse_dashboard
 
-from bruce.proxy.status import BrokerState, QueueStats, RateHistory, TopicQueue
+from bruce.producer.counters import Counters
+from bruce.proxy.status import BrokerState, Gauge, QueueStats, RateHistory, TopicQueue
 from bruce.proxy.status.dashboard import MAX_ROWS, render_front_page
 from bruce.proxy.status.history import MAX_TOPICS, rate, series
 
@@ -98,3 +99,29 @@ def test_topic_rows_are_bounded(source: FakeSource) -> None:
     topics = [v.text for v in page.values if v.src.startswith("topic:")]
     assert len(topics) == MAX_ROWS and topics[0] == "alpha"  # sorted: the delivered-only topics come first
     assert _texts(page.values, "derived:topics_not_shown") == {"derived:topics_not_shown": "7"}
+
+
+def test_the_spool_panel_shows_the_spool_when_there_is_one(status: RunningStatus) -> None:
+    src = status.source
+    assert 'class="spool"' not in status.get("/").text  # no --spool_dir: no panel
+    spool_counters = Counters()
+    spool_counters.inc("SpoolReplayed", 1200)
+    spool_counters.inc("SpoolSkippedDone", 30)
+    spool_counters.inc("SpoolCorrupt", 2)
+    sets = src.counter_sets()
+    src.counter_sets = lambda: [*sets, ("bruce.proxy.spool", spool_counters)]  # type: ignore[method-assign]
+    src.gauge_list += [
+        Gauge("SpoolBytes", "Bytes of the spool's segment files.", 5 * 1024 * 1024),
+        Gauge("SpoolSegments", "The spool's segment files.", 3),
+        Gauge("SpoolPending", "Spooled messages not yet done.", 4000),
+        Gauge("SpoolHeldOnDisk", "Held on disk only.", 1500),
+        Gauge("SpoolOldestMs", "Age of the oldest segment holding one.", 95_000),
+    ]
+    reply = status.get("/")
+    page = check_dashboard(reply.text, lambda p: status.get(p).text, brokers=src.brokers, samples=src.rate_samples())
+    shown = _texts(page.values, "")
+    assert shown["gauge:SpoolBytes"] == "5.0\N{NO-BREAK SPACE}MiB" and shown["gauge:SpoolSegments"] == "3"
+    assert shown["gauge:SpoolPending"] == "4,000" and shown["gauge:SpoolHeldOnDisk"] == "1,500"
+    assert shown["derived:spool_oldest_s"] == "1 min 35 s"
+    assert shown["counters:SpoolReplayed"] == "1,200" and shown["counters:SpoolCorrupt"] == "2"
+    assert "replayed at start: possible duplicates" in reply.text
