@@ -63,15 +63,17 @@ class BruceDataSource(DataSource):
         return BruceStreamReader(read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> BruceWriter:
-        return BruceWriter(_write_options(self.options, schema, overwrite))
+        if overwrite:  # Spark's Kafka sink refuses Overwrite too
+            raise OptionError("save mode Overwrite is not allowed for Kafka: a topic cannot be overwritten; use Append")
+        return BruceWriter(_write_options(self.options, schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> BruceStreamWriter:
-        return BruceStreamWriter(_write_options(self.options, schema, overwrite))
+        # overwrite: output mode Complete, whose every micro-batch is the whole result; Spark's Kafka sink appends it
+        # as it is, and so does this one
+        return BruceStreamWriter(_write_options(self.options, schema))
 
 
-def _write_options(options: Any, schema: StructType, overwrite: bool) -> WriteOptions:
-    if overwrite:
-        raise OptionError("a Kafka topic cannot be overwritten: write with mode('append')")
+def _write_options(options: Any, schema: StructType) -> WriteOptions:
     checked = write_options(options)
     check_write_schema(schema, topic_option=checked.topic, daemon=checked.socket is not None)
     return checked

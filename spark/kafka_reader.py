@@ -214,7 +214,9 @@ class KafkaReader:
                     problems.append(f"{where}: {e}")
                     continue
                 if view.topic(topic) is None:
-                    raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
+                    raise KafkaReadError(
+                        f"topic {topic!r} is not in the brokers' metadata", reason="UNKNOWN_TOPIC_OR_PARTITION"
+                    )
                 self._view = view
                 return view
         raise Retry("no broker answered Metadata: " + "; ".join(problems))
