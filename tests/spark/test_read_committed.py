@@ -1,0 +1,170 @@
+"""kafka.isolation.level=read_committed: a fake Fetch broker that lists its aborted transactions and one that lists
+none (markers decide, read ahead where a marker lies beyond the answer), the last stable offset as the end, and on
+tansu transactions written by confluent-kafka read back without the aborted one (tansu lists no aborted transactions:
+the markers are what makes it right), through the reader and through Spark."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from confluent_kafka import Producer
+
+from bruce.spark.kafka_reader import KafkaReader, KafkaReadError
+from bruce.spark.options import ClientConfig
+from bruce.wire.crc import crc32c
+from bruce.wire.protocol.fetch import READ_COMMITTED, AbortedTransaction, FetchPartitionResponse
+from bruce.wire.recordbatch import CONTROL_BIT, build_record_batch
+
+TS = 1_700_000_000_000
+
+
+def _data(base: int, *values: bytes, pid: int = -1) -> bytes:
+    records = [(None, v, TS, None) for v in values]
+    if pid < 0:
+        return build_record_batch(records, base_offset=base)
+    return build_record_batch(
+        records, base_offset=base, producer_id=pid, producer_epoch=0, base_sequence=base, transactional=True
+    )
+
+
+def _marker(base: int, pid: int, *, commit: bool) -> bytes:
+    """A control batch: one record whose key is (version 0, type 1 commit / 0 abort)."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    built = bytearray(
+        build_record_batch(
+            [(key, b"\0" * 6, TS, None)], base_offset=base, producer_id=pid, producer_epoch=0, transactional=True
+        )
+    )
+    (attributes,) = struct.unpack_from(">h", built, 21)
+    struct.pack_into(">h", built, 21, attributes | CONTROL_BIT)
+    struct.pack_into(">I", built, 17, crc32c(bytes(built[21:])))
+    return bytes(built)
+
+
+# offsets: 0 plain | 1-2 producer 7 | 3 commit 7 | 4-5 producer 8 | 6 plain | 7 producer 7 | 8 abort 8 | 9 commit 7
+# | 10 plain
+LOG = [
+    (0, 0, _data(0, b"plain-0")),
+    (1, 2, _data(1, b"commit-1", b"commit-2", pid=7)),
+    (3, 3, _marker(3, 7, commit=True)),
+    (4, 5, _data(4, b"abort-1", b"abort-2", pid=8)),
+    (6, 6, _data(6, b"plain-1")),
+    (7, 7, _data(7, b"commit-3", pid=7)),
+    (8, 8, _marker(8, 8, commit=False)),
+    (9, 9, _marker(9, 7, commit=True)),
+    (10, 10, _data(10, b"plain-2")),
+]
+COMMITTED = [b"plain-0", b"commit-1", b"commit-2", b"plain-1", b"commit-3", b"plain-2"]
+
+
+class FakeFetch(KafkaReader):
+    """A reader whose Fetch answers come from :data:`LOG`: one batch per answer (so markers lie beyond it), below
+    ``lso`` under read_committed, with ``aborted`` as the aborted list (None: null)."""
+
+    def __init__(self, lso: int, aborted: tuple[AbortedTransaction, ...] | None, log=LOG) -> None:
+        super().__init__(ClientConfig(("127.0.0.1:1",), isolation="read_committed", max_partition_fetch_bytes=64))
+        self.lso, self.aborted, self.log = lso, aborted, log
+        self.asked: list[tuple[int, int]] = []  # (offset, isolation level)
+
+    async def _fetch(self, topic, partition, offset, max_bytes, *, wait_ms=None, committed=None):
+        committed = True if committed is None else committed
+        self.asked.append((offset, READ_COMMITTED if committed else 0))
+        entries = [b for first, last, b in self.log if last >= offset and (not committed or last < self.lso)]
+        return FetchPartitionResponse(
+            partition, 0, self.log[-1][1] + 1, self.lso, 0, self.aborted, records=b"".join(entries[:1]) or None
+        )
+
+
+def _values(reader: KafkaReader, end: int = 11) -> list[bytes | None]:
+    return [r.value for batch in reader.read("t", 0, 0, end) for r in batch]
+
+
+def test_the_brokers_aborted_list_decides() -> None:
+    with FakeFetch(11, (AbortedTransaction(8, 4),)) as reader:
+        assert _values(reader) == COMMITTED
+        assert all(level == READ_COMMITTED for _, level in reader.asked)  # no reading ahead: the list suffices
+
+
+@pytest.mark.parametrize("aborted", [None, ()])
+def test_without_a_list_the_markers_decide(aborted) -> None:
+    with FakeFetch(11, aborted) as reader:
+        assert _values(reader) == COMMITTED
+        ahead = [offset for offset, level in reader.asked if level != READ_COMMITTED]
+        # each answer holds one batch, so every transaction's marker lies beyond it: read ahead (uncommitted, as a
+        # marker may lie above the LSO), each offset at most once more
+        assert ahead == [3, 6, 7, 8, 9]
+
+
+def test_the_read_stops_at_the_last_stable_offset() -> None:
+    with FakeFetch(7, None) as reader:  # producer 7's transaction from offset 7 is still open
+        assert _values(reader) == [b"plain-0", b"commit-1", b"commit-2", b"plain-1"]
+
+
+def test_a_transaction_without_marker_below_the_lso_fails_loudly() -> None:
+    with FakeFetch(11, None, log=LOG[:6]) as reader, pytest.raises(KafkaReadError) as caught:
+        _values(reader, 8)
+    assert caught.value.reason == "TRANSACTION_UNKNOWN" and "producer id 8 holding offsets 4-5" in str(caught.value)
+
+
+# ---------------------------------------------------------------- on tansu
+
+
+def _transactions(address: str, topic: str) -> Producer:
+    """plain-0, a committed transaction (2), an aborted one (2), plain-1, an open transaction (1), plain-2."""
+    plain = Producer({"bootstrap.servers": address, "log_level": 3})
+    txn = Producer({"bootstrap.servers": address, "transactional.id": f"{topic}-txn", "log_level": 3})
+    txn.init_transactions(20)
+    plain.produce(topic, b"plain-0")
+    plain.flush(20)
+    txn.begin_transaction()
+    txn.produce(topic, b"commit-1")
+    txn.produce(topic, b"commit-2")
+    txn.commit_transaction(20)
+    txn.begin_transaction()
+    txn.produce(topic, b"abort-1")
+    txn.produce(topic, b"abort-2")
+    txn.flush(20)
+    txn.abort_transaction(20)
+    plain.produce(topic, b"plain-1")
+    plain.flush(20)
+    txn.begin_transaction()
+    txn.produce(topic, b"open-1")
+    txn.flush(20)
+    plain.produce(topic, b"plain-2")
+    plain.flush(20)
+    return txn
+
+
+def test_tansu_committed_and_aborted_transactions(tansu, new_topic) -> None:
+    topic = new_topic()
+    txn = _transactions(tansu.address, topic)
+    try:
+        for isolation, expected in (
+            ("read_uncommitted", [b"plain-0", b"commit-1", b"commit-2", b"abort-1", b"abort-2", b"plain-1"]),
+            ("read_committed", [b"plain-0", b"commit-1", b"commit-2", b"plain-1"]),
+        ):
+            with KafkaReader(ClientConfig((tansu.address,), isolation=isolation)) as reader:
+                end = reader.latest_offsets(topic, [0])[0]
+                got = [r.value for batch in reader.read(topic, 0, 0, end) for r in batch]
+            if isolation == "read_uncommitted":
+                assert end == 10 and got == [*expected, b"open-1", b"plain-2"]
+            else:
+                assert end == 8 and got == expected  # up to the open transaction, the aborted one left out
+    finally:
+        txn.abort_transaction(20)
+
+
+@pytest.mark.spark
+def test_spark_read_committed_on_tansu(spark, tansu, new_topic) -> None:
+    topic = new_topic()
+    _transactions(tansu.address, topic).commit_transaction(20)  # the open one commits: open-1 is readable now
+    df = (
+        spark.read.format("bruce")
+        .option("bootstrap.servers", tansu.address)
+        .option("topic", topic)
+        .option("kafka.isolation.level", "read_committed")
+        .load()
+    )
+    got = [bytes(r.value) for r in df.orderBy("offset").collect()]
+    assert got == [b"plain-0", b"commit-1", b"commit-2", b"plain-1", b"open-1", b"plain-2"]
