@@ -26,6 +26,7 @@ from .delivery import DeliveryFailed, KafkaUnavailable, WriteSummary
 from .kafka_reader import KafkaReader, KafkaReadError
 from .options import OptionError, WriteOptions, read_options, write_options
 from .reader import BruceReader
+from .save_mode import default_to_append
 from .schema import HEADERS_DDL, READ_SCHEMA_DDL, BadRow, check_write_schema
 from .stream_reader import BruceStreamReader
 from .stream_writer import BruceStreamWriter
@@ -80,8 +81,10 @@ def _write_options(options: Any, schema: StructType) -> WriteOptions:
 
 
 def register(spark: Any) -> None:
-    """Register ``format("bruce")`` with a SparkSession."""
+    """Register ``format("bruce")`` with a SparkSession, and make Append its default save mode in this process, as
+    Spark's Kafka sink has it (:mod:`bruce.spark.save_mode`: pyspark would refuse a bare ``.save()``)."""
     spark.dataSource.register(BruceDataSource)
+    default_to_append()
 
 
 def local_session(app: str = "bruce") -> SparkSession:

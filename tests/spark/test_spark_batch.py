@@ -118,7 +118,7 @@ def test_read_offsets_json(spark, tansu, new_topic) -> None:
         .option("bootstrap.servers", tansu.address)
         .option("topic", topic)
         .option("startingOffsets", f'{{"{topic}": {{"0": 5, "1": -2}}}}')
-        .option("endingOffsets", f'{{"{topic}": {{"0": 8}}}}')
+        .option("endingOffsets", f'{{"{topic}": {{"0": 8, "1": -1}}}}')
         .load()
     )
     got = Counter((r.partition, r.offset) for r in df.select("partition", "offset").collect())
