@@ -375,7 +375,7 @@ class KafkaReader:
         latest = {}
         for p in partitions:
             answer = await self._fetch(topic, p, listed[p], 1, wait_ms=1)  # tansu omits the partition at 0 ms
-            if self.config.isolation == "read_committed":
+            if self.config.isolation == "read_committed" and answer.last_stable_offset >= 0:
                 latest[p] = answer.last_stable_offset  # the end of the stable part of the log
             else:
                 latest[p] = max(listed[p], answer.high_watermark)

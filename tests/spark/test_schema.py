@@ -23,7 +23,14 @@ from pyspark.sql.types import (
 )
 
 from bruce.spark.options import OptionError
-from bruce.spark.schema import ARROW_READ_SCHEMA, BadRow, arrow_rows, check_write_schema, records_to_arrow
+from bruce.spark.schema import (
+    ARROW_READ_SCHEMA,
+    BadRow,
+    arrow_rows,
+    check_write_schema,
+    records_to_arrow,
+    row_sends,
+)
 from bruce.wire.records import LOG_APPEND_TIME, Record
 
 BIN, STR, INT, LONG = BinaryType(), StringType(), IntegerType(), LongType()
@@ -150,3 +157,10 @@ def test_arrow_rows_long_timestamps_and_bad_header() -> None:
     )
     with pytest.raises(BadRow, match="non-null key"):
         arrow_rows(bad)
+
+
+def test_the_topic_option_wins_over_the_topic_column() -> None:
+    rows = arrow_rows(pa.RecordBatch.from_pydict({"value": [b"a", b"b"], "topic": ["column", None]}))
+    assert [send[0] for send in row_sends(rows, "option")] == ["option", "option"]  # Spark's rule
+    rows = arrow_rows(pa.RecordBatch.from_pydict({"value": [b"a"], "topic": ["column"]}))
+    assert [send[0] for send in row_sends(rows, None)] == ["column"]

@@ -109,6 +109,8 @@ def test_streaming_complete_output_mode(spark, tansu, new_topic, tmp_path: Path)
     _run_available(totals, tmp_path / "complete", mode="complete", **sink)
     got = consume_all(tansu.address, counts, 1, 3)
     assert sorted((m.key, m.value) for m in got) == [(b"k0", b"10"), (b"k1", b"10"), (b"k2", b"10")]
+    with pytest.raises(Exception, match="does not support Update mode"):  # Spark's refusal for Python sinks (docs)
+        _run_available(totals, tmp_path / "update", mode="update", **sink)
 
 
 def test_java_client_settings_spark_users_pass(spark, tansu, new_topic) -> None:
