@@ -71,6 +71,10 @@ def test_write_routes_by_topic_partition_and_partition_key(spark, tansu, new_top
             assert m.partition == (3 if i % 3 == 0 else i % 4)  # the explicit partition, else key mod 4
 
 
+def _headers(headers: list | None) -> list | None:
+    return None if headers is None else [tuple(h) for h in headers]
+
+
 def test_read_what_confluent_wrote_row_for_row(spark, tansu, new_topic) -> None:
     topic = new_topic(partitions=2)
     messages = [
@@ -99,11 +103,20 @@ def test_read_what_confluent_wrote_row_for_row(spark, tansu, new_topic) -> None:
     assert df.rdd.getNumPartitions() == 6  # 250 records per Kafka partition, split into 3 tasks each
     rows = df.select("*", F.unix_millis("timestamp").alias("ms")).orderBy("partition", "offset").collect()
     got = [
-        (r.partition, r.offset, r.key, r.value, r.ms, r.timestampType, r.topic, [(h.key, h.value) for h in r.headers])
+        (
+            r.partition,
+            r.offset,
+            r.key,
+            r.value,
+            r.ms,
+            r.timestampType,
+            r.topic,
+            r.headers and [tuple(h) for h in r.headers],
+        )
         for r in rows
     ]
     want = [
-        (p, offset, m["key"], m["value"], m["timestamp"], 0, topic, list(m["headers"] or ()))
+        (p, offset, m["key"], m["value"], m["timestamp"], 0, topic, m["headers"])  # none: null, as in Spark
         for p in (0, 1)
         for offset, m in enumerate(m for m in messages if m["partition"] == p)  # each partition in produce order
     ]
