@@ -1,20 +1,25 @@
-"""kafka.isolation.level=read_committed: a fake Fetch broker that lists its aborted transactions and one that lists
-none (markers decide, read ahead where a marker lies beyond the answer), the last stable offset as the end, and on
-tansu transactions written by confluent-kafka read back without the aborted one (tansu lists no aborted transactions:
-the markers are what makes it right), through the reader and through Spark."""
+"""kafka.isolation.level=read_committed: a fake broker (tests/fakebroker) that lists its aborted transactions and one
+that lists none (markers decide, read ahead where a marker lies beyond the answer), the last stable offset as the
+end, and on tansu transactions written by confluent-kafka read back without the aborted one (tansu lists no aborted
+transactions: the markers are what makes it right), through the reader and through Spark."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from fakebroker import FakeCluster, FetchLog
+from fakebroker.harness import fake_cluster_thread
 
 from bruce.spark.committed import decode_batches
 from bruce.spark.kafka_reader import KafkaReader, KafkaReadError
 from bruce.spark.options import ClientConfig
 from bruce.wire.crc import crc32c
-from bruce.wire.protocol.fetch import READ_COMMITTED, AbortedTransaction, FetchPartitionResponse
+from bruce.wire.protocol.fetch import READ_COMMITTED, AbortedTransaction
 from bruce.wire.recordbatch import CONTROL_BIT, build_record_batch
 
 TS = 1_700_000_000_000
@@ -59,51 +64,52 @@ LOG = [
 COMMITTED = [b"plain-0", b"commit-1", b"commit-2", b"plain-1", b"commit-3", b"plain-2"]
 
 
-class FakeFetch(KafkaReader):
-    """A reader whose Fetch answers come from :data:`LOG`: one batch per answer (so markers lie beyond it), below
-    ``lso`` under read_committed, with ``aborted`` as the aborted list (None: null)."""
-
-    def __init__(self, lso: int, aborted: tuple[AbortedTransaction, ...] | None, log=LOG) -> None:
-        super().__init__(ClientConfig(("127.0.0.1:1",), isolation="read_committed", max_partition_fetch_bytes=64))
-        self.lso, self.aborted, self.log = lso, aborted, log
-        self.asked: list[tuple[int, int]] = []  # (offset, isolation level)
-
-    async def _fetch(self, topic, partition, offset, max_bytes, *, wait_ms=None, committed=None):
-        committed = True if committed is None else committed
-        self.asked.append((offset, READ_COMMITTED if committed else 0))
-        entries = [b for first, last, b in self.log if last >= offset and (not committed or last < self.lso)]
-        return FetchPartitionResponse(
-            partition, 0, self.log[-1][1] + 1, self.lso, 0, self.aborted, records=b"".join(entries[:1]) or None
-        )
+@contextmanager
+def fake_log(last_stable: int, aborted: tuple[AbortedTransaction, ...] | None, log=LOG) -> Iterator[Any]:
+    """A fake broker (tests/fakebroker) whose partition t/0 answers Fetch from ``log``, and a read_committed reader
+    that fetches one batch per answer (64 bytes), so every transaction's marker lies beyond the answer holding it."""
+    cluster = FakeCluster(brokers=1)
+    cluster.add_topic("t", [1])
+    cluster.fetch_logs[("t", 0)] = FetchLog(tuple(log), last_stable, aborted)
+    with fake_cluster_thread(cluster):
+        config = ClientConfig(cluster.bootstrap, isolation="read_committed", max_partition_fetch_bytes=64)
+        with KafkaReader(config) as reader:
+            yield reader, cluster
+    cluster.verify()
 
 
 def _values(reader: KafkaReader, end: int = 11) -> list[bytes | None]:
     return [r.value for batch in reader.read("t", 0, 0, end) for r in batch]
 
 
+def _levels(cluster: FakeCluster) -> list[tuple[int, int]]:
+    """(fetch offset, isolation level) of every Fetch the broker answered."""
+    return [(s.body.topics[0].partitions[0].fetch_offset, s.body.isolation_level) for s in cluster.requests("Fetch")]
+
+
 def test_the_brokers_aborted_list_decides() -> None:
-    with FakeFetch(11, (AbortedTransaction(8, 4),)) as reader:
+    with fake_log(11, (AbortedTransaction(8, 4),)) as (reader, cluster):
         assert _values(reader) == COMMITTED
-        assert all(level == READ_COMMITTED for _, level in reader.asked)  # no reading ahead: the list suffices
+        assert {level for _, level in _levels(cluster)} == {READ_COMMITTED}  # no reading ahead: the list suffices
 
 
 @pytest.mark.parametrize("aborted", [None, ()])
 def test_without_a_list_the_markers_decide(aborted) -> None:
-    with FakeFetch(11, aborted) as reader:
+    with fake_log(11, aborted) as (reader, cluster):
         assert _values(reader) == COMMITTED
-        ahead = [offset for offset, level in reader.asked if level != READ_COMMITTED]
+        ahead = [offset for offset, level in _levels(cluster) if level != READ_COMMITTED]
         # each answer holds one batch, so every transaction's marker lies beyond it: read ahead (uncommitted, as a
         # marker may lie above the LSO), each offset at most once more
         assert ahead == [3, 6, 7, 8, 9]
 
 
 def test_the_read_stops_at_the_last_stable_offset() -> None:
-    with FakeFetch(7, None) as reader:  # producer 7's transaction from offset 7 is still open
+    with fake_log(7, None) as (reader, _):  # producer 7's transaction from offset 7 is still open
         assert _values(reader) == [b"plain-0", b"commit-1", b"commit-2", b"plain-1"]
 
 
 def test_a_transaction_without_marker_below_the_lso_fails_loudly() -> None:
-    with FakeFetch(11, None, log=LOG[:6]) as reader, pytest.raises(KafkaReadError) as caught:
+    with fake_log(11, None, log=LOG[:6]) as (reader, _), pytest.raises(KafkaReadError) as caught:
         _values(reader, 8)
     assert caught.value.reason == "TRANSACTION_UNKNOWN" and "producer id 8 holding offsets 4-5" in str(caught.value)
 

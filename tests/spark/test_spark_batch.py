@@ -3,16 +3,14 @@ confluent-kafka, what confluent-kafka wrote is read back row for row, and a fail
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from fakebroker import FakeCluster, Fault
+from fakebroker.harness import fake_cluster_thread
 from pyspark.sql import functions as F
 
 from bruce.proxy.embedded import EmbeddedBroker
@@ -157,30 +155,6 @@ def test_bad_options_fail_at_planning(spark, tansu) -> None:
         spark.read.format("bruce").option("bootstrap.servers", tansu.address).option(
             "topic", "absent-topic"
         ).load().collect()
-
-
-@contextmanager
-def fake_cluster_thread(cluster: FakeCluster) -> Iterator[FakeCluster]:
-    """Run a fake cluster on its own event loop in a thread (the Spark tasks connect to it over loopback)."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(cluster.__aenter__())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(cluster.__aexit__(None, None, None))
-        loop.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield cluster
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def test_broker_refusing_writes_fails_the_task(spark) -> None:
