@@ -1,14 +1,28 @@
-"""Spark write and read throughput: the ``bruce`` data source vs a ``foreachPartition`` writer using confluent-kafka,
-in the same local Spark session, on the same cached DataFrame, to the same tansu broker. Prints rows/s and ratios.
+"""Spark write and read throughput: the ``bruce`` data source vs confluent-kafka inside the same Spark job, and vs
+the floor Spark imposes on any Python code, in the same local Spark session, on the same cached DataFrame, to the
+same tansu broker. Prints rows/s and ratios.
 
 Usage: python bench/spark_bench.py [--rows 1000000] [--size 100] [--partitions 2] [--repeat 1] [--quick] [--cluster]
 
-Each writer gets a fresh topic with ``--partitions`` partitions (one Spark task per DataFrame partition, the same
-count) and waits for every acknowledgement (acks=all for both: their common default); each topic's record count is
-then checked by reading its offsets. Time runs from the start of the write job to its end. Read-back throughput is a
-``format("bruce")`` read of the data source's topic into Spark's ``noop`` sink. The best of ``--repeat`` runs counts;
-a small warm-up write per writer first keeps Python worker start-up out of the figures.
-Target: data source >= 0.5x the confluent-kafka foreachPartition writer.
+Writes (each to a fresh topic with ``--partitions`` partitions; one Spark task per DataFrame partition):
+- ``bruce data source``: ``df.write.format("bruce")``;
+- ``confluent foreachPartition``: a confluent-kafka Producer per partition, one ``produce`` per row;
+- ``floor mapInArrow->noop``: every Arrow batch handed to a Python worker and dropped (nothing produced): what any
+  Python writer pays before doing anything.
+Both writers wait for every acknowledgement (acks=all for both: their common default); each topic's record count is
+then checked by reading its offsets. Time runs from the start of the write job to its end.
+
+Reads (of the data source's topic, into Spark's ``noop`` sink):
+- ``bruce data source``: ``spark.read.format("bruce")``;
+- ``confluent mapInArrow``: a confluent-kafka Consumer per partition (assign, ``consume`` 10,000 at a time) in
+  ``mapInArrow``, yielding the same columns as Arrow batches;
+- ``floor mapInArrow->noop``: ``mapInArrow`` yielding ready-made Arrow batches of the same shape and row count
+  (no Kafka): what any Python reader pays to hand rows to Spark.
+
+Writers and readers take turns in each of ``--repeat`` rounds (the order rotates); the best of the rounds counts, and
+each round's figures are printed too (the machine may be noisy). A small warm-up write per writer first keeps Python
+worker start-up out of the figures. Goals: the data source >= 1x its confluent-kafka peer, and within 1.5x of the
+floor's time (ratio to the floor's rows/s >= 0.67).
 
 ``--cluster`` then measures the data source's write and read again, the same way, on a Spark standalone cluster on
 loopback (a master and two workers of one core each, separate JVMs: :mod:`bruce.spark.standalone`; the local session
@@ -35,9 +49,11 @@ from pyspark.sql import functions as F
 from bruce.proxy.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader, local_session, register
 from bruce.spark.options import ClientConfig
+from bruce.spark.schema import ARROW_READ_SCHEMA_NO_HEADERS, READ_SCHEMA_DDL
 from bruce.spark.standalone import StandaloneCluster
 
 _topics = itertools.count(1)
+FLOOR = "floor mapInArrow->noop"
 
 
 def write_with_data_source(df: DataFrame, address: str, topic: str) -> None:
@@ -71,9 +87,98 @@ def write_with_confluent(df: DataFrame, address: str, topic: str) -> None:
     df.foreachPartition(write_partition)
 
 
+def write_floor(df: DataFrame, address: str, topic: str) -> None:
+    def drop(batches):  # runs in the executors' Python workers: takes every batch, returns nothing
+        for _ in batches:
+            pass
+        yield from ()
+
+    df.mapInArrow(drop, "value binary").write.format("noop").mode("overwrite").save()
+
+
 WRITERS: dict[str, Callable[[DataFrame, str, str], None]] = {
     "bruce data source": write_with_data_source,
     "confluent foreachPartition": write_with_confluent,
+    FLOOR: write_floor,
+}
+
+
+def read_with_data_source(spark: SparkSession, address: str, topic: str, rows: int) -> None:
+    source = spark.read.format("bruce").option("bootstrap.servers", address).option("topic", topic).load()
+    source.write.format("noop").mode("overwrite").save()
+
+
+def read_with_confluent(spark: SparkSession, address: str, topic: str, rows: int) -> None:
+    with KafkaReader(ClientConfig((address,))) as kafka:
+        parts = kafka.partitions(topic)
+        starts, ends = kafka.earliest_offsets(topic, parts), kafka.latest_offsets(topic, parts)
+    ranges = spark.createDataFrame([(p, starts[p], ends[p]) for p in parts], "partition int, start long, end long")
+
+    def consume(batches):  # runs in the executors' Python workers
+        import pyarrow as pa
+        from confluent_kafka import Consumer, TopicPartition
+
+        for batch in batches:
+            for p, start, end in zip(*(batch.column(i).to_pylist() for i in range(3)), strict=True):
+                consumer = Consumer({"bootstrap.servers": address, "group.id": "spark-bench", "log_level": 3})
+                consumer.assign([TopicPartition(topic, p, start)])
+                offset = start
+                while offset < end:
+                    msgs = [m for m in consumer.consume(10_000, 1.0) if m.error() is None and m.offset() < end]
+                    if not msgs:
+                        continue
+                    offset = msgs[-1].offset() + 1
+                    times = [m.timestamp() for m in msgs]
+                    columns = [
+                        pa.array([m.key() for m in msgs], pa.binary()),
+                        pa.array([m.value() for m in msgs], pa.binary()),
+                        pa.repeat(pa.scalar(topic, pa.string()), len(msgs)),
+                        pa.repeat(pa.scalar(p, pa.int32()), len(msgs)),
+                        pa.array([m.offset() for m in msgs], pa.int64()),
+                        pa.array([t * 1000 if k else None for k, t in times], pa.timestamp("us", tz="UTC")),
+                        pa.array([k - 1 if k else 0 for k, _ in times], pa.int32()),
+                    ]
+                    yield pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS)
+                consumer.close()
+
+    ranges.repartition(len(parts)).mapInArrow(consume, READ_SCHEMA_DDL).write.format("noop").mode("overwrite").save()
+
+
+def read_floor(spark: SparkSession, address: str, topic: str, rows: int) -> None:
+    with KafkaReader(ClientConfig((address,))) as kafka:
+        parts = kafka.partitions(topic)
+        sizes = kafka.latest_offsets(topic, parts)
+        size = len(next(iter(next(kafka.read(topic, parts[0], 0, 1)))).value or b"")
+    tasks = spark.createDataFrame([(p, sizes[p]) for p in parts], "partition int, rows long")
+
+    def made(batches):  # runs in the executors' Python workers: batches of the read's shape, built once per task
+        import pyarrow as pa
+
+        n = 10_000
+        block = pa.RecordBatch.from_arrays(
+            [
+                pa.nulls(n, pa.binary()),
+                pa.array([b"x" * size] * n, pa.binary()),
+                pa.repeat(pa.scalar(topic, pa.string()), n),
+                pa.repeat(pa.scalar(0, pa.int32()), n),
+                pa.array(range(n), pa.int64()),
+                pa.array([1_700_000_000_000_000] * n, pa.timestamp("us", tz="UTC")),
+                pa.repeat(pa.scalar(0, pa.int32()), n),
+            ],
+            schema=ARROW_READ_SCHEMA_NO_HEADERS,
+        )
+        for batch in batches:
+            for count in batch.column(1).to_pylist():
+                for low in range(0, count, n):
+                    yield block.slice(0, min(n, count - low))
+
+    tasks.repartition(len(parts)).mapInArrow(made, READ_SCHEMA_DDL).write.format("noop").mode("overwrite").save()
+
+
+READERS: dict[str, Callable[[SparkSession, str, str, int], None]] = {
+    "bruce data source": read_with_data_source,
+    "confluent mapInArrow": read_with_confluent,
+    FLOOR: read_floor,
 }
 
 
@@ -97,16 +202,17 @@ def timed_write(name: str, writer: Callable, df: DataFrame, address: str, topic:
     writer(df, address, topic)
     elapsed = time.perf_counter() - started
     stored = records_in(address, topic)
-    if stored != rows:
+    if name != FLOOR and stored != rows:
         raise RuntimeError(f"{name}: the topic holds {stored} records, {rows} were written")
     return rows / elapsed
 
 
-def timed_read(spark: SparkSession, address: str, topic: str, rows: int) -> float:
-    """Rows/s of a ``format("bruce")`` read of ``topic`` into Spark's noop sink."""
-    source = spark.read.format("bruce").option("bootstrap.servers", address).option("topic", topic).load()
+def timed_read(
+    spark: SparkSession, address: str, topic: str, rows: int, reader: Callable = read_with_data_source
+) -> float:
+    """Rows/s of one read of ``topic`` (``rows`` records) into Spark's noop sink."""
     started = time.perf_counter()
-    source.write.format("noop").mode("overwrite").save()
+    (reader or read_with_data_source)(spark, address, topic, rows)
     return rows / (time.perf_counter() - started)
 
 
@@ -133,22 +239,37 @@ def run(spark: SparkSession, broker: EmbeddedBroker, rows: int, size: int, parti
         topic = f"spark-bench-warm-{next(_topics)}"
         broker.create_topic(topic, partitions)
         writer(warm, broker.address, topic)
-    rates: dict[str, float] = {}
-    last_topic: dict[str, str] = {}
-    for _ in range(repeat):
-        for name, writer in WRITERS.items():
+        if writer is write_with_data_source:
+            for reader in READERS.values():
+                reader(spark, broker.address, topic, 1000)
+    writes: dict[str, float] = {}
+    reads: dict[str, float] = {}
+    for round_ in range(repeat):
+        shift = round_ % len(WRITERS)
+        figures = []
+        names = list(WRITERS)[shift:] + list(WRITERS)[:shift]
+        for name in names:
             topic = f"spark-bench-{next(_topics)}"
             broker.create_topic(topic, partitions)
-            rates[name] = max(rates.get(name, 0.0), timed_write(name, writer, df, broker.address, topic, rows))
-            last_topic[name] = topic
-    for name, rate in rates.items():
-        print(f"write  {name:28} {rate:12,.0f} rows/s", flush=True)
-    ratio = rates["bruce data source"] / rates["confluent foreachPartition"]
-    print(f"ratio  data source / confluent foreachPartition: {ratio:.2f}x (target >= 0.5)")
-    best_read = max(timed_read(spark, broker.address, last_topic["bruce data source"], rows) for _ in range(repeat))
-    print(f"read   {'bruce data source':28} {best_read:12,.0f} rows/s", flush=True)
+            rate = timed_write(name, WRITERS[name], df, broker.address, topic, rows)
+            writes[name] = max(writes.get(name, 0.0), rate)
+            figures.append(f"{name} {rate:,.0f}")
+            if name == "bruce data source":
+                source_topic = topic
+        names = list(READERS)[shift:] + list(READERS)[:shift]
+        for name in names:
+            rate = timed_read(spark, broker.address, source_topic, rows, READERS[name])
+            reads[name] = max(reads.get(name, 0.0), rate)
+            figures.append(f"read {name} {rate:,.0f}")
+        print(f"round {round_ + 1}: " + ", ".join(figures), flush=True)
+    for what, rates, peer in (("write", writes, "confluent foreachPartition"), ("read", reads, "confluent mapInArrow")):
+        for name, rate in rates.items():
+            print(f"{what:6} {name:28} {rate:12,.0f} rows/s", flush=True)
+        ours = rates["bruce data source"]
+        print(f"ratio  {what} data source / {peer}: {ours / rates[peer]:.2f}x (goal >= 1)")
+        print(f"ratio  {what} data source / {FLOOR}: {ours / rates[FLOOR]:.2f}x (goal >= 0.67)")
     df.unpersist()
-    return {"write": rates["bruce data source"], "read": best_read}
+    return {"write": writes["bruce data source"], "read": reads["bruce data source"]}
 
 
 def run_cluster(broker: EmbeddedBroker, local: dict, rows: int, size: int, partitions: int, repeat: int) -> None:

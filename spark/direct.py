@@ -1,15 +1,19 @@
 """Direct delivery: one task's Arrow batches produced to the brokers with ``bruce.producer``.
 
 Rules:
-- Each row is one ``Producer.send`` (routed per :func:`bruce.spark.schema.row_sends`); the producer batches per
-  partition (keyless rows fill one partition's batch at a time).
+- A batch of plain rows (the ``topic`` option or no ``topic`` column, and no ``partition``, ``partition_key``,
+  ``headers`` or ``timestamp`` column: the usual DataFrame) is one ``Producer.send_many`` of its value and key columns
+  (:func:`bruce.spark.schema.bulk_send`): no Python call per row. Routing is the same as row by row: keyless rows go
+  to one partition per producer batch, keyed rows where ``kafka.partitioner`` puts their key.
+- Any other batch is one ``Producer.send`` per row (routed per :func:`bruce.spark.schema.row_sends`); the producer
+  batches per partition (keyless rows fill one partition's batch at a time).
 - The task first waits (up to ``delivery.timeout.ms``) for the producer's first cluster view; without one it fails
   with :class:`KafkaUnavailable` before taking any row.
 - Bounded by the producer's own limits (``kafka.queue.buffering.max.messages`` and ``.max.kbytes``): when ``send``
   refuses a row (``QueueFull``), the task waits for acknowledgements, oldest batch first, and sends the row again.
   Every wait — and the final flush — is bounded by ``delivery.timeout.ms``; what is still held then is discarded as
   MESSAGE_TIMEOUT, and rows never handed over count as NOT_SENT. A row larger than the whole byte limit is a
-  :class:`BadRow`.
+  :class:`BadRow`. A ``send_many`` refused with nothing held (the batch alone exceeds the limits) goes row by row.
 - Fail fast: after the first discard no more input is taken (the task will fail anyway; fewer rows are sent twice
   when Spark retries it).
 - The producer's outcome sink counts every fate, so ``rows = delivered + discarded`` when the producer has closed.
@@ -20,15 +24,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import TypeVar
 
 import pyarrow as pa
 
 from bruce.producer import DeliveryError, DiscardReason, Message, Producer, QueueFull
+from bruce.producer.bulk import Bulk
 
 from .delivery import KafkaUnavailable, WriteSummary
 from .options import WriteOptions
-from .schema import BadRow, Send, arrow_rows, row_sends
+from .schema import BadRow, Rows, arrow_rows, bulk_send, row_sends
+
+T = TypeVar("T")
+Waits = deque[Message | Bulk]  # the last message (or bulk) of each batch still held: what to wait on for room
 
 
 class Tally:
@@ -59,7 +69,7 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
     tally = Tally()
     timeout = options.delivery_timeout_ms / 1000
     producer = Producer(config, sink=tally)
-    waits: deque[Message] = deque()  # the last message of each batch still held: what to wait on for room
+    waits: Waits = deque()
     rows = 0
     room = True
     await producer.start()
@@ -71,25 +81,15 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
                 f"no broker of {', '.join(config.bootstrap_servers)} answered Metadata within {timeout:.1f} s "
                 "(delivery.timeout.ms); no row was sent"
             ) from None
-        send = producer.send
         for batch in batches:
             rows += batch.num_rows
-            last = None
-            for topic, value, key, partition, timestamp, headers, partition_key in row_sends(
-                arrow_rows(batch), options.topic, options.partitioner
-            ):
-                try:
-                    last = send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
-                except QueueFull:
-                    row = (topic, value, key, partition, timestamp, headers, partition_key)
-                    last = await _send_when_room(producer, waits, row, timeout)
-                    if last is None:
-                        room = False
-                        break
+            columns = arrow_rows(batch)
+            last = await _send_batch(producer, waits, columns, options, timeout)
             while waits and waits[0].done:
                 waits.popleft()
             if last is not None:
                 waits.append(last)
+            room = producer.accepted == rows
             if tally.discards or not room:
                 break  # a discard (fail fast), or no room within the delivery timeout
             await asyncio.sleep(0)  # let the senders write what is ready while Spark prepares the next batch
@@ -112,10 +112,44 @@ def _untaken(rows: int, accepted: int) -> dict[str, int]:
     return {"NOT_SENT": rows - accepted} if rows > accepted else {}
 
 
-async def _send_when_room(producer: Producer, waits: deque[Message], row: Send, timeout: float) -> Message | None:
-    """Send a row the producer refused (QueueFull) once acknowledgements have made room for it; None when the
-    delivery timeout passed first."""
-    topic, value, key, partition, timestamp, headers, partition_key = row
+async def _send_batch(
+    producer: Producer, waits: Waits, rows: Rows, options: WriteOptions, timeout: float
+) -> Message | Bulk | None:
+    """Hand one batch's rows to the producer (see the module rules); returns the last handle, None when nothing was
+    sent. Stops early (fewer accepted than taken) when the delivery timeout passed without room."""
+    bulk = bulk_send(rows, options.topic, options.partitioner)
+    if bulk is not None:
+        topic, values, keys = bulk
+        try:
+            return producer.send_many(topic, values, keys)
+        except QueueFull:
+            try:
+                return await _when_room(producer, waits, partial(producer.send_many, topic, values, keys), timeout)
+            except QueueFull:
+                pass  # the batch alone exceeds the queue limits: row by row
+    last: Message | None = None
+    send = producer.send
+    for topic, value, key, partition, timestamp, headers, partition_key in row_sends(
+        rows, options.topic, options.partitioner
+    ):
+        try:
+            last = send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+        except QueueFull:
+            again = partial(send, topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+            try:
+                sent = await _when_room(producer, waits, again, timeout)
+            except QueueFull:
+                size = (len(key) if key else 0) + (len(value) if value else 0)
+                raise BadRow(f"a row of {size} bytes does not fit in kafka.queue.buffering.max.kbytes") from None
+            if sent is None:
+                break
+            last = sent
+    return last
+
+
+async def _when_room(producer: Producer, waits: Waits, attempt: Callable[[], T], timeout: float) -> T | None:
+    """``attempt()`` (a send the producer refused with QueueFull) once acknowledgements have made room for it; None
+    when the delivery timeout passed first. Raises QueueFull when nothing is held and it still does not fit."""
     try:
         async with asyncio.timeout(timeout):
             while True:
@@ -125,10 +159,9 @@ async def _send_when_room(producer: Producer, waits: deque[Message], row: Send, 
                 elif producer.held:
                     await producer.flush()
                 else:
-                    size = (len(key) if key else 0) + (len(value) if value else 0)
-                    raise BadRow(f"a row of {size} bytes does not fit in kafka.queue.buffering.max.kbytes")
+                    return attempt()  # nothing left to wait for: fits now, or never
                 try:
-                    return producer.send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+                    return attempt()
                 except QueueFull:
                     continue
     except TimeoutError:
