@@ -8,12 +8,12 @@ import pytest
 from fakebroker import FakeCluster, Fault
 from kafka.partitioner.default import murmur2 as java_murmur2
 
-from bruce.producer import Partition, Topic, partition_for_key, run
+from bruce.producer import Partition, Producer, Topic, partition_for_key, run
 from bruce.proxy.embedded import free_port
 from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable, deliver
 from bruce.spark.direct import produce_batches
 from bruce.spark.options import write_options
-from bruce.spark.schema import BadRow, arrow_rows, row_sends
+from bruce.spark.schema import BadRow, arrow_rows, bulk_send, row_sends
 from bruce.wire.plog import murmur2
 
 from .kafka_io import consume_all
@@ -87,6 +87,42 @@ def test_every_row_delivered_and_read_back(tansu, new_topic) -> None:
         by_key.setdefault(m.key, set()).add(m.partition)
     java = {key: {(java_murmur2(key) & 0x7FFFFFFF) % 3} for key in by_key}  # kafka-python's murmur2 partitioner
     assert by_key == java  # one key, one partition: the one Java's producer (and Spark's Kafka sink) would pick
+
+
+def test_bulk_send_only_for_plain_rows() -> None:
+    keys = pa.array([b"k", None], pa.binary())
+    assert bulk_send(_rows(value=[b"a", b"b"]), "t", "murmur2_random") == ("t", [b"a", b"b"], None)
+    assert bulk_send(_rows(value=[b"a", b"b"], key=keys), "t", "murmur2_random") == ("t", [b"a", b"b"], [b"k", None])
+    assert bulk_send(_rows(value=[b"a", b"b"]), "t", "murmur2") == ("t", [b"a", b"b"], [None, None])  # as row_sends
+    assert bulk_send(_rows(value=[b"a"], topic=["col"]), "option", "murmur2_random") == ("option", [b"a"], None)
+    for columns in (
+        {"topic": ["col"]},  # each row's own topic
+        {"partition": pa.array([1], pa.int32())},
+        {"partition_key": pa.array([1], pa.int64())},
+        {"timestamp": pa.array([5], pa.int64())},
+        {"headers": pa.array([[{"key": "h", "value": b"v"}]])},
+    ):
+        assert bulk_send(_rows(value=[b"a"], **columns), None if "topic" in columns else "t", "murmur2_random") is None
+
+
+def test_plain_batches_go_in_bulk_and_every_row_is_read_back(tansu, new_topic, monkeypatch) -> None:
+    def no_send(*args, **kwargs):
+        raise AssertionError("a plain batch went row by row")
+
+    monkeypatch.setattr(Producer, "send", no_send)
+    topic = new_topic(partitions=3)
+    options = write_options(
+        {"bootstrap.servers": tansu.address, "topic": topic, "kafka.queue.buffering.max.messages": "2500"}
+    )
+    batches = [
+        pa.RecordBatch.from_pydict({"value": [b"row-%06d" % i for i in range(s, s + 1000)]})
+        for s in range(0, 10_000, 1000)
+    ]
+    summary = deliver(iter(batches), options)  # 2,500 held at most: later batches wait for acknowledgements
+    assert (summary.rows, summary.delivered, summary.discarded) == (10_000, 10_000, {})
+    got = consume_all(tansu.address, topic, 3, 10_000)
+    assert sorted(m.value for m in got) == [b"row-%06d" % i for i in range(10_000)]
+    assert len({m.partition for m in got}) > 1  # keyless rows spread over the partitions
 
 
 def test_unreachable_broker_fails_before_taking_rows() -> None:
