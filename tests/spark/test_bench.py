@@ -14,13 +14,19 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "spark_bench.py"
 
 
 def test_spark_bench_quick() -> None:
-    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=240)
+    result = subprocess.run([sys.executable, str(BENCH), "--quick"], capture_output=True, text=True, timeout=480)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     for line in (
         r"write  bruce data source +[\d,]+ rows/s",
         r"write  confluent foreachPartition +[\d,]+ rows/s",
-        r"ratio  data source / confluent foreachPartition: [\d.]+x",
+        r"write  floor mapInArrow->noop +[\d,]+ rows/s",
+        r"ratio  write data source / confluent foreachPartition: [\d.]+x",
+        r"ratio  write data source / floor mapInArrow->noop: [\d.]+x",
         r"read   bruce data source +[\d,]+ rows/s",
+        r"read   confluent mapInArrow +[\d,]+ rows/s",
+        r"read   floor mapInArrow->noop +[\d,]+ rows/s",
+        r"ratio  read data source / confluent mapInArrow: [\d.]+x",
+        r"ratio  read data source / floor mapInArrow->noop: [\d.]+x",
     ):
         assert re.search(line, out), f"missing {line!r} in:\n{out}"
