@@ -124,7 +124,7 @@ class Daemon(DaemonShutdown):
             producer_config(options, config),
             sink=outcomes,
             compression=TopicCompression(config),
-            require_topics=not embedded,
+            require_topics=True,  # topics listed but all in error: ask another broker (docs/producer.md#metadata)
             pack=self.packer.pack,
         )
         self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
