@@ -143,6 +143,7 @@ class Daemon(DaemonShutdown):
             debug=self.debug,
             counters=counters,
         )
+        self.tracker.message_limit = config.batching.message_max_bytes - message_overhead(options.kafka_protocol)
         route = self.router.route
         if options.use_old_output_format:
             route = legacy_output(route, omit_timestamp=options.omit_timestamp)
