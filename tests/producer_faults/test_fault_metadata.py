@@ -131,6 +131,24 @@ def test_an_empty_cluster_refusing_creation_fails_each_topic() -> None:
     scenario(body, brokers=1, autocreate=False)
 
 
+def test_a_topic_name_kafka_refuses_fails_at_once_as_bad_topic_name() -> None:
+    """Never asked of a broker (no creation request): the name itself is the problem, and the error says why."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with running(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
+            before = len(cluster.requests("Metadata"))
+            with pytest.raises(DeliveryError) as caught:
+                await p.send("bad topic!", b"x")
+            assert caught.value.reason == DiscardReason.BAD_TOPIC_NAME
+            assert "characters Kafka refuses: ' ', '!'" in str(caught.value)
+            assert await p.send("t", b"y") == (0, 0)  # nothing else held up
+            assert len(cluster.requests("Metadata")) == before
+            assert_accounting(p, held=0)
+
+    scenario(body, brokers=1, autocreate=True)
+
+
 def test_create_topic_asks_then_refreshes_until_the_topic_shows(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
