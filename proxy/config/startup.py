@@ -23,7 +23,7 @@ from typing import TextIO
 
 from bruce.proxy.embedded import free_port
 
-from .build import IDEMPOTENCE, kafka_security
+from .build import IDEMPOTENCE, kafka_security, split_producer
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
 from .model import (
@@ -84,16 +84,19 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
     else:
         config = load_config_file(options.config_path, initial_brokers=brokers)
     if options.kafka_property:
-        properties = dict(options.kafka_property)
-        if IDEMPOTENCE in properties:
-            config = dataclasses.replace(config, enable_idempotence=properties.pop(IDEMPOTENCE))
         try:
+            properties, producer = split_producer(dict(options.kafka_property), ("kafka",))
             kafka = kafka_security(properties, config.kafka)
         except ConfigError as error:
             key = error.path[1:] if error.path else ()
             problem = f"{key[0]}: {error.problem}" if key else error.problem
             raise ConfigError(problem, where="--kafka_property") from None
-        config = dataclasses.replace(config, kafka=kafka)
+        config = dataclasses.replace(
+            config,
+            kafka=kafka,
+            enable_idempotence=producer.pop(IDEMPOTENCE, config.enable_idempotence),  # type: ignore[arg-type]
+            producer_properties=tuple({**dict(config.producer_properties), **producer}.items()),
+        )
     return config
 
 

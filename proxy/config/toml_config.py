@@ -109,16 +109,17 @@ def to_toml(config: Config, *, comment: str | None = None) -> str:
         lines += ["", "[[initial_brokers]]", f"host = {_string(broker.host)}", f"port = {broker.port}"]
     for listener in config.plog_listeners:
         lines += ["", "[[plog.listener]]", *_listener(listener)]
-    lines += _kafka(config.kafka, config.enable_idempotence)
+    lines += _kafka(config.kafka, config.enable_idempotence, config.producer_properties)
     if config.spool:
         lines += ["", "[spool]"]
         lines += [f"{k} = {_string(v) if isinstance(v, str) else v}" for k, v in config.spool]
     return "\n".join(lines) + "\n"
 
 
-def _kafka(security: SecurityConfig, idempotence: bool | None) -> list[str]:
+def _kafka(security: SecurityConfig, idempotence: bool | None, producer: tuple[tuple[str, int], ...]) -> list[str]:
     """The ``[kafka]`` table; a secret given literally is left out (with a comment saying how to give it)."""
     entries = [] if idempotence is None else [f'"enable.idempotence" = {_bool(idempotence)}']
+    entries += [f"{_string(name)} = {value}" for name, value in producer]
     for name, value in security.settings().items():
         if isinstance(value, Secret):
             if value.reference is None:
