@@ -118,3 +118,33 @@ def test_mtls_without_a_client_certificate_is_refused(peers) -> None:
     assert ready.reason == handle.reason == DiscardReason.AUTHENTICATION_FAILED
     assert f"authentication failed: broker {secured.bootstrap}, TLS: the broker refused us: " in str(ready)
     assert "CERTIFICATE_REQUIRED" in str(ready)
+
+
+def test_refused_logins_back_off_doubling_and_are_counted(peers) -> None:
+    """librdkafka's reconnect backoff (100 ms doubling, jittered, to 10 s by default) spaces the retries while
+    messages wait for a broker that refuses the password: not a flat two attempts a second."""
+    secured = peers.get("SASL_PLAINTEXT")
+    cfg = ProducerConfig.from_mapping(
+        {"bootstrap.servers": secured.bootstrap, **secured.client("SCRAM-SHA-256", password="wrong")}
+    )
+    assert (cfg.reconnect_backoff_ms, cfg.reconnect_backoff_max_ms) == (100, 10_000)
+
+    def attempts() -> int:
+        return sum("SCRAM-SHA-256 alice failed" in line for line in secured.front.auth_lines())
+
+    async def run() -> tuple[int, int, int]:
+        async with Producer(cfg) as producer:
+            producer.keep_on_auth_failure = True  # as the daemon: the message waits and the broker is probed
+            producer.send("any-topic", b"v")
+            start = attempts()
+            await asyncio.sleep(3)
+            first = attempts() - start
+            await asyncio.sleep(3)
+            second = attempts() - start - first
+            return first, second, producer.counters.get("ConnectorAuthenticationFailed")
+
+    first, second, counted = asyncio.run(run())
+    # attempts at about 0, 0, 0.1, 0.3, 0.7, 1.5, 3.1 s (±20 %): a flat 0.5 s probe would make 6 in each window
+    assert 3 <= first <= 7, first
+    assert second <= 2, second
+    assert counted >= first + second
