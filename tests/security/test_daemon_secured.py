@@ -106,7 +106,8 @@ def test_a_refused_password_keeps_messages_backs_off_and_shows_on_the_pages(
     assert 1 <= attempts <= 15, attempts  # retried with backoff, never a tight loop
     counted = json.loads(pages["/counters/json"])
     assert "ConnectorAuthenticationFailed" in json.dumps(counted), counted
-    assert re.search(r"^bruce_connector_authentication_failed_total\{broker=\"[^\"]+\"\} [1-9]", pages["/metrics"], re.M)
+    metric = r"^bruce_connector_authentication_failed_total\{broker=\"[^\"]+\"\} [1-9]"
+    assert re.search(metric, pages["/metrics"], re.M)
     assert bruce.process.poll() is None  # still serving: no crash
     assert bruce.log.count(expected) == 1  # logged once, not per retry
     for text in [*pages.values(), bruce.log, config.read_text()]:
