@@ -75,6 +75,7 @@ class MetadataFetcher:
         self._wanted = asyncio.Event()
         self._last = 0.0  # loop time of the last refresh (or of the pause that replaced it)
         self._busy = asyncio.Lock()
+        self.last_failure: str | None = None  # why the last round failed (for ready()'s timeout)
         self.auth_failure: str | None = None  # why the last round failed, when every broker refused authentication
         self.on_refused: Callable[[str], None] = lambda detail: None
 
@@ -108,11 +109,13 @@ class MetadataFetcher:
                     continue
                 self.trouble.reachable(node)
                 self.auth_failure = None
+                self.last_failure = None
                 self._accept(view)
                 return view, number
             # sorted when refused: the same refusals read the same whichever broker was asked first
             detail = "; ".join(sorted(errors) if refused else errors) or "no brokers known"
             self.auth_failure = detail if refused else None
+            self.last_failure = detail
             if order and refused == len(order):
                 self.on_refused(detail)
             raise MetadataUnavailable(detail)

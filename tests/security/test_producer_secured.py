@@ -148,3 +148,18 @@ def test_refused_logins_back_off_doubling_and_are_counted(peers) -> None:
     assert 3 <= first <= 7, first
     assert second <= 2, second
     assert counted >= first + second
+
+
+def test_tls_to_a_plaintext_port_says_why(peers) -> None:
+    """tansu's plaintext port closes on a TLS hello: the error says so and suggests the likely cause."""
+    secured = peers.get("SSL")
+
+    async def run() -> str:
+        async with Producer(config(secured, secured.plain, **secured.client())) as producer:
+            with pytest.raises(TimeoutError) as raised:
+                await producer.ready(3)
+            return str(raised.value)
+
+    text = asyncio.run(run())
+    assert f"no cluster metadata within 3 s: {secured.plain}: " in text
+    assert f"is {secured.plain} a plaintext port?" in text
