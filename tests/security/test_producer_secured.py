@@ -10,8 +10,9 @@ from contextlib import ExitStack
 import pytest
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig
+from bruce.proxy.embedded import EmbeddedBroker, free_port
 
-from .peers import USERS, Secured, bad_tls_front, confluent_read
+from .peers import USERS, Secured, bad_tls_front, confluent_read, start_stunnel
 from .test_peers_confluent import WAYS
 
 pytestmark = pytest.mark.e2e
@@ -163,3 +164,38 @@ def test_tls_to_a_plaintext_port_says_why(peers) -> None:
     text = asyncio.run(run())
     assert f"no cluster metadata within 3 s: {secured.plain}: " in text
     assert f"is {secured.plain} a plaintext port?" in text
+
+
+def test_an_advertised_broker_with_a_bad_certificate_fails_messages_as_authentication(peers, tmp_path) -> None:
+    """The bootstrap broker's certificate is good, the broker it advertises presents an untrusted one: the messages
+    for it fail as AUTHENTICATION_FAILED with the refusal, not as a bare MESSAGE_TIMEOUT."""
+    with ExitStack() as stack:
+        advertised = free_port()
+        broker = stack.enter_context(EmbeddedBroker(advertised_port=advertised, log_path=tmp_path / "tansu.log"))
+        broker.create_topic("bad-leader", 1)
+        start_stunnel(stack, tmp_path, advertised, broker.port, peers.certs.untrusted, peers.certs.untrusted_key)
+        good = free_port()
+        start_stunnel(stack, tmp_path, good, broker.port, peers.certs.server, peers.certs.server_key)
+        cfg = ProducerConfig.from_mapping(
+            {
+                "bootstrap.servers": f"127.0.0.1:{good}",
+                "security.protocol": "SSL",
+                "ssl.ca.location": peers.certs.ca,
+                "message.timeout.ms": 2000,
+                "reconnect.backoff.max.ms": 200,
+            }
+        )
+
+        async def run() -> DeliveryError:
+            async with Producer(cfg) as producer:
+                await producer.ready(10)
+                handle = producer.send("bad-leader", b"v")
+                with pytest.raises(DeliveryError) as raised:
+                    await asyncio.wait_for(handle, 10)
+                return raised.value
+
+        error = asyncio.run(run())
+    assert error.reason == DiscardReason.AUTHENTICATION_FAILED, error
+    assert f"authentication failed: broker 127.0.0.1:{advertised}, TLS: the broker's certificate is refused" in str(
+        error
+    )
