@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bruce.proxy.embedded import free_port
+from bruce.wire.errors import UsageError
 
 from .build import IDEMPOTENCE, kafka_security, split_producer
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
@@ -64,10 +65,26 @@ def configure(
             stdout.write(to_toml(config, comment=f"bruce-kafka configuration, from {Path(request.path).name}"))
             return 0
         config = load_config(request)
-        return with_spool_section(request, config), config
+        options = with_spool_section(request, config)
+        _check_producer_settings(options, config)
+        return options, config
     except ConfigError as error:
         stderr.write(f"bruce: {error}\n")
         return EXIT_CONFIG if error.source is not None else EXIT_USAGE
+
+
+def _check_producer_settings(options: Options, config: Config) -> None:
+    """The producer's own checks of what the command line and config file give it (SASL with ``--kafka_protocol v0``,
+    ...), so that the daemon refuses them at start like any other setting."""
+    from ..assembly import producer_config  # the daemon's assembly imports this package
+
+    try:
+        producer_config(options, config)
+    except UsageError as error:
+        problem = str(error)
+        if problem.startswith("protocol: "):
+            raise ConfigError(problem.removeprefix("protocol: "), where="--kafka_protocol") from None
+        raise ConfigError(problem) from None
 
 
 def load_config(options: Options, *, embedded_port: int | None = None) -> Config:
