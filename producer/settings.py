@@ -118,21 +118,21 @@ def read(setting: Setting, value: Any, label: str | None = None) -> Any:
         value = _from_text(setting, value.strip())
     if kind == "int":
         if type(value) is not int:
-            raise ConfigError(f"{label}: {value!r} is not a whole number ({_range(setting)})")
+            raise ConfigError(f"{label}: {shown(label, value)} is not a whole number ({_range(setting)})")
         if not setting.low <= value <= setting.high:
             raise ConfigError(f"{label}: {value} is out of range ({_range(setting)})")
         return value
     if kind == "bool" or (kind == "optional_bool" and value is not None):
         if not isinstance(value, bool):
-            raise ConfigError(f"{label}: {value!r} must be true or false")
+            raise ConfigError(f"{label}: {shown(label, value)} must be true or false")
         return value
     if kind == "choice":
         if not isinstance(value, str) or value.strip().lower() not in setting.choices:
-            raise ConfigError(f"{label}: {value!r} is not one of {', '.join(setting.choices)}")
+            raise ConfigError(f"{label}: {shown(label, value)} is not one of {', '.join(setting.choices)}")
         return value.strip().lower()
     if kind == "text":
         if not isinstance(value, str):
-            raise ConfigError(f"{label}: {value!r} must be a string")
+            raise ConfigError(f"{label}: {shown(label, value)} must be a string")
         if len(value.encode("utf-8", "surrogateescape")) > setting.high:
             raise ConfigError(f"{label}: is longer than {setting.high} bytes")
         return value
