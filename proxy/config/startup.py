@@ -7,7 +7,9 @@ Rules:
 - The initial brokers are, first that applies: the embedded broker (``Options.use_embedded_broker``: 127.0.0.1 on a
   port picked here, which the daemon then starts tansu on), ``--initial_brokers``, the config file's. A config file
   may leave its brokers out only when one of the first two names them.
-- ``--kafka_property NAME=VALUE`` settings override the file's ``[kafka]`` (``<kafka>``) security properties.
+- ``--kafka_property NAME=VALUE`` settings override the file's ``[kafka]`` (``<kafka>``) properties.
+- The producer's own checks of the resulting settings run here too (SASL with ``--kafka_protocol v0``, ...): every
+  refused setting ends the command with status 2 before anything starts.
 - A config file is read whole, at most :data:`MAX_FILE_BYTES`.
 - Every problem is printed as ``bruce: <ConfigError>`` on stderr and ends the command with status 2 (command line)
   or 1 (config file) before anything starts.

@@ -8,9 +8,10 @@ Rules:
 - Values are TOML integers, or strings parsed exactly like the XML attributes (``"256k"``, ``"disable"``,
   ``"unlimited"``); the keys, requirements and every rule are the XML loader's (``build.py``, the model).
 - Errors name the file and the key path (``batching.named_configs.low_latency.time``); syntax errors also the line.
-- ``[kafka]`` holds librdkafka's security properties (docs/security.md), quoted (``"security.protocol"``) or as
-  TOML dotted keys. ``to_toml`` writes secrets only by reference (``file:``/``env:``): a literal one is left out with
-  a comment, so the output never holds a password (and fails to load until it is given again).
+- ``[kafka]`` holds librdkafka's security properties (docs/security.md) and the producer properties of
+  :data:`~bruce.proxy.config.model.PRODUCER_PROPERTIES`, quoted (``"security.protocol"``) or as TOML dotted keys.
+  ``to_toml`` writes secrets only by reference (``file:``/``env:``): a literal one is left out with a comment, so
+  the output never holds a password (and fails to load until it is given again).
 - ``to_toml`` writes a file that loads back to an equal :class:`Config`: sizes that are whole KiB as ``"Nk"``,
   keys quoted when they are not bare TOML keys, no ``[topic_rate_limiting]`` when nothing is limited, and in each
   ``[[plog.listener]]`` only the settings that differ from their defaults (protocol, port and topic always).
