@@ -259,3 +259,13 @@ def test_partitioner_option() -> None:
 def test_direct_writes_create_new_topics_unless_told_not_to() -> None:
     assert write_options({**SERVERS, "topic": "t"}).producer.topic_autocreate  # as Spark's Kafka sink
     assert not write_options({**SERVERS, "topic": "t", "kafka.topic.autocreate": "false"}).producer.topic_autocreate
+
+
+def test_bootstrap_servers_with_a_listener_prefix() -> None:
+    sasl = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u", "kafka.sasl.password": "p"}
+    options = write_options({"bootstrap.servers": "SASL_SSL://h:9094,g:9094", "topic": "t", **sasl})
+    assert options.producer is not None and options.producer.bootstrap_servers == ("h:9094", "g:9094")
+    with pytest.raises(OptionError, match=r"option 'bootstrap\.servers': 'SSL://h:1' names the SSL listener"):
+        write_options({"bootstrap.servers": "SSL://h:1", "topic": "t"})
+    with pytest.raises(OptionError, match=r"option 'bootstrap\.servers': 'nohost' is not host:port"):
+        read_options({"bootstrap.servers": "nohost", "topic": "t"}, streaming=False)
