@@ -19,7 +19,7 @@ from .aio import new_event_loop, run
 from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_view
 from .config import ProducerConfig, parse_host_port
 from .counters import Counters
-from .errors import ConfigError, DeliveryError, ProducerClosed, QueueFull, TransportError
+from .errors import ConfigError, DeliveryError, MessageTooLarge, ProducerClosed, QueueFull, TransportError
 from .health import BootstrapState, BrokerState, QueueStats
 from .message import Message, OutcomeSink
 from .partitioner import key_to_partition_key, partition_for_key
@@ -45,6 +45,7 @@ __all__ = [
     "DeliveryError",
     "DiscardReason",
     "Message",
+    "MessageTooLarge",
     "OutcomeSink",
     "Partition",
     "Producer",

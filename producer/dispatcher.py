@@ -19,7 +19,8 @@ Rules:
   auto-creation). The answer of a fetch begun earlier asks for another fetch. A name Kafka refuses is not held: its
   messages are discarded at once as BAD_TOPIC_NAME (:mod:`~bruce.producer.topic_name`).
 - Message timeout (``message_timeout_ms``, 0 = none): :meth:`Dispatcher.expire`, called from the producer's
-  periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff,
+  periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff
+  (as AUTHENTICATION_FAILED, with the refusal, those whose leader refused authentication: :attr:`Dispatcher.refused`),
   oldest first (whole batches from the front of each queue: no timer per message). Messages in a request are the
   request's until it is answered or fails (bounded by ``request_timeout_ms``), then expire like the others. Queue
   times come from :attr:`Dispatcher.stamp` (the tick's clock reading: no clock read per message).
@@ -71,6 +72,7 @@ class Dispatcher(RequestOutcomes):
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
         self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
         self.unreachable: set[int] = set()  # brokers whose last connect failed (their senders keep it)
+        self.refused: dict[int, str] = {}  # brokers whose last connect was refused authentication → why (senders')
         self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         self.seq: Sequencer | None = Sequencer(self) if config.idempotence_wanted else None  # None: at-least-once
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
@@ -356,13 +358,17 @@ class Dispatcher(RequestOutcomes):
             self.mark_ready(pq)
 
     def expire(self, cutoff: float, detail: str) -> None:
-        """Discard as MESSAGE_TIMEOUT every queued or unknown-topic message queued at or before ``cutoff``."""
+        """Discard as MESSAGE_TIMEOUT every queued or unknown-topic message queued at or before ``cutoff``; as
+        AUTHENTICATION_FAILED (with the refusal) when the partition's leader refused authentication."""
         if self.seq is not None:
             self.seq.expire(cutoff, detail)
+        refused = self.refused
         for queues in list(self.queues.values()):
             for pq in list(queues.values()):
                 if pq.ready or pq.open:
-                    self.discard(pq.topic, pq.pop_expired(cutoff), DiscardReason.MESSAGE_TIMEOUT, detail)
+                    why = refused.get(pq.leader) if refused and pq.leader is not None else None
+                    reason = DiscardReason.AUTHENTICATION_FAILED if why else DiscardReason.MESSAGE_TIMEOUT
+                    self.discard(pq.topic, pq.pop_expired(cutoff), reason, why or detail)
         for topic, (messages, _, ages) in list(self.unknown.items()):
             n = 0
             while ages and ages[0][0] <= cutoff:

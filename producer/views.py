@@ -53,8 +53,12 @@ class ProducerViews:
             raise ProducerClosed("the producer is not started")
         if timeout is None and self.config.message_timeout_ms:
             timeout = self.config.message_timeout_ms / 1000
-        async with asyncio.timeout(timeout):
-            await asyncio.shield(self._first_view)
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._first_view)
+        except TimeoutError:
+            why = self._fetcher.last_failure or "no broker has answered yet"
+            raise TimeoutError(f"no cluster metadata within {timeout} s: {why}") from None
         assert self._dispatcher.view is not None
         return self._dispatcher.view
 

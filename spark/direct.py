@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 
-from bruce.producer import DeliveryError, DiscardReason, Message, Producer, QueueFull
+from bruce.producer import DeliveryError, DiscardReason, Message, MessageTooLarge, Producer, QueueFull
 
 from .delivery import KafkaUnavailable, WriteSummary
 from .options import WriteOptions
@@ -80,6 +80,8 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
             ):
                 try:
                     last = send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+                except MessageTooLarge as error:  # the brokers would refuse it: the row, not the task's setup
+                    raise BadRow(f"a row is larger than kafka.message.max.bytes allows: {error}") from None
                 except QueueFull:
                     row = (topic, value, key, partition, timestamp, headers, partition_key)
                     last = await _send_when_room(producer, waits, row, timeout)
