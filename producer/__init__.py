@@ -19,8 +19,8 @@ from .aio import new_event_loop, run
 from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_view
 from .config import ProducerConfig, parse_host_port
 from .counters import Counters
-from .errors import ConfigError, DeliveryError, ProducerClosed, QueueFull, TransportError
-from .health import BrokerState, QueueStats
+from .errors import ConfigError, DeliveryError, MessageTooLarge, ProducerClosed, QueueFull, TransportError
+from .health import BootstrapState, BrokerState, QueueStats
 from .message import Message, OutcomeSink
 from .partitioner import key_to_partition_key, partition_for_key
 from .producer import Producer
@@ -33,6 +33,7 @@ from .transport import BrokerConnection, Timeouts, open_connection
 __all__ = [
     "AuthenticationFailed",
     "BadMetadata",
+    "BootstrapState",
     "Broker",
     "BrokerConnection",
     "BrokerState",
@@ -44,6 +45,7 @@ __all__ = [
     "DeliveryError",
     "DiscardReason",
     "Message",
+    "MessageTooLarge",
     "OutcomeSink",
     "Partition",
     "Producer",

@@ -4,28 +4,26 @@ Rules:
 - Names follow librdkafka's (``linger.ms`` → ``linger_ms``) where one exists, and Bruce's command-line options
   (docs/bruce-compatibility.md#options) for Bruce's own settings. Times are integer milliseconds, sizes bytes, unless
   the name says otherwise. Defaults are librdkafka's or Bruce's, whichever the setting comes from.
-- Every value is checked at construction; a bad one raises :class:`ConfigError` naming the setting and what it accepts.
+- Every value is read and checked at construction by the settings table (:mod:`bruce.producer.settings`); a bad one
+  raises :class:`ConfigError` naming the setting and what it accepts.
 - :meth:`ProducerConfig.from_mapping` also accepts librdkafka's dotted names (``"linger.ms": 5``), the security ones
   (``"security.protocol"``, ``"sasl.*"``, ``"ssl.*"``) included: they form :attr:`ProducerConfig.security`.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.versions import Generation
-
 from .errors import ConfigError
 from .idempotence import MAX_IN_FLIGHT
-from .partitioner import PARTITIONERS
 from .security import PLAINTEXT, SecurityConfig
 from .security import PROPERTIES as SECURITY_PROPERTIES
+from .settings import CODECS, NAMES, PROTOCOLS, SETTINGS, read
 
-PROTOCOLS = tuple(g.value for g in Generation)  # auto, v0, modern
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+__all__ = ["CODECS", "PROTOCOLS", "ProducerConfig", "parse_host_port", "servers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +57,7 @@ class ProducerConfig:
     socket_timeout_ms: int = 60_000  # Bruce --kafka_socket_timeout: no progress this long while busy ⇒ failure
     connect_timeout_ms: int = 10_000
     reconnect_backoff_ms: int = 100
-    reconnect_backoff_max_ms: int = 500  # a down broker is probed at least this often while messages wait for it
+    reconnect_backoff_max_ms: int = 10_000  # librdkafka's: refused or failed connects back off up to this
     min_pause_delay_ms: int = 5_000
     pause_rate_limit_initial_ms: int = 5_000
     pause_rate_limit_max_double: int = 4
@@ -82,28 +80,19 @@ class ProducerConfig:
     partitioner: str = "murmur2_random"
 
     def __post_init__(self) -> None:
-        servers = self.bootstrap_servers
-        if isinstance(servers, str):
-            servers = tuple(s.strip() for s in servers.split(",") if s.strip())
-            object.__setattr__(self, "bootstrap_servers", servers)
-        if not servers:
-            raise ConfigError("bootstrap_servers: at least one host:port is required")
-        for server in servers:
-            parse_host_port(server)
-        if self.protocol not in PROTOCOLS:
-            raise ConfigError(f"protocol: {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        set_ = object.__setattr__
+        for name, setting in SETTINGS.items():  # every value read by the one table: types, texts, ranges
+            set_(self, name, read(setting, getattr(self, name)))
         if isinstance(self.security, Mapping):
-            object.__setattr__(self, "security", SecurityConfig.from_mapping(self.security))
+            set_(self, "security", SecurityConfig.from_mapping(self.security))
         if not isinstance(self.security, SecurityConfig):
             raise ConfigError("security: a SecurityConfig or a mapping of security properties")
-        if self.compression_codec not in CODECS:
-            raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
-        if self.partitioner not in PARTITIONERS:
-            raise ConfigError(f"partitioner: {self.partitioner!r} is not one of {', '.join(PARTITIONERS)}")
-        if not -1 <= self.acks <= 32767:
-            raise ConfigError(f"acks: {self.acks} must be -1 (all replicas), 0 (none) or a replica count")
-        if self.enable_idempotence is not None and not isinstance(self.enable_idempotence, bool):
-            raise ConfigError(f"enable_idempotence: {self.enable_idempotence!r} must be true, false or None (auto)")
+        set_(self, "bootstrap_servers", servers(self.bootstrap_servers, self.security.security_protocol))
+        if self.security.sasl and self.protocol == "v0":
+            raise ConfigError(
+                f"protocol: the 0.8 protocol (v0) has no SASL; security.protocol={self.security.security_protocol} "
+                "needs auto or modern (Kafka 1.0+)"
+            )
         if self.enable_idempotence and self.acks != -1:
             raise ConfigError(
                 f"enable_idempotence: needs acks=-1 (all in-sync replicas), not acks={self.acks}: a write acknowledged "
@@ -116,44 +105,12 @@ class ProducerConfig:
                 f"max_in_flight_requests_per_connection: {self.max_in_flight_requests_per_connection!r} must be 1 to "
                 f"{MAX_IN_FLIGHT} with enable_idempotence (the broker remembers {MAX_IN_FLIGHT} batches per partition)"
             )
-        for name in ("empty_as_null", "topic_autocreate"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name}: {getattr(self, name)!r} must be true or false")
-        if not isinstance(self.client_id, str) or len(self.client_id.encode()) > 32767:
-            raise ConfigError("client_id: a string of at most 32767 bytes")
-        for name in ("produce_request_data_limit", "max_failed_delivery_attempts"):
-            _require(self, name, 0)
-        _require(self, "replication_timeout_ms", 0, 2**31 - 1)
-        _require(self, "pause_rate_limit_max_double", 0, 30)
-        for name in (
-            "message_max_bytes",
-            "max_in_flight_per_broker",
-            "max_in_flight_requests_per_connection",
-            "batch_num_messages",
-            "batch_size",
-            "queue_buffering_max_messages",
-            "queue_buffering_max_kbytes",
-            "request_timeout_ms",
-            "socket_timeout_ms",
-            "connect_timeout_ms",
-            "reconnect_backoff_ms",
-            "pause_rate_limit_initial_ms",
-            "metadata_refresh_interval_ms",
-            "metadata_min_interval_ms",
-            "topic_create_timeout_ms",
+        for low, high in (
+            ("reconnect_backoff_ms", "reconnect_backoff_max_ms"),
+            ("metadata_min_interval_ms", "metadata_retry_backoff_max_ms"),
         ):
-            _require(self, name, 1)
-        for name in (
-            "linger_ms",
-            "retry_backoff_ms",
-            "min_pause_delay_ms",
-            "dispatcher_restart_max_delay_ms",
-            "shutdown_max_delay_ms",
-        ):
-            _require(self, name, 0)
-        _require(self, "message_timeout_ms", 0, 2**31 - 1)
-        _require(self, "reconnect_backoff_max_ms", self.reconnect_backoff_ms)
-        _require(self, "metadata_retry_backoff_max_ms", self.metadata_min_interval_ms)
+            if getattr(self, high) < getattr(self, low):
+                raise ConfigError(f"{high}: {getattr(self, high)} must be at least {low} ({getattr(self, low)})")
 
     @property
     def idempotence_wanted(self) -> bool:
@@ -174,33 +131,63 @@ class ProducerConfig:
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> ProducerConfig:
-        """Build from a mapping whose keys are field names or librdkafka's dotted names."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        """Build from a mapping whose keys are field names, librdkafka's dotted names or their aliases
+        (:data:`bruce.producer.settings.NAMES`); values may be texts, as librdkafka takes them."""
         kwargs: dict[str, Any] = {}
         security = {}
         for key, value in settings.items():
+            if not isinstance(key, str):
+                raise ConfigError(f"{key!r}: a setting's name must be a string")
             if key in SECURITY_PROPERTIES:
                 security[key] = value
                 continue
-            name = key.replace(".", "_")
-            if name not in known:
-                raise ConfigError(f"unknown producer setting {key!r}")
-            kwargs[name] = tuple(value) if name == "bootstrap_servers" and isinstance(value, list) else value
+            name = NAMES.get(key) or (key if key in SETTINGS or key in ("bootstrap_servers", "security") else None)
+            if key in ("bootstrap.servers", "metadata.broker.list"):
+                name = "bootstrap_servers"
+            if name is None:
+                close = difflib.get_close_matches(key, [*NAMES, *SECURITY_PROPERTIES], n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"unknown producer setting {key!r}{hint}")
+            if name in kwargs:
+                raise ConfigError(f"{key}: given twice (under two of its names)")
+            if name in SETTINGS:
+                value = read(SETTINGS[name], value, key)
+            kwargs[name] = value
         if security:
             kwargs["security"] = SecurityConfig.from_mapping(security)
         return cls(**kwargs)
 
 
+def servers(value: Any, security_protocol: str = "PLAINTEXT") -> tuple[str, ...]:
+    """``bootstrap_servers`` as given (a comma-separated text, or a list or tuple of texts) → checked ``host:port``
+    entries. A listener prefix (``SASL_SSL://host:port``) is dropped when it agrees with ``security_protocol``."""
+    if isinstance(value, str):
+        value = [s for s in value.split(",") if s.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(s, str) for s in value):
+        raise ConfigError(f"bootstrap_servers: {value!r} is not host:port texts (a comma-separated string or a list)")
+    out = []
+    for server in value:
+        server = server.strip()
+        scheme, sep, rest = server.partition("://")
+        if sep:
+            if scheme.upper() != security_protocol:
+                raise ConfigError(
+                    f"bootstrap_servers: {server!r} names the {scheme} listener but security.protocol is "
+                    f"{security_protocol}: give host:port, and security.protocol for how to connect"
+                )
+            server = rest
+        parse_host_port(server)
+        out.append(server)
+    if not out:
+        raise ConfigError("bootstrap_servers: at least one host:port is required")
+    return tuple(out)
+
+
 def parse_host_port(text: str) -> tuple[str, int]:
     """``"host:port"`` → ``(host, port)``; the port must be 1-65535 and the host non-empty."""
+    if not isinstance(text, str):
+        raise ConfigError(f"bootstrap_servers: {text!r} is not host:port text")
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or "/" in host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(f"bootstrap_servers: {text!r} is not host:port with a port in 1-65535")
     return host.strip("[]"), int(port)
-
-
-def _require(config: ProducerConfig, name: str, low: int, high: int | None = None) -> None:
-    value = getattr(config, name)
-    if not isinstance(value, int) or isinstance(value, bool) or value < low or (high is not None and value > high):
-        bound = f"an integer ≥ {low}" + (f" and ≤ {high}" if high is not None else "")
-        raise ConfigError(f"{name}: {value!r} must be {bound}")

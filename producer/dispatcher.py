@@ -16,9 +16,11 @@ Rules:
   topics that come and go leave nothing behind).
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
-  auto-creation). The answer of a fetch begun earlier asks for another fetch.
+  auto-creation). The answer of a fetch begun earlier asks for another fetch. A name Kafka refuses is not held: its
+  messages are discarded at once as BAD_TOPIC_NAME (:mod:`~bruce.producer.topic_name`).
 - Message timeout (``message_timeout_ms``, 0 = none): :meth:`Dispatcher.expire`, called from the producer's
-  periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff,
+  periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff
+  (as AUTHENTICATION_FAILED, with the refusal, those whose leader refused authentication: :attr:`Dispatcher.refused`),
   oldest first (whole batches from the front of each queue: no timer per message). Messages in a request are the
   request's until it is answered or fails (bounded by ``request_timeout_ms``), then expire like the others. Queue
   times come from :attr:`Dispatcher.stamp` (the tick's clock reading: no clock read per message).
@@ -45,6 +47,7 @@ from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .responses import RequestOutcomes
 from .sequencing import Sequencer
+from .topic_name import topic_name_problem
 
 
 class Dispatcher(RequestOutcomes):
@@ -69,6 +72,7 @@ class Dispatcher(RequestOutcomes):
         self.ready_by_broker: dict[int, dict[PartitionQueue, None]] = {}
         self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
         self.unreachable: set[int] = set()  # brokers whose last connect failed (their senders keep it)
+        self.refused: dict[int, str] = {}  # brokers whose last connect was refused authentication → why (senders')
         self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         self.seq: Sequencer | None = Sequencer(self) if config.idempotence_wanted else None  # None: at-least-once
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
@@ -208,6 +212,9 @@ class Dispatcher(RequestOutcomes):
     def _hold_unknown(self, topic: str, messages: list[Message], since: float) -> None:
         held = self.unknown.get(topic)
         if held is None:
+            if (problem := topic_name_problem(topic)) is not None:  # no broker could have it: say so at once
+                self.discard(topic, messages, DiscardReason.BAD_TOPIC_NAME, f"not a valid Kafka topic name: {problem}")
+                return
             self.unknown[topic] = (list(messages), self.fetches_begun(), [[since, len(messages)]])
             self.on_unknown_topic(topic)
         else:
@@ -351,13 +358,17 @@ class Dispatcher(RequestOutcomes):
             self.mark_ready(pq)
 
     def expire(self, cutoff: float, detail: str) -> None:
-        """Discard as MESSAGE_TIMEOUT every queued or unknown-topic message queued at or before ``cutoff``."""
+        """Discard as MESSAGE_TIMEOUT every queued or unknown-topic message queued at or before ``cutoff``; as
+        AUTHENTICATION_FAILED (with the refusal) when the partition's leader refused authentication."""
         if self.seq is not None:
             self.seq.expire(cutoff, detail)
+        refused = self.refused
         for queues in list(self.queues.values()):
             for pq in list(queues.values()):
                 if pq.ready or pq.open:
-                    self.discard(pq.topic, pq.pop_expired(cutoff), DiscardReason.MESSAGE_TIMEOUT, detail)
+                    why = refused.get(pq.leader) if refused and pq.leader is not None else None
+                    reason = DiscardReason.AUTHENTICATION_FAILED if why else DiscardReason.MESSAGE_TIMEOUT
+                    self.discard(pq.topic, pq.pop_expired(cutoff), reason, why or detail)
         for topic, (messages, _, ages) in list(self.unknown.items()):
             n = 0
             while ages and ages[0][0] <= cutoff:

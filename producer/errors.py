@@ -18,6 +18,17 @@ class ConfigError(UsageError):
     reason = "BAD_CONFIG"
 
 
+class MessageTooLarge(UsageError):
+    """``send`` refused a message whose key and value cannot fit the broker's ``message.max.bytes`` even alone
+    (librdkafka's MSG_SIZE_TOO_LARGE, raised at produce time as confluent-kafka does). Nothing was queued."""
+
+    reason = "MSG_SIZE_TOO_LARGE"
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """An argument of the wrong type (a bytes topic, ...): a :class:`UsageError` that is also a ``TypeError``."""
+
+
 class QueueFull(BruceError):
     """``send`` refused a message because a queue limit (messages or bytes) is reached. Nothing was queued."""
 

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from bruce.wire.errors import UsageError
 
-from .errors import DeliveryError
+from .errors import ArgumentTypeError, DeliveryError
 from .reasons import DiscardReason
 
 TIMESTAMP_MIN, TIMESTAMP_MAX = -(2**62), 2**62 - 1
@@ -122,6 +122,13 @@ def check_bytes(data: object, what: str) -> None:
     """``send``'s check of a key or value (None aside): :class:`UsageError` unless bytes-like."""
     if not isinstance(data, _BYTES):
         raise UsageError(f"{what} must be bytes, bytearray, memoryview or None, not {type(data).__name__}")
+
+
+def check_topic(topic: object) -> None:
+    """``send``'s check of a topic that is not a ``str``: refused at once, naming the argument (a bytes topic would
+    otherwise fail later as an unknown topic)."""
+    hint = " (decode it: topic names are text)" if isinstance(topic, _BYTES) else ""
+    raise ArgumentTypeError(f"topic must be a str, not {type(topic).__name__}{hint}")
 
 
 def check_partition(partition: object, partition_key: object) -> None:

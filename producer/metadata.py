@@ -13,9 +13,9 @@ Rules:
   topics), whatever the clocks say.
 - Refreshes run every ``metadata_refresh_interval_ms`` ±20 %, on demand (:meth:`request`), and never closer together
   than ``metadata_min_interval_ms``; on-demand requests that arrive meanwhile are merged into one fetch. A refresh
-  failure backs off up to ``metadata_retry_backoff_max_ms``, or at most ``reconnect_backoff_max_ms`` while messages
-  wait (no view yet, or messages held): the brokers are probed that often. No storm is possible: at most one fetch
-  is under way.
+  failure backs off up to ``metadata_retry_backoff_max_ms``; while messages wait (no view yet, or messages held) the
+  reconnect backoff spaces the retries instead (``reconnect_backoff_ms`` doubling to ``reconnect_backoff_max_ms``,
+  jittered, whichever is shorter). No storm is possible: at most one fetch is under way.
 - A round in which a broker refused authentication (TLS or SASL) sets :attr:`MetadataFetcher.auth_failure`, and calls
   ``on_refused`` when every broker did; a round without refusals clears it. Retries keep their backoff.
 - Auto-creation (docs/bruce-compatibility.md#topic-auto-creation): a single-topic request (allowing creation) to each
@@ -77,6 +77,7 @@ class MetadataFetcher:
         self._wanted = asyncio.Event()
         self._last = 0.0  # loop time of the last refresh (or of the pause that replaced it)
         self._busy = asyncio.Lock()
+        self.last_failure: str | None = None  # why the last round failed (for ready()'s timeout)
         self.auth_failure: str | None = None  # why the last round failed, when every broker refused authentication
         self.on_refused: Callable[[str], None] = lambda detail: None
 
@@ -103,17 +104,21 @@ class MetadataFetcher:
                     self.counters.inc("GetMetadataFail", labels=(("broker", node),))
                     if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: logged by the producer
                         refused += 1
+                        self.trouble.refused(node, str(e))
+                        self.counters.inc("ConnectorAuthenticationFailed", labels=(("broker", node),))
                     else:
                         self.trouble.failed(node, f"metadata request failed: {e}")
                     errors.append(str(e) if isinstance(e, AuthenticationFailed) else f"{node}: {e}")
                     continue
                 self.trouble.reachable(node)
                 self.auth_failure = None
+                self.last_failure = None
                 self._accept(view)
                 return view, number
             # sorted when refused: the same refusals read the same whichever broker was asked first
             detail = "; ".join(sorted(errors) if refused else errors) or "no brokers known"
             self.auth_failure = detail if refused else None
+            self.last_failure = detail
             if order and refused == len(order):
                 self.on_refused(detail)
             raise MetadataUnavailable(detail)
@@ -133,10 +138,11 @@ class MetadataFetcher:
         waiting: Callable[[], bool] = lambda: False,
     ) -> None:
         """Periodic and on-demand refreshes, for the producer's task group. ``waiting()``: messages wait for a view
-        (failed fetches are then retried at least every ``reconnect_backoff_max_ms``)."""
+        (failed fetches are then retried with the reconnect backoff, at least every ``reconnect_backoff_max_ms``)."""
         loop = asyncio.get_running_loop()
-        backoff = ExponentialBackoff(self.config.metadata_min_interval_ms, self.config.metadata_retry_backoff_max_ms)
-        probe = self.config.reconnect_backoff_max_ms / 1000
+        config = self.config
+        backoff = ExponentialBackoff(config.metadata_min_interval_ms, config.metadata_retry_backoff_max_ms, self.rng)
+        probe = ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms, self.rng)
         min_interval = self.config.metadata_min_interval_ms / 1000
         self._last = loop.time() - min_interval  # the first fetch need not wait
         while True:
@@ -158,12 +164,13 @@ class MetadataFetcher:
                 view, number = await self.fetch()
             except MetadataUnavailable:
                 delay = backoff.next_delay() / 1000
-                if waiting():  # the gap below adds min_interval: retry within ``probe``
-                    delay = min(delay, probe - min_interval)
+                if waiting():  # the reconnect backoff instead; the gap below adds min_interval back
+                    delay = min(delay, probe.next_delay() / 1000 - min_interval)
                 self._last = loop.time() + delay
                 self._wanted.set()  # retry after the backoff
                 continue
             backoff.reset()
+            probe.reset()
             self._last = loop.time()
             apply(view, number)
 

@@ -51,7 +51,7 @@ from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chun
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
-from .errors import ProducerClosed, QueueFull
+from .errors import MessageTooLarge, ProducerClosed, QueueFull
 from .expiry import expire_loop
 from .message import (
     Message,
@@ -61,6 +61,7 @@ from .message import (
     check_partition,
     check_partition_key,
     check_timestamp,
+    check_topic,
     timestamps_in_range,
 )
 from .metadata import MetadataFetcher
@@ -68,7 +69,7 @@ from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
-from .request import RECORD_OVERHEAD, Compression, CompressionPolicy
+from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, RECORD_OVERHEAD, Compression, CompressionPolicy
 from .security import client_context
 from .sender import Sender
 from .sequencing import log_idempotence_off
@@ -118,6 +119,8 @@ class Producer(ProducerViews):
         # A batch's bytes (send's and send_many's): within batch_size, a request's data limit and one record batch
         # (estimated as assembly does: Σ(key + value + RECORD_OVERHEAD) after the batch header)
         limits = [config.batch_size, config.message_max_bytes - HEADER_SIZE]
+        overhead = LEGACY_MESSAGE_OVERHEAD if config.protocol == "v0" else ALONE_OVERHEAD
+        self._max_size = config.message_max_bytes - overhead  # key + value above this: MSG_SIZE_TOO_LARGE at send
         self._chunk_bytes = min(limits + [config.produce_request_data_limit] * (config.produce_request_data_limit > 0))
         self._linger = config.linger_ms / 1000
         self._partitioner = config.partitioner
@@ -276,6 +279,8 @@ class Producer(ProducerViews):
         d = self._dispatcher
         if d.held_messages >= self._max_messages or not self._accepting:
             self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
+        if type(topic) is not str:
+            check_topic(topic)
         if type(value) is not bytes and value is not None:
             check_bytes(value, "value")
         if key is None and partition is None and partition_key is None:  # the usual case, checked once
@@ -294,6 +299,8 @@ class Producer(ProducerViews):
             else:
                 pkey, pinned = key_to_partition_key(key, self._partitioner), False
             size = (len(key) if key else 0) + (len(value) if value else 0)
+        if size > self._max_size:
+            self._too_large(size)
         if timestamp is None:
             timestamp = _time_ns() // 1_000_000
             if timestamp == self._last_ms:
@@ -371,7 +378,12 @@ class Producer(ProducerViews):
         count = len(values)
         if d.held_messages + count > self._max_messages or not self._accepting:
             self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
+        if type(topic) is not str:
+            check_topic(topic)
         sizes, size = measure(values, keys)
+        biggest = max(sizes, default=0) if keys is None else max(map(_with_key, sizes, keys), default=0)
+        if biggest > self._max_size:
+            self._too_large(biggest)
         if partition is not None:
             check_partition(partition, None)
         if timestamp is None:
@@ -413,6 +425,14 @@ class Producer(ProducerViews):
             if chunk is not None:
                 pq.open = chunk  # type: ignore[assignment]
         self._dispatcher.seal(pq)
+
+    def _too_large(self, size: int) -> None:
+        limit = self.config.message_max_bytes
+        self.counters.inc("MsgSizeTooLarge")
+        raise MessageTooLarge(
+            f"MSG_SIZE_TOO_LARGE: {size} bytes of key and value cannot fit message_max_bytes ({limit}) with the "
+            f"{limit - self._max_size} bytes a message takes besides them"
+        )
 
     def _refuse(self, detail: str) -> None:
         if not self._accepting:
@@ -495,3 +515,7 @@ class Producer(ProducerViews):
         drained, self._drained_future = self._drained_future, None
         if drained is not None and not drained.done():
             drained.set_result(None)
+
+
+def _with_key(size: int, key: bytes | None) -> int:
+    return size + (len(key) if key else 0)

@@ -36,6 +36,7 @@ from .message import Message
 from .queues import PartitionQueue
 
 LEGACY_MESSAGE_OVERHEAD = MESSAGE_OVERHEAD[0]  # Bruce's per-message overhead of a v0 message (8+4+4+1+1+4+4)
+ALONE_OVERHEAD = HEADER_SIZE + 19  # a record alone in its batch: the header and the record's varints at their largest
 RECORD_OVERHEAD = 12  # what a record typically adds to its key and value in a batch (length, deltas, lengths)
 
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scramp import ScramException
+from scramp.utils import saslprep
+
 from .errors import ConfigError
 
 log = logging.getLogger("bruce.producer.security")
@@ -131,6 +134,8 @@ class SecurityConfig:
             raise ConfigError(f"sasl.username: required with security.protocol={protocol}")
         if self.sasl and self.sasl_password is None:
             raise ConfigError(f"sasl.password: required with security.protocol={protocol}")
+        if self.sasl:
+            _check_credentials(mechanism, self.sasl_username, self.sasl_password.reveal())
         if self.ssl_key_location and not self.ssl_certificate_location:
             raise ConfigError("ssl.key.location: needs ssl.certificate.location")
 
@@ -198,6 +203,23 @@ class SecurityConfig:
             context.verify_mode = ssl.CERT_NONE
             log.warning("enable.ssl.certificate.verification=false: broker certificates are NOT verified (tests only)")
         return context
+
+
+def _check_credentials(mechanism: str, username: str, password: str) -> None:
+    """Credentials the mechanism can carry: no NUL for PLAIN (its separator), SASLprep's rules for SCRAM (RFC 4013:
+    no control characters, nothing unassigned). The password is never shown."""
+    for name, value in (("sasl.username", username), ("sasl.password", password)):
+        if mechanism == "PLAIN":
+            bad = "\0" in value
+        else:
+            try:
+                saslprep(value)
+                bad = False
+            except ScramException:
+                bad = True
+        if bad:
+            what = "a NUL character" if mechanism == "PLAIN" else "a character SASLprep forbids (a control character?)"
+            raise ConfigError(f"{name}: holds {what}, which {mechanism} cannot send")
 
 
 PLAINTEXT = SecurityConfig()  # the default: no TLS, no SASL

@@ -195,7 +195,7 @@ class Sender:
         except TransportError as e:
             self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
             if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: not broker trouble
-                self.auth_failure = str(e)
+                self.auth_failure = self.dispatcher.refused[self.broker] = str(e)
                 self.counters.inc("ConnectorAuthenticationFailed", labels=(("broker", str(self.broker)),))
                 self.health.note(AUTH_FAILED, str(e))
             else:
@@ -208,6 +208,7 @@ class Sender:
             self.refresh()
             return None
         self.dispatcher.unreachable.discard(self.broker)
+        self.dispatcher.refused.pop(self.broker, None)
         self.trouble.reachable(node)
         self.auth_failure = None
         self._reconnect.reset()

@@ -194,7 +194,9 @@ async def connect(
     """A TCP (or, with ``tls``, TLS) connection to ``host:port`` within the connect timeout (no version negotiation)."""
     loop = asyncio.get_running_loop()
     node = f"{host}:{port}"
-    extra: dict[str, Any] = {} if tls is None else {"ssl": tls, "server_hostname": host}
+    extra: dict[str, Any] = {}
+    if tls is not None:  # the handshake's own limit, inside the connect timeout, so that its end can be told apart
+        extra = {"ssl": tls, "server_hostname": host, "ssl_handshake_timeout": timeouts.connect * 0.9}
     try:
         async with asyncio.timeout(timeouts.connect):
             _, protocol = await loop.create_connection(
@@ -206,9 +208,16 @@ async def connect(
         alert = str(e.reason or e)
         if any(word in alert for word in _REFUSED_ALERTS):  # TLS 1.2: refused in the handshake
             raise AuthenticationFailed(node, "TLS", f"the broker refused us: {alert}") from None
+        if isinstance(e, ssl.SSLEOFError) or "WRONG_VERSION_NUMBER" in alert or "record layer" in alert:
+            alert += f"; is {node} a plaintext port?"
         raise TransportError(f"TLS handshake with {node} failed: {alert}", reason=Failure.CONNECT_FAIL) from None
+    except ConnectionRefusedError as e:
+        raise TransportError(f"cannot connect to {node}: {e}", reason=Failure.CONNECT_FAIL) from None
     except (OSError, TimeoutError) as e:
-        raise TransportError(f"cannot connect to {node}: {e or 'timed out'}", reason=Failure.CONNECT_FAIL) from None
+        why = str(e) or ("timed out" if isinstance(e, TimeoutError) else type(e).__name__)
+        if tls is not None and isinstance(e, ConnectionResetError | ConnectionAbortedError | BrokenPipeError):
+            why = f"TLS handshake failed: the peer closed the connection ({why}); is {node} a plaintext port?"
+        raise TransportError(f"cannot connect to {node}: {why}", reason=Failure.CONNECT_FAIL) from None
     return protocol
 
 

@@ -24,7 +24,7 @@ from .cluster import ClusterView
 from .config import ProducerConfig
 from .dispatcher import Dispatcher
 from .errors import DeliveryError, ProducerClosed
-from .health import BrokerHealth, BrokerState, QueueStats
+from .health import BootstrapState, BrokerHealth, BrokerState, QueueStats
 from .metadata import MetadataFetcher
 from .reasons import DiscardReason
 from .sender import Sender
@@ -53,8 +53,12 @@ class ProducerViews:
             raise ProducerClosed("the producer is not started")
         if timeout is None and self.config.message_timeout_ms:
             timeout = self.config.message_timeout_ms / 1000
-        async with asyncio.timeout(timeout):
-            await asyncio.shield(self._first_view)
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._first_view)
+        except TimeoutError:
+            why = self._fetcher.last_failure or "no broker has answered yet"
+            raise TimeoutError(f"no cluster metadata within {timeout} s: {why}") from None
         assert self._dispatcher.view is not None
         return self._dispatcher.view
 
@@ -130,6 +134,15 @@ class ProducerViews:
             h = sender.health if sender is not None else BrokerHealth()
             host, port = (b.host, b.port) if b is not None else ("?", 0)
             out.append(BrokerState(node_id, host, port, h.state, h.since, h.last_error, h.last_error_at))
+        return tuple(out)
+
+    def bootstrap_states(self) -> tuple[BootstrapState, ...]:
+        """Each configured bootstrap broker with the last error in reaching it (what the log said)."""
+        out = []
+        for host, port in self.config.brokers:
+            address = f"{host}:{port}"
+            error, at = self._fetcher.trouble.last_error(address) or ("", 0.0)
+            out.append(BootstrapState(address, error, at))
         return tuple(out)
 
     def requests_in_flight(self) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bruce.producer.config import ProducerConfig
+from bruce.producer.settings import NAMES
 
 from .config import Config, ConfigError, Options
 from .message import Message
@@ -42,6 +43,7 @@ def producer_config(options: Options, config: Config) -> ProducerConfig:
         empty_as_null=True,  # Bruce parity: a datagram cannot say "null", so an empty key or value means absent
         security=config.kafka,
         enable_idempotence=enable_idempotence(options, config),
+        **{NAMES[name]: value for name, value in config.producer_properties},
     )
 
 

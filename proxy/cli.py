@@ -42,9 +42,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bruce.producer.aio import run
+from bruce.producer.errors import ConfigError as ProducerConfigError
 from bruce.wire.errors import BruceError
 
-from .config import ConfigError, Options, configure
+from .config import EXIT_USAGE, ConfigError, Options, configure
 from .daemon import NOTICE, Daemon
 from .embedded import KAFKA_PORT, EmbeddedBroker
 from .status import StatusBindError
@@ -69,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StatusBindError as error:
         sys.stderr.write(f"bruce: {error}; --status_port PORT picks another port (0: any free one)\n")
         return EXIT_FAILED
+    except ProducerConfigError as error:  # settings the producer refuses (SASL with --kafka_protocol v0, ...)
+        sys.stderr.write(f"bruce: {error}\n")
+        return EXIT_USAGE
     except (BruceError, ConfigError) as error:
         sys.stderr.write(f"bruce: {error}\n")
         return EXIT_FAILED

@@ -124,7 +124,7 @@ class Daemon(DaemonShutdown):
             producer_config(options, config),
             sink=outcomes,
             compression=TopicCompression(config),
-            require_topics=not embedded,
+            require_topics=True,  # topics listed but all in error: ask another broker (docs/producer.md#metadata)
             pack=self.packer.pack,
         )
         self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
@@ -143,6 +143,7 @@ class Daemon(DaemonShutdown):
             debug=self.debug,
             counters=counters,
         )
+        self.tracker.message_limit = config.batching.message_max_bytes - message_overhead(options.kafka_protocol)
         route = self.router.route
         if options.use_old_output_format:
             route = legacy_output(route, omit_timestamp=options.omit_timestamp)

@@ -7,21 +7,20 @@ Rules:
   agree with them). Java consumer settings that mean nothing here (no consumer group, no poll loop, metadata fetched
   per call) are checked as numbers and ignored (:data:`IGNORED_READ_SETTINGS`, docs/spark.md says why for each); any
   other ``kafka.*`` setting of a read is an error.
-- A direct write takes every :class:`~bruce.producer.ProducerConfig` field as ``kafka.<name with dots>``, typed by
-  the field's type (``acks=all`` is -1, ``true``/``false`` a boolean), and the Java producer's names that Spark users
-  pass (:data:`JAVA_PRODUCER_NAMES`: ``compression.type``, ``max.request.size``, ``retries``,
-  ``delivery.timeout.ms``, ``buffer.memory``); an unknown one is an error.
+- A direct write takes every :class:`~bruce.producer.ProducerConfig` setting as ``kafka.<dotted name>`` (or an alias
+  of it), read by the producer's settings table (:mod:`bruce.producer.settings`; ``acks=all`` is -1), and the Java
+  producer's names that Spark users pass (:data:`JAVA_PRODUCER_NAMES`: ``max.request.size``, ``retries``,
+  ``buffer.memory``, ...); an unknown one is an error.
 - ``kafka.<librdkafka security property>`` (``security.protocol``, ``sasl.*``, ``ssl.*``) apply to reads and writes
   alike, through :class:`~bruce.producer.SecurityConfig` (secrets stay redacted in errors).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.producer import ProducerConfig, SecurityConfig
+from bruce.producer import SecurityConfig
 from bruce.producer.config import PROTOCOLS
 from bruce.producer.security import PLAINTEXT
 from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
@@ -123,27 +122,6 @@ def security_config(opts: dict[str, str]) -> SecurityConfig:
         return SecurityConfig.from_mapping({k: v for k, v in given.items() if k in SECURITY})
     except BruceError as e:
         raise OptionError(f"security settings (kafka.*): {e}") from None
-
-
-def producer_value(key: str, name: str, text: str) -> Any:
-    """A direct write's ``kafka.<key>`` as the :class:`ProducerConfig` field ``name`` takes it."""
-    fields = {f.name: f for f in dataclasses.fields(ProducerConfig)}
-    field = fields.get(name)
-    if field is None or name == "bootstrap_servers":
-        raise OptionError(f"unknown producer setting {key!r} (see docs/spark.md for the kafka.* settings)")
-    default = field.default
-    if isinstance(default, bool) or "bool" in str(field.type):  # enable_idempotence: bool | None
-        if text.strip().lower() not in ("true", "false"):
-            raise OptionError(f"option {key!r}: {text!r} is not true or false")
-        return text.strip().lower() == "true"
-    if isinstance(default, int):
-        if name == "acks" and text.lower() == "all":
-            return -1
-        try:
-            return int(text)
-        except ValueError:
-            raise OptionError(f"option {key!r}: {text!r} is not an integer") from None
-    return text
 
 
 # The Java producer's names Spark users pass, as librdkafka's (bruce.producer's) name and a conversion of the value

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from bruce.producer import DeliveryError, DiscardReason, Message, Producer, QueueFull
+from bruce.producer import DeliveryError, DiscardReason, Message, MessageTooLarge, Producer, QueueFull
 from bruce.producer.bulk import Bulk
 
 from .delivery import KafkaUnavailable, WriteSummary
@@ -84,7 +84,10 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
         for batch in batches:
             rows += batch.num_rows
             columns = arrow_rows(batch)
-            last = await _send_batch(producer, waits, columns, options, timeout)
+            try:
+                last = await _send_batch(producer, waits, columns, options, timeout)
+            except MessageTooLarge as error:  # the brokers would refuse it: the row, not the task's setup
+                raise BadRow(f"a row is larger than kafka.message.max.bytes allows: {error}") from None
             while waits and waits[0].done:
                 waits.popleft()
             if last is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bruce.producer import parse_host_port
+from bruce.producer.config import servers
 from bruce.wire.errors import BruceError, UsageError
 
 KAFKA = "kafka."
@@ -60,15 +60,15 @@ def servers_option(opts: dict[str, str], *, required: bool) -> tuple[str, ...]:
     if plain and aliased and plain != aliased:
         raise OptionError("'bootstrap.servers' and its alias 'kafka.bootstrap.servers' disagree; give one")
     text = plain or aliased or ""
-    servers = tuple(s.strip() for s in text.split(",") if s.strip())
-    if required and not servers:
-        raise OptionError("option 'bootstrap.servers' (or 'kafka.bootstrap.servers') is required: host:port,...")
-    for server in servers:
-        try:
-            parse_host_port(server)
-        except BruceError:
-            raise OptionError(f"option 'bootstrap.servers': {server!r} is not host:port") from None
-    return servers
+    if not text.strip():
+        if required:
+            raise OptionError("option 'bootstrap.servers' (or 'kafka.bootstrap.servers') is required: host:port,...")
+        return ()
+    protocol = (opts.get("kafka.security.protocol") or "PLAINTEXT").strip().upper()
+    try:  # the producer's reading: host:port entries, a listener prefix dropped when it agrees with the protocol
+        return servers(text, protocol)
+    except BruceError as error:
+        raise OptionError(f"option 'bootstrap.servers': {str(error).partition(': ')[2]}") from None
 
 
 def int_value(opts: dict[str, str], name: str, default: int | None, *, low: int) -> int | None:

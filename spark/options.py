@@ -28,16 +28,10 @@ from typing import Any
 
 from bruce.producer import ProducerConfig
 from bruce.producer.partitioner import PARTITIONERS
+from bruce.producer.settings import NAMES
 from bruce.wire.errors import BruceError
 
-from .client_options import (
-    SECURITY,
-    ClientConfig,
-    client_config,
-    java_producer_names,
-    producer_value,
-    security_config,
-)
+from .client_options import SECURITY, ClientConfig, client_config, java_producer_names, security_config
 from .option_values import (
     KAFKA,
     LABELS,
@@ -177,21 +171,27 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
     if servers:
         # topic_autocreate on, as Spark's Kafka sink (the Java producer) asks the brokers to create a topic on first
         # use; kafka.topic.autocreate=false turns it off
-        settings: dict[str, Any] = {
-            "client_id": "bruce-spark",
-            "partitioner": partitioner,
-            "security": security_config(opts),
-            "topic_autocreate": True,
+        settings: dict[str, Any] = {"client.id": "bruce-spark", "topic.autocreate": True}
+        given = {
+            key[len(KAFKA) :]: text
+            for key, text in java_producer_names(opts).items()
+            if key.startswith(KAFKA) and key != "kafka.bootstrap.servers" and key[len(KAFKA) :] not in SECURITY
         }
-        for key, text in java_producer_names(opts).items():
-            if key.startswith(KAFKA) and key != "kafka.bootstrap.servers" and key[len(KAFKA) :] not in SECURITY:
-                name = key[len(KAFKA) :].replace(".", "_")
-                settings[name] = producer_value(key, name, text)
-        settings["bootstrap_servers"] = servers
+        for name in given:
+            if name.replace(".", "_") == "bootstrap_servers" or name not in NAMES:
+                raise OptionError(
+                    f"unknown producer setting {KAFKA + name!r} (see docs/spark.md for the kafka.* settings)"
+                )
+        security = security_config(opts)
         try:
-            producer = ProducerConfig(**settings)
+            producer = ProducerConfig.from_mapping(
+                {**settings, **given, "partitioner": partitioner, "bootstrap.servers": list(servers)}
+                | {"security": security}
+            )
         except BruceError as e:
-            raise OptionError(f"producer settings (kafka.*): {e}") from None
+            name, sep, problem = str(e).partition(": ")
+            label = KAFKA + name.replace("_", ".")
+            raise OptionError(f"option {label!r}: {problem}" if sep else f"producer settings (kafka.*): {e}") from None
     elif any(key.startswith(KAFKA) for key in opts):
         raise OptionError("kafka.* settings apply to direct writes; with 'socket' the daemon's config decides them")
     topic = opts.get("topic") or None

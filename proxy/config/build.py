@@ -37,12 +37,16 @@ from typing import TypeVar
 
 from bruce.producer.security import PLAINTEXT, SecurityConfig
 from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
+from bruce.producer.settings import NAMES, SETTINGS
+from bruce.producer.settings import read as read_setting
 from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
 from bruce.wire.errors import BruceError
 
 from .errors import ConfigError, Path
 from .model import (
     DEFAULT_BROKER_PORT,
+    IDEMPOTENCE,
+    PRODUCER_PROPERTIES,
     SPOOL_KEYS,
     BatchingConfig,
     BatchLimits,
@@ -79,7 +83,7 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         )
     listed = _brokers(top.get("initial_brokers", []), ("initial_brokers",))
     rate_limiting = top.get("topic_rate_limiting")
-    kafka, idempotence = split_idempotence(_kafka_properties(top.get("kafka", {}), ("kafka",)), ("kafka",))
+    kafka, producer = split_producer(_kafka_properties(top.get("kafka", {}), ("kafka",)), ("kafka",))
     config = Config(
         batching=_batching(_required(top, (), "batching"), ("batching",), actions),
         compression=_compression(_required(top, (), "compression"), ("compression",)),
@@ -91,7 +95,8 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         initial_brokers=listed or tuple(initial_brokers),
         plog_listeners=_plog(top.get("plog", {})),
         kafka=kafka_security(kafka),
-        enable_idempotence=idempotence,
+        enable_idempotence=producer.pop(IDEMPOTENCE, None),  # type: ignore[arg-type]
+        producer_properties=tuple(producer.items()),
         spool=_spool(top.get("spool", {}), ("spool",)),
     )
     if listed and initial_brokers:  # the file's brokers were checked with the rest; the caller's replace them
@@ -99,20 +104,18 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
     return config
 
 
-IDEMPOTENCE = "enable.idempotence"  # the one producer property [kafka] and --kafka_property take besides security's
-
-
-def split_idempotence(properties: Mapping[str, object], path: Path) -> tuple[dict[str, object], bool | None]:
-    """``properties`` without "enable.idempotence", and its value (true/false, or None when not given)."""
-    rest = dict(properties)
-    if IDEMPOTENCE not in rest:
-        return rest, None
-    value = rest.pop(IDEMPOTENCE)
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        value = value.lower() == "true"
-    if not isinstance(value, bool):
-        raise ConfigError("expected true or false", path=(*path, IDEMPOTENCE))
-    return rest, value
+def split_producer(properties: Mapping[str, object], path: Path) -> tuple[dict[str, object], dict[str, object]]:
+    """``properties`` split into the security ones and the :data:`PRODUCER_PROPERTIES` (read by the producer's
+    settings table: ``"200"`` and ``200`` alike, ``"true"`` a boolean)."""
+    security = {k: v for k, v in properties.items() if k not in PRODUCER_PROPERTIES}
+    producer = {}
+    for key in PRODUCER_PROPERTIES:
+        if key in properties:
+            try:
+                producer[key] = read_setting(SETTINGS[NAMES[key]], properties[key], key)
+            except BruceError as error:
+                raise ConfigError(str(error).partition(": ")[2], path=(*path, key)) from None
+    return security, producer
 
 
 def kafka_security(properties: Mapping[str, object], base: SecurityConfig = PLAINTEXT) -> SecurityConfig:
@@ -134,15 +137,15 @@ def _kafka_properties(raw: object, path: Path) -> dict[str, object]:
             name = f"{prefix}{key}"
             if isinstance(value, Mapping):
                 walk(value, f"{name}.")
-            elif isinstance(value, bool | str):
+            elif isinstance(value, bool | str) or (isinstance(value, int) and name in PRODUCER_PROPERTIES):
                 flat[name] = value
             else:
                 raise ConfigError("expected a string (or true/false)", path=(*path, name))
 
     walk(_table(raw, path), "")
     for name in flat:
-        if name not in SECURITY_PROPERTIES and name != IDEMPOTENCE:
-            close = difflib.get_close_matches(name, list(SECURITY_PROPERTIES), n=1)
+        if name not in SECURITY_PROPERTIES and name not in PRODUCER_PROPERTIES:
+            close = difflib.get_close_matches(name, [*SECURITY_PROPERTIES, *PRODUCER_PROPERTIES], n=1)
             hint = f'; did you mean "{close[0]}"?' if close else ""
             raise ConfigError(f"not a security property bruce takes{hint} (docs/security.md)", path=(*path, name))
     return flat

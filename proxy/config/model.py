@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from bruce.producer.security import PLAINTEXT, SecurityConfig
 from bruce.proxy.plog.config import ListenerConfig
@@ -203,6 +203,9 @@ class Broker:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+IDEMPOTENCE = "enable.idempotence"
+PRODUCER_PROPERTIES = (IDEMPOTENCE, "reconnect.backoff.ms", "reconnect.backoff.max.ms")
+"""The producer properties [kafka] and --kafka_property take besides security's (the rest are Bruce's options)."""
 SPOOL_KEYS = ("dir", "fsync_ms", "max_bytes", "full_policy", "segment_bytes")  # [spool]: --spool_<key>
 
 
@@ -217,6 +220,7 @@ class Config:
     plog_listeners: tuple[ListenerConfig, ...] = ()  # [[plog.listener]] (docs/plog.md)
     kafka: SecurityConfig = PLAINTEXT  # [kafka] / <kafka>: TLS and SASL by librdkafka name (docs/security.md)
     enable_idempotence: bool | None = None  # [kafka] "enable.idempotence"; None: the producer decides (auto)
+    producer_properties: tuple[tuple[str, Any], ...] = ()  # [kafka] reconnect.backoff(.max).ms, by librdkafka name
     spool: tuple[tuple[str, str | int], ...] = ()  # [spool] (TOML only): (key, value) pairs, checked by the loader
 
     def __post_init__(self) -> None:

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.producer.security import SECRETS, Secret
+from bruce.producer.security import REDACTED, SECRETS, Secret
+from bruce.producer.settings import is_secret
 from bruce.proxy.plog.config import listeners_from_option
 from bruce.proxy.socket_path import default_socket_path
 from bruce.wire.errors import BruceError
 
-from .model import DEFAULT_BROKER_PORT, Broker
+from .model import DEFAULT_BROKER_PORT, PRODUCER_PROPERTIES, Broker
 
 MAX_NUMBER = 2**63 - 1
 
@@ -122,17 +123,17 @@ def broker_list(value: str) -> tuple[Broker, ...]:
 
 
 def kafka_property(value: str) -> tuple[tuple[str, Any], ...]:
-    """``NAME=VALUE``: one librdkafka security property (a secret is kept as a redacted :class:`Secret`)."""
+    """``NAME=VALUE``: a librdkafka security property or one of the producer properties the daemon takes (a secret is
+    kept as a redacted :class:`Secret`). An error never shows the value of a secret, however it was written."""
     name, sep, setting = value.partition("=")
     name = name.strip()
-    if sep and name == "enable.idempotence":
-        if setting.strip().lower() not in ("true", "false"):
-            raise ValueError(f"enable.idempotence={setting}: expected true or false")
-        return ((name, setting.strip().lower() == "true"),)
-    if not sep or name not in SECURITY_PROPERTIES:
+    if not sep or (name not in SECURITY_PROPERTIES and name not in PRODUCER_PROPERTIES):
         known = ", ".join(sorted(SECURITY_PROPERTIES))
-        hint = f"a security property ({known}) or enable.idempotence"
-        raise ValueError(f"{name or value!r} is not NAME=VALUE with {hint}")
+        hint = f"a security property ({known}) or {', '.join(PRODUCER_PROPERTIES)}"
+        if not sep:  # the whole argument may be a secret written with the wrong separator: never echo it
+            raise ValueError(f"the value has no '=': expected NAME=VALUE with {hint}")
+        shown = repr(name) if re.fullmatch(r"[A-Za-z0-9._-]+", name) and not is_secret(name) else REDACTED
+        raise ValueError(f"{shown} is not {hint}")
     if name in SECRETS:
         try:
             return ((name, Secret.parse(name, setting)),)

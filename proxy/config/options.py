@@ -178,8 +178,9 @@ class Options:
     kafka_property: tuple[tuple[str, Any], ...] = option(
         (),
         "NAME=VALUE",
-        "A librdkafka security property (security.protocol, sasl.*, ssl.*; docs/security.md), repeatable; overrides "
-        "the config file's [kafka] table. Give secrets as file:/path or env:VAR, never literally here.",
+        "A librdkafka security property (security.protocol, sasl.*, ssl.*; docs/security.md), enable.idempotence, "
+        "reconnect.backoff.ms or reconnect.backoff.max.ms; repeatable; overrides the config file's [kafka] table. "
+        "Give secrets as file:/path or env:VAR, never literally here.",
         KAFKA,
         kafka_property,
     )

@@ -7,7 +7,9 @@ Rules:
 - The initial brokers are, first that applies: the embedded broker (``Options.use_embedded_broker``: 127.0.0.1 on a
   port picked here, 9092 when free, which the daemon then starts tansu on), ``--initial_brokers``, the config file's.
   A config file may leave its brokers out only when one of the first two names them.
-- ``--kafka_property NAME=VALUE`` settings override the file's ``[kafka]`` (``<kafka>``) security properties.
+- ``--kafka_property NAME=VALUE`` settings override the file's ``[kafka]`` (``<kafka>``) properties.
+- The producer's own checks of the resulting settings run here too (SASL with ``--kafka_protocol v0``, ...): every
+  refused setting ends the command with status 2 before anything starts.
 - A config file is read whole, at most :data:`MAX_FILE_BYTES`.
 - Every problem is printed as ``bruce: <ConfigError>`` on stderr and ends the command with status 2 (command line)
   or 1 (config file) before anything starts.
@@ -22,8 +24,9 @@ from pathlib import Path
 from typing import TextIO
 
 from bruce.proxy.embedded import broker_port
+from bruce.wire.errors import UsageError
 
-from .build import IDEMPOTENCE, kafka_security
+from .build import IDEMPOTENCE, kafka_security, split_producer
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
 from .model import (
@@ -64,10 +67,26 @@ def configure(
             stdout.write(to_toml(config, comment=f"bruce-kafka configuration, from {Path(request.path).name}"))
             return 0
         config = load_config(request)
-        return with_spool_section(request, config), config
+        options = with_spool_section(request, config)
+        _check_producer_settings(options, config)
+        return options, config
     except ConfigError as error:
         stderr.write(f"bruce: {error}\n")
         return EXIT_CONFIG if error.source is not None else EXIT_USAGE
+
+
+def _check_producer_settings(options: Options, config: Config) -> None:
+    """The producer's own checks of what the command line and config file give it (SASL with ``--kafka_protocol v0``,
+    ...), so that the daemon refuses them at start like any other setting."""
+    from ..assembly import producer_config  # the daemon's assembly imports this package
+
+    try:
+        producer_config(options, config)
+    except UsageError as error:
+        problem = str(error)
+        if problem.startswith("protocol: "):
+            raise ConfigError(problem.removeprefix("protocol: "), where="--kafka_protocol") from None
+        raise ConfigError(problem) from None
 
 
 def load_config(options: Options, *, embedded_port: int | None = None) -> Config:
@@ -84,16 +103,19 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
     else:
         config = load_config_file(options.config_path, initial_brokers=brokers)
     if options.kafka_property:
-        properties = dict(options.kafka_property)
-        if IDEMPOTENCE in properties:
-            config = dataclasses.replace(config, enable_idempotence=properties.pop(IDEMPOTENCE))
         try:
+            properties, producer = split_producer(dict(options.kafka_property), ("kafka",))
             kafka = kafka_security(properties, config.kafka)
         except ConfigError as error:
             key = error.path[1:] if error.path else ()
             problem = f"{key[0]}: {error.problem}" if key else error.problem
             raise ConfigError(problem, where="--kafka_property") from None
-        config = dataclasses.replace(config, kafka=kafka)
+        config = dataclasses.replace(
+            config,
+            kafka=kafka,
+            enable_idempotence=producer.pop(IDEMPOTENCE, config.enable_idempotence),  # type: ignore[arg-type]
+            producer_properties=tuple({**dict(config.producer_properties), **producer}.items()),
+        )
     return config
 
 

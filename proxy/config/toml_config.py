@@ -8,9 +8,10 @@ Rules:
 - Values are TOML integers, or strings parsed exactly like the XML attributes (``"256k"``, ``"disable"``,
   ``"unlimited"``); the keys, requirements and every rule are the XML loader's (``build.py``, the model).
 - Errors name the file and the key path (``batching.named_configs.low_latency.time``); syntax errors also the line.
-- ``[kafka]`` holds librdkafka's security properties (docs/security.md), quoted (``"security.protocol"``) or as
-  TOML dotted keys. ``to_toml`` writes secrets only by reference (``file:``/``env:``): a literal one is left out with
-  a comment, so the output never holds a password (and fails to load until it is given again).
+- ``[kafka]`` holds librdkafka's security properties (docs/security.md) and the producer properties of
+  :data:`~bruce.proxy.config.model.PRODUCER_PROPERTIES`, quoted (``"security.protocol"``) or as TOML dotted keys.
+  ``to_toml`` writes secrets only by reference (``file:``/``env:``): a literal one is left out with a comment, so
+  the output never holds a password (and fails to load until it is given again).
 - ``to_toml`` writes a file that loads back to an equal :class:`Config`: sizes that are whole KiB as ``"Nk"``,
   keys quoted when they are not bare TOML keys, no ``[topic_rate_limiting]`` when nothing is limited, and in each
   ``[[plog.listener]]`` only the settings that differ from their defaults (protocol, port and topic always).
@@ -109,16 +110,17 @@ def to_toml(config: Config, *, comment: str | None = None) -> str:
         lines += ["", "[[initial_brokers]]", f"host = {_string(broker.host)}", f"port = {broker.port}"]
     for listener in config.plog_listeners:
         lines += ["", "[[plog.listener]]", *_listener(listener)]
-    lines += _kafka(config.kafka, config.enable_idempotence)
+    lines += _kafka(config.kafka, config.enable_idempotence, config.producer_properties)
     if config.spool:
         lines += ["", "[spool]"]
         lines += [f"{k} = {_string(v) if isinstance(v, str) else v}" for k, v in config.spool]
     return "\n".join(lines) + "\n"
 
 
-def _kafka(security: SecurityConfig, idempotence: bool | None) -> list[str]:
+def _kafka(security: SecurityConfig, idempotence: bool | None, producer: tuple[tuple[str, int], ...]) -> list[str]:
     """The ``[kafka]`` table; a secret given literally is left out (with a comment saying how to give it)."""
     entries = [] if idempotence is None else [f'"enable.idempotence" = {_bool(idempotence)}']
+    entries += [f"{_string(name)} = {value}" for name, value in producer]
     for name, value in security.settings().items():
         if isinstance(value, Secret):
             if value.reference is None:

@@ -210,3 +210,19 @@ def test_a_message_for_an_unknown_topic_sent_before_the_first_metadata_is_settle
         assert len(cluster.requests("Metadata")) == 1
 
     scenario(body, brokers=1)
+
+
+def test_a_bytes_topic_is_refused_at_once_naming_the_topic() -> None:
+    """Not an unknown topic found later (BAD_TOPIC): a TypeError (and UsageError) at the call, nothing queued."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("ok", [1])
+        async with running(bruce_config(cluster.bootstrap)) as p:
+            with pytest.raises(TypeError, match=r"topic must be a str, not bytes \(decode it"):
+                p.send(b"ok", b"x")  # type: ignore[arg-type]
+            with pytest.raises(UsageError, match="topic must be a str, not int"):
+                p.send_many(7, [b"x"])  # type: ignore[arg-type]
+            assert (p.accepted, p.held) == (0, 0)
+            assert (await p.send("ok", b"x")) == (0, 0)
+
+    scenario(body, brokers=1)

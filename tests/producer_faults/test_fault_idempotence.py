@@ -338,7 +338,7 @@ def test_settings() -> None:
         ({"enable_idempotence": True, "acks": 1}, "acks=-1"),
         ({"enable_idempotence": True, "protocol": "v0"}, "0.8 protocol"),
         ({"enable_idempotence": True, "max_in_flight_requests_per_connection": 6}, "1 to 5"),
-        ({"enable_idempotence": "yes"}, "true, false or None"),
+        ({"enable_idempotence": "yes"}, "must be true or false"),
     ]:
         with pytest.raises(ConfigError, match=words):
             ProducerConfig(**bad)

@@ -9,7 +9,8 @@ import pytest
 from fakebroker import FakeCluster
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
-from bruce.producer import DeliveryError, DiscardReason
+from bruce.producer import DeliveryError, DiscardReason, MessageTooLarge
+from bruce.producer.request import ALONE_OVERHEAD
 
 LIMIT = 10_000
 
@@ -64,11 +65,31 @@ def test_uncut_batches_would_be_refused_by_this_broker() -> None:
     scenario(body, brokers=1, message_max_bytes=LIMIT)
 
 
-def test_a_message_too_large_for_any_batch_goes_alone_and_only_it_is_refused() -> None:
+def test_a_message_over_message_max_bytes_is_refused_at_send() -> None:
+    """As confluent-kafka: MSG_SIZE_TOO_LARGE at once, nothing queued, the other messages unaffected."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with running(_config(cluster)) as p:
+            fits = p.send("t", b"x" * (LIMIT - ALONE_OVERHEAD), partition=0)
+            with pytest.raises(MessageTooLarge, match="MSG_SIZE_TOO_LARGE: 10000 bytes") as caught:
+                p.send("t", b"x" * (LIMIT - 100), key=b"k" * 100, partition=0)
+            assert caught.value.reason == "MSG_SIZE_TOO_LARGE"
+            assert await p.flush(10) == 0 and fits.result()[0] == 0
+            assert (p.accepted, p.delivered, p.counters.get("MsgSizeTooLarge")) == (1, 1, 1)
+        assert len(cluster.values("t")) == 1
+
+    scenario(body, brokers=1, message_max_bytes=LIMIT)
+
+
+def test_a_message_too_large_for_the_broker_goes_alone_and_only_it_is_refused() -> None:
+    """The producer's message_max_bytes above the broker's (a misconfiguration): the broker's refusal is per batch."""
+
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
-        async with running(_config(cluster), sink=outcomes) as p:
+        config = _config(cluster, message_max_bytes=10 * LIMIT, produce_request_data_limit=LIMIT)
+        async with running(config, sink=outcomes) as p:
             before = [p.send("t", b"a%d" % i, partition=0) for i in range(50)]
             huge = p.send("t", b"x" * (2 * LIMIT), partition=0)
             after = [p.send("t", b"b%d" % i, partition=0) for i in range(50)]

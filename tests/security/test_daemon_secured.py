@@ -81,7 +81,8 @@ def test_a_refused_password_keeps_messages_backs_off_and_shows_on_the_pages(
     sock = str(workdir / "b.sock")
     auth_before = len(secured.front.auth_lines())
     args = ["--config_path", str(config), "--receive_socket_name", sock, "--status_port", "0"]
-    bruce = bruce_process([*args, "--log_level", "LOG_DEBUG"])
+    backoff = ["--kafka_property", "reconnect.backoff.ms=50", "--kafka_property", "reconnect.backoff.max.ms=2000"]
+    bruce = bruce_process([*args, *backoff, "--log_level", "LOG_DEBUG"])
     url = bruce.wait_serving()
     with BruceClient(sock) as client:
         for i in range(5):
@@ -103,6 +104,10 @@ def test_a_refused_password_keeps_messages_backs_off_and_shows_on_the_pages(
     assert re.search(r"^bruce_broker_authentication_failed 1(\.0)?$", pages["/metrics"], re.M)
     attempts = len(secured.front.auth_lines()) - auth_before
     assert 1 <= attempts <= 15, attempts  # retried with backoff, never a tight loop
+    counted = json.loads(pages["/counters/json"])
+    assert "ConnectorAuthenticationFailed" in json.dumps(counted), counted
+    metric = r"^bruce_connector_authentication_failed_total\{broker=\"[^\"]+\"\} [1-9]"
+    assert re.search(metric, pages["/metrics"], re.M)
     assert bruce.process.poll() is None  # still serving: no crash
     assert bruce.log.count(expected) == 1  # logged once, not per retry
     for text in [*pages.values(), bruce.log, config.read_text()]:

@@ -10,8 +10,9 @@ from contextlib import ExitStack
 import pytest
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig
+from bruce.proxy.embedded import EmbeddedBroker, free_port
 
-from .peers import USERS, Secured, bad_tls_front, confluent_read
+from .peers import USERS, Secured, bad_tls_front, confluent_read, start_stunnel
 from .test_peers_confluent import WAYS
 
 pytestmark = pytest.mark.e2e
@@ -118,3 +119,83 @@ def test_mtls_without_a_client_certificate_is_refused(peers) -> None:
     assert ready.reason == handle.reason == DiscardReason.AUTHENTICATION_FAILED
     assert f"authentication failed: broker {secured.bootstrap}, TLS: the broker refused us: " in str(ready)
     assert "CERTIFICATE_REQUIRED" in str(ready)
+
+
+def test_refused_logins_back_off_doubling_and_are_counted(peers) -> None:
+    """librdkafka's reconnect backoff (100 ms doubling, jittered, to 10 s by default) spaces the retries while
+    messages wait for a broker that refuses the password: not a flat two attempts a second."""
+    secured = peers.get("SASL_PLAINTEXT")
+    cfg = ProducerConfig.from_mapping(
+        {"bootstrap.servers": secured.bootstrap, **secured.client("SCRAM-SHA-256", password="wrong")}
+    )
+    assert (cfg.reconnect_backoff_ms, cfg.reconnect_backoff_max_ms) == (100, 10_000)
+
+    def attempts() -> int:
+        return sum("SCRAM-SHA-256 alice failed" in line for line in secured.front.auth_lines())
+
+    async def run() -> tuple[int, int, int]:
+        async with Producer(cfg) as producer:
+            producer.keep_on_auth_failure = True  # as the daemon: the message waits and the broker is probed
+            producer.send("any-topic", b"v")
+            start = attempts()
+            await asyncio.sleep(3)
+            first = attempts() - start
+            await asyncio.sleep(3)
+            second = attempts() - start - first
+            return first, second, producer.counters.get("ConnectorAuthenticationFailed")
+
+    first, second, counted = asyncio.run(run())
+    # attempts at about 0, 0, 0.1, 0.3, 0.7, 1.5, 3.1 s (±20 %): a flat 0.5 s probe would make 6 in each window
+    assert 3 <= first <= 7, first
+    assert second <= 2, second
+    assert counted >= first + second
+
+
+def test_tls_to_a_plaintext_port_says_why(peers) -> None:
+    """tansu's plaintext port closes on a TLS hello: the error says so and suggests the likely cause."""
+    secured = peers.get("SSL")
+
+    async def run() -> str:
+        async with Producer(config(secured, secured.plain, **secured.client())) as producer:
+            with pytest.raises(TimeoutError) as raised:
+                await producer.ready(3)
+            return str(raised.value)
+
+    text = asyncio.run(run())
+    assert f"no cluster metadata within 3 s: {secured.plain}: " in text
+    assert f"is {secured.plain} a plaintext port?" in text
+
+
+def test_an_advertised_broker_with_a_bad_certificate_fails_messages_as_authentication(peers, tmp_path) -> None:
+    """The bootstrap broker's certificate is good, the broker it advertises presents an untrusted one: the messages
+    for it fail as AUTHENTICATION_FAILED with the refusal, not as a bare MESSAGE_TIMEOUT."""
+    with ExitStack() as stack:
+        advertised = free_port()
+        broker = stack.enter_context(EmbeddedBroker(advertised_port=advertised, log_path=tmp_path / "tansu.log"))
+        broker.create_topic("bad-leader", 1)
+        start_stunnel(stack, tmp_path, advertised, broker.port, peers.certs.untrusted, peers.certs.untrusted_key)
+        good = free_port()
+        start_stunnel(stack, tmp_path, good, broker.port, peers.certs.server, peers.certs.server_key)
+        cfg = ProducerConfig.from_mapping(
+            {
+                "bootstrap.servers": f"127.0.0.1:{good}",
+                "security.protocol": "SSL",
+                "ssl.ca.location": peers.certs.ca,
+                "message.timeout.ms": 2000,
+                "reconnect.backoff.max.ms": 200,
+            }
+        )
+
+        async def run() -> DeliveryError:
+            async with Producer(cfg) as producer:
+                await producer.ready(10)
+                handle = producer.send("bad-leader", b"v")
+                with pytest.raises(DeliveryError) as raised:
+                    await asyncio.wait_for(handle, 10)
+                return raised.value
+
+        error = asyncio.run(run())
+    assert error.reason == DiscardReason.AUTHENTICATION_FAILED, error
+    assert f"authentication failed: broker 127.0.0.1:{advertised}, TLS: the broker's certificate is refused" in str(
+        error
+    )

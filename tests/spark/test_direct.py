@@ -183,3 +183,17 @@ def test_unknown_topic_is_a_bad_topic_discard_without_autocreate(tansu) -> None:
         deliver(iter(_batches(10, 10)), options)
     assert failed.value.summary.discarded == {"BAD_TOPIC": 10}
     assert "never-created-topic" in str(failed.value)
+
+
+def test_a_row_over_message_max_bytes_is_a_bad_row() -> None:
+    async def scenario():
+        async with FakeCluster(brokers=1) as cluster:
+            cluster.add_topic("t", [1])
+            options = write_options(
+                {"bootstrap.servers": cluster.bootstrap[0], "topic": "t", "kafka.message.max.bytes": "2000"}
+            )
+            batch = pa.RecordBatch.from_pydict({"value": [b"small", b"x" * 5000]})
+            with pytest.raises(BadRow, match=r"larger than kafka\.message\.max\.bytes allows: MSG_SIZE_TOO_LARGE"):
+                await produce_batches(iter([batch]), options)
+
+    run(scenario())

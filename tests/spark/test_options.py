@@ -151,12 +151,12 @@ def test_write_daemon() -> None:
         ({**SERVERS, "socket": "/x"}, "exactly one of"),
         ({"socket": "/x", "kafka.linger.ms": "5"}, "apply to direct writes"),
         ({**SERVERS, "kafka.lingerms": "5"}, "unknown producer setting 'kafka.lingerms'"),
-        ({**SERVERS, "kafka.linger.ms": "soon"}, "'kafka.linger.ms': 'soon' is not an integer"),
+        ({**SERVERS, "kafka.linger.ms": "soon"}, "'kafka.linger.ms': 'soon' is not a whole number"),
         ({**SERVERS, "kafka.acks": "7000000"}, "acks"),
-        ({**SERVERS, "kafka.topic.autocreate": "yes"}, "not true or false"),
-        ({**SERVERS, "kafka.compression.codec": "brotli"}, "compression_codec"),
-        ({**SERVERS, "kafka.compression.type": "brotli"}, "compression_codec"),
-        ({**SERVERS, "kafka.enable.idempotence": "sometimes"}, "'kafka.enable.idempotence'.*not true or false"),
+        ({**SERVERS, "kafka.topic.autocreate": "yes"}, "'kafka.topic.autocreate': 'yes' must be true or false"),
+        ({**SERVERS, "kafka.compression.codec": "brotli"}, "'kafka.compression.codec'"),
+        ({**SERVERS, "kafka.compression.type": "brotli"}, "'kafka.compression.codec'"),
+        ({**SERVERS, "kafka.enable.idempotence": "sometimes"}, "'kafka.enable.idempotence'.*must be true or false"),
         ({**SERVERS, "kafka.buffer.memory": "lots"}, "'kafka.buffer.memory'.*not an integer"),
         ({**SERVERS, "kafka.retries": "3", "kafka.max.failed.delivery.attempts": "4"}, "disagree"),
         ({**SERVERS, "startingOffsets": "earliest"}, "applies to reads"),
@@ -326,3 +326,13 @@ def test_java_producer_settings_spark_users_pass() -> None:
 
 def test_the_sink_takes_include_headers() -> None:
     assert write_options({**SERVERS, "topic": "t", "includeHeaders": "true"}).topic == "t"  # Spark's sink takes it
+
+
+def test_bootstrap_servers_with_a_listener_prefix() -> None:
+    sasl = {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.username": "u", "kafka.sasl.password": "p"}
+    options = write_options({"bootstrap.servers": "SASL_SSL://h:9094,g:9094", "topic": "t", **sasl})
+    assert options.producer is not None and options.producer.bootstrap_servers == ("h:9094", "g:9094")
+    with pytest.raises(OptionError, match=r"option 'bootstrap\.servers': 'SSL://h:1' names the SSL listener"):
+        write_options({"bootstrap.servers": "SSL://h:1", "topic": "t"})
+    with pytest.raises(OptionError, match=r"option 'bootstrap\.servers': 'nohost' is not host:port"):
+        read_options({"bootstrap.servers": "nohost", "topic": "t"}, streaming=False)

@@ -118,7 +118,7 @@ def test_kafka_property_overrides_the_file_and_keeps_secrets_redacted(tmp_path: 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--kafka_property", "linger.ms=5"], "--kafka_property: 'linger.ms' is not NAME=VALUE with a security"),
+        (["--kafka_property", "linger.ms=5"], "--kafka_property: 'linger.ms' is not a security property"),
         (["--kafka_property", "security.protocol=SASL_SSL"], "--kafka_property: sasl.username: required"),
         (["--kafka_property", "sasl.password=env:BRUCE_NO_SUCH_VAR"], "environment variable BRUCE_NO_SUCH_VAR"),
     ],
@@ -157,7 +157,7 @@ def test_enable_idempotence_from_the_option_the_kafka_table_and_kafka_property(
         (["--enable_idempotence", "true", "--required_acks", "1"], "--enable_idempotence: needs --required_acks -1"),
         (["--enable_idempotence", "true", "--kafka_protocol", "v0"], "--enable_idempotence: the 0.8 protocol"),
         (["--enable_idempotence", "yes"], '--enable_idempotence: "yes" is not one of: auto, true, false'),
-        (["--kafka_property", "enable.idempotence=1"], "enable.idempotence=1: expected true or false"),
+        (["--kafka_property", "enable.idempotence=1"], "enable.idempotence: '1' must be true or false"),
     ],
 )
 def test_enable_idempotence_errors(argv: list[str], message: str) -> None:
@@ -173,5 +173,37 @@ def test_enable_idempotence_errors(argv: list[str], message: str) -> None:
 
 
 def test_kafka_table_enable_idempotence_must_be_true_or_false() -> None:
-    with pytest.raises(ConfigError, match=re.escape('kafka."enable.idempotence": expected true or false')):
+    with pytest.raises(ConfigError, match=re.escape("kafka.\"enable.idempotence\": 'maybe' must be true or false")):
         load_toml(base_toml() + '\n[kafka]\n"enable.idempotence" = "maybe"\n', source="f.toml")
+
+
+def test_the_reconnect_backoff_from_the_kafka_table_the_xml_element_and_the_command_line() -> None:
+    table = '"reconnect.backoff.ms" = 50\n"reconnect.backoff.max.ms" = "2000"\n'
+    config = load_toml(base_toml() + "\n[kafka]\n" + table)
+    assert config.producer_properties == (("reconnect.backoff.ms", 50), ("reconnect.backoff.max.ms", 2000))
+    produced = producer_config_of(config)
+    assert (produced.reconnect_backoff_ms, produced.reconnect_backoff_max_ms) == (50, 2000)
+    assert load_toml(to_toml(config)) == config  # written back as read
+    xml = load_xml(xml_with('<property name="reconnect.backoff.max.ms" value="3000"/>'))
+    assert producer_config_of(xml).reconnect_backoff_max_ms == 3000
+    result = configure(["--initial_brokers", "k1", "--kafka_property", "reconnect.backoff.max.ms=700"])
+    assert not isinstance(result, int)
+    assert producer_config(*result).reconnect_backoff_max_ms == 700
+    err = io.StringIO()
+    argv = ["--initial_brokers", "k1", "--kafka_property", "reconnect.backoff.max.ms=10"]
+    assert configure(argv, stderr=err) == 2  # below reconnect.backoff.ms (100)
+    assert "reconnect_backoff_max_ms: 10 must be at least reconnect_backoff_ms (100)" in err.getvalue()
+
+
+def test_sasl_with_the_08_protocol_and_an_unsendable_password_stop_the_daemon_at_start(monkeypatch) -> None:
+    sasl = ["--kafka_property", "security.protocol=SASL_PLAINTEXT", "--kafka_property", "sasl.username=u"]
+    monkeypatch.setenv("BRUCE_TEST_PW", "good")
+    err = io.StringIO()
+    argv = ["--initial_brokers", "k1", *sasl, "--kafka_property", "sasl.password=env:BRUCE_TEST_PW"]
+    assert configure([*argv, "--kafka_protocol", "v0"], stderr=err) == 2
+    assert err.getvalue().startswith("bruce: --kafka_protocol: the 0.8 protocol (v0) has no SASL"), err.getvalue()
+    monkeypatch.setenv("BRUCE_TEST_PW", "bad\x01pw")
+    err = io.StringIO()
+    assert configure([*argv, "--kafka_property", "sasl.mechanism=SCRAM-SHA-512"], stderr=err) == 2
+    assert "--kafka_property: sasl.password: holds a character SASLprep forbids" in err.getvalue()
+    assert "bad\x01pw" not in err.getvalue()
