@@ -148,7 +148,8 @@ def read_floor(spark: SparkSession, address: str, topic: str, rows: int) -> None
     with KafkaReader(ClientConfig((address,))) as kafka:
         parts = kafka.partitions(topic)
         sizes = kafka.latest_offsets(topic, parts)
-        size = len(next(iter(next(kafka.read(topic, parts[0], 0, 1)))).value or b"")
+        first = next(p for p in parts if sizes[p])  # a partition with records: the values' size
+        size = len(next(kafka.read(topic, first, 0, 1))[0].value or b"")
     tasks = spark.createDataFrame([(p, sizes[p]) for p in parts], "partition int, rows long")
 
     def made(batches):  # runs in the executors' Python workers: batches of the read's shape, built once per task
