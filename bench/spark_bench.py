@@ -24,6 +24,10 @@ each round's figures are printed too (the machine may be noisy). A small warm-up
 worker start-up out of the figures. Goals: the data source >= 1x its confluent-kafka peer, and within 1.5x of the
 floor's time (ratio to the floor's rows/s >= 0.67).
 
+Outside Spark (the same broker, no JVM): one write task's delivery (``produce_batches``) of the same rows as 10,000-row
+Arrow batches, plain (one ``send_many`` per batch) and with a ``topic`` column naming the same topic (the per-row
+path: one ``send`` per row, routed the same way): what the bulk path saves per task, without Spark's noise.
+
 ``--cluster`` then measures the data source's write and read again, the same way, on a Spark standalone cluster on
 loopback (a master and two workers of one core each, separate JVMs: :mod:`bruce.spark.standalone`; the local session
 is stopped first), the job submitted with spark-submit (this script in ``--measure`` mode), and prints the cluster's
@@ -273,6 +277,34 @@ def run(spark: SparkSession, broker: EmbeddedBroker, rows: int, size: int, parti
     return {"write": writes["bruce data source"], "read": reads["bruce data source"]}
 
 
+def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repeat: int) -> None:
+    """One write task outside Spark, plain rows vs rows with a topic column (see the module docstring)."""
+    import pyarrow as pa
+
+    from bruce.producer import run as run_async
+    from bruce.spark.direct import produce_batches
+    from bruce.spark.options import write_options
+
+    values = [str(i).rjust(size, "x").encode() for i in range(rows)]
+    plain = [pa.RecordBatch.from_pydict({"value": values[i : i + 10_000]}) for i in range(0, rows, 10_000)]
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name, with_topic in (("send_many (plain rows)", False), ("send per row (topic column)", True)):
+            topic = f"spark-bench-task-{next(_topics)}"
+            broker.create_topic(topic, partitions)
+            batches = [b.append_column("topic", pa.array([topic] * b.num_rows)) for b in plain] if with_topic else plain
+            given = {"bootstrap.servers": broker.address} | ({} if with_topic else {"topic": topic})
+            options = write_options(given)
+            started = time.perf_counter()
+            summary = run_async(produce_batches(iter(batches), options))
+            rate = rows / (time.perf_counter() - started)
+            if summary.delivered != rows:
+                raise RuntimeError(f"task {name}: {summary.describe()}")
+            best[name] = max(best.get(name, 0.0), rate)
+    for name, rate in best.items():
+        print(f"task   {name:28} {rate:12,.0f} rows/s", flush=True)
+
+
 def run_cluster(broker: EmbeddedBroker, local: dict, rows: int, size: int, partitions: int, repeat: int) -> None:
     """The data source measured again on a standalone cluster (see the module docstring), beside ``local``."""
     topics = [f"spark-bench-cluster-{next(_topics)}" for _ in range(repeat + 1)]
@@ -329,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             local = run(spark, broker, rows, args.size, args.partitions, repeat)
         finally:
             spark.stop()
+        run_task(broker, rows, args.size, args.partitions, repeat)
         if args.cluster:
             run_cluster(broker, local, rows, args.size, args.partitions, repeat)
     return 0

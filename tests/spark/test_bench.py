@@ -28,5 +28,7 @@ def test_spark_bench_quick() -> None:
         r"read   floor mapInArrow->noop +[\d,]+ rows/s",
         r"ratio  read data source / confluent mapInArrow: [\d.]+x",
         r"ratio  read data source / floor mapInArrow->noop: [\d.]+x",
+        r"task   send_many \(plain rows\) +[\d,]+ rows/s",
+        r"task   send per row \(topic column\) +[\d,]+ rows/s",
     ):
         assert re.search(line, out), f"missing {line!r} in:\n{out}"
