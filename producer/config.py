@@ -47,6 +47,9 @@ class ProducerConfig:
     # Idempotence (KIP-98, librdkafka's names): None = on when every broker can take it and acks=-1 (docs/producer.md)
     enable_idempotence: bool | None = None
     max_in_flight_requests_per_connection: int = 5  # idempotent path: requests per connection, and per partition
+    # Transactions (librdkafka's names): a transactional id makes the producer transactional (docs/producer.md)
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
     # Accumulation (library path)
     linger_ms: int = 5
     batch_num_messages: int = 10_000
@@ -116,6 +119,14 @@ class ProducerConfig:
                 f"max_in_flight_requests_per_connection: {self.max_in_flight_requests_per_connection!r} must be 1 to "
                 f"{MAX_IN_FLIGHT} with enable_idempotence (the broker remembers {MAX_IN_FLIGHT} batches per partition)"
             )
+        if self.transactional_id is not None:
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise ConfigError(f"transactional_id: {self.transactional_id!r} must be a non-empty string")
+            if self.enable_idempotence is False or self.acks != -1 or self.protocol == "v0":
+                raise ConfigError(
+                    "transactional_id: a transactional producer is idempotent: it needs acks=-1, the modern protocol "
+                    "and enable_idempotence left on"
+                )
         for name in ("empty_as_null", "topic_autocreate"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name}: {getattr(self, name)!r} must be true or false")
@@ -152,6 +163,7 @@ class ProducerConfig:
         ):
             _require(self, name, 0)
         _require(self, "message_timeout_ms", 0, 2**31 - 1)
+        _require(self, "transaction_timeout_ms", 1, 2**31 - 1)
         _require(self, "reconnect_backoff_max_ms", self.reconnect_backoff_ms)
         _require(self, "metadata_retry_backoff_max_ms", self.metadata_min_interval_ms)
 
@@ -159,8 +171,8 @@ class ProducerConfig:
     def idempotence_wanted(self) -> bool:
         """Idempotence may be used: set, or left to the brokers (None) with acks=-1, the modern protocol possible and
         at most 5 requests in flight. Whether the brokers take it is known at the first connection."""
-        if self.enable_idempotence is not None:
-            return self.enable_idempotence
+        if self.enable_idempotence is not None or self.transactional_id is not None:
+            return self.enable_idempotence is not False
         return self.acks == -1 and self.protocol != "v0" and self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT
 
     @property
