@@ -58,6 +58,7 @@ def test_commit_and_abort_send_the_requests_in_order_with_transactional_batches(
         assert [r.value for r in cluster.records("t", 0)] == [b"c0", b"c2", b"a"]
         batches = produced_batches(cluster)
         assert batches and all(b.is_transactional and (b.producer_id, b.producer_epoch) == (PID, 0) for b in batches)
+        assert {s.body.transactional_id for s in cluster.requests("Produce")} == {"tx"}  # ties them to the transaction
         init = [s.body for s in cluster.requests("InitProducerId")]
         assert [(b.transactional_id, b.transaction_timeout_ms) for b in init] == [("tx", 60_000)]
         adds = cluster.requests("AddPartitionsToTxn")
