@@ -25,6 +25,7 @@ from bruce.wire.versions import FIND_COORDINATOR
 
 from .backoff import ExponentialBackoff
 from .config import ProducerConfig
+from .counters import Counters
 from .errors import TransportError
 from .transport import BrokerConnection, Timeouts, open_connection
 
@@ -49,6 +50,7 @@ class CoordinatorLink:
         config: ProducerConfig,
         timeouts: Timeouts,
         brokers: Callable[[], list[tuple[str, int]]],
+        counters: Counters | None = None,
     ) -> None:
         assert config.transactional_id is not None
         self.key = config.transactional_id
@@ -57,6 +59,7 @@ class CoordinatorLink:
         self.brokers = brokers  # where FindCoordinator may go
         self.conn: BrokerConnection | None = None
         self.retries = 0  # requests sent again (transport failures and the retriable errors above)
+        self.counters = counters or Counters()
 
     def close(self) -> None:
         if self.conn is not None:
@@ -68,31 +71,33 @@ class CoordinatorLink:
         """Send ``build(conn)``'s ``(request, version)`` to the coordinator until it gives an answer that is not
         retried here (``error_of(answer)`` is its error code); returns that answer."""
         backoff = ExponentialBackoff(max(self.config.retry_backoff_ms, 1), RETRY_BACKOFF_MAX_MS)
-        last = "no answer"
+        last = detail = "no answer"
         attempts = 0
         while True:
             try:
                 async with asyncio.timeout_at(deadline):
                     if attempts:
                         self.retries += 1
+                        self.counters.inc("TransactionCoordinatorRetry", labels=(("error", last),))
                         await asyncio.sleep(max(backoff.next_delay(), self.config.retry_backoff_ms) / 1000)
                     attempts += 1
                     conn = self.conn if self.conn is not None and self.conn.alive else await self._find()
                     request, version = build(conn)
                     answer = await conn.request(request, version)
             except TimeoutError:
-                what = f"transaction coordinator for {self.key!r}: no final answer ({last})"
+                what = f"transaction coordinator for {self.key!r}: no final answer ({detail})"
                 raise CoordinatorTimeout(what) from None
             except TransportError as e:
                 self.close()
-                last = str(e)
+                last = str(e.reason)
+                detail = str(e)
                 continue
             code = error_of(answer)
             if code in _FIND_AGAIN:
                 self.close()
             if code not in _FIND_AGAIN and code not in _ASK_AGAIN:
                 return answer
-            last = errorcodes.lookup(code).name
+            last = detail = errorcodes.lookup(code).name
 
     async def _find(self) -> BrokerConnection:
         """Connect to the coordinator (FindCoordinator to each known broker in turn)."""

@@ -106,7 +106,7 @@ class TransactionManager:
             known = [(b.host, b.port) for b in view.brokers.values()] if view is not None else []
             return known or list(config.brokers)
 
-        self.link = CoordinatorLink(config, producer._timeouts, brokers)
+        self.link = CoordinatorLink(config, producer._timeouts, brokers, producer.counters)
 
     # ---------------------------------------------------------------- the API
 
@@ -115,6 +115,8 @@ class TransactionManager:
             raise self._raised()
         if self.state is not TxnState.INIT:
             raise UsageError("init_transactions: already done (call it once per producer)")
+        if self.p._group is None:
+            raise UsageError("init_transactions: start the producer first (async with Producer(...))")
         await self._init_producer_id(self._deadline(timeout), renew=False)
         self.state = TxnState.READY
 
@@ -141,6 +143,7 @@ class TransactionManager:
         await self._wait_adding(deadline)
         if self.added:
             await self._end(True, deadline)
+        self.p.counters.inc("TransactionCommitted")
         self._finished()
 
     async def abort(self, timeout: float | None) -> None:
@@ -164,6 +167,7 @@ class TransactionManager:
         if self.new_id_due or idem.state is not PidState.ASSIGNED or idem.bump_needed:
             await self._init_producer_id(deadline, renew=True)
         self.error = None
+        self.p.counters.inc("TransactionAborted")
         self._finished()
 
     def refuse(self) -> None:
@@ -227,12 +231,14 @@ class TransactionManager:
     def _abortable(self, code: str, why: str) -> None:
         if self.state is TxnState.IN_TRANSACTION:
             self.state = TxnState.ABORTABLE
+            self.p.counters.inc("TransactionAbortable", labels=(("reason", code),))
             self.error = TransactionError(f"transaction must be aborted: {why}", code=code, txn_requires_abort=True)
 
     def _fatal(self, code: str, why: str) -> None:
         if self.state is TxnState.FATAL:
             return
         self.state = TxnState.FATAL
+        self.p.counters.inc("TransactionFatal", labels=(("reason", code),))
         why = f"transactional producer {self.tid!r} failed for good: {why}"
         self.error = TransactionError(why, code=code, fatal=True)
         self.p._accepting = False

@@ -82,6 +82,10 @@ def test_retriable_coordinator_errors_are_retried() -> None:
             await p.commit_transaction(5)
             assert handle.result() == (0, 0)
             assert p._txn is not None and p._txn.link.retries == 5
+            retried = {e: p.counters.get("TransactionCoordinatorRetry", (("error", e),)) for e in ("NOT_COORDINATOR",
+                       "COORDINATOR_LOAD_IN_PROGRESS", "CONCURRENT_TRANSACTIONS")}  # fmt: skip
+            assert retried == {"NOT_COORDINATOR": 1, "COORDINATOR_LOAD_IN_PROGRESS": 1, "CONCURRENT_TRANSACTIONS": 2}
+            assert p.counters.get("TransactionCommitted") == 1
         assert cluster.txn.ended == [("tx", True, frozenset({("t", 0)}))]
         assert len(cluster.requests("FindCoordinator")) == 3  # the first refused, then init, then after NOT_COORDINATOR
 
@@ -112,6 +116,7 @@ def test_fenced_on_produce_is_fatal_and_the_newer_producer_goes_on() -> None:
                     call()
             with pytest.raises(TransactionError):
                 await old.abort_transaction(1)
+            assert old.counters.get("TransactionFatal", (("reason", "INVALID_PRODUCER_EPOCH"),)) == 1
         assert cluster.txn.ended == []
 
     scenario(body, brokers=1)
@@ -157,6 +162,8 @@ def test_an_abortable_error_needs_abort_which_renews_the_producer_id() -> None:
             kept = p.send("t", b"kept", partition=0)
             await p.commit_transaction(5)
             assert kept.result() == (0, 0)
+            assert p.counters.get("TransactionAbortable", (("reason", "OUT_OF_ORDER_SEQUENCE_NUMBER"),)) == 1
+            assert p.counters.get("TransactionAborted") == 1 and p.counters.get("TransactionCommitted") == 1
         renew = cluster.requests("InitProducerId")[-1].body
         assert (renew.producer_id, renew.producer_epoch) == (PID, 0)  # KIP-360: the current id and epoch
         assert cluster.values("t") == [b"kept"]
@@ -192,6 +199,8 @@ def test_a_fatal_end_txn_answer_and_a_retriable_timeout() -> None:
 def test_misuse_is_a_clear_error() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
+        with pytest.raises(UsageError, match="start the producer first"):
+            await Producer(transactional(cluster)).init_transactions(1)
         async with running(transactional(cluster)) as p:
             with pytest.raises(UsageError, match="init_transactions"):
                 p.begin_transaction()
