@@ -113,6 +113,8 @@ def producer_value(key: str, name: str, text: str) -> Any:
     field = fields.get(name)
     if field is None or name == "bootstrap_servers":
         raise OptionError(f"unknown producer setting {key!r} (see docs/spark.md for the kafka.* settings)")
+    if name == "transactional_id":  # a transactional producer sends only inside transactions, which a write never opens
+        raise OptionError(f"option {key!r}: transactions are not available to Spark writes (a write never opens one)")
     default = field.default
     if isinstance(default, bool):
         if text.lower() not in ("true", "false"):

@@ -137,6 +137,7 @@ def test_write_daemon() -> None:
         ({**SERVERS, "socket": "/x"}, "exactly one of"),
         ({"socket": "/x", "kafka.linger.ms": "5"}, "apply to direct writes"),
         ({**SERVERS, "kafka.lingerms": "5"}, "unknown producer setting 'kafka.lingerms'"),
+        ({**SERVERS, "kafka.transactional.id": "w"}, "transactions are not available to Spark writes"),
         ({**SERVERS, "kafka.linger.ms": "soon"}, "'kafka.linger.ms': 'soon' is not an integer"),
         ({**SERVERS, "kafka.acks": "7000000"}, "acks"),
         ({**SERVERS, "kafka.topic.autocreate": "yes"}, "not true or false"),
