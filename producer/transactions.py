@@ -348,11 +348,11 @@ class TransactionManager:
                     why = f"AddPartitionsToTxn answered {name} for {tp[0]}/{tp[1]}"
                     self._fatal(name, why) if name in _FATAL else self._abortable(name, why)
                     return
-            if self.wanted:
-                await asyncio.sleep(max(self.p.config.retry_backoff_ms, 10) / 1000)
             seq = self.p._dispatcher.seq
             if seq is not None:
                 seq.wake_all()
+            if self.wanted.intersection(asked):  # refused for now (retriable): ask again after the backoff
+                await asyncio.sleep(max(self.p.config.retry_backoff_ms, 10) / 1000)
 
 
 def _builder(request: Any, api_key: int) -> Any:

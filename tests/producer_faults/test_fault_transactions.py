@@ -244,3 +244,32 @@ def test_bad_transactional_settings(overrides: dict[str, Any], match: str) -> No
 def test_a_transactional_producer_is_idempotent() -> None:
     config = ProducerConfig(transactional_id="a")
     assert config.idempotence_wanted and Producer(config)._dispatcher.seq is not None
+
+
+def test_add_partitions_answers_per_partition() -> None:
+    """A retriable partition error is asked again after the backoff; TOPIC_AUTHORIZATION_FAILED makes the transaction
+    abortable, and its messages are discarded by the abort."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with running(transactional(cluster)) as p:
+            await p.init_transactions(5)
+            p.begin_transaction()
+            cluster.brokers[1].script(APTT, Fault.error(3))  # UNKNOWN_TOPIC_OR_PARTITION: retriable
+            first = p.send("t", b"v", partition=0)
+            await p.commit_transaction(5)
+            assert first.result() == (0, 0)
+            p.begin_transaction()
+            cluster.brokers[1].script(APTT, Fault.error(29))  # TOPIC_AUTHORIZATION_FAILED
+            refused = p.send("t", b"w", partition=0)
+            with pytest.raises(TransactionError) as caught:
+                await p.commit_transaction(5)
+            assert caught.value.txn_requires_abort and caught.value.code == "TOPIC_AUTHORIZATION_FAILED"
+            await p.abort_transaction(5)
+            with pytest.raises(DeliveryError):
+                refused.result()
+        assert len(cluster.requests("AddPartitionsToTxn")) == 3
+        assert cluster.values("t") == [b"v"]
+        assert cluster.txn.ended == [("tx", True, frozenset({("t", 0)}))]  # nothing added in the second: no EndTxn
+
+    scenario(body, brokers=1)
