@@ -20,7 +20,7 @@ from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_v
 from .config import ProducerConfig, parse_host_port
 from .counters import Counters
 from .errors import ConfigError, DeliveryError, ProducerClosed, QueueFull, TransportError
-from .health import BrokerState, QueueStats
+from .health import BootstrapState, BrokerState, QueueStats
 from .message import Message, OutcomeSink
 from .partitioner import key_to_partition_key, partition_for_key
 from .producer import Producer
@@ -34,6 +34,7 @@ from .transport import BrokerConnection, Timeouts, open_connection
 __all__ = [
     "AuthenticationFailed",
     "BadMetadata",
+    "BootstrapState",
     "Broker",
     "BrokerConnection",
     "BrokerState",

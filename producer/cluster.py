@@ -5,8 +5,10 @@ Rules (Bruce's metadata parsing, docs/bruce-compatibility.md#metadata):
 - Every partition of a kept topic is listed (PartitionKey's modulus runs over all of them), but only partitions with
   error 0 or 9 (REPLICA_NOT_AVAILABLE) whose leader is a known broker are *available*.
 - Bad metadata (:class:`BadMetadata`): an empty broker list; a duplicate broker, topic or partition; a usable
-  partition (error 0 or 9, leader ≥ 0) whose leader is not in the broker list; with ``require_topics``, no topic without
-  an error (Bruce's rule: a cluster with no valid topics is not a valid answer).
+  partition (error 0 or 9, leader ≥ 0) whose leader is not in the broker list; with ``require_topics``, topics listed
+  but every one with an error (a broker that answers without being able to describe any topic, e.g. still loading its
+  state: taking it at its word would discard every message as BAD_TOPIC). An answer listing no topic at all is a
+  brand-new cluster and valid either way (Bruce refused it too; see docs/producer.md#metadata).
 - Pure and immutable: a new response makes a new view; :meth:`ClusterView.same_as` tells whether anything changed.
 """
 
@@ -103,6 +105,8 @@ def build_view(brokers: Any, topics: Any, *, require_topics: bool = False) -> Cl
                 leaders[p.partition_index] = p.leader_id
         ordered = tuple(parts[i] for i in sorted(parts))
         kept[t.name] = Topic(t.name, ordered, leaders, tuple(sorted(leaders)))
-    if require_topics and not kept:
-        raise BadMetadata("metadata lists no topic without an error")
+    # Bruce's "no valid topic" rule, kept only where it protects something: topics listed, none usable. An empty list is
+    # a new cluster (every Kafka cluster starts so): refusing it would keep the daemon from ever creating a topic.
+    if require_topics and seen_topics and not kept:
+        raise BadMetadata(f"metadata lists {len(seen_topics)} topics, every one with an error")
     return ClusterView(by_id, kept)

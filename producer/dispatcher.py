@@ -16,7 +16,8 @@ Rules:
   topics that come and go leave nothing behind).
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
-  auto-creation). The answer of a fetch begun earlier asks for another fetch.
+  auto-creation). The answer of a fetch begun earlier asks for another fetch. A name Kafka refuses is not held: its
+  messages are discarded at once as BAD_TOPIC_NAME (:mod:`~bruce.producer.topic_name`).
 - Message timeout (``message_timeout_ms``, 0 = none): :meth:`Dispatcher.expire`, called from the producer's
   periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff,
   oldest first (whole batches from the front of each queue: no timer per message). Messages in a request are the
@@ -45,6 +46,7 @@ from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .responses import RequestOutcomes
 from .sequencing import Sequencer
+from .topic_name import topic_name_problem
 
 
 class Dispatcher(RequestOutcomes):
@@ -208,6 +210,9 @@ class Dispatcher(RequestOutcomes):
     def _hold_unknown(self, topic: str, messages: list[Message], since: float) -> None:
         held = self.unknown.get(topic)
         if held is None:
+            if (problem := topic_name_problem(topic)) is not None:  # no broker could have it: say so at once
+                self.discard(topic, messages, DiscardReason.BAD_TOPIC_NAME, f"not a valid Kafka topic name: {problem}")
+                return
             self.unknown[topic] = (list(messages), self.fetches_begun(), [[since, len(messages)]])
             self.on_unknown_topic(topic)
         else:

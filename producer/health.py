@@ -48,6 +48,16 @@ class QueueStats:
 
 
 @dataclass(frozen=True, slots=True)
+class BootstrapState:
+    """One configured bootstrap broker (``host:port``) and the last error in reaching it for metadata (DNS failure,
+    refused, timed out, TLS or SASL refusal; ``""`` and 0 when none since it last answered)."""
+
+    address: str
+    last_error: str = ""
+    last_error_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerState:
     """One broker as the status pages show it: address, connection state (``connected``, ``connect failed``,
     ``disconnected``, ``idle``: no produce connection opened yet), since when (epoch s; 0 = since start), and the

@@ -103,6 +103,7 @@ class MetadataFetcher:
                     self.counters.inc("GetMetadataFail", labels=(("broker", node),))
                     if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: logged by the producer
                         refused += 1
+                        self.trouble.refused(node, str(e))
                     else:
                         self.trouble.failed(node, f"metadata request failed: {e}")
                     errors.append(str(e) if isinstance(e, AuthenticationFailed) else f"{node}: {e}")

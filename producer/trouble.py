@@ -9,6 +9,9 @@ Rules:
   long, how many attempts, the last reason).
 - :meth:`BrokerTrouble.reachable` (a connection negotiated, or a metadata answer): ends the episode with one WARNING
   line (how long it lasted, how many attempts failed). A broker never in trouble logs nothing.
+- The last error of each broker in trouble (and of one that refused authentication, :meth:`BrokerTrouble.refused`,
+  which the producer logs itself) is kept with its wall-clock time for the status page (:meth:`last_error`) until
+  the broker answers. Bounded by the brokers named in the config and the metadata.
 - Logger ``bruce.producer``; the clock is ``time.monotonic`` unless one is given (tests).
 """
 
@@ -39,9 +42,11 @@ class BrokerTrouble:
         self._clock = clock
         self._interval = interval
         self._episodes: dict[str, _Episode] = {}
+        self._last: dict[str, tuple[str, float]] = {}  # node -> (last error, epoch s)
 
     def failed(self, node: str, reason: str) -> None:
         """An attempt to reach ``node`` (``host:port``) failed for ``reason``."""
+        self._last[node] = (reason, time.time())
         now = self._clock()
         episode = self._episodes.get(node)
         if episode is None:
@@ -62,6 +67,7 @@ class BrokerTrouble:
 
     def reachable(self, node: str) -> None:
         """``node`` answered: the end of its trouble, if it had any."""
+        self._last.pop(node, None)
         if not self._episodes:
             return
         episode = self._episodes.pop(node, None)
@@ -72,6 +78,14 @@ class BrokerTrouble:
                 self._clock() - episode.since,
                 episode.attempts,
             )
+
+    def refused(self, node: str, reason: str) -> None:
+        """``node`` refused authentication (TLS or SASL): kept for :meth:`last_error`, not logged here."""
+        self._last[node] = (reason, time.time())
+
+    def last_error(self, node: str) -> tuple[str, float] | None:
+        """The last error in reaching ``node`` and when (epoch s), or None since it last answered."""
+        return self._last.get(node)
 
     def unreachable(self) -> list[str]:
         """The brokers in trouble now, sorted."""

@@ -24,7 +24,7 @@ from .cluster import ClusterView
 from .config import ProducerConfig
 from .dispatcher import Dispatcher
 from .errors import DeliveryError, ProducerClosed
-from .health import BrokerHealth, BrokerState, QueueStats
+from .health import BootstrapState, BrokerHealth, BrokerState, QueueStats
 from .metadata import MetadataFetcher
 from .reasons import DiscardReason
 from .sender import Sender
@@ -130,6 +130,15 @@ class ProducerViews:
             h = sender.health if sender is not None else BrokerHealth()
             host, port = (b.host, b.port) if b is not None else ("?", 0)
             out.append(BrokerState(node_id, host, port, h.state, h.since, h.last_error, h.last_error_at))
+        return tuple(out)
+
+    def bootstrap_states(self) -> tuple[BootstrapState, ...]:
+        """Each configured bootstrap broker with the last error in reaching it (what the log said)."""
+        out = []
+        for host, port in self.config.brokers:
+            address = f"{host}:{port}"
+            error, at = self._fetcher.trouble.last_error(address) or ("", 0.0)
+            out.append(BootstrapState(address, error, at))
         return tuple(out)
 
     def requests_in_flight(self) -> int:

@@ -35,8 +35,8 @@ Rules:
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
   SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last. What
   the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
-  stop too, after the inputs are drained, until the deadline); what is left then, or after a failure, is settled as
-  SERVER_SHUTDOWN: it stays in the spool.
+  stop too, after the inputs are drained, until the deadline). A spooled message a stop leaves undelivered is kept,
+  not discarded: it stays in the spool for the next start (``MsgKeptInSpool``, the exit summary).
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """
@@ -124,7 +124,7 @@ class Daemon(DaemonShutdown):
             producer_config(options, config),
             sink=outcomes,
             compression=TopicCompression(config),
-            require_topics=not embedded,
+            require_topics=True,  # topics listed but all in error: ask another broker (docs/producer.md#metadata)
             pack=self.packer.pack,
         )
         self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
@@ -143,6 +143,7 @@ class Daemon(DaemonShutdown):
             debug=self.debug,
             counters=counters,
         )
+        self.tracker.message_limit = config.batching.message_max_bytes - message_overhead(options.kafka_protocol)
         route = self.router.route
         if options.use_old_output_format:
             route = legacy_output(route, omit_timestamp=options.omit_timestamp)

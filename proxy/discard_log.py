@@ -8,6 +8,8 @@ Rules:
 
   Key and value are cut to ``prefix_size`` bytes *before* base64; the lengths are those of the written text (topic
   bytes, base64 characters). ``DUP`` lines carry ``info: NONE``; input discards carry ``API_KEY(n)`` / ``VERSION(n)``.
+  Where a limit was broken (LONG_MSG), the line ends with `` size: <bytes> limit: <bytes>`` (our addition: a reader
+  of Bruce's lines that stops after ``msg:`` still reads them).
 - The path is absolute and names a file (not ending in ``/``); its directory is created (``mkdir -p``); the file is
   created with mode 0660 and opened for append.
 - Rotation: when the next line would take the file past ``max_file_bytes``, the file is renamed ``<path>.<epoch ms>``
@@ -82,11 +84,16 @@ def format_discard_line(
     key: bytes | None,
     value: bytes | None,
     prefix_size: int,
+    *,
+    size: int | None = None,
+    limit: int | None = None,
 ) -> bytes:
-    """One discard log line (with its newline). ``key``/``value`` are cut to ``prefix_size`` bytes, then base64."""
+    """One discard log line (with its newline). ``key``/``value`` are cut to ``prefix_size`` bytes, then base64;
+    ``size`` and ``limit`` (both or neither) end the line when a limit was broken."""
     k = _b64(key[:prefix_size]) if key else b""
     v = _b64(value[:prefix_size]) if value else b""
-    return b"now: %d ts: %d event: %s info: %s topic: %d[%s] key: %d[%s] msg: %d[%s]\n" % (
+    end = b"\n" if limit is None else b" size: %d limit: %d\n" % (size, limit)
+    return b"now: %d ts: %d event: %s info: %s topic: %d[%s] key: %d[%s] msg: %d[%s]%s" % (
         now_ms,
         ts,
         event.encode("ascii"),
@@ -97,6 +104,7 @@ def format_discard_line(
         k,
         len(v),
         v,
+        end,
     )
 
 
@@ -364,11 +372,21 @@ class DiscardLog:
         self._thread.start()
         return True
 
-    def discard(self, info: str, topic: str | bytes, key: bytes | None, value: bytes | None, ts: int | None) -> None:
+    def discard(
+        self,
+        info: str,
+        topic: str | bytes,
+        key: bytes | None,
+        value: bytes | None,
+        ts: int | None,
+        *,
+        size: int | None = None,
+        limit: int | None = None,
+    ) -> None:
         """Log a discarded message. ``info`` is the reason text (``RATE_LIMIT``, ``API_KEY(300)``, ...); ``ts`` None
-        (input discards) means now."""
+        (input discards) means now; ``size`` and ``limit`` where a limit was broken (LONG_MSG)."""
         if self.file.enabled and not self._stopping:
-            self._put("DISC", info, topic, key, value, ts)
+            self._put("DISC", info, topic, key, value, ts, size, limit)
 
     def duplicate(self, topic: str | bytes, key: bytes | None, value: bytes | None, ts: int) -> None:
         """Log a possible duplicate (a message sent again after its broker failed before acknowledging it)."""
@@ -389,14 +407,23 @@ class DiscardLog:
             self.file.close()
 
     def _put(
-        self, event: str, info: str, topic: str | bytes, key: bytes | None, value: bytes | None, ts: int | None
+        self,
+        event: str,
+        info: str,
+        topic: str | bytes,
+        key: bytes | None,
+        value: bytes | None,
+        ts: int | None,
+        size: int | None = None,
+        limit: int | None = None,
     ) -> None:
         if self._appended - self._taken >= self.max_queued_bytes:
             self.counters.inc("DiscardLogLinesDropped")
             return
         now = self.clock_ms()
         raw = topic.encode() if type(topic) is str and topic.isascii() else topic_bytes(topic)
-        line = format_discard_line(now, now if ts is None else ts, event, info, raw, key, value, self.prefix_size)
+        ts = now if ts is None else ts
+        line = format_discard_line(now, ts, event, info, raw, key, value, self.prefix_size, size=size, limit=limit)
         self._queue.append(line)
         self._appended += len(line)
         if self._appended - self._taken >= self._wake_at and not self._wake.is_set():

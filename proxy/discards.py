@@ -4,7 +4,10 @@ Rules:
 - Every discarded message passes through :class:`DiscardTracker` exactly once (``record`` for messages that parsed,
   ``record_unparsed`` for datagrams that did not). Each call increments ``Discard{reason=<NAME>}``, updates the
   current report, writes the discard log line (when a :class:`~bruce.proxy.discard_log.DiscardLog` is attached) and
-  logs a warning at most once per 30 s per reason. Possible duplicates go through ``record_possible_duplicate``
+  logs a warning at most once per 30 s per reason. The warning and the discard log line say why where there is more
+  to say: LONG_MSG the size and the limit (``message_limit`` for key + value, set by the daemon; an oversized
+  datagram's limit comes as ``detail``, its topic and size are read from its first bytes), BAD_TOPIC_NAME what is
+  wrong with the name. Possible duplicates go through ``record_possible_duplicate``
   (the report and a ``DUP`` log line; the producer counts ``PossibleDuplicateMsg``). Call sites must not increment
   ``Discard{reason}`` themselves.
 - Reports cover periods of ``interval_s`` seconds on the injected wall clock (``start + n·interval``). A query sees
@@ -16,9 +19,10 @@ Rules:
   where nobody monitors) it only counts until a first report was asked for: then someone monitors, and a monitor that
   goes silent is warned about.
 - What each reason updates (Bruce's tracker): MALFORMED → count + recent prefixes; API_KEY → count; VERSION → count
-  + version→count; BAD_TOPIC → count + recent bad topics; LONG_MSG → recent ``topic SP value`` prefixes (+
-  discard_topic when the topic is known); RATE_LIMIT → rate_limit_discard + discard_topic; every other reason with a
-  topic → discard_topic {min, max client timestamp, count}. Bad topics are not in discard_topic (they are not topics).
+  + version→count; BAD_TOPIC and BAD_TOPIC_NAME → count + recent bad topics; LONG_MSG → recent ``topic SP value``
+  prefixes (+ discard_topic when the topic is known); RATE_LIMIT → rate_limit_discard + discard_topic; every other
+  reason with a topic → discard_topic {min, max client timestamp, count}. Bad topics are not in discard_topic (they
+  are not topics).
 - Bounded: the recent lists keep 25 entries (most recent first, a repeat moves to the front); prefixes are cut to
   ``prefix_size`` bytes; topics to 255 characters (Kafka allows 249); the version map keeps 64 versions; each
   per-topic map keeps ``max_topics`` topics and folds the rest into one ``<other>`` entry (no Kafka topic can have
@@ -36,6 +40,8 @@ from dataclasses import dataclass
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
+from bruce.producer.topic_name import topic_name_problem
+from bruce.wire.datagram import peek_topic
 from bruce.wire.errors import UsageError
 
 from .discard_log import DiscardLog, topic_bytes
@@ -54,6 +60,7 @@ LOG_EVERY_S = 30
 # Module-level members: an Enum attribute lookup costs ~160 ns on CPython 3.11, an identity test ~8 ns.
 _MALFORMED, _API_KEY, _VERSION = DiscardReason.MALFORMED, DiscardReason.API_KEY, DiscardReason.VERSION
 _BAD_TOPIC, _LONG_MSG, _RATE_LIMIT = DiscardReason.BAD_TOPIC, DiscardReason.LONG_MSG, DiscardReason.RATE_LIMIT
+_BAD_NAME = DiscardReason.BAD_TOPIC_NAME
 _NO_TOPIC = frozenset({_MALFORMED, _API_KEY, _VERSION})
 _UNPARSED = _NO_TOPIC | {_LONG_MSG}
 _LABELS = {reason: (("reason", reason.value),) for reason in DiscardReason}
@@ -211,6 +218,7 @@ class DiscardTracker:
         self._finished: _Period | None = None
         self._last_query = now
         self._last_logged: dict[DiscardReason, tuple[int, int]] = {}  # reason -> (when logged, suppressed since)
+        self.message_limit: int | None = None  # the longest key + value the router lets through (LONG_MSG's limit)
 
     # -- recording ---------------------------------------------------------------------------------------------------
 
@@ -229,11 +237,17 @@ class DiscardTracker:
         now = int(self.clock())
         period = self._current if now - self._current.start < self.interval else self._advance(now)
         name = topic[:MAX_TOPIC_CHARS] if type(topic) is str and topic.isascii() else _topic_str(topic)
-        if reason is _BAD_TOPIC:
+        why = ""
+        size = limit = None
+        if reason is _BAD_TOPIC or reason is _BAD_NAME:
             period.bad_topic_count += 1
             _remember(period.bad_topics, name)
+            if reason is _BAD_NAME:
+                why = f"not a valid Kafka topic name: {topic_name_problem(name)}"
         else:
             if reason is _LONG_MSG:
+                size, limit = (len(key) if key else 0) + (len(value) if value else 0), self.message_limit
+                why = f"{size} bytes of key and value" + ("" if limit is None else f", limit {limit}")
                 raw = topic_bytes(topic)
                 cut = self.prefix_size
                 _remember(period.long_msgs, (raw[:cut] + b" " + bytes((value or b"")[:cut]))[:cut])
@@ -241,13 +255,16 @@ class DiscardTracker:
                 rate_name = self._topic_key(period.rate_limited, name)
                 period.rate_limited[rate_name] = period.rate_limited.get(rate_name, 0) + 1
             self._update_topic(period.discard_topics, name, client_ts)
-        self._count(reason, name, now)
+        self._count(reason, name, now, why)
         if self.discard_log is not None:
-            self.discard_log.discard(reason.value, topic, key, value, client_ts)
+            if limit is None:
+                self.discard_log.discard(reason.value, topic, key, value, client_ts)
+            else:
+                self.discard_log.discard(reason.value, topic, key, value, client_ts, size=size, limit=limit)
 
     def record_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
         """A datagram that did not parse is discarded: MALFORMED, API_KEY (``detail`` = the API key), VERSION
-        (``detail`` = the version) or LONG_MSG (an oversized datagram)."""
+        (``detail`` = the version) or LONG_MSG (an oversized datagram; ``detail`` = the limit it broke)."""
         if reason not in _UNPARSED:
             raise UsageError(f"{reason} is not a discard of an unparsed datagram")
         if detail is None and reason is not _MALFORMED and reason is not _LONG_MSG:
@@ -269,9 +286,28 @@ class DiscardTracker:
                 period.versions[detail] = period.versions.get(detail, 0) + 1
         else:
             _remember(period.long_msgs, prefix)
+            if detail is not None:
+                self._count_oversized(datagram, detail, now)
+                return
         self._count(reason, None, now)
         if self.discard_log is not None:
             self.discard_log.discard(info, b"", None, datagram, None)
+
+    def _count_oversized(self, datagram: bytes, limit: int, now: int) -> None:
+        """An input datagram over ``limit`` (``--max_input_msg_size``): its topic and size (its Size field, the intake
+        reads only limit + 1 bytes of it) when its first bytes show them."""
+        raw = peek_topic(datagram)
+        claimed = int.from_bytes(datagram[:4], "big", signed=True) if len(datagram) >= 4 else 0
+        size = claimed if claimed > limit else len(datagram)
+        what = "a datagram of" if claimed > limit else "a datagram over"
+        self._count(
+            _LONG_MSG,
+            None if raw is None else _topic_str(raw),
+            now,
+            f"{what} {size} bytes, limit {limit} (--max_input_msg_size)",
+        )
+        if self.discard_log is not None:
+            self.discard_log.discard(_LONG_MSG.value, raw or b"", None, datagram, None, size=size, limit=limit)
 
     def record_possible_duplicate(
         self, topic: str | bytes, key: bytes | None, value: bytes | None, client_ts: int
@@ -348,7 +384,7 @@ class DiscardTracker:
             entry[1] = ts
         entry[2] += 1
 
-    def _count(self, reason: DiscardReason, topic: str | None, now: int) -> None:
+    def _count(self, reason: DiscardReason, topic: str | None, now: int, why: str = "") -> None:
         self.counters.inc("Discard", labels=_LABELS[reason])
         if not self.log_discards:
             return
@@ -359,4 +395,4 @@ class DiscardTracker:
         self._last_logged[reason] = (now, 0)
         where = f" topic {topic!r}" if topic is not None else ""
         more = f" ({suppressed} more since the last such message)" if suppressed else ""
-        log.warning("discarded message: %s%s%s", reason.value, where, more)
+        log.warning("discarded message: %s%s%s%s", reason.value, where, f": {why}" if why else "", more)

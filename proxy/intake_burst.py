@@ -73,7 +73,7 @@ class IntakeSink(Protocol):
 
     def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
         """A datagram that did not parse: MALFORMED, API_KEY (``detail`` = the API key), VERSION (``detail`` = the
-        version) or LONG_MSG (longer than the limit; ``datagram`` holds its first limit + 1 bytes)."""
+        version) or LONG_MSG (longer than the limit, ``detail``; ``datagram`` holds its first limit + 1 bytes)."""
 
 
 class IntakeBursts:
@@ -119,7 +119,7 @@ class IntakeBursts:
                             spooled.append((raw_topic, None, key, value, timestamp))  # a SpoolMessage's fields
                         continue
             if len(data) > max_size:
-                unparsed.append((len(messages), DiscardReason.LONG_MSG, None, "InputAgentDiscardMsgTooLong", data))
+                unparsed.append((len(messages), DiscardReason.LONG_MSG, max_size, "InputAgentDiscardMsgTooLong", data))
                 continue
             try:
                 kind, raw_topic, timestamp, key, value, partition_key = parse_datagram(data)

@@ -17,7 +17,10 @@ Rules:
   ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
   ``MsgCreate - MsgDestroy`` (plus ``SpoolHeldOnDisk``) beside them (and the ``MsgInFlight`` gauge).
 - With the durable spool (``spool``), every fate marks the message done there (its ``spool_seq``), so the spool
-  can delete the segment — except SERVER_SHUTDOWN: those messages stay in the spool for the next start.
+  can delete the segment — except SERVER_SHUTDOWN: a spooled message the stop leaves undelivered is not discarded
+  but *kept* (``kept``, ``MsgKeptInSpool``): it stays in the spool and the next start delivers it. The invariant
+  is then ``received = delivered + discarded + kept + in flight``. A message held in memory only (no sequence) is
+  discarded SERVER_SHUTDOWN as without the spool.
 - ``on_message`` is the router's ``route`` itself (set by the daemon), so a valid message costs no extra call here.
 - Synchronous, for the event loop's thread; never raises for a well-formed call (the tracker and the debug log
   contain their own failures).
@@ -49,11 +52,12 @@ class Accounting:
     delivered: int  # acknowledged by a broker (or written, with acks=0)
     discarded: int  # discarded with a reason, at any stage
     in_flight: int  # holding a budget reservation (routing, batching, sending, awaiting an ACK) or held on disk only
+    kept: int = 0  # left in the durable spool by a stop (SERVER_SHUTDOWN, not discarded): the next start delivers them
 
     @property
     def balanced(self) -> bool:
-        """``received == delivered + discarded + in_flight``."""
-        return self.received == self.delivered + self.discarded + self.in_flight
+        """``received == delivered + discarded + kept + in_flight``."""
+        return self.received == self.delivered + self.discarded + self.kept + self.in_flight
 
 
 class Outcomes:
@@ -65,6 +69,7 @@ class Outcomes:
         self.debug = debug
         self.delivered_total = 0
         self.discarded_total = 0
+        self.kept_total = 0  # SERVER_SHUTDOWN with the spool: left in it for the next start
         self.delivered_by_topic: dict[str, int] = {}  # topics a broker accepted: bounded by the cluster's topics
         self._inputs: list[Callable[[], int]] = []
         self.on_message: Callable[[Message], None] = self._no_router
@@ -94,8 +99,11 @@ class Outcomes:
 
     def discard_routed(self, msg: message.Message, reason: DiscardReason) -> None:
         """A held message discarded before it reached the producer (router checks, shutdown)."""
-        self.discarded_total += 1
         self.budget.release(msg.charge)
+        if reason is _SHUTDOWN and self.spool is not None and msg.spool_seq >= 0:
+            self.kept_total += 1  # it stays in the spool: not discarded
+            return
+        self.discarded_total += 1
         self.tracker.record(reason, msg.topic, msg.key, msg.value, msg.timestamp)
         if self.spool is not None and reason is not _SHUTDOWN and msg.spool_seq >= 0:
             self.spool.done_run(msg.spool_seq, 1)
@@ -125,6 +133,14 @@ class Outcomes:
                 debug.on_ack(topic, m.key, m.value, m.timestamp)
 
     def discarded(self, topic: str, messages: Sequence[Message], reason: DiscardReason) -> None:
+        if reason is _SHUTDOWN and self.spool is not None:
+            kept = [m for m in messages if m.spool_seq >= 0]  # type: ignore[attr-defined]
+            if kept:
+                self.budget.release(sum(m.charge for m in kept), len(kept))  # type: ignore[attr-defined]
+                self.kept_total += len(kept)
+                messages = [m for m in messages if m.spool_seq < 0]  # type: ignore[attr-defined]
+            if not messages:
+                return
         record = self.tracker.record
         charge = 0
         for m in messages:
@@ -134,6 +150,10 @@ class Outcomes:
         self.discarded_total += len(messages)
         if self.spool is not None and reason is not _SHUTDOWN:
             self._done(messages)
+
+    def kept(self, count: int) -> None:
+        """``count`` spooled messages that held no reservation (held on disk only) stay in the spool at a stop."""
+        self.kept_total += count
 
     def _done(self, messages: Sequence[Message]) -> None:
         """Mark the spooled ones among ``messages`` done in the spool: a batch of consecutive sequences (one topic's
@@ -169,8 +189,10 @@ class Outcomes:
         return self.budget.held + (spool.cursor.held if spool is not None else 0)
 
     def snapshot(self) -> Accounting:
-        """The four accounting numbers, read together."""
-        return Accounting(self.received_total, self.delivered_total, self.discarded_total, self.in_flight)
+        """The accounting numbers, read together."""
+        return Accounting(
+            self.received_total, self.delivered_total, self.discarded_total, self.in_flight, self.kept_total
+        )
 
 
 class AccountingCounters:
@@ -186,5 +208,7 @@ class AccountingCounters:
         yield "MsgDelivered", (), a.delivered
         yield "MsgDiscarded", (), a.discarded
         yield "MsgReceived", (), a.received
+        if self._outcomes.spool is not None:
+            yield "MsgKeptInSpool", (), a.kept
         for topic, n in sorted(self._outcomes.delivered_by_topic.items()):
             yield "TopicMsgDelivered", (("topic", topic),), n

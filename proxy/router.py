@@ -4,8 +4,9 @@ view is read through a callable, topic creation is started through a callback an
 
 Rules:
 - Order of the checks, first failure wins:
-  1. Unknown topic (not in the current metadata; topics with a topic-level error are unknown): with auto-creation
-     on, the message is *parked* (below); otherwise BAD_TOPIC.
+  1. Unknown topic (not in the current metadata; topics with a topic-level error are unknown): a name Kafka refuses
+     → BAD_TOPIC_NAME at once (even before the first metadata; never sent to a broker for creation); else, with
+     auto-creation on, the message is *parked* (below); otherwise BAD_TOPIC.
   2. Too long: key + value + the per-message overhead of the protocol in use > ``message_max_bytes`` → LONG_MSG
      (checked after the topic, so a bad topic wins).
   3. No available partition → NO_AVAILABLE_PARTITIONS (at once; nothing waits for one).
@@ -36,6 +37,7 @@ from collections.abc import Callable
 from bruce.producer.cluster import ClusterView
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
+from bruce.producer.topic_name import topic_name_problem
 from bruce.wire.messageset import MESSAGE_OVERHEAD
 from bruce.wire.recordbatch_schema import HEADER_SIZE
 
@@ -155,6 +157,9 @@ class Router:
     # ---------------------------------------------------------------- unknown topics
 
     def _unknown(self, msg: Message, now: float) -> None:
+        if topic_name_problem(msg.topic) is not None:
+            self._drop(msg, DiscardReason.BAD_TOPIC_NAME)
+            return
         if self._view is None:
             self._waiting.append(msg)
             return

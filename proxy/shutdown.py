@@ -9,9 +9,11 @@ Rules:
   count what is left as SERVER_SHUTDOWN → close the broker connections → stop the status server → close the daemon's own
   parts, the spool last. Every wait ends at ``shutdown_max_delay`` after the request, or at once on a forced stop (a
   second request); draining and accounting still happen.
-- After a crash (:meth:`DaemonShutdown._settle_held`): input is refused, the router's messages and what is on disk only
-  are SERVER_SHUTDOWN (the latter stays in the spool), the batcher's go to the producer, whose shutdown discards what
-  it cannot deliver. A further failure while stopping is logged, never hides the first one (:func:`logged`).
+- After a crash (:meth:`DaemonShutdown._settle_held`): input is refused, the router's messages are SERVER_SHUTDOWN,
+  the batcher's go to the producer, whose shutdown discards what it cannot deliver. With the spool, a spooled
+  message left so (and what is held on disk only) is *kept*, not discarded: it stays in the spool for the next start
+  (:mod:`bruce.proxy.outcomes`), said in the log and in the exit summary. A further failure while stopping is
+  logged, never hides the first one (:func:`logged`).
 - The exit summary logs every message's fate; an accounting that does not balance is logged as an error.
 """
 
@@ -32,6 +34,7 @@ from .config import Options
 from .discard_log import DiscardLog
 from .intake import DatagramIntake
 from .msg_debug import MessageDebugLog
+from .outcomes import Outcomes
 from .plog.inputs import PlogInputs
 from .router import Router
 from .spool import Spool
@@ -56,6 +59,7 @@ class DaemonShutdown:
     debug: MessageDebugLog
     discard_log: DiscardLog | None
     spool: Spool | None
+    outcomes: Outcomes
     _backlog: DiskBacklog | None
     _creations: set[asyncio.Task[Any]]
     _force: asyncio.Event
@@ -64,6 +68,7 @@ class DaemonShutdown:
     async def _shutdown(self, *, loop_time: Callable[[], float]) -> None:
         """The shutdown order (see the module rules)."""
         deadline = loop_time() + self.options.shutdown_max_delay / 1000
+        kept_before = self.outcomes.kept_total
         self.intake.stop_accepting()  # 1. stop accepting input
         drained = await self.intake.drain()  # 2. what the kernel still holds
         log.info("read %d datagrams still queued at shutdown", drained)
@@ -87,7 +92,14 @@ class DaemonShutdown:
         left = self.producer.held  # 5. count what is left, 6. close the connections
         await self.producer.shutdown(0)
         if left:
-            log.warning("%d messages were not acknowledged in time: discarded as SERVER_SHUTDOWN", left)
+            log.warning(
+                "%d messages were not acknowledged in time%s",
+                left,
+                ": discarded as SERVER_SHUTDOWN" if self.spool is None else " (the spooled ones stay in the spool)",
+            )
+        kept = self.outcomes.kept_total - kept_before
+        if kept:
+            log.warning("%d undelivered messages stay in the spool: the next start delivers them (not discarded)", kept)
         await self.status.stop()  # 7. stop the status server
         await self._close_local()
         self._log_accounting(failed=False)
@@ -106,6 +118,8 @@ class DaemonShutdown:
         fate the failure made unknown (a message the crashed code was handling)."""
         a = self.accounting()
         summary = f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight"
+        if a.kept:
+            summary += f", {a.kept} kept in the spool (not discarded: the next start delivers them)"
         if not a.balanced:
             log.error("stopped, but the accounting does not balance (a bug, please report it): %s", summary)
         elif failed:
@@ -136,7 +150,7 @@ class DaemonShutdown:
         self.batcher.flush_all()
 
     def _settle_on_disk(self) -> None:
-        """Messages held on disk only are discarded as SERVER_SHUTDOWN, not marked done: the next start replays them."""
+        """Messages held on disk only stay in the spool (kept, not discarded): the next start replays them."""
         if self._backlog is not None:
             self._backlog.settle()
 

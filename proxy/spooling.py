@@ -19,8 +19,8 @@ Rules:
   They are in flight meanwhile (:attr:`Outcomes.in_flight`). A record the cursor cannot read is discarded as
   SPOOL_CORRUPT; one larger than the whole budget (it can never fit) as NO_MEM, as the intake would have. At a
   stop the daemon waits (within its shutdown deadline) until :meth:`DiskBacklog.caught_up`; then
-  :meth:`DiskBacklog.settle` reads what is left and discards it as SERVER_SHUTDOWN: not marked done, it stays in the
-  spool for the next start.
+  :meth:`DiskBacklog.settle` counts what is left as kept (``Outcomes.kept``, not discarded): not marked done, it
+  stays in the spool for the next start.
 - :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
   ``/metrics``.
 """
@@ -46,9 +46,9 @@ from .status.source import Gauge
 
 log = logging.getLogger("bruce.spool")
 
+NOTICE = 25  # the log level of Bruce's LOG_NOTICE, the daemon's default
 ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
 BACKLOG_BURST = 256  # records the disk backlog routes before it lets the loop run
-SETTLE_NOTICE = 200_000  # messages held on disk at a stop from which settling them is announced first
 BACKLOG_ROOM_WAIT_S = 0.05  # the disk backlog waits for a release this long at most before it tries again
 GAUGES = {
     "SpoolBytes": "Bytes of the spool's segment files.",
@@ -93,7 +93,28 @@ class Replay:
             self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)
 
     async def run(self, stopping: Callable[[], bool]) -> int:
-        """Hand every record over to the router, oldest first; returns how many. Ends early at a stop request."""
+        """Hand every record over to the router, oldest first; returns how many. Ends early at a stop request. Logs
+        one NOTICE line with the counts when earlier runs left anything."""
+        segments, nbytes = self.spool.segments, self.spool.bytes
+        start = time.monotonic()
+        handed = await self._run(stopping)
+        spool = self.spool
+        if segments:
+            log.log(
+                NOTICE,
+                "spool replay %s: %d messages from %d segments (%d bytes) replayed as possible duplicates, "
+                "%d skipped as delivered before, %d lost to damage (SPOOL_CORRUPT), in %.1f s",
+                "stopped by the shutdown (the rest stay in the spool)" if stopping() else "done",
+                handed,
+                segments,
+                nbytes,
+                spool.skipped_done,
+                spool.corrupt,
+                time.monotonic() - start,
+            )
+        return handed
+
+    async def _run(self, stopping: Callable[[], bool]) -> int:
         handed = 0
         reserve = self.budget.try_reserve
         duplicate = self.outcomes.tracker.record_possible_duplicate
@@ -109,7 +130,6 @@ class Replay:
                 msg.spool_seq = record.sequence
                 while not reserve(msg.charge):
                     if stopping():
-                        log.info("replay stopped by the shutdown: %d messages handed out, the rest stay", handed)
                         return handed
                     await asyncio.sleep(ROOM_WAIT_S)
                 self.received += 1
@@ -120,8 +140,6 @@ class Replay:
             await asyncio.sleep(0)  # let deliveries and the status pages run between bursts
             if stopping():
                 break
-        if handed:
-            log.info("replayed %d messages from the spool (possible duplicates)", handed)
         return handed
 
 
@@ -213,24 +231,13 @@ class DiskBacklog:
         return True
 
     def settle(self) -> int:
-        """At a stop: discard what is still held on disk only as SERVER_SHUTDOWN (it stays in the spool for the next
-        start); returns how many."""
-        cursor, discard = self.cursor, self.outcomes.on_discard
-        if cursor.held >= SETTLE_NOTICE:  # reading them back takes ~2.5 µs each: say why the stop takes a while
-            log.warning(
-                "reading %d messages held on disk only to report them (about %.0f s); they stay in the spool",
-                cursor.held,
-                cursor.held * 2.5e-6,
-            )
-        settled = 0
-        while (record := cursor.peek()) is not None:
-            cursor.take()
-            settled += 1
-            topic = self._topic(record.topic)
-            discard(DiscardReason.SERVER_SHUTDOWN, topic, record.key, record.value, record.timestamp)  # type: ignore[arg-type]
-        if settled:
-            log.warning("%d messages held on disk only stay in the spool for the next start", settled)
-        return settled
+        """At a stop: what is still held on disk only stays in the spool for the next start, counted as kept (not
+        discarded); returns how many."""
+        held = self.cursor.leave()
+        if held:
+            self.outcomes.kept(held)
+            log.warning("%d messages held on disk only stay in the spool: the next start delivers them", held)
+        return held
 
 
 class SpoolStatus:

@@ -90,7 +90,9 @@ class DaemonStatus:
 
     def metadata_times(self) -> MetadataTimes:
         updated, modified = self._producer.metadata_times()
-        return MetadataTimes(updated, modified, self._producer.authentication_failure)
+        return MetadataTimes(
+            updated, modified, self._producer.authentication_failure, self._producer.bootstrap_states()
+        )
 
     def request_metadata_update(self) -> None:
         self._producer.request_metadata_refresh()

@@ -14,13 +14,19 @@ Rules:
   second and later values were empty).
 - ``--nonblocking``: a full socket does not wait; the message is dropped and counted (EAGAIN), and the count is
   reported at the end.
+- Refused before anything is sent (exit 2, the reason named): a ``--topic`` Kafka would refuse
+  (:mod:`bruce.producer.topic_name`), and a datagram larger than the daemon's ``--max_input_msg_size`` (65536 bytes,
+  its default; ``--max_input_msg_size`` here when the daemon has another). ``--unchecked`` sends them anyway, to test
+  the daemon's own checks (BAD_TOPIC_NAME, LONG_MSG).
+- A failure after some messages were sent says how many of ``--count`` were.
 - ``--stdin`` reads at most 16 MiB (the daemon's largest ``--max_input_msg_size``); more is an error.
 - ``--socket_path`` defaults to the daemon's default socket (``$XDG_RUNTIME_DIR/bruce.socket``, else
   ``/tmp/bruce-<uid>/bruce.socket``; Bruce's ``to_bruce`` required it). ``--key`` defaults to empty, which the daemon
   sends to Kafka as no key (null), as Bruce does.
 - Says what it did: one line on stderr at the end (``N messages sent to PATH (topic T)``), unless ``-q``; drops on a
   full socket are reported with the kernel queue length (``net.unix.max_dgram_qlen``) and how to raise it.
-- Exit status: 0 all sent; 1 an error (no daemon, message too large, ...); 2 bad options; 3 some messages dropped
+- Exit status: 0 all sent; 1 an error (no daemon, message too large for the kernel, ...); 2 bad options, a topic
+  name Kafka refuses, a datagram over the limit; 3 some messages dropped
   because the socket was full (``--nonblocking``); 130 interrupted (Ctrl-C), with how many were sent.
 """
 
@@ -31,10 +37,11 @@ import struct
 import sys
 import time
 
+from bruce.producer.topic_name import LEGAL, topic_name_problem
 from bruce.wire.datagram import build_any_partition, build_partition_key
 from bruce.wire.errors import BruceError
 
-from .client import BruceClient, SocketFullError, now_ms
+from .client import DEFAULT_MAX_DATAGRAM_SIZE, BruceClient, SocketFullError, now_ms
 from .config.option_values import default_receive_socket_name
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DROPPED = 0, 1, 2, 3
@@ -69,6 +76,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bad", action="store_true", help="send malformed datagrams (Size field one too small)")
     p.add_argument("--print", type=_natural, default=0, metavar="N", help="print a progress line every Nth message")
     p.add_argument("--nonblocking", action="store_true", help="drop (and count) messages when the socket is full")
+    p.add_argument(
+        "--max_input_msg_size",
+        type=_natural,
+        default=DEFAULT_MAX_DATAGRAM_SIZE,
+        metavar="BYTES",
+        help="the daemon's --max_input_msg_size: larger datagrams are refused here "
+        f"(default {DEFAULT_MAX_DATAGRAM_SIZE}, the daemon's default)",
+    )
+    p.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="send topic names Kafka refuses and datagrams over --max_input_msg_size anyway (to test the daemon)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no confirmation line at the end")
     return p
 
@@ -108,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             return EXIT_ERROR
         key, topic = args.key.encode(), args.topic.encode()
+        if not args.unchecked and (refusal := _refusal(args, topic, key, value)):
+            print(f"to_bruce: {refusal}", file=sys.stderr)
+            return EXIT_USAGE
         socket_path = args.socket_path or default_receive_socket_name()
         due = time.monotonic()
         with BruceClient(socket_path, blocking=not args.nonblocking, max_datagram_size=None) as client:
@@ -134,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                 if args.print and n % args.print == 0:
                     print(f"{n} messages written", flush=True)
     except BruceError as e:
-        print(f"to_bruce: {e}", file=sys.stderr)
+        done = f"; {sent} of {args.count} messages sent before the failure" if args.count > 1 else ""
+        print(f"to_bruce: {e}{done}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"to_bruce: interrupted; {sent} of {args.count} messages sent", file=sys.stderr)
@@ -149,6 +173,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quiet:
         print(f"to_bruce: {_messages(sent)} sent to {socket_path} (topic {args.topic})", file=sys.stderr)
     return EXIT_OK
+
+
+def _refusal(args: argparse.Namespace, topic: bytes, key: bytes, value: bytes) -> str | None:
+    """Why the daemon would discard these messages (a topic name Kafka refuses, a datagram over its limit), or None."""
+    problem = topic_name_problem(args.topic)
+    if problem is not None:
+        return f"--topic {args.topic!r} is not a valid Kafka topic name: {problem} ({LEGAL}); --unchecked sends it"
+    body = len(value) + (len(str(args.count).zfill(args.pad)) + 1 if args.seq else 0)  # the longest --seq value
+    if args.partition_key is None:
+        size = len(build_any_partition(topic, b"", key, timestamp=0)) + body
+    else:
+        size = len(build_partition_key(topic, b"", key, partition_key=args.partition_key, timestamp=0)) + body
+    if size <= args.max_input_msg_size:
+        return None
+    default = " by default" if args.max_input_msg_size == DEFAULT_MAX_DATAGRAM_SIZE else ""
+    return (
+        f"the datagram would be {size} bytes (value {body}, key {len(key)}, topic {len(topic)}): over the daemon's "
+        f"--max_input_msg_size ({args.max_input_msg_size} bytes{default}), which discards it as LONG_MSG; give "
+        "--max_input_msg_size BYTES when the daemon takes more, --unchecked to send it anyway"
+    )
 
 
 def _messages(n: int) -> str:

@@ -26,6 +26,7 @@ from .delivery import DeliveryFailed, KafkaUnavailable, WriteSummary
 from .kafka_reader import KafkaReader, KafkaReadError
 from .options import OptionError, WriteOptions, read_options, write_options
 from .reader import BruceReader
+from .save_mode import default_to_append
 from .schema import HEADERS_DDL, READ_SCHEMA_DDL, BadRow, check_write_schema
 from .stream_reader import BruceStreamReader
 from .stream_writer import BruceStreamWriter
@@ -63,23 +64,27 @@ class BruceDataSource(DataSource):
         return BruceStreamReader(read_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> BruceWriter:
-        return BruceWriter(_write_options(self.options, schema, overwrite))
+        if overwrite:  # Spark's Kafka sink refuses Overwrite too
+            raise OptionError("save mode Overwrite is not allowed for Kafka: a topic cannot be overwritten; use Append")
+        return BruceWriter(_write_options(self.options, schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> BruceStreamWriter:
-        return BruceStreamWriter(_write_options(self.options, schema, overwrite))
+        # overwrite: output mode Complete, whose every micro-batch is the whole result; Spark's Kafka sink appends it
+        # as it is, and so does this one
+        return BruceStreamWriter(_write_options(self.options, schema))
 
 
-def _write_options(options: Any, schema: StructType, overwrite: bool) -> WriteOptions:
-    if overwrite:
-        raise OptionError("a Kafka topic cannot be overwritten: write with mode('append')")
+def _write_options(options: Any, schema: StructType) -> WriteOptions:
     checked = write_options(options)
     check_write_schema(schema, topic_option=checked.topic, daemon=checked.socket is not None)
     return checked
 
 
 def register(spark: Any) -> None:
-    """Register ``format("bruce")`` with a SparkSession."""
+    """Register ``format("bruce")`` with a SparkSession, and make Append its default save mode in this process, as
+    Spark's Kafka sink has it (:mod:`bruce.spark.save_mode`: pyspark would refuse a bare ``.save()``)."""
     spark.dataSource.register(BruceDataSource)
+    default_to_append()
 
 
 def local_session(app: str = "bruce") -> SparkSession:

@@ -46,6 +46,8 @@ from bruce.producer.security import client_context
 from bruce.wire import errorcodes
 from bruce.wire.errors import BruceError, MalformedInput
 from bruce.wire.protocol.fetch import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     FetchPartition,
     FetchPartitionResponse,
     FetchRequest,
@@ -63,6 +65,7 @@ from bruce.wire.protocol.metadata import metadata_request
 from bruce.wire.records import Record, decode_records, entry_spans
 from bruce.wire.versions import FETCH, LIST_OFFSETS, METADATA
 
+from .committed import Markers, by_aborted_list, decode_batches
 from .options import ClientConfig
 
 T = TypeVar("T")
@@ -139,18 +142,26 @@ class KafkaReader:
         return self._call(f"latest offsets of {topic!r}", lambda: self._latest(topic, partitions))
 
     def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[list[Record]]:
-        """The records with ``start <= offset < end``, in order, one list per Fetch answer."""
+        """The records with ``start <= offset < end``, in order, one list per Fetch answer (under read_committed:
+        the committed ones, below the last stable offset; see :mod:`bruce.spark.committed`)."""
         offset = start
         max_bytes = self.config.max_partition_fetch_bytes
         empty_answers = 0
+        committed = self.config.isolation == "read_committed"
+        markers = Markers()
         while offset < end:
             where = f"{topic}/{partition} at offset {offset}"
             answer = self._call(f"fetch {where}", lambda o=offset, n=max_bytes: self._fetch(topic, partition, o, n))
             data = answer.records or b""
             try:
-                records, after = _decode(data)
+                if committed:
+                    records, after = self._committed(topic, partition, answer, markers)
+                else:
+                    records, after = _decode(data)
             except MalformedInput as e:
                 raise KafkaReadError(f"fetch {where}: {e}", reason=e.reason) from None
+            if committed and 0 <= answer.last_stable_offset <= offset:
+                return  # the stable part of the log ends before `end` (a transaction is still open)
             if after is None:  # no complete batch
                 if data and max_bytes < MAX_FETCH_BYTES:
                     max_bytes = min(max_bytes * 2, MAX_FETCH_BYTES)
@@ -168,6 +179,8 @@ class KafkaReader:
             empty_answers = 0
             if after <= offset:
                 raise KafkaReadError(f"fetch {where}: the broker returned only records before the offset asked for")
+            if committed and answer.last_stable_offset >= 0:
+                end = min(end, answer.last_stable_offset)  # never past the stable part, whatever the broker sends
             if records and records[0].offset >= offset and records[-1].offset < end:
                 wanted = records  # the usual case: the whole answer is in range
             else:
@@ -175,6 +188,33 @@ class KafkaReader:
             offset = after
             if wanted:
                 yield wanted
+
+    def _committed(
+        self, topic: str, partition: int, answer: FetchPartitionResponse, markers: Markers
+    ) -> tuple[list[Record], int | None]:
+        """The committed records of one read_committed answer, and the offset after its last complete batch."""
+        batches, after = decode_batches(answer.records or b"")
+        if answer.aborted_transactions:
+            return by_aborted_list(batches, answer.aborted_transactions), after
+        high_watermark = answer.high_watermark
+
+        def look_ahead() -> bool:  # markers of the log from markers.scanned on, read uncommitted (they may be > LSO)
+            offset = markers.scanned
+            if offset >= high_watermark:
+                return False
+            size = self.config.max_partition_fetch_bytes
+            while True:
+                where = f"fetch {topic}/{partition} at offset {offset} (transaction markers)"
+                ahead = self._call(where, lambda n=size: self._fetch(topic, partition, offset, n, committed=False))
+                found, next_offset = decode_batches(ahead.records or b"")
+                if next_offset is not None:
+                    markers.add(found, next_offset)
+                    return True
+                if not ahead.records or size >= MAX_FETCH_BYTES:
+                    return False
+                size = min(size * 2, MAX_FETCH_BYTES)
+
+        return markers.committed(batches, look_ahead), after
 
     # ---------------------------------------------------------------- retries
 
@@ -214,7 +254,9 @@ class KafkaReader:
                     problems.append(f"{where}: {e}")
                     continue
                 if view.topic(topic) is None:
-                    raise KafkaReadError(f"topic {topic!r} is not in the brokers' metadata")
+                    raise KafkaReadError(
+                        f"topic {topic!r} is not in the brokers' metadata", reason="UNKNOWN_TOPIC_OR_PARTITION"
+                    )
                 self._view = view
                 return view
         raise Retry("no broker answered Metadata: " + "; ".join(problems))
@@ -333,19 +375,39 @@ class KafkaReader:
         latest = {}
         for p in partitions:
             answer = await self._fetch(topic, p, listed[p], 1, wait_ms=1)  # tansu omits the partition at 0 ms
-            latest[p] = max(listed[p], answer.high_watermark)
+            if self.config.isolation == "read_committed" and answer.last_stable_offset >= 0:
+                latest[p] = answer.last_stable_offset  # the end of the stable part of the log
+            else:
+                latest[p] = max(listed[p], answer.high_watermark)
         return latest
 
     async def _fetch(
-        self, topic: str, partition: int, offset: int, max_bytes: int, *, wait_ms: int | None = None
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        wait_ms: int | None = None,
+        committed: bool | None = None,
     ) -> FetchPartitionResponse:
         conn = await self._leader(topic, partition)
         version = conn.versions.version(FETCH)  # type: ignore[union-attr]
+        if committed is None:
+            committed = self.config.isolation == "read_committed"
+        if committed and version < 4:
+            raise KafkaReadError(
+                f"kafka.isolation.level=read_committed needs Fetch v4 (Kafka 0.11+); the broker of {topic}/{partition} "
+                f"speaks v{version}",
+                reason="UNSUPPORTED_VERSION",
+            )
+        config = self.config
         request = FetchRequest(
             topics=(FetchTopic(topic, (FetchPartition(partition, offset, max_bytes),)),),
-            max_wait_ms=self.config.fetch_max_wait_ms if wait_ms is None else wait_ms,
-            min_bytes=1,
-            max_bytes=max_bytes,
+            max_wait_ms=config.fetch_max_wait_ms if wait_ms is None else wait_ms,
+            min_bytes=1 if wait_ms is not None else config.fetch_min_bytes,
+            max_bytes=max(max_bytes, config.fetch_max_bytes),
+            isolation_level=READ_COMMITTED if committed else READ_UNCOMMITTED,
         )
         return partition_answer(await conn.request(request, version), topic, partition, offset)
 

@@ -12,7 +12,8 @@ Rules:
 - Every problem is an :class:`OptionError` naming the option and what it accepts, raised when the query is planned
   (before any task runs). Unknown options are errors too: a misspelt option must not be silently ignored.
 - Offsets specs: ``earliest``, ``latest``, or Spark's JSON ``{"topic": {"0": 23, "1": -2}}`` where -2 means earliest
-  and -1 latest. Partitions a JSON spec leaves out start at earliest and end at latest.
+  and -1 latest. As in Spark, a JSON spec names every partition the read covers (checked when the partitions are
+  known: :func:`bruce.spark.reader.resolve`), and a batch refuses a start at latest and an end at earliest.
 - Values are frozen dataclasses: they travel to the executors by pickle.
 - The ``kafka.*`` settings are read by :mod:`bruce.spark.client_options`, values by :mod:`bruce.spark.option_values`.
 """
@@ -29,7 +30,14 @@ from bruce.producer import ProducerConfig
 from bruce.producer.partitioner import PARTITIONERS
 from bruce.wire.errors import BruceError
 
-from .client_options import SECURITY, ClientConfig, client_config, producer_value, security_config
+from .client_options import (
+    SECURITY,
+    ClientConfig,
+    client_config,
+    java_producer_names,
+    producer_value,
+    security_config,
+)
 from .option_values import (
     KAFKA,
     LABELS,
@@ -59,6 +67,7 @@ _READ_OPTIONS = {
 }
 _READ_OPTIONS |= set(SPARK_SOURCE_LABELS)
 _WRITE_OPTIONS = {"topic", "socket", "delivery.timeout.ms", "max.datagram.size"}
+_IGNORED_WRITE_OPTIONS = {"includeheaders"}  # Spark's sink takes it (a source option) and writes headers regardless
 _COMMON = {"bootstrap.servers", "path", "checkpointlocation"}  # the last two are Spark's own, passed along; ignored
 
 
@@ -74,7 +83,7 @@ class ReadOptions:
     starting: OffsetSpec
     ending: OffsetSpec
     max_offsets_per_trigger: int | None = None
-    max_records_per_partition: int = 500_000
+    max_records_per_partition: int | None = None  # as Spark: no limit unless given
     # Spark's Kafka source options beyond the basics
     pattern: str | None = None  # subscribePattern: a regular expression every topic name is matched against, whole
     assign: dict[str, tuple[int, ...]] | None = None  # assign: these partitions only
@@ -117,7 +126,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
             raise OptionError(f"option {LABELS[name]!r} is for batch reads; a stream has no end")
     ending = _offset_spec(opts, "endingoffsets", "latest", known)
     if ending == "earliest":
-        raise OptionError("option 'endingOffsets': 'earliest' would read nothing; use 'latest' or per-partition JSON")
+        raise OptionError("option 'endingOffsets': ending offset can't be earliest for batch queries on Kafka")
     starting_at = _timestamps(opts, "startingtimestamp", "startingoffsetsbytimestamp", known)
     least, most = (
         int_value(opts, "minoffsetspertrigger", None, low=1),
@@ -126,14 +135,17 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     if least is not None and most is not None and least > most:
         raise OptionError(f"option 'minOffsetsPerTrigger' ({least}) is more than 'maxOffsetsPerTrigger' ({most})")
     if not streaming and starting == "latest" and starting_at is None:
-        raise OptionError("option 'startingOffsets': 'latest' would read nothing in a batch query")
+        raise OptionError("option 'startingOffsets': starting offset can't be latest for batch queries on Kafka")
+    if not streaming:
+        _refuse_in_batch(starting, LATEST, "startingOffsets for {} can't be latest for batch queries on Kafka")
+        _refuse_in_batch(ending, EARLIEST, "ending offset for {} can't be earliest for batch queries on Kafka")
     return ReadOptions(
         topics=topics,
         client=client,
         starting=starting,
         ending=ending,
         max_offsets_per_trigger=most,
-        max_records_per_partition=int_value(opts, "maxrecordsperpartition", 500_000, low=1),
+        max_records_per_partition=int_value(opts, "maxrecordsperpartition", None, low=1),
         pattern=pattern,
         assign=assign,
         starting_timestamps=starting_at,
@@ -150,7 +162,7 @@ def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
 def write_options(options: Mapping[str, str]) -> WriteOptions:
     """Validate a write's options: ``bootstrap.servers`` (direct) or ``socket`` (the local daemon), not both."""
     opts = lower_keys(options)
-    _refuse_unknown(opts, _WRITE_OPTIONS, "write")
+    _refuse_unknown(opts, _WRITE_OPTIONS | _IGNORED_WRITE_OPTIONS, "write")
     servers = servers_option(opts, required=False)
     socket = opts.get("socket") or None
     if bool(servers) == bool(socket):
@@ -171,7 +183,7 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
             "security": security_config(opts),
             "topic_autocreate": True,
         }
-        for key, text in opts.items():
+        for key, text in java_producer_names(opts).items():
             if key.startswith(KAFKA) and key != "kafka.bootstrap.servers" and key[len(KAFKA) :] not in SECURITY:
                 name = key[len(KAFKA) :].replace(".", "_")
                 settings[name] = producer_value(key, name, text)
@@ -226,6 +238,15 @@ def _offset_spec(opts: dict[str, str], name: str, default: str, topics: tuple[st
                 )
             spec[topic][int(partition)] = offset
     return spec
+
+
+def _refuse_in_batch(spec: OffsetSpec, offset: int, message: str) -> None:
+    """Spark's batch rule: no JSON start at -1 (latest), no JSON end at -2 (earliest); both would read nothing."""
+    if isinstance(spec, dict):
+        for topic, partitions in sorted(spec.items()):
+            for partition, value in sorted(partitions.items()):
+                if value == offset:
+                    raise OptionError(message.format(f"{topic}-{partition}"))
 
 
 def offsets_to_json(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:

@@ -47,8 +47,9 @@ class OffsetRange(InputPartition):
     end: int
 
 
-def assigned(kafka: KafkaReader, o: ReadOptions) -> Assignment:
-    """The partitions the read covers (see the module rules)."""
+def assigned(kafka: KafkaReader, o: ReadOptions, *, missing_ok: bool = False) -> Assignment:
+    """The partitions the read covers (see the module rules); ``missing_ok``: a subscribed topic that does not exist
+    (deleted) is a data-loss warning and left out, not an error."""
     if o.assign is not None:
         for topic, wanted in o.assign.items():
             missing = sorted(set(wanted) - set(kafka.partitions(topic)))
@@ -58,37 +59,48 @@ def assigned(kafka: KafkaReader, o: ReadOptions) -> Assignment:
     if o.pattern is not None:
         pattern = re.compile(o.pattern)
         return {t: kafka.partitions(t) for t in kafka.topic_names() if pattern.fullmatch(t)}
-    return {t: kafka.partitions(t) for t in o.topics}
+    out: Assignment = {}
+    for topic in o.topics:
+        try:
+            out[topic] = kafka.partitions(topic)
+        except KafkaReadError as e:
+            if not missing_ok or e.reason != "UNKNOWN_TOPIC_OR_PARTITION":
+                raise
+            data_loss(f"topic {topic!r} does not exist (deleted?); it is left out until it is back", False)
+    return out
 
 
 def resolve(
     kafka: KafkaReader,
     parts: Assignment,
     spec: OffsetSpec,
-    default: int,
+    label: str,
     timestamps: TimestampSpec | None = None,
     no_match: str = "latest",
 ) -> Offsets:
     """Concrete offsets for ``parts``: ``timestamps`` when given, else ``spec`` (earliest, latest or per-partition
-    JSON with -2/-1 inside); partitions a JSON leaves out get ``default`` (EARLIEST or LATEST). ``no_match`` says what
-    a timestamp with no record that recent becomes: "latest" or "error"."""
+    JSON with -2/-1 inside). A JSON (of offsets or of timestamps) names every partition of ``parts``, as Spark
+    requires (``label``: the option, for the error). ``no_match`` says what a timestamp with no record that recent
+    becomes: "latest" or "error"."""
     out: Offsets = {}
+    if timestamps is not None:
+        label = label.replace("Offsets", "OffsetsByTimestamp")
     for topic, partitions in parts.items():
+        if isinstance(timestamps, int):
+            given = dict.fromkeys(partitions, timestamps)
+        elif timestamps is not None or not isinstance(spec, str):
+            given = (timestamps if timestamps is not None else spec).get(topic, {})  # type: ignore[union-attr]
+            if set(given) != set(partitions):
+                raise KafkaReadError(
+                    f"option {label!r}: with specific offsets every partition must be named, as in Spark (-2 for "
+                    f"earliest, -1 for latest): {topic!r} has partitions {sorted(partitions)}, the option names "
+                    f"{sorted(given)}",
+                    reason="BAD_OPTION",
+                )
+        else:
+            given = {}
+        found = dict.fromkeys(partitions, EARLIEST if spec == "earliest" else LATEST) if not given else dict(given)
         if timestamps is not None:
-            given = {p: timestamps for p in partitions} if isinstance(timestamps, int) else timestamps.get(topic, {})
-        else:
-            given = {} if isinstance(spec, str) else spec.get(topic, {})
-        unknown = sorted(set(given) - set(partitions))
-        if unknown:
-            raise KafkaReadError(f"topic {topic!r} has no partition(s) {unknown} (it has {list(partitions)})")
-        if isinstance(spec, str) and timestamps is None:
-            wanted = dict.fromkeys(partitions, EARLIEST if spec == "earliest" else LATEST)
-        else:
-            wanted = {p: default for p in partitions if p not in given}
-            if timestamps is None:
-                wanted.update(given)
-        found = dict(wanted)
-        if timestamps is not None and given:
             for p, offset in kafka.offsets_for_times(topic, given).items():
                 if offset is None and no_match == "error":
                     raise KafkaReadError(
@@ -130,8 +142,8 @@ def check_starts(kafka: KafkaReader, starts: Offsets, fail: bool) -> Offsets:
     return out
 
 
-def plan(starts: Offsets, ends: Offsets, limit: int, *, min_partitions: int | None = None) -> list[OffsetRange]:
-    """The tasks reading from ``starts`` to ``ends``, each at most ``limit`` records long, at least
+def plan(starts: Offsets, ends: Offsets, limit: int | None, *, min_partitions: int | None = None) -> list[OffsetRange]:
+    """The tasks reading from ``starts`` to ``ends``, each at most ``limit`` records long (None: any), at least
     ``min_partitions`` of them when the records allow (see the module rules)."""
     spans = []
     for topic in sorted(ends):
@@ -147,7 +159,7 @@ def plan(starts: Offsets, ends: Offsets, limit: int, *, min_partitions: int | No
     ranges = []
     for topic, partition, start, end in spans:
         size = end - start
-        pieces = -(-size // limit)
+        pieces = 1 if limit is None else -(-size // limit)
         if min_partitions and len(spans) < min_partitions:
             pieces = max(pieces, min(size, int(size * min_partitions / total + 0.5) or 1))
         for i in range(pieces):
@@ -185,8 +197,8 @@ class BruceReader(DataSourceReader):
         o = self.options
         with KafkaReader(o.client) as kafka:
             parts = assigned(kafka, o)
-            starts = resolve(kafka, parts, o.starting, EARLIEST, o.starting_timestamps, o.no_match)
-            ends = resolve(kafka, parts, o.ending, LATEST, o.ending_timestamps)
+            starts = resolve(kafka, parts, o.starting, "startingOffsets", o.starting_timestamps, o.no_match)
+            ends = resolve(kafka, parts, o.ending, "endingOffsets", o.ending_timestamps)
             starts = check_starts(kafka, starts, o.fail_on_data_loss)
         return plan(starts, ends, o.max_records_per_partition, min_partitions=o.min_partitions)
 

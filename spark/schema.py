@@ -3,18 +3,22 @@
 Rules:
 - Reads produce exactly Spark's Kafka source columns: ``key``, ``value`` (binary), ``topic``, ``partition``,
   ``offset``, ``timestamp`` (null when the record has none), ``timestampType`` (0 create time, 1 log append time),
-  and, only with ``includeHeaders`` (as Spark), ``headers`` (array of key/value structs). Rows leave as Arrow record
+  and, only with ``includeHeaders`` (as Spark), ``headers`` (array of key/value structs; null when the record has
+  none, as in Spark). Rows leave as Arrow record
   batches whose schema matches Spark's exactly.
-- Writes accept ``value`` (required; binary or string, UTF-8 encoded), and optionally ``key`` (binary or string),
-  ``topic`` (string; null → the ``topic`` option), ``partition`` (integer), ``partition_key`` (integer: Bruce's
-  PartitionKey), ``headers`` (array of structs with a string ``key`` and a binary or string ``value``), ``timestamp``
-  (timestamp, or long epoch milliseconds). Any other column, or a type not listed, is refused when the query is
-  planned, naming the column — a misspelt ``partition_key`` must not silently change routing.
+- Writes take ``value`` (required; binary or string, UTF-8 encoded), and optionally ``key`` (binary or string),
+  ``topic`` (string), ``partition`` (integer), ``partition_key`` (integer: Bruce's PartitionKey), ``headers`` (array
+  of structs with a string ``key`` and a binary or string ``value``), ``timestamp`` (timestamp, or long epoch
+  milliseconds). One of these with another type is refused when the query is planned, naming the column. Any other
+  column is ignored, as Spark's Kafka sink ignores it: a DataFrame read from Kafka (``offset``, ``timestampType``)
+  can be written back as it is.
+- The ``topic`` option, when given, wins over a ``topic`` column (Spark's rule); without it, a row's topic is its
+  ``topic`` column.
 - The daemon's datagrams carry no headers and no explicit partition: those columns are refused for ``socket`` writes.
 - Routing per row, both modes (:func:`row_sends`): ``partition`` as given; else ``partition_key`` (Bruce's
   PartitionKey); else the key through the write's ``kafka.partitioner`` (default ``murmur2_random``: where Spark's
   Kafka sink and Java's producer put it), as a partition key under the same PartitionKey rule; else any partition.
-  A null topic takes the ``topic`` option; a null timestamp is now. A row that cannot be written raises :class:`BadRow`.
+  A null timestamp is now. A row that cannot be written (a null topic, ...) raises :class:`BadRow`.
 """
 
 from __future__ import annotations
@@ -70,7 +74,6 @@ ARROW_READ_SCHEMA_NO_HEADERS = ARROW_READ_SCHEMA.remove(ARROW_READ_SCHEMA.get_fi
 _PARTITION_KEY_RANGE = range(-(2**31), 2**32)
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
 _BYTES_OR_TEXT = (BinaryType, StringType)
-WRITE_COLUMNS = ("value", "key", "topic", "partition", "partition_key", "headers", "timestamp")
 
 
 class BadRow(UsageError):
@@ -99,10 +102,12 @@ def records_to_arrow(
     if not include_headers:
         return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS)
     headers_type = ARROW_READ_SCHEMA.field("headers").type
-    if any(r.headers for r in records):
-        headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], headers_type)
-    else:  # the common case: n empty lists, built without a Python object per row
-        headers = pa.ListArray.from_arrays(pa.array([0] * (n + 1), pa.int32()), pa.array([], _HEADER), headers_type)
+    if any(r.headers for r in records):  # a record without headers has null ones, as in Spark
+        headers = pa.array(
+            [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in records], headers_type
+        )
+    else:  # the common case: n nulls, built without a Python object per row
+        headers = pa.nulls(n, headers_type)
     return pa.RecordBatch.from_arrays([*columns, headers], schema=ARROW_READ_SCHEMA)
 
 
@@ -147,7 +152,7 @@ def _column_problem(name: str, kind: DataType) -> str:
             and isinstance(kind.elementType["value"].dataType, _BYTES_OR_TEXT)
         )
         return "" if ok else "must be array<struct<key: string, value: binary>>"
-    return f"not a column the data source writes (it writes {', '.join(WRITE_COLUMNS)})"
+    return ""  # any other column is ignored (Spark's rule)
 
 
 @dataclass(slots=True)
@@ -211,6 +216,8 @@ def row_sends(rows: Rows, default_topic: str | None, partitioner: str = "murmur2
     """Each row of one batch as ``Producer.send``'s arguments, routed per the module rules."""
     n = rows.count
     now = time.time_ns() // 1_000_000
+    if default_topic is not None:
+        rows.topic = None  # the topic option wins over the column (Spark's rule)
     timestamps = repeat(now, n) if rows.timestamp is None else (now if t is None else t for t in rows.timestamp)
     if rows.topic is None and rows.partition is None and rows.partition_key is None and rows.headers is None:
         if default_topic is None:

@@ -10,7 +10,9 @@ Rules:
 - ``minOffsetsPerTrigger``: a trigger with fewer new records runs no micro-batch, unless ``maxTriggerDelay`` (default
   15m) has passed since the last one ran (the first trigger always runs), as Spark's connector does.
 - Data loss (``failOnDataLoss``): a partition whose latest offset went below the stream's (the topic was recreated),
-  one that disappeared, or records deleted before they were read (:mod:`bruce.spark.reader`'s rules).
+  one that disappeared (with false, a subscribed topic missing for a trigger too: it is left out of that micro-batch
+  and read from its earliest offset when it is back), or records deleted before they were read
+  (:mod:`bruce.spark.reader`'s rules).
 - ``trigger(availableNow=True)`` reads what exists when the query starts and stops.
 - A micro-batch is planned exactly as a batch read (:func:`bruce.spark.reader.plan`): a retried micro-batch reads the
   same offsets again.
@@ -26,7 +28,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from .kafka_reader import KafkaReader
-from .options import EARLIEST, ReadOptions, offsets_from_json, offsets_to_json
+from .options import ReadOptions, offsets_from_json, offsets_to_json
 from .reader import OffsetRange, Offsets, assigned, check_starts, data_loss, plan, read_range, resolve
 
 
@@ -40,7 +42,8 @@ class BruceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         o = self.options
         with KafkaReader(o.client) as kafka:
             parts = assigned(kafka, o)
-            return offsets_to_json(resolve(kafka, parts, o.starting, EARLIEST, o.starting_timestamps, o.no_match))
+            starts = resolve(kafka, parts, o.starting, "startingOffsets", o.starting_timestamps, o.no_match)
+            return offsets_to_json(starts)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = offsets_from_json(start)
@@ -96,8 +99,10 @@ class BruceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to do: the offsets live in Spark's checkpoint, not in Kafka."""
 
     def _latest(self) -> Offsets:
-        with KafkaReader(self.options.client) as kafka:
-            return {t: kafka.latest_offsets(t, parts) for t, parts in assigned(kafka, self.options).items()}
+        o = self.options
+        with KafkaReader(o.client) as kafka:
+            parts = assigned(kafka, o, missing_ok=not o.fail_on_data_loss)
+            return {t: kafka.latest_offsets(t, p) for t, p in parts.items()}
 
 
 def cap(begin: Offsets, end: Offsets, most: int) -> Offsets:

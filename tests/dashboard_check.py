@@ -4,7 +4,8 @@
 the page shows (elements with ``data-src``, ``data-v``, ``data-fmt``; see bruce.proxy.status.dashboard) and checks
 that no other text holds a digit, that each value's text is its formatted raw value, and that each raw value equals
 the JSON pages' (``/counters/json``, ``/queues/json``, ``/server_info/json``, ``/metadata_fetch_time/json``) or
-``/metrics``'s, the broker states and the rate samples given, or what follows from them (``derived:``).
+``/metrics``'s, the broker states, bootstrap brokers and rate samples given, or what follows from them
+(``derived:``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from html.parser import HTMLParser
 import html5lib
 from prometheus_client.parser import text_string_to_metric_families
 
-from bruce.proxy.status import BrokerState, RateSample
+from bruce.proxy.status import BootstrapState, BrokerState, RateSample
 from bruce.proxy.status.dashboard import FORMATS, MAX_ROWS
-from bruce.proxy.status.history import rate, series
+from bruce.proxy.status.history import rate, series, window_span
 from bruce.proxy.status.prometheus import metric_name
 
 _VOID = frozenset({"meta", "input", "br", "hr", "img", "link"})
@@ -118,6 +119,7 @@ def check_dashboard(
     *,
     brokers: Sequence[BrokerState],
     samples: Sequence[RateSample] | None,
+    bootstrap: Sequence[BootstrapState] = (),
 ) -> Page:
     """Check every value of the page ``html`` (see the module docstring); ``get(path)`` reads another page. Without
     ``samples`` the rates are checked for form only (the daemon may sample between the two reads)."""
@@ -134,6 +136,7 @@ def check_dashboard(
             metrics[sample.name] = metrics.get(sample.name, 0) + sample.value
     sending = {q["topic"]: q for q in queues["sending"]}
     by_broker = {str(b.node_id): b for b in brokers}
+    by_address = {b.address: b for b in bootstrap}
     shown = {s.src: s for s in page.values}
     for s in page.values:
         raw: object = s.v
@@ -167,10 +170,16 @@ def check_dashboard(
             node, _, what = rest.partition(":")
             expect = getattr(by_broker[node], what)
             assert raw == (str(expect) if s.fmt == "text" else expect), s
+        elif kind == "bootstrap":
+            address, _, what = rest.rpartition(":")
+            expect = getattr(by_address[address], what)
+            assert raw == (str(expect) if s.fmt == "text" else expect), s
         elif kind == "rate":
             assert raw >= 0  # type: ignore[operator]
             if samples is not None:
-                if rest.endswith(":peak"):
+                if rest == "window":
+                    assert raw == window_span(samples), s
+                elif rest.endswith(":peak"):
                     assert raw == max(series(samples, _sampled(rest))), s
                 else:
                     assert raw == rate(samples, _sampled(rest)), s
@@ -187,6 +196,8 @@ def check_dashboard(
             elif rest == "topics_not_shown":
                 delivered = {c["labels"]["topic"] for c in counters if c["name"] == "TopicMsgDelivered"}
                 assert raw == len(delivered | sending.keys()) - MAX_ROWS, s
+            elif rest == "spool_oldest_s":  # grows between the page and /metrics: a second apart at most
+                assert abs(raw - metrics["bruce_spool_oldest_ms"] / 1000) <= 2, s  # type: ignore[operator]
             elif rest == "brokers_connected":
                 assert raw == sum(b.state == "connected" for b in brokers)
             else:

@@ -308,6 +308,20 @@ _OLD_HEAD = struct.Struct(">ibqb")  # size, version, timestamp, topic size
 _INT64 = struct.Struct(">q")
 
 
+def peek_topic(data: bytes) -> bytes | None:
+    """The topic of an AnyPartition or PartitionKey datagram from its first bytes (also of one cut off, as an
+    oversized datagram is read), or None when they do not show one."""
+    if len(data) < _ANY_HEAD.size:
+        return None
+    _, api_key, _, _, n = _ANY_HEAD.unpack_from(data)
+    start = _ANY_HEAD.size
+    if api_key == 257 and len(data) >= _PKEY_HEAD.size:
+        n, start = _PKEY_HEAD.unpack_from(data)[5], _PKEY_HEAD.size
+    elif api_key != 256:
+        return None
+    return data[start : start + n] if 0 < n <= len(data) - start else None
+
+
 def datagram_size(kind: DatagramKind, topic_len: int, key_len: int, value_len: int) -> int:
     """The exact size in bytes of a datagram of ``kind`` with these lengths (``key_len`` must be 0 for OLD_V0)."""
     if kind == DatagramKind.OLD_V0 and key_len:

@@ -103,6 +103,14 @@ class Cursor:
         assert isinstance(record, SpoolRecord)
         self._moved(record.sequence + 1)
 
+    def leave(self) -> int:
+        """At a stop: stop reading back; the records held on disk only, which stay pending in the spool (the next
+        start replays them)."""
+        held = self.held
+        self.start = None
+        self.close()
+        return held
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)

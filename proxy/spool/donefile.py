@@ -5,6 +5,8 @@ Rules:
 - A done file is only ever a snapshot of the done set, which only grows: applied to its own segment it can never
   make a message that is not done look done. It applies only when its base sequence and created time equal those of
   the segment's (valid) header; any other done file, and one of a segment that is gone, is deleted at open.
+- Every segment with a message done has one: a sealed segment partly done, and the active segment however much of it
+  is done (all of it, typically, when deliveries keep up: without it a crash would replay it whole).
 - Written to ``<name>.done.tmp``, synced, renamed over ``<name>.done``, then the directory is synced. Deleted
   *before* its segment. A failure to write one is logged: that segment is replayed whole (duplicates, never losses).
   The periodic save (the spool's ``tick``, every ``done_every_ms``) writes only the segments whose done set grew,
@@ -45,15 +47,16 @@ def remove_orphans(directory: Path, names: Iterable[str], segment_names: set[str
             os.unlink(directory / name)
 
 
-def load_done(directory: Path, name: str, base: int, header: SegmentHeader | None) -> bytes:
-    """The done bitmap of segment ``name`` (b"" if it has no valid done file; an invalid one is deleted)."""
+def load_done(directory: Path, name: str, base: int, header: SegmentHeader | None, *, gone: bool = False) -> bytes:
+    """The done bitmap of segment ``name`` (b"" if it has no valid done file; an invalid one is deleted). ``gone``:
+    the segment file is missing, its done file says only how many of its messages were not lost (base checked)."""
     path = directory / (name + DONE_SUFFIX)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return b""
     done = parse_done(data)
-    if header and done and (done.base_sequence, done.created_ms) == (base, header.created_ms):
+    if done and done.base_sequence == base and (gone or (header and done.created_ms == header.created_ms)):
         return done.bitmap
     log.warning("spool: %s does not match its segment; ignored and removed", path)
     os.unlink(path)
@@ -63,15 +66,17 @@ def load_done(directory: Path, name: str, base: int, header: SegmentHeader | Non
 def write_done_files(
     directory: Path, segments: Iterable[Segment], fdatasync: Callable[[int], None] | None, *, changed_only: bool = False
 ) -> bool:
-    """A done file for each segment partly done (see the module rules); with ``changed_only``, only for those whose
-    done set grew since their done file was written. ``fdatasync`` None: not synced (the periodic save). False if
+    """A done file for each segment with something done and not deleted (sealed and partly done, or the active
+    one, even all done: see the module rules); with ``changed_only``, only for those whose done set grew since their
+    done file was written. ``fdatasync`` None: not synced (the periodic save). False if
     a write failed."""
     written = False
     ok = True
     for segment in segments:
-        if segment.awaiting_replay or not segment.pending or segment.pending == segment.size:
-            continue
-        if changed_only and segment.saved == segment.pending:
+        done = segment.size - segment.pending  # only grows: a count of it tells whether the done set grew
+        if segment.awaiting_replay or not done or (segment.sealed and not segment.pending):
+            continue  # nothing done, or a sealed segment all done (it is deleted, not saved)
+        if changed_only and segment.saved == done:
             continue
         path = directory / (segment.name + DONE_SUFFIX)
         temporary = path.with_name(path.name + ".tmp")
@@ -82,7 +87,7 @@ def write_done_files(
                 if fdatasync is not None:
                     fdatasync(f.fileno())
             os.replace(temporary, path)
-            segment.saved = segment.pending
+            segment.saved = done
             written = True
         except OSError as e:
             log.error("spool: cannot write %s (%s); the segment will be replayed whole", path, e)

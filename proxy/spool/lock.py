@@ -1,11 +1,13 @@
-"""One daemon per spool directory: an exclusive ``flock`` on ``DIR/lock``, held for the spool's life.
+"""One daemon per spool directory: an exclusive ``flock`` on the directory itself, held for the spool's life.
 
 Rules:
-- :func:`acquire` returns the open lock file (closing it releases the lock; so does the process's death, even by
-  ``kill -9``) and writes the holder's PID into it. A directory locked by another process raises
-  :class:`SpoolLocked`, naming the directory and the PID that holds it when the file says.
-- The lock file is never deleted (deleting a lock file races with a second opener); an empty spool is one without
-  segment files.
+- :func:`acquire` opens the directory and takes an exclusive ``flock`` on that descriptor; closing it releases the
+  lock, and so does the process's death, even by ``kill -9``. The lock is on the directory's inode, not on a file's
+  existence: deleting ``DIR/lock`` (or any file) while a daemon holds the spool lets no second daemon in. A
+  directory locked by another process raises :class:`SpoolLocked`, naming the directory and the PID that holds it
+  when ``DIR/lock`` says.
+- ``DIR/lock`` holds the holder's PID, only for that message (written after the lock is taken; never trusted for
+  the locking itself, never deleted).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ class SpoolLocked(BruceError):
 
 
 def acquire(directory: Path) -> int:
-    """Lock ``directory`` (see the module rules); returns the lock file's descriptor. OSError for a disk failure."""
-    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    """Lock ``directory`` (see the module rules); returns the locked descriptor. OSError for a disk failure."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
         os.close(fd)
+        holder = _holder(directory)
         who = f"process {holder}" if holder.isdigit() else "another process"
         raise SpoolLocked(
             f"spool directory {directory} is in use by {who}: one bruce per spool directory "
@@ -44,8 +46,16 @@ def acquire(directory: Path) -> int:
         os.close(fd)
         raise
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        temporary = directory / (LOCK_NAME + ".tmp")
+        temporary.write_text(f"{os.getpid()}\n")
+        os.replace(temporary, directory / LOCK_NAME)
     except OSError:
         pass  # the PID is only a courtesy for the next opener's message
     return fd
+
+
+def _holder(directory: Path) -> str:
+    try:
+        return (directory / LOCK_NAME).read_text("ascii", "replace").strip()[:32]
+    except OSError:
+        return ""

@@ -3,13 +3,15 @@ each segment deleted once every message in it is done (docs/spool.md).
 
 Rules:
 - :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
-  daemon must refuse to start), checks the newest segment (a torn tail is truncated) and lists the rest for
-  :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to across runs and never
-  rewritten in place (the one exception is the torn-tail truncation).
+  daemon must refuse to start), then recovers what earlier runs left (:mod:`.recovery`: the manifest's check for
+  missing or cut segments, the newest segment's torn tail truncated) for :meth:`Spool.replay`. New messages always
+  go to a new segment: a segment is never appended to across runs and never rewritten in place (the one exception
+  is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
   consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
-  reason ``SPOOL_FULL``) — never raises. Segments roll before a burst that would take the active one past
-  ``segment_bytes``; a burst is never split.
+  reason ``SPOOL_FULL``) — never raises. A segment holding records never takes one that would take it past
+  ``segment_bytes``: a burst that does not fit is cut at a record boundary and goes on in a new segment (one
+  ``write`` per piece); only a record larger than ``segment_bytes`` makes a segment larger (it is alone in it).
 - Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
   :meth:`Spool.tick`, which starts an ``fdatasync`` in the sync thread (:mod:`.syncer`) once ``fsync_ms`` has passed
   since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after it was written and the
@@ -28,6 +30,8 @@ Rules:
   active segment when all of it is done, and writes a done file (:mod:`.donefile`) for each segment partly done; a
   clean shutdown after full delivery leaves no segment files. :meth:`Spool.tick` also writes the done files of the
   segments whose done set grew, every ``done_every_ms`` (unsynced), which bounds what a crash replays again.
+- The manifest (:mod:`.manifest`) is saved whenever the list of segments changes: a roll (synced), before a done
+  segment is unlinked (not synced), at a clean close (synced).
 - For one thread (the event loop's); every file operation is one system call per burst or per segment. The only
   other thread is the sync thread, which touches nothing but its own descriptor.
 """
@@ -38,9 +42,9 @@ import contextlib
 import errno
 import logging
 import os
-import re
+import struct
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -48,10 +52,12 @@ from pathlib import Path
 from bruce.wire.errors import UsageError
 
 from .cursor import Cursor
-from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans, sync_directory, write_done_files
-from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header, parse_header
+from .donefile import DONE_SUFFIX, sync_directory, write_done_files
+from .format import HEADER_SIZE, SpoolMessage, encode_burst, encode_header
 from .lock import acquire
-from .scan import Corrupt, TornTail, read_head, walk_segment
+from .manifest import Lost, Manifest
+from .recovery import Recovery
+from .scan import Corrupt
 from .syncer import Syncer
 from .tracker import Segment, Tracker
 
@@ -62,7 +68,7 @@ log = logging.getLogger("bruce.spool")
 NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
-SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+_LENGTH = struct.Struct(">I")  # a record's length field
 
 
 class FullPolicy(StrEnum):
@@ -101,7 +107,7 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Spool:
+class Spool(Recovery):
     """See the module rules. Create with :meth:`open`."""
 
     def __init__(self, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> None:
@@ -136,6 +142,10 @@ class Spool:
         self._write = os.write  # replaceable, to inject failures
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
         self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
+        self._manifest = Manifest(self.directory)
+        self._missing: list[Lost] = []  # listed segments found gone at open, reported by replay()
+        self._torn: Corrupt | None = None  # the newest segment's torn tail, cut at open, reported by replay()
+        self.bad_headers = 0
 
     # -------------------------------------------------------------------------------------------------- opening
 
@@ -150,109 +160,6 @@ class Spool:
         except OSError as e:
             spool._degrade(e, "opening the spool")
         return spool
-
-    def _load(self) -> None:
-        names = os.listdir(self.directory)
-        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
-        remove_orphans(self.directory, names, {name for _, name in found})
-        for base, name in found:
-            path = self.directory / name
-            with open(path, "rb") as f:
-                head = f.read(HEADER_SIZE)
-                nbytes = os.fstat(f.fileno()).st_size
-            header = parse_header(head)
-            segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
-            if name + DONE_SUFFIX in names:
-                self._done_files[name] = load_done(self.directory, name, base, header)
-            segment.nbytes = nbytes
-            self._bytes += nbytes
-            segment.awaiting_replay = True
-            self._to_replay.append(segment)
-            self.next_sequence = base + 1
-        if found:
-            self._last_name = found[-1][1]
-            self._check_newest(self._to_replay[-1])
-
-    def _check_newest(self, segment: Segment) -> None:
-        """Truncate the newest segment's torn tail, and continue the sequence after its last record."""
-        path = self.directory / segment.name
-        data = path.read_bytes()
-        if read_head(data, name_base=segment.base).unreadable:
-            return  # reported by replay
-        for item in walk_segment(data, name_base=segment.base, last=True):
-            if isinstance(item, SpoolRecord):
-                self.next_sequence = item.sequence + 1
-            elif isinstance(item, TornTail) and item.offset < len(data):
-                log.warning(
-                    "spool: %s ends in a torn write: %d bytes at offset %d truncated (a crash while writing)",
-                    path,
-                    len(data) - item.offset,
-                    item.offset,
-                )
-                os.truncate(path, item.offset)
-                self._bytes -= segment.nbytes - item.offset
-                segment.nbytes = item.offset
-
-    def replay(self) -> Iterator[list[SpoolRecord]]:
-        """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
-        memory at a time. Each one is pending until :meth:`done_many` names it. Corrupt records are counted, logged
-        and reported to ``on_corrupt``; records a done file marks done are skipped."""
-        while self._to_replay:
-            segment = self._to_replay.pop(0)
-            yield from self._replay_segment(segment)
-
-    def _replay_segment(self, segment: Segment) -> Iterator[list[SpoolRecord]]:
-        path = self.directory / segment.name
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            data, why = b"", str(e)
-        else:
-            why = read_head(data, name_base=segment.base).unreadable
-        if why:
-            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
-            self._left_in_place += 1
-            self._tracker.forget(segment)
-            return
-        bitmap = self._done_files.pop(segment.name, b"")
-        burst = self.config.replay_burst
-        chunk: list[SpoolRecord] = []
-        end = segment.base
-        for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
-            if isinstance(item, SpoolRecord):
-                end = item.sequence + 1
-                if bitmap and is_done(bitmap, item.sequence - segment.base):
-                    self.skipped_done += 1  # delivered before the last clean close
-                    continue
-                if len(chunk) == burst:  # handed out only once more follows: the last chunk comes after the seal
-                    yield self._hand_out(segment, chunk)
-                    chunk = []
-                chunk.append(item)
-            elif isinstance(item, Corrupt):
-                self._report(path, item)
-        self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
-        segment.awaiting_replay = False
-        self._unlink(self._tracker.seal(segment))
-        if chunk:
-            self.replayed += len(chunk)
-            yield chunk
-
-    def _hand_out(self, segment: Segment, chunk: list[SpoolRecord]) -> list[SpoolRecord]:
-        self._tracker.extend(segment, (r.sequence for r in chunk))
-        self.replayed += len(chunk)
-        return chunk
-
-    def _report(self, path: Path, region: Corrupt) -> None:
-        self.corrupt += region.count
-        log.error(
-            "spool: %s offset %d: damaged bytes skipped (%s); %d message(s) lost, discarded as SPOOL_CORRUPT",
-            path,
-            region.offset,
-            region.detail,
-            region.count,
-        )
-        if self.on_corrupt is not None and region.count:
-            self.on_corrupt(str(path), region.offset, region.count, region.detail)
 
     # -------------------------------------------------------------------------------------------------- writing
 
@@ -270,50 +177,76 @@ class Spool:
             log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
             self.not_spooled += n
             return NOT_SPOOLED
-        active = self._active
-        roll = active is None or self._full_segment(active, len(data))
-        if self._over(len(data), roll) and active is not None and not active.pending:
+        pieces = self._pieces(data, n, self._active)
+        if self._over(data, pieces) and self._active is not None and not self._active.pending:
             try:  # the active segment is all done: let it go to make room
                 self._seal_active()
             except OSError as e:
                 self._degrade(e, f"syncing {self.directory}")
-            active, roll = None, True
-        if self._over(len(data), roll):
+            pieces = self._pieces(data, n, None)
+        if self._over(data, pieces):
             self.full += n
             if self.config.full_policy is FullPolicy.DISCARD:
                 return SPOOL_FULL
             self.not_spooled += n
             return NOT_SPOOLED
-        try:
-            if roll:
-                active = self._roll()
-            assert active is not None
-            self._write_all(data, active)
-        except OSError as e:
-            self._degrade(e, f"writing to {self.directory}")
-            self.not_spooled += n
-            return NOT_SPOOLED
         first = self.next_sequence
-        self.next_sequence += n
-        self._tracker.append_run(active, first, n)
-        self.last_burst = (first, active.nbytes)
-        active.nbytes += len(data)
-        self._bytes += len(data)
+        view = memoryview(data)
+        for start, end, count, roll in pieces:
+            try:
+                if roll or self._active is None:
+                    self._roll()
+                active = self._active
+                assert active is not None
+                self._write_all(view[start:end], active)
+            except OSError as e:
+                self._degrade(e, f"writing to {self.directory}")
+                self.not_spooled += n
+                if self.next_sequence > first:  # an earlier piece is on disk: its messages go on in memory only
+                    self._unlink(self._tracker.done_run(first, self.next_sequence - first))
+                return NOT_SPOOLED
+            seq = self.next_sequence
+            self.next_sequence += count
+            self._tracker.append_run(active, seq, count)
+            if seq == first:
+                self.last_burst = (first, active.nbytes)
+            active.nbytes += end - start
+            self._bytes += end - start
+            self._dirty = True  # a roll syncs it
         self.appended += n
-        self._dirty = True
         if self.config.fsync_ms == 0:
             self._sync()
         return first
 
-    def _over(self, more: int, roll: bool) -> bool:
-        """Writing ``more`` bytes (and a new header if ``roll``) would take the spool past ``max_bytes``."""
-        return self._bytes + more + (HEADER_SIZE if roll else 0) > self.config.max_bytes
+    def _pieces(self, data: bytes, n: int, active: Segment | None) -> list[tuple[int, int, int, bool]]:
+        """``data`` (whole records) cut where segments roll: (start, end, records, roll first) per piece. A segment
+        holding records takes no record that would take it past ``segment_bytes``; an empty one takes at least one."""
+        limit = self.config.segment_bytes
+        if (active.nbytes if active is not None else HEADER_SIZE) + len(data) <= limit:  # the common case: it fits
+            return [(0, len(data), n, active is None)]
+        pieces: list[tuple[int, int, int, bool]] = []
+        used = active.nbytes if active is not None else None
+        start = pos = count = 0
+        roll = used is None
+        unpack = _LENGTH.unpack_from
+        while pos < len(data):
+            size = 8 + unpack(data, pos)[0]
+            if used is None or (used > HEADER_SIZE and used + size > limit):
+                if count:
+                    pieces.append((start, pos, count, roll))
+                start, count, roll, used = pos, 0, True, HEADER_SIZE
+            used += size
+            pos += size
+            count += 1
+        pieces.append((start, pos, count, roll))
+        return pieces
 
-    def _full_segment(self, active: Segment, more: int) -> bool:
-        """The burst would take a segment that holds records past ``segment_bytes``."""
-        return active.nbytes > HEADER_SIZE and active.nbytes + more > self.config.segment_bytes
+    def _over(self, data: bytes, pieces: list[tuple[int, int, int, bool]]) -> bool:
+        """Writing ``data`` in these pieces (a header per roll) would take the spool past ``max_bytes``."""
+        rolls = sum(roll for *_, roll in pieces)
+        return self._bytes + len(data) + rolls * HEADER_SIZE > self.config.max_bytes
 
-    def _write_all(self, data: bytes, active: Segment) -> None:
+    def _write_all(self, data: bytes | memoryview, active: Segment) -> None:
         assert self._fd is not None
         view = memoryview(data)
         written = 0
@@ -340,12 +273,16 @@ class Spool:
         self._write_all(header, segment)
         segment.nbytes = HEADER_SIZE
         self._bytes += HEADER_SIZE
-        sync_directory(self.directory)  # the new file's name survives a power loss
+        self._manifest.segments[base] = None  # being written
+        self._manifest.save(os.fdatasync)
+        sync_directory(self.directory)  # the new file's and the manifest's names survive a power loss
         return segment
 
     def _seal_active(self) -> None:
         active, fd = self._active, self._fd
         self._active = self._fd = None
+        if active is not None:
+            self._manifest.segments[active.base] = active.base + active.size  # saved with the next change
         try:
             if fd is not None and self._dirty:
                 self._sync_fd(fd)
@@ -412,6 +349,11 @@ class Spool:
         return self._tracker.find(seq)
 
     def _unlink(self, segments: list[Segment]) -> None:
+        if not segments:
+            return
+        for segment in segments:  # first: a listed segment is never one the spool deleted
+            self._manifest.segments.pop(segment.base, None)
+        self._manifest.save()
         for segment in segments:
             try:
                 with contextlib.suppress(FileNotFoundError):  # first: a done file never outlives its segment
@@ -439,6 +381,7 @@ class Spool:
         except OSError as e:
             self._degrade(e, "closing the spool")
         if self._lock_fd is not None and self.degraded is None:
+            self._manifest.save(os.fdatasync)
             write_done_files(self.directory, self._tracker, self.syncer.fdatasync)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -484,6 +427,7 @@ class Spool:
             "SpoolReplayed": self.replayed,
             "SpoolSkippedDone": self.skipped_done,
             "SpoolCorrupt": self.corrupt,
+            "SpoolBadHeaders": self.bad_headers,
             "SpoolFull": self.full,
             "SpoolNotSpooled": self.not_spooled,
             "SpoolPending": self.pending,

@@ -49,7 +49,7 @@ class Segment:
         self.sealed = False
         self.nbytes = 0  # the file's size, kept by the spool
         self.awaiting_replay = False  # on disk from an earlier run, not read yet: its messages are all pending
-        self.saved = -1  # ``pending`` when its done file was last written (-1: never), kept by the spool
+        self.saved = 0  # messages done (size - pending) when its done file was last written, kept by the spool
 
     @property
     def removable(self) -> bool:

@@ -13,11 +13,22 @@ from __future__ import annotations
 
 from .history import RateHistory, RateSample
 from .server import DEFAULT_HOST, DEFAULT_PORT, StatusBindError, StatusServer, check_status_port
-from .source import BrokerState, CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, StatusSource, TopicQueue
+from .source import (
+    BootstrapState,
+    BrokerState,
+    CounterSet,
+    Gauge,
+    MetadataTimes,
+    QueueStats,
+    ServerInfo,
+    StatusSource,
+    TopicQueue,
+)
 
 __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "BootstrapState",
     "BrokerState",
     "CounterSet",
     "Gauge",

@@ -1,18 +1,23 @@
-"""The front page (``/``): a live dashboard of the daemon — totals, rates over the last minute with sparklines, held
-messages and budget use, per-topic rows, each broker's connection state and last error — above the links to every
-page, the message debug commands and the "Update Metadata" form.
+"""The front page (``/``): a live dashboard of the daemon — totals, rates with sparklines, held messages and budget
+use, the spool (:mod:`.spool_panel`, with ``--spool_dir``), per-topic rows, each broker's connection state and last
+error (before the first metadata: each configured bootstrap broker and its last error) — above the links to every
+page, the message debug commands and the "Update
+Metadata" form.
 
 Rules:
 - One self-contained HTML5 document: inline CSS and server-rendered inline SVG; no script, no font, no image, nothing
   fetched from anywhere. It reloads itself every :data:`REFRESH_S` seconds (``<meta http-equiv="refresh">``).
 - It reads only what the other pages read, through the same :class:`~bruce.proxy.status.source.StatusSource` calls:
   counters (``/counters``), gauges (``/metrics``), queue stats (``/queues``), metadata times, server info, plus the
-  broker states and the rate samples (:mod:`bruce.proxy.status.history`). Rates are differences of sampled totals.
+  broker states and the rate samples (:mod:`bruce.proxy.status.history`). Rates are differences of sampled totals,
+  every one (totals and topics) over the same window, stated beside them ("over the last 60 s", or "since start,
+  44 s" while the daemon is younger than the window); each chart states its scale (0 to its peak, and that window).
 - Every value shown is in an element with ``data-src`` (where it comes from: ``counters:<Name>``,
   ``counters:<Name>{<label>=<value>}``, ``gauge:<Name>``, ``queues:<topic>:<field>``, ``server_info:<field>``,
-  ``metadata:<field>``, ``broker:<id>:<field>``, ``topic:<name>``, ``rate:<what>``, ``derived:<what>``), ``data-v``
-  (the raw value) and ``data-fmt`` (the :data:`FORMATS` entry that turned it into the text), so a test — or a person
-  — can check every number on the page against the JSON pages. No other text holds a digit.
+  ``metadata:<field>``, ``broker:<id>:<field>``, ``bootstrap:<host:port>:<field>``, ``topic:<name>``,
+  ``rate:<what>``, ``derived:<what>``), ``data-v`` (the raw value) and ``data-fmt`` (the :data:`FORMATS` entry that
+  turned it into the text), so a test — or a person — can check every number on the page against the JSON pages. No
+  other text holds a digit.
 - Every value is HTML-escaped; colours are never the only signal (states and badges are words too); each chart has a
   text alternative. Bounded: at most :data:`MAX_ROWS` topic rows.
 """
@@ -25,9 +30,11 @@ from html import escape
 
 from bruce.producer.health import CONNECTED, IDLE
 
-from .history import RateSample, rate, series
+from .charts import sparkline
+from .history import WINDOW_S, RateSample, rate, series, window_span
 from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
-from .source import BrokerState, QueueStats, StatusSource
+from .source import BootstrapState, BrokerState, MetadataTimes, QueueStats, StatusSource
+from .spool_panel import spool_panel
 
 REFRESH_S = 5
 MAX_ROWS = 100
@@ -73,6 +80,7 @@ FORMATS: dict[str, Callable[[float], str]] = {
     "time_ms": lambda v: _time(v / 1000),
     "pct": lambda v: f"{v:.1f}\N{NO-BREAK SPACE}%",
     "dur": _duration,
+    "secs": lambda v: f"{v:.0f}",
 }
 """How ``data-fmt`` turns ``data-v`` into the text shown (``text``: shown as it is)."""
 
@@ -82,26 +90,6 @@ def _v(src: str, value: object, fmt: str = "int", cls: str = "") -> str:
     text = str(value) if fmt == "text" else FORMATS[fmt](value)  # type: ignore[arg-type]
     klass = f' class="{cls}"' if cls else ""
     return f'<span{klass} data-src="{escape(src)}" data-v="{escape(str(value))}" data-fmt="{fmt}">{escape(text)}</span>'
-
-
-def _sparkline(values: Sequence[float], label: str, colour: str, *, width: int = 168, height: int = 40) -> str:
-    """A small SVG line of ``values`` (per-second rates, oldest first), scaled to its own maximum."""
-    alt = f"{label}: no data yet" if len(values) < 2 else f"{label}: now {values[-1]:.1f}/s, peak {max(values):.1f}/s"
-    head = f'<svg class="spark" viewBox="0 0 {width} {height}" height="{height}" preserveAspectRatio="none" role="img"'
-    head += f' aria-label="{escape(alt)}"><title>{escape(label)}</title>'
-    if len(values) < 2:
-        y = height - 2
-        return head + f'<line x1="0" y1="{y}" x2="{width}" y2="{y}" stroke="#c5cad3" stroke-dasharray="3 3"/></svg>'
-    top = max(values) or 1.0
-    step = width / (len(values) - 1)
-    pts = " ".join(f"{i * step:.1f},{height - 2 - (v / top) * (height - 6):.1f}" for i, v in enumerate(values))
-    area = f"0,{height} {pts} {width},{height}"
-    return (
-        head
-        + f'<polygon points="{area}" fill="{colour}" fill-opacity="0.12"/>'
-        + f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2" stroke-linejoin="round"'
-        + ' vector-effect="non-scaling-stroke"/></svg>'
-    )
 
 
 class _Counters:
@@ -132,13 +120,15 @@ def _card(title: str, total: str, detail: str, chart: str, tone: str) -> str:
 def _problems(
     gauges: dict[str, float],
     brokers: Sequence[BrokerState],
-    metadata_ms: int,
+    times: MetadataTimes,
     discard_rate: float | None,
     broker_problem: str | None,
 ) -> list[str]:
     out = []
-    if not metadata_ms:
-        out.append("no metadata from Kafka yet")
+    if not times.last_updated_ms:
+        out.append(
+            "no metadata from Kafka yet" + (": no bootstrap broker answered (see Brokers)" if times.bootstrap else "")
+        )
     if broker_problem:  # e.g. every broker refused authentication: no sender may exist yet to show it
         out.append(_v("queues:broker_problem", broker_problem, "text"))
     bad = [b for b in brokers if b.state not in HEALTHY_STATES]
@@ -160,7 +150,15 @@ def _problems(
     return out  # HTML: values escaped
 
 
-def _topic_rows(c: _Counters, queues: QueueStats, samples: Sequence[RateSample]) -> tuple[str, int]:
+def _scale(what: str, values: Sequence[float], span: float | None) -> str:
+    """A chart's scale: its top (the peak per-second rate; the bottom is zero) and the time it spans."""
+    if len(values) < 2 or span is None:
+        return '<p class="scale">no data yet</p>'
+    peak = _v(f"rate:{what}:peak", max(values), "rate")
+    return f'<p class="scale">chart top {peak} /s, spanning {_v("rate:window", span, "secs")} s</p>'
+
+
+def _topic_rows(c: _Counters, queues: QueueStats, samples: Sequence[RateSample], span: float | None) -> tuple[str, int]:
     """The topics table's rows (at most :data:`MAX_ROWS`) and how many topics were left out."""
     delivered = c.labelled("TopicMsgDelivered", "topic")
     held = {q.topic: q for q in queues.topics}
@@ -170,9 +168,9 @@ def _topic_rows(c: _Counters, queues: QueueStats, samples: Sequence[RateSample])
         q = held.get(name)
         per_topic = lambda sample, n=name: sample.topic(n)  # noqa: E731
         r = rate(samples, per_topic)
-        chart = _sparkline(
-            series(samples, per_topic), "Delivered per second, last minute", "#059669", width=120, height=24
-        )
+        values = series(samples, per_topic)
+        chart = sparkline(values, "Delivered per second", "#059669", width=120, height=24)
+        chart += _scale(f"topic:{name}", values, span)
         cells = [
             f'<th scope="row">{_v(f"topic:{name}", name, "text")}</th>',
             f'<td class="num">{_v(f"counters:TopicMsgDelivered{{topic={name}}}", delivered.get(name, 0))}</td>',
@@ -194,6 +192,20 @@ def _discard_rows(c: _Counters) -> str:
         for reason, n in sorted(c.labelled("Discard", "reason").items())
     ]
     return "\n".join(rows) or '          <tr><td colspan="2" class="muted">no discards</td></tr>'
+
+
+def _bootstrap_rows(bootstrap: Sequence[BootstrapState]) -> str:
+    """Before the first metadata: each configured broker and the last error in asking it (what the log says)."""
+    rows = []
+    for b in bootstrap:
+        src = f"bootstrap:{b.address}"
+        error = _v(f"{src}:last_error", b.last_error, "text") if b.last_error else "no answer yet"
+        at = _v(f"{src}:last_error_at", b.last_error_at, "time") if b.last_error else ""
+        rows.append(
+            f'          <tr><th scope="row">bootstrap</th><td>{_v(f"{src}:address", b.address, "text")}</td>'
+            f'<td><span class="state bad">no metadata</span></td><td>start</td><td>{error}</td><td>{at}</td></tr>'
+        )
+    return "\n".join(rows)
 
 
 def _broker_rows(brokers: Sequence[BrokerState]) -> str:
@@ -228,16 +240,24 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     def rates(value: Callable[[RateSample], int | None]) -> tuple[float | None, list[float]]:
         return rate(samples, value), series(samples, value)
 
-    def rate_text(what: str, r: float | None, per_interval: list[float]) -> str:
-        if r is None:
-            return "&ndash; /s over the last minute"
-        text = _v(f"rate:{what}", r, "rate") + " /s over the last minute"
-        return text + f"; peak {_v(f'rate:{what}:peak', max(per_interval), 'rate')} /s" if per_interval else text
+    span = window_span(samples)
+    if span is None:
+        window = "(no rate yet)"
+    elif now - info.start_time < WINDOW_S:
+        window = f"since start, {_v('rate:window', span, 'secs')} s"
+    else:
+        window = f"over the last {_v('rate:window', span, 'secs')} s"
+
+    def rate_text(what: str, r: float | None) -> str:
+        return "&ndash; /s (no rate yet)" if r is None else f"{_v(f'rate:{what}', r, 'rate')} /s {window}"
+
+    def chart(what: str, values: list[float], label: str, colour: str) -> str:
+        return sparkline(values, label, colour) + _scale(what, values, span)
 
     received_r, received_s = rates(lambda s: s.received)
     delivered_r, delivered_s = rates(lambda s: s.delivered)
     discarded_r, discarded_s = rates(lambda s: s.discarded)
-    problems = _problems(gauges, brokers, times.last_updated_ms, discarded_r, queues.broker_problem)
+    problems = _problems(gauges, brokers, times, discarded_r, queues.broker_problem)
 
     used, cap = gauges.get("MsgBufferUsedBytes", 0), gauges.get("MsgBufferCapacityBytes", 0)
     share = 100.0 * used / cap if cap else 0.0
@@ -251,22 +271,22 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
             _card(
                 "Received",
                 _v("counters:MsgReceived", c.get("MsgReceived")),
-                rate_text("received", received_r, received_s),
-                _sparkline(received_s, "Received per second, last minute", "#2563eb"),
+                rate_text("received", received_r),
+                chart("received", received_s, "Received per second", "#2563eb"),
                 "blue",
             ),
             _card(
                 "Delivered",
                 _v("counters:MsgDelivered", c.get("MsgDelivered")),
-                rate_text("delivered", delivered_r, delivered_s),
-                _sparkline(delivered_s, "Delivered per second, last minute", "#059669"),
+                rate_text("delivered", delivered_r),
+                chart("delivered", delivered_s, "Delivered per second", "#059669"),
                 "green",
             ),
             _card(
                 "Discarded",
                 _v("counters:MsgDiscarded", c.get("MsgDiscarded")),
-                rate_text("discarded", discarded_r, discarded_s),
-                _sparkline(discarded_s, "Discarded per second, last minute", "#dc2626"),
+                rate_text("discarded", discarded_r),
+                chart("discarded", discarded_s, "Discarded per second", "#dc2626"),
                 "red" if c.get("MsgDiscarded") else "grey",
             ),
             _card(
@@ -290,10 +310,12 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
         ]
     )
 
-    topic_rows, more = _topic_rows(c, queues, samples)
+    spool = spool_panel(gauges, c.get, _v)  # "" without --spool_dir
+    topic_rows, more = _topic_rows(c, queues, samples, span)
     more_note = f'<p class="muted">and {_v("derived:topics_not_shown", more)} more topics</p>' if more > 0 else ""
     discard_rows = _discard_rows(c)
-    broker_rows = _broker_rows(brokers)
+    no_metadata = not times.last_updated_ms and times.bootstrap
+    broker_rows = _bootstrap_rows(times.bootstrap) if no_metadata else _broker_rows(brokers)
     links = "\n".join(
         f'        <li>{e(PAGE_TITLES[page])}: <a href="/{page}/plain">plain</a> · <a href="/{page}/json">JSON</a></li>'
         for page in PAGES
@@ -306,7 +328,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     )
     health = (
         '<p class="health ok" role="status">Healthy: metadata fetched, no broker in trouble, nothing discarded in the '
-        "last minute</p>"
+        "rate window</p>"
         if not problems
         else f'<p class="health bad" role="status">Attention: {"; ".join(problems)}</p>'
     )
@@ -331,11 +353,12 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     <div class="cards">
 {cards}
     </div>
+{spool}
     <div class="cols">
       <section class="wide">
         <h2>Topics</h2>
         <table>
-          <thead><tr><th scope="col">topic</th><th scope="col">delivered</th><th scope="col">per s, last minute</th>
+          <thead><tr><th scope="col">topic</th><th scope="col">delivered</th><th scope="col">per s, {window}</th>
             <th scope="col">trend</th><th scope="col">batch</th><th scope="col">send wait</th>
             <th scope="col">ACK wait</th></tr></thead>
           <tbody>
@@ -417,6 +440,7 @@ _CSS = """
       .big { font-size: 28px; font-weight: 650; margin: 0; font-variant-numeric: tabular-nums; }
       .detail { margin: 2px 0 8px; color: var(--muted); font-size: 13px; min-height: 2.9em; }
       .spark { display: block; width: 100%; }
+      .scale { margin: 2px 0 0; color: var(--muted); font-size: 11px; }
       .bar { height: 10px; background: #f3f4f6; border-radius: 5px; overflow: hidden; border: 1px solid var(--line); }
       .bar div { height: 100%; background: #d97706; }
       .cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 16px; }

@@ -6,9 +6,12 @@ Rules:
   sampled per message.
 - Bounded: the ring keeps :data:`MAX_SAMPLES` samples (a minute and a bit at one per second), each with at most
   :data:`MAX_TOPICS` topics (the ones with the most deliveries); older samples fall off.
-- Rates are differences of totals over elapsed time: :func:`rate` over the window from the oldest kept sample within
-  :data:`WINDOW_S` of the newest to the newest, :func:`series` per interval between neighbouring samples (the
-  sparklines). Fewer than two samples give no rate (None), never a made-up zero.
+- Rates are differences of totals over elapsed time, every one over the same window: from the oldest kept sample
+  within :data:`WINDOW_S` of the newest to the newest (:func:`window_span` long; shorter while the daemon is younger
+  than that). :func:`rate` gives the window's rate, :func:`series` the rate per interval between neighbouring
+  samples (the sparklines). A topic missing from a sample that holds fewer than :data:`MAX_TOPICS` topics had no
+  delivery yet (0), so a topic's rate and the totals' cover the same seconds; missing from a full sample, its count
+  is unknown and so is its rate (None). Fewer than two samples give no rate (None), never a made-up zero.
 """
 
 from __future__ import annotations
@@ -67,21 +70,33 @@ def window(samples: Sequence[RateSample]) -> Sequence[RateSample]:
     return [s for s in samples if newest - s.t <= WINDOW_S]
 
 
+def window_span(samples: Sequence[RateSample]) -> float | None:
+    """The seconds the window covers (every rate's), or None without two samples."""
+    w = window(samples)
+    return w[-1].t - w[0].t if len(w) >= 2 and w[-1].t > w[0].t else None
+
+
+def _value(s: RateSample, value: Value) -> int | None:
+    v = value(s)
+    return 0 if v is None and len(s.topics) < MAX_TOPICS else v  # a topic not in a sample with room had none yet
+
+
 def rate(samples: Sequence[RateSample], value: Value) -> float | None:
-    """Per second over the window: (newest - oldest) / elapsed; None without two samples holding the value."""
-    held = [(s.t, v) for s in window(samples) if (v := value(s)) is not None]
-    if len(held) < 2 or held[-1][0] <= held[0][0]:
+    """Per second over the window: (newest - oldest) / :func:`window_span`; None when a value is unknown."""
+    w = window(samples)
+    if len(w) < 2 or w[-1].t <= w[0].t:
         return None
-    (t0, v0), (t1, v1) = held[0], held[-1]
-    return max(0, v1 - v0) / (t1 - t0)
+    v0, v1 = _value(w[0], value), value(w[-1])
+    if v0 is None or v1 is None:
+        return None
+    return max(0, v1 - v0) / (w[-1].t - w[0].t)
 
 
 def series(samples: Sequence[RateSample], value: Value) -> list[float]:
     """Per-second rates between neighbouring samples of the window (a counter that went back counts as 0)."""
     out = []
-    w = window(samples)
-    for a, b in pairwise(w):
-        va, vb = value(a), value(b)
+    for a, b in pairwise(window(samples)):
+        va, vb = _value(a, value), value(b)
         if va is not None and vb is not None and b.t > a.t:
             out.append(max(0, vb - va) / (b.t - a.t))
     return out

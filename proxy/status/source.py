@@ -20,13 +20,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bruce.producer import BrokerState
+from bruce.producer import BootstrapState, BrokerState
 from bruce.producer.counters import Labels
 from bruce.proxy.discards import DiscardReport
 
 from .history import RateSample
 
 __all__ = [
+    "BootstrapState",
     "BrokerState",
     "CounterSet",
     "Gauge",
@@ -92,6 +93,7 @@ class MetadataTimes:
     last_updated_ms: int = 0
     last_modified_ms: int = 0
     broker_problem: str | None = None  # as QueueStats.broker_problem
+    bootstrap: tuple[BootstrapState, ...] = ()  # the configured brokers and their last errors (the front page's)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,9 @@ Rules:
   UNKNOWN_TOPIC_OR_PARTITION (3), as real brokers (and Bruce's mock) do. Like Kafka, it refuses with
   MESSAGE_TOO_LARGE (10) a partition's records when one of their log entries (a record batch, or a magic 0/1 message
   or compressed wrapper, each with its 12-byte offset and size) is larger than :attr:`FakeCluster.message_max_bytes`.
+- Once a test gives a partition a raw log (:attr:`FakeCluster.fetch_logs`, :mod:`.fetchlog`: transaction markers, a
+  last stable offset, an aborted-transactions list or none), it advertises and answers Fetch from those logs (never
+  from the records produced to it); without one, a Fetch is an unscripted request.
 - It answers InitProducerId with a new producer id (epoch 0) per request, and checks every idempotent batch (a
   producer id set) as Kafka 2.5+ does, per producer id and partition (tests/fakebroker/sequences.py): a resend of one
   of the last 5 batches is answered with success and the original base offset and not stored again; an older epoch
@@ -33,11 +36,12 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from bruce.wire.protocol import api_versions, init_producer_id, metadata, produce
+from bruce.wire.protocol import api_versions, fetch, init_producer_id, metadata, produce
 from bruce.wire.protocol.base import REGISTRY, decode_request, encode_response
 from bruce.wire.recordbatch import RecordBatch, decode_record_batches
 from bruce.wire.records import Record, decode_records, entry_spans
 
+from .fetchlog import FetchLog, fetch_answer
 from .sequences import DUPLICATE_SEQUENCE_NUMBER, SEQUENCE_MODULUS, SequenceTable
 from .transactions import KEYS as TXN_KEYS
 from .transactions import TxnCoordinator
@@ -155,7 +159,7 @@ class FakeBroker:
         api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
         spec = REGISTRY.get(api_key)
         name = spec.name if spec is not None else f"api{api_key}"
-        if api_key not in SERVED or (self.legacy and api_key != api_versions.KEY and version != 0):
+        if api_key not in self.cluster.served or (self.legacy and api_key != api_versions.KEY and version != 0):
             try:
                 _, body = decode_request(frame)
             except Exception as e:  # the request is shown raw when it does not even decode
@@ -183,6 +187,8 @@ class FakeBroker:
             answer = self.cluster.txn.answer(api_key, body, fault, seen)
         elif api_key == init_producer_id.KEY and body.transactional_id is not None:
             answer = self.cluster.txn.init_producer_id(body, fault, seen)
+        elif api_key == fetch.KEY:  # raw logs the test gave (tests/fakebroker/fetchlog.py)
+            answer = fetch_answer(self.cluster, self.node_id, body)
         elif api_key in (metadata.KEY, init_producer_id.KEY):
             if fault.kind == "disconnect":
                 seen.outcome = "disconnect"
@@ -227,6 +233,7 @@ class FakeCluster:
         self.brokers = {i: FakeBroker(self, i, legacy=legacy) for i in range(1, brokers + 1)}
         self.topics: dict[str, dict[int, int]] = {}  # topic → partition → leader (-1: none)
         self.log: dict[tuple[str, int], list[Record]] = {}
+        self.fetch_logs: dict[tuple[str, int], FetchLog] = {}  # what Fetch answers from (fetchlog.py)
         self.history: list[Seen] = []
         self.unexpected: list[Seen] = []
         self.metadata_faults: list[Fault] = []  # cluster-wide: one per Metadata request, whichever broker gets it
@@ -284,10 +291,15 @@ class FakeCluster:
 
     # ---------------------------------------------------------------- answers
 
+    @property
+    def served(self) -> set[int]:
+        """The APIs answered: :data:`SERVED`, and Fetch once a test gave a partition a raw log."""
+        return SERVED | {fetch.KEY} if self.fetch_logs else SERVED
+
     def api_versions_answer(self) -> api_versions.ApiVersionsResponse:
         ranges = tuple(
             api_versions.ApiVersionRange(key, min(REGISTRY[key].versions), max(REGISTRY[key].versions))
-            for key in sorted(SERVED)
+            for key in sorted(self.served)
         ) + tuple(api_versions.ApiVersionRange(key, *r) for key, r in sorted(self.advertised.items()))
         return api_versions.ApiVersionsResponse(error_code=0, api_keys=ranges)
 

@@ -8,8 +8,9 @@ unscripted request, no unused fault) whatever the scenario asserted.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from bruce.producer import DiscardReason, Message, Producer, ProducerConfig
@@ -127,3 +128,27 @@ async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: s
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+@contextmanager
+def fake_cluster_thread(cluster: FakeCluster) -> Iterator[FakeCluster]:
+    """Run a fake cluster on its own event loop in a thread, for blocking clients (Spark tasks, the Spark reader)."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(cluster.__aenter__())
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(cluster.__aexit__(None, None, None))
+        loop.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    try:
+        yield cluster
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

@@ -47,12 +47,17 @@ def test_bad_metadata(brokers: tuple, topics: tuple, message: str) -> None:
         build_view(brokers, topics)
 
 
-def test_require_topics_rejects_an_answer_without_valid_topics() -> None:
-    assert build_view(BROKERS, ()).topics == {}
-    with pytest.raises(BadMetadata, match="no topic"):
-        build_view(BROKERS, (), require_topics=True)
-    with pytest.raises(BadMetadata, match="no topic"):
-        build_view(BROKERS, (T(-1, "t", ()),), require_topics=True)
+def test_require_topics_rejects_topics_that_all_have_errors() -> None:
+    with pytest.raises(BadMetadata, match="2 topics, every one with an error"):
+        build_view(BROKERS, (T(-1, "t", ()), T(3, "u", ())), require_topics=True)
+    assert set(build_view(BROKERS, (T(-1, "t", ()), T(0, "u", ())), require_topics=True).topics) == {"u"}
+
+
+@pytest.mark.parametrize("require_topics", [True, False])
+def test_an_empty_cluster_is_a_cluster(require_topics: bool) -> None:
+    """A brand-new cluster lists no topic: a valid answer (Bruce refused it; the daemon then never sent anything)."""
+    view = build_view(BROKERS, (), require_topics=require_topics)
+    assert (view.topics, set(view.brokers)) == ({}, {1, 2})
 
 
 def test_an_unknown_leader_of_an_unusable_partition_is_not_bad_metadata() -> None:

@@ -143,3 +143,17 @@ def test_message_timeout_setting_uses_librdkafkas_name_and_defaults() -> None:
     assert ProducerConfig.from_mapping({"message.timeout.ms": 0}).message_timeout_ms == 0  # no limit
     with pytest.raises(ConfigError, match="message_timeout_ms"):
         ProducerConfig(message_timeout_ms=-1)
+
+
+def test_the_last_error_of_each_broker_is_kept_until_it_answers() -> None:
+    """For the status page before any metadata: what the log said about each broker, TLS/SASL refusals included
+    (those are logged by the producer, not here)."""
+    trouble = BrokerTrouble(clock=lambda: 0.0)
+    trouble.failed("a:9092", "cannot connect: refused")
+    trouble.refused("b:9092", "authentication failed: SASL credentials refused")
+    assert trouble.last_error("a:9092")[0] == "cannot connect: refused"  # type: ignore[index]
+    assert trouble.last_error("b:9092")[0].startswith("authentication failed")  # type: ignore[index]
+    assert trouble.unreachable() == ["a:9092"]  # a refusal is not a reachability episode
+    trouble.reachable("a:9092")
+    trouble.reachable("b:9092")
+    assert trouble.last_error("a:9092") is None and trouble.last_error("b:9092") is None

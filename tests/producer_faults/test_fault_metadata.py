@@ -113,6 +113,42 @@ def test_topic_autocreate_refused() -> None:
     scenario(body, brokers=1, autocreate=False)
 
 
+def test_an_empty_cluster_refusing_creation_fails_each_topic() -> None:
+    """No topic in the metadata and a broker with auto-creation off: the producer is ready (an empty cluster is a
+    cluster, with the daemon's ``require_topics`` too) and each topic's messages fail as TOPIC_AUTOCREATE_FAIL."""
+
+    async def body(cluster: FakeCluster) -> None:
+        config = bruce_config(cluster.bootstrap, topic_autocreate=True)
+        async with running(config, require_topics=True) as p:
+            handles = [p.send(f"fresh-{i % 2}", b"x") for i in range(4)]
+            failed = await asyncio.gather(*handles, return_exceptions=True)
+            assert [(e.topic, e.reason) for e in failed] == [  # type: ignore[union-attr]
+                (f"fresh-{i % 2}", DiscardReason.TOPIC_AUTOCREATE_FAIL) for i in range(4)
+            ]
+            assert p.counters.snapshot()["TopicAutocreateFail{code=3}"] == 2
+            assert_accounting(p, held=0)
+
+    scenario(body, brokers=1, autocreate=False)
+
+
+def test_a_topic_name_kafka_refuses_fails_at_once_as_bad_topic_name() -> None:
+    """Never asked of a broker (no creation request): the name itself is the problem, and the error says why."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        async with running(bruce_config(cluster.bootstrap, topic_autocreate=True)) as p:
+            before = len(cluster.requests("Metadata"))
+            with pytest.raises(DeliveryError) as caught:
+                await p.send("bad topic!", b"x")
+            assert caught.value.reason == DiscardReason.BAD_TOPIC_NAME
+            assert "characters Kafka refuses: ' ', '!'" in str(caught.value)
+            assert await p.send("t", b"y") == (0, 0)  # nothing else held up
+            assert len(cluster.requests("Metadata")) == before
+            assert_accounting(p, held=0)
+
+    scenario(body, brokers=1, autocreate=True)
+
+
 def test_create_topic_asks_then_refreshes_until_the_topic_shows(fast_checks: None) -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])

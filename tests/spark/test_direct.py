@@ -27,18 +27,20 @@ def test_routing_per_row() -> None:
     rows = _rows(
         value=[b"a", b"b", b"c", b"d", b"e"],
         key=[None, b"k", b"k", None, None],
-        topic=["t1", None, "t2", "t2", None],
+        topic=["t1", "t3", "t2", "t2", "t3"],
         partition=pa.array([None, None, 3, None, None], pa.int32()),
         partition_key=pa.array([None, None, 9, 2**32 - 1, None], pa.int64()),
         timestamp=pa.array([5, None, 6, 7, 8], pa.int64()),
     )
-    a, b, c, d, e = row_sends(rows, "default")  # (topic, value, key, partition, timestamp, headers, partition_key)
+    a, b, c, d, e = row_sends(rows, None)  # (topic, value, key, partition, timestamp, headers, partition_key)
     assert a == ("t1", b"a", None, None, 5, None, None)
-    assert b[:4] == ("default", b"b", b"k", None) and b[6] == murmur2(b"k") & 0x7FFFFFFF  # Java's placement
+    assert b[:4] == ("t3", b"b", b"k", None) and b[6] == murmur2(b"k") & 0x7FFFFFFF  # Java's placement
     assert b[4] > 1_600_000_000_000  # no timestamp: now
     assert c == ("t2", b"c", b"k", 3, 6, None, None)  # partition wins over partition_key and key
     assert d == ("t2", b"d", None, None, 7, None, 2**32 - 1)
-    assert e[:4] == ("default", b"e", None, None) and e[6] is None  # any partition
+    assert e[:4] == ("t3", b"e", None, None) and e[6] is None  # any partition
+    with_option = [send[0] for send in row_sends(rows, "default")]
+    assert with_option == ["default"] * 5  # the topic option wins over the column, as in Spark
 
 
 def test_partition_key_semantics_are_bruces() -> None:

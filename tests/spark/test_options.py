@@ -24,7 +24,9 @@ def test_read_defaults_and_aliases() -> None:
     assert batch.topics == ("a", "b")
     assert batch.client.bootstrap_servers == ("h:1", "h:2")
     assert (batch.starting, batch.ending) == ("earliest", "latest")
-    assert batch.max_records_per_partition == 500_000 and batch.max_offsets_per_trigger is None
+    assert batch.max_records_per_partition is None and batch.max_offsets_per_trigger is None  # Spark: no limit
+    c = batch.client  # Spark's defaults: kafkaConsumer.pollTimeoutMs 120 s, fetchOffset.numRetries 3
+    assert (c.request_timeout_ms, c.retries, c.isolation) == (120_000, 3, "read_uncommitted")
     stream = read_options({**SERVERS, "topic": "a", "maxOffsetsPerTrigger": "10"}, streaming=True)
     assert stream.starting == "latest" and stream.max_offsets_per_trigger == 10
     assert pickle.loads(pickle.dumps(stream)) == stream
@@ -60,6 +62,8 @@ def test_offsets_json() -> None:
     )
     assert o.starting == {"t": {0: 5, 2: EARLIEST}}
     assert o.ending == {"t": {1: LATEST}}
+    stream = read_options({**SERVERS, "topic": "t", "startingOffsets": '{"t": {"0": -1}}'}, streaming=True)
+    assert stream.starting == {"t": {0: LATEST}}  # a stream may start at latest
     assert offsets_to_json({"t": {10: 1, 2: 3}}) == {"t": {"2": 3, "10": 1}}
     assert offsets_from_json({"t": {"2": 3}}) == {"t": {2: 3}}
 
@@ -72,8 +76,18 @@ def test_offsets_json() -> None:
         ({**SERVERS, "topic": "t", "subscribe": "t"}, False, "not 'topic' and 'subscribe'"),
         ({"bootstrap.servers": "nope", "topic": "t"}, False, "not host:port"),
         ({**SERVERS, "topic": "t", "startingOffsets": "first"}, False, "'startingOffsets'.*not earliest"),
-        ({**SERVERS, "topic": "t", "startingOffsets": "latest"}, False, "would read nothing"),
-        ({**SERVERS, "topic": "t", "endingOffsets": "earliest"}, False, "would read nothing"),
+        ({**SERVERS, "topic": "t", "startingOffsets": "latest"}, False, "starting offset can't be latest for batch"),
+        ({**SERVERS, "topic": "t", "endingOffsets": "earliest"}, False, "ending offset can't be earliest for batch"),
+        (
+            {**SERVERS, "topic": "t", "startingOffsets": '{"t": {"0": 1, "1": -1}}'},
+            False,
+            "startingOffsets for t-1 can't be latest for batch queries on Kafka",
+        ),
+        (
+            {**SERVERS, "topic": "t", "endingOffsets": '{"t": {"0": 9, "3": -2}}'},
+            False,
+            "ending offset for t-3 can't be earliest for batch queries on Kafka",
+        ),
         ({**SERVERS, "topic": "t", "endingOffsets": "latest"}, True, "a stream has no end"),
         ({**SERVERS, "topic": "t", "startingOffsets": '{"u": {"0": 1}}'}, False, "does not subscribe"),
         ({**SERVERS, "topic": "t", "startingOffsets": '{"t": {"x": 1}}'}, False, "not a number"),
@@ -142,6 +156,10 @@ def test_write_daemon() -> None:
         ({**SERVERS, "kafka.acks": "7000000"}, "acks"),
         ({**SERVERS, "kafka.topic.autocreate": "yes"}, "not true or false"),
         ({**SERVERS, "kafka.compression.codec": "brotli"}, "compression_codec"),
+        ({**SERVERS, "kafka.compression.type": "brotli"}, "compression_codec"),
+        ({**SERVERS, "kafka.enable.idempotence": "sometimes"}, "'kafka.enable.idempotence'.*not true or false"),
+        ({**SERVERS, "kafka.buffer.memory": "lots"}, "'kafka.buffer.memory'.*not an integer"),
+        ({**SERVERS, "kafka.retries": "3", "kafka.max.failed.delivery.attempts": "4"}, "disagree"),
         ({**SERVERS, "startingOffsets": "earliest"}, "applies to reads"),
         ({**SERVERS, "delivery.timeout.ms": "0"}, "must be ≥ 1"),
         ({**SERVERS, "bootstrap.servers": "a:1", "kafka.bootstrap.servers": "b:1"}, "disagree"),
@@ -239,7 +257,9 @@ def test_spark_connector_read_options() -> None:
         ({**SERVERS, "topic": "t", "minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "3"}, True, "is more than"),
         ({**SERVERS, "topic": "t", "fetchOffset.numRetries": "1", "kafka.retries": "2"}, False, "disagree"),
         ({**SERVERS, "topic": "t", "kafka.partitioner": "murmur2"}, False, "unknown read setting"),
-        ({**SERVERS, "topic": "t", "kafka.isolation.level": "read_committed"}, False, "unknown read setting"),
+        ({**SERVERS, "topic": "t", "kafka.isolation.level": "serializable"}, False, "not one of read_uncommitted"),
+        ({**SERVERS, "topic": "t", "kafka.max.poll.records": "many"}, False, "'kafka.max.poll.records'.*integer"),
+        ({**SERVERS, "topic": "t", "kafka.auto.offset.reset": "earliest"}, False, "unknown read setting"),
     ],
 )
 def test_bad_spark_connector_read_options(options: dict, streaming: bool, message: str) -> None:
@@ -260,3 +280,50 @@ def test_partitioner_option() -> None:
 def test_direct_writes_create_new_topics_unless_told_not_to() -> None:
     assert write_options({**SERVERS, "topic": "t"}).producer.topic_autocreate  # as Spark's Kafka sink
     assert not write_options({**SERVERS, "topic": "t", "kafka.topic.autocreate": "false"}).producer.topic_autocreate
+
+
+def test_java_consumer_settings_spark_users_pass() -> None:
+    """Spark passes kafka.* straight to Java's consumer; these are taken (mapped, or checked and ignored)."""
+    o = read_options(
+        {
+            **SERVERS,
+            "topic": "t",
+            "kafka.isolation.level": "read_committed",
+            "kafka.fetch.min.bytes": "1024",
+            "kafka.fetch.max.bytes": "2097152",
+            "kafka.max.poll.records": "500",
+            "kafka.session.timeout.ms": "45000",
+            "kafka.receive.buffer.bytes": "-1",
+            "kafka.default.api.timeout.ms": "60000",
+            "kafka.metadata.max.age.ms": "300000",
+        },
+        streaming=True,
+    )
+    c = o.client
+    assert (c.isolation, c.fetch_min_bytes, c.fetch_max_bytes) == ("read_committed", 1024, 2097152)
+
+
+def test_java_producer_settings_spark_users_pass() -> None:
+    """The Java producer's names map to bruce.producer's; enable.idempotence is a text true/false."""
+    p = write_options(
+        {
+            **SERVERS,
+            "topic": "t",
+            "kafka.compression.type": "lz4",
+            "kafka.max.request.size": "2000000",
+            "kafka.retries": "7",
+            "kafka.delivery.timeout.ms": "60000",
+            "kafka.buffer.memory": "33554433",
+            "kafka.enable.idempotence": "true",
+        }
+    ).producer
+    assert (p.compression_codec, p.message_max_bytes, p.max_failed_delivery_attempts) == ("lz4", 2_000_000, 7)
+    assert (p.message_timeout_ms, p.queue_buffering_max_kbytes, p.enable_idempotence) == (60_000, 32769, True)
+    assert (
+        write_options({**SERVERS, "topic": "t", "kafka.enable.idempotence": "false"}).producer.enable_idempotence
+        is False
+    )
+
+
+def test_the_sink_takes_include_headers() -> None:
+    assert write_options({**SERVERS, "topic": "t", "includeHeaders": "true"}).topic == "t"  # Spark's sink takes it

@@ -23,7 +23,14 @@ from pyspark.sql.types import (
 )
 
 from bruce.spark.options import OptionError
-from bruce.spark.schema import ARROW_READ_SCHEMA, BadRow, arrow_rows, check_write_schema, records_to_arrow
+from bruce.spark.schema import (
+    ARROW_READ_SCHEMA,
+    BadRow,
+    arrow_rows,
+    check_write_schema,
+    records_to_arrow,
+    row_sends,
+)
 from bruce.wire.records import LOG_APPEND_TIME, Record
 
 BIN, STR, INT, LONG = BinaryType(), StringType(), IntegerType(), LongType()
@@ -76,7 +83,7 @@ def test_records_to_arrow() -> None:
             "offset": 8,
             "timestamp": None,
             "timestampType": 1,
-            "headers": [],
+            "headers": None,  # no headers: null, as in Spark
         },
     ]
 
@@ -89,6 +96,7 @@ def test_records_to_arrow() -> None:
         [("value", BIN), ("key", BIN), ("headers", _headers(value=STR)), ("timestamp", LONG)],
         [("value", BIN), ("partition", ShortType()), ("timestamp", TimestampType())],
         [("value", BIN), ("timestamp", TimestampNTZType())],
+        [("value", BIN), ("offset", LONG), ("timestampType", INT), ("partitionKey", MapType(STR, BIN))],  # ignored
     ],
 )
 def test_accepted_write_schemas(columns: list[tuple[str, DataType]]) -> None:
@@ -101,7 +109,6 @@ def test_accepted_write_schemas(columns: list[tuple[str, DataType]]) -> None:
         ([("key", BIN)], "t", False, "needs a 'value' column"),
         ([("value", BIN)], None, False, "no topic"),
         ([("value", INT)], "t", False, "'value' \\(int\\): must be binary or string"),
-        ([("value", BIN), ("partitionKey", INT)], "t", False, "'partitionKey'.*not a column the data source writes"),
         ([("value", BIN), ("partition", STR)], "t", False, "'partition'.*must be an integer"),
         ([("value", BIN), ("timestamp", STR)], "t", False, "must be a timestamp or long"),
         ([("value", BIN), ("headers", MapType(STR, BIN))], "t", False, "array<struct<key: string, value: binary>>"),
@@ -150,3 +157,10 @@ def test_arrow_rows_long_timestamps_and_bad_header() -> None:
     )
     with pytest.raises(BadRow, match="non-null key"):
         arrow_rows(bad)
+
+
+def test_the_topic_option_wins_over_the_topic_column() -> None:
+    rows = arrow_rows(pa.RecordBatch.from_pydict({"value": [b"a", b"b"], "topic": ["column", None]}))
+    assert [send[0] for send in row_sends(rows, "option")] == ["option", "option"]  # Spark's rule
+    rows = arrow_rows(pa.RecordBatch.from_pydict({"value": [b"a"], "topic": ["column"]}))
+    assert [send[0] for send in row_sends(rows, None)] == ["column"]

@@ -3,16 +3,14 @@ confluent-kafka, what confluent-kafka wrote is read back row for row, and a fail
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from fakebroker import FakeCluster, Fault
+from fakebroker.harness import fake_cluster_thread
 from pyspark.sql import functions as F
 
 from bruce.proxy.embedded import EmbeddedBroker
@@ -71,6 +69,10 @@ def test_write_routes_by_topic_partition_and_partition_key(spark, tansu, new_top
             assert m.partition == (3 if i % 3 == 0 else i % 4)  # the explicit partition, else key mod 4
 
 
+def _headers(headers: list | None) -> list | None:
+    return None if headers is None else [tuple(h) for h in headers]
+
+
 def test_read_what_confluent_wrote_row_for_row(spark, tansu, new_topic) -> None:
     topic = new_topic(partitions=2)
     messages = [
@@ -99,11 +101,20 @@ def test_read_what_confluent_wrote_row_for_row(spark, tansu, new_topic) -> None:
     assert df.rdd.getNumPartitions() == 6  # 250 records per Kafka partition, split into 3 tasks each
     rows = df.select("*", F.unix_millis("timestamp").alias("ms")).orderBy("partition", "offset").collect()
     got = [
-        (r.partition, r.offset, r.key, r.value, r.ms, r.timestampType, r.topic, [(h.key, h.value) for h in r.headers])
+        (
+            r.partition,
+            r.offset,
+            r.key,
+            r.value,
+            r.ms,
+            r.timestampType,
+            r.topic,
+            r.headers and [tuple(h) for h in r.headers],
+        )
         for r in rows
     ]
     want = [
-        (p, offset, m["key"], m["value"], m["timestamp"], 0, topic, list(m["headers"] or ()))
+        (p, offset, m["key"], m["value"], m["timestamp"], 0, topic, m["headers"])  # none: null, as in Spark
         for p in (0, 1)
         for offset, m in enumerate(m for m in messages if m["partition"] == p)  # each partition in produce order
     ]
@@ -118,7 +129,7 @@ def test_read_offsets_json(spark, tansu, new_topic) -> None:
         .option("bootstrap.servers", tansu.address)
         .option("topic", topic)
         .option("startingOffsets", f'{{"{topic}": {{"0": 5, "1": -2}}}}')
-        .option("endingOffsets", f'{{"{topic}": {{"0": 8}}}}')
+        .option("endingOffsets", f'{{"{topic}": {{"0": 8, "1": -1}}}}')
         .load()
     )
     got = Counter((r.partition, r.offset) for r in df.select("partition", "offset").collect())
@@ -144,30 +155,6 @@ def test_bad_options_fail_at_planning(spark, tansu) -> None:
         spark.read.format("bruce").option("bootstrap.servers", tansu.address).option(
             "topic", "absent-topic"
         ).load().collect()
-
-
-@contextmanager
-def fake_cluster_thread(cluster: FakeCluster) -> Iterator[FakeCluster]:
-    """Run a fake cluster on its own event loop in a thread (the Spark tasks connect to it over loopback)."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(cluster.__aenter__())
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(cluster.__aexit__(None, None, None))
-        loop.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield cluster
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def test_broker_refusing_writes_fails_the_task(spark) -> None:

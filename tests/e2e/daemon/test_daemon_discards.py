@@ -5,12 +5,14 @@ unknown topics, budget exhaustion (NO_MEM) and per-topic rate limits."""
 from __future__ import annotations
 
 import json
+import logging
 import struct
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from bruce.proxy import to_bruce
 from bruce.proxy.config import Broker, RateLimit, RateLimitingConfig
 from bruce.proxy.embedded import EmbeddedBroker
 from bruce.proxy.message import message_charge
@@ -73,8 +75,38 @@ def test_malformed_unsupported_and_too_long_datagrams(
     assert sorted(_log_reasons(log_path)) == sorted(
         ["MALFORMED"] * 3 + ["API_KEY(300)", "VERSION(7)", "VERSION(-1)", "LONG_MSG", "LONG_MSG"]
     )
+    long_lines = sorted(line for line in log_path.read_text().splitlines() if " info: LONG_MSG " in line)
+    oversized = len(build_any_partition(topic, b"y" * 1100, timestamp=5))
+    raw = f"topic: {len(topic)}[{topic}]"
+    assert sorted((raw in line, line.rsplit(" size: ", 1)[-1]) for line in long_lines) == [
+        (True, f"{oversized} limit: 1024"),  # the datagram over --max_input_msg_size
+        (True, "421 limit: 420"),  # key + value over messageMaxBytes less the per-message overhead
+    ], long_lines
     reads = consume_topic(tansu.address, topic, 1, 2)
     assert sorted(len(r.value) for r in reads) == [4, 420]
+
+
+def test_a_topic_name_kafka_refuses_is_bad_topic_name(
+    start_daemon: Callable[..., DaemonThread], workdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not TOPIC_AUTOCREATE_FAIL after asking the brokers (what ``bad topic!`` got before): its own reason, counted,
+    reported with the bad topics, logged with why."""
+    log_path = workdir / "discard.log"
+    d = start_daemon(topic_autocreate=True, discard_log_path=str(log_path))
+    sock = str(workdir / "bruce.sock")
+    with caplog.at_level(logging.WARNING, logger="bruce.proxy.discards"):
+        assert to_bruce.main(["--socket_path", sock, "--topic", "bad topic!", "--count", "3", "--unchecked"]) == 0
+        a = d.settle(3)
+    assert (a.discarded, d.discards("BAD_TOPIC_NAME"), d.discards("TOPIC_AUTOCREATE_FAIL")) == (3, 3, 0)
+    assert d.counter("RouterTopicAutocreate") == 0  # nothing asked of a broker
+    report = json.loads(d.get("/discards/json")[2])["unfinished_report"]
+    assert (report["bad_topic_msg_count"], report["recent_bad_topic"]) == (3, ["bad topic!"])
+    assert (
+        "discarded message: BAD_TOPIC_NAME topic 'bad topic!': not a valid Kafka topic name: characters Kafka "
+        "refuses: ' ', '!'" in caplog.text
+    )
+    d.stop()
+    assert _log_reasons(log_path) == ["BAD_TOPIC_NAME"] * 3
 
 
 def test_unknown_topic_is_bad_topic(start_daemon: Callable[..., DaemonThread], new_topic: Callable[..., str]) -> None:

@@ -23,14 +23,8 @@ pytestmark = pytest.mark.e2e
 TANSU_PARTITIONS = 4  # what tansu gives a topic it creates on first use
 
 
-@pytest.fixture
-def not_empty(new_topic: Callable[..., str]) -> None:
-    """A daemon given brokers refuses metadata without topics (Bruce's rule): make sure tansu has one."""
-    new_topic(partitions=1, prefix="not-empty")
-
-
 def test_a_burst_to_a_new_topic_is_held_whole_then_delivered(
-    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, request: pytest.FixtureRequest, not_empty: None
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, request: pytest.FixtureRequest
 ) -> None:
     """50,000 datagrams to a topic nobody created, as fast as one client sends them: none is discarded (the old
     router parked 10,000 and discarded the rest as BAD_TOPIC), every one is read back exactly once."""
@@ -64,7 +58,7 @@ def test_a_burst_to_a_new_topic_is_held_whole_then_delivered(
 
 
 def test_stop_right_after_the_first_message_to_a_new_topic_delivers_it(
-    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, request: pytest.FixtureRequest, not_empty: None
+    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, request: pytest.FixtureRequest
 ) -> None:
     topic = f"fresh-stop-{id(request) % 100_000}"
     d = start_daemon(topic_autocreate=True)

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dashboard_check import parse_dashboard
 
 from bruce.proxy.client import BruceClient
 from bruce.proxy.config import Broker
 from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.shutdown import NOTICE
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
 
 from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, make_config, wait_for
@@ -120,6 +122,26 @@ def test_a_second_daemon_on_the_same_spool_refuses_to_start(
     assert "Traceback" not in log
 
 
+def test_deleting_the_lock_file_lets_no_second_daemon_in(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path
+) -> None:
+    """The lock is held on the directory, not on the file: ``rm DIR/lock`` while daemon 1 runs changes nothing."""
+    spool = workdir / "spool"
+    first = bruce_process(_command(tansu, workdir / "first.sock", spool))
+    first.wait_serving()
+    (spool / "lock").unlink()
+    second = bruce_process(_command(tansu, workdir / "second.sock", spool))
+    assert second.wait() == 1
+    assert f"spool directory {spool} is in use by another process" in second.log, second.log
+    assert first.process.poll() is None
+    first.signal(signal.SIGTERM)
+    assert first.wait() == 0
+    third = bruce_process(_command(tansu, workdir / "third.sock", spool))  # released at the first one's exit
+    third.wait_serving()
+    third.signal(signal.SIGTERM)
+    assert third.wait() == 0
+
+
 def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered(
     start_daemon: Callable[..., DaemonThread],
     tansu: EmbeddedBroker,
@@ -139,14 +161,51 @@ def test_a_damaged_record_is_one_spool_corrupt_discard_and_the_rest_is_delivered
     data[at] ^= 0x01
     segment.write_bytes(bytes(data))
 
-    caplog.set_level(logging.WARNING, logger="bruce.spool")
+    caplog.set_level(NOTICE, logger="bruce.spool")
     d = start_daemon(spool_dir=str(spool))
     a = d.settle(20)
     assert (a.received, a.delivered, a.discarded) == (20, 19, 1), a
     assert d.discards("SPOOL_CORRUPT") == 1
     assert segment.name in caplog.text
+    (notice,) = [r.getMessage() for r in caplog.records if r.levelno == NOTICE and "spool replay" in r.getMessage()]
+    assert "spool replay done: 19 messages from 1 segments" in notice and "1 lost to damage" in notice, notice
+    status, _, html = http_get(d.daemon.status_url + "/")  # the front page's spool panel
+    shown = {v.src: v.text for v in parse_dashboard(html).values}
+    assert status == 200 and "replayed at start: possible duplicates" in html
+    assert (shown["counters:SpoolReplayed"], shown["counters:SpoolCorrupt"]) == ("19", "1"), shown
+    assert "gauge:SpoolBytes" in shown and "derived:spool_oldest_s" in shown
     reads = consume_topic(tansu.address, topic, 1, 19)
     assert sorted(r.value for r in reads) == values[:7] + values[8:]
+    d.stop()
+    assert _segments(spool) == []
+
+
+def test_a_segment_deleted_by_hand_is_counted_spool_corrupt_and_the_rest_is_delivered(
+    start_daemon: Callable[..., DaemonThread],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A spool left by an earlier run (60 undelivered messages in several segments); one sealed segment is removed
+    by hand before the start: its messages are logged with their sequences and discarded as SPOOL_CORRUPT."""
+    topic = new_topic(partitions=1)
+    spool = workdir / "spool"
+    values = [b"seg-%03d" % i for i in range(60)]
+    with Spool.open(SpoolConfig(spool, segment_bytes=2048)) as left:
+        left.append([SpoolMessage(topic.encode(), None, None, v, 1_700_000_000_000) for v in values])
+    segments = sorted(spool.glob("*.seg"))
+    assert len(segments) >= 3
+    first, end = int(segments[1].name[:20]), int(segments[2].name[:20])
+    segments[1].unlink()
+    caplog.set_level(logging.ERROR, logger="bruce.spool")
+    d = start_daemon(spool_dir=str(spool))
+    a = d.settle(60)
+    assert (a.received, a.delivered, a.discarded) == (60, 60 - (end - first), end - first), a
+    assert d.discards("SPOOL_CORRUPT") == end - first
+    assert f"the segment is missing (sequences {first}-{end - 1})" in caplog.text
+    reads = consume_topic(tansu.address, topic, 1, 60 - (end - first))
+    assert sorted(r.value for r in reads) == values[:first] + values[end:]
     d.stop()
     assert _segments(spool) == []
 
@@ -182,11 +241,16 @@ def test_a_disk_error_falls_back_to_memory_only_and_loses_nothing(
     assert sorted(r.value for r in consume_topic(tansu.address, topic, 1, len(values))) == values
 
 
-def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_within_its_budget(
-    start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+def test_messages_left_at_shutdown_stay_and_the_next_start_delivers_them_within_its_budget(
+    start_daemon: Callable[..., DaemonThread],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """No broker answers the first daemon: its messages are SERVER_SHUTDOWN at the stop and stay in the spool. The
-    next daemon, with a budget of 1 KiB (two messages at a time), replays them as the budget frees up."""
+    """No broker answers the first daemon: its messages are left at the stop and stay in the spool — kept, not
+    discarded SERVER_SHUTDOWN, and the log says so. The next daemon, with a budget of 1 KiB (two messages at a
+    time), replays them as the budget frees up."""
     topic = new_topic(partitions=1)
     spool = workdir / "spool"
     nobody = (Broker("127.0.0.1", free_port()),)
@@ -196,8 +260,12 @@ def test_messages_discarded_at_shutdown_stay_and_the_next_start_delivers_them_wi
         for value in values:
             client.send_any_partition(topic, value)
     wait_for(lambda: first.accounting().received == len(values), what="the first daemon to read every message")
+    caplog.set_level(NOTICE, logger="bruce.proxy.daemon")
     a = first.stop()
-    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+    assert (a.discarded, a.kept) == (0, len(values)) and first.discards("SERVER_SHUTDOWN") == 0, a
+    assert a.balanced
+    assert f"{len(values)} undelivered messages stay in the spool: the next start delivers them" in caplog.text
+    assert f"{len(values)} kept in the spool (not discarded: the next start delivers them)" in caplog.text
     assert _segments(spool)
 
     second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
@@ -215,8 +283,8 @@ def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for
     start_daemon: Callable[..., DaemonThread], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
 ) -> None:
     """No broker answers the first daemon and its budget holds two messages: the rest is held on disk only (no
-    NO_MEM), in flight for the accounting and on the status pages; the stop discards them as SERVER_SHUTDOWN and
-    leaves them in the spool. The next daemon, with a broker, delivers every one."""
+    NO_MEM), in flight for the accounting and on the status pages; the stop leaves them in the spool (kept, not
+    discarded). The next daemon, with a broker, delivers every one."""
     topic = new_topic(partitions=1)
     spool = workdir / "spool"
     nobody = (Broker("127.0.0.1", free_port()),)
@@ -237,7 +305,7 @@ def test_beyond_the_budget_messages_wait_on_disk_only_and_a_stop_leaves_them_for
     status, _, page = http_get(first.daemon.status_url + "/")
     assert status == 200 and "messages held on disk only" in page
     a = first.stop()
-    assert a.discarded == len(values) and first.discards("SERVER_SHUTDOWN") == len(values)
+    assert (a.discarded, a.kept) == (0, len(values)) and first.discards("SERVER_SHUTDOWN") == 0, a
 
     second = start_daemon(spool_dir=str(spool), msg_buffer_max=1)
     a = second.settle(len(values))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -122,3 +123,30 @@ def test_dashboard_agrees_with_the_json_pages(
     assert shown[f"counters:TopicMsgDelivered{{topic={topic}}}"] == "40"
     assert (shown["counters:MsgReceived"], shown["counters:Discard{reason=MALFORMED}"]) == ("41", "1")
     assert "rate:received" in shown and "broker trouble" not in html
+
+
+def test_before_any_metadata_the_front_page_says_why_per_bootstrap_broker(
+    start_daemon: Callable[..., DaemonThread],
+) -> None:
+    """Brokers that cannot be resolved or refuse the connection: the front page shows each configured address with
+    the error the log has, not only "no metadata yet"."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        refused = s.getsockname()[1]  # bound, not listening: connections are refused
+        d = start_daemon(initial_brokers=(Broker("no-such-host.invalid", 9092), Broker("127.0.0.1", refused)))
+        source = d.daemon.status_source
+        wait_for(
+            lambda: all(b.last_error for b in d.call(source.metadata_times).bootstrap), what="both addresses to fail"
+        )
+        bootstrap = d.call(source.metadata_times).bootstrap
+        status, _, html = d.get("/")
+    assert status == 200
+    page = check_dashboard(html, lambda path: d.get(path)[2], brokers=[], samples=None, bootstrap=bootstrap)
+    shown = {v.src: v.text for v in page.values}
+    dns, refusal = (
+        shown["bootstrap:no-such-host.invalid:9092:last_error"],
+        shown[f"bootstrap:127.0.0.1:{refused}:last_error"],
+    )
+    assert "Name or service not known" in dns or "not resolve" in dns or "nodename" in dns, dns
+    assert "Connect call failed" in refusal or "refused" in refusal, refusal
+    assert "no metadata from Kafka yet: no bootstrap broker answered" in html

@@ -9,7 +9,9 @@ import pytest
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason as R
+from bruce.proxy.discard_log import format_discard_line
 from bruce.proxy.discards import MAX_RECENT, MAX_VERSIONS, OTHER_TOPIC, DiscardTracker, TopicInterval
+from bruce.wire.datagram import build_any_partition
 from bruce.wire.errors import UsageError
 
 from .clocks import ManualClock
@@ -208,6 +210,7 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
     for i, reason in enumerate(topic_reasons):
         tracker.record(reason, "t", b"k", b"v", 1000 + i)
     tracker.record(R.BAD_TOPIC, "no-such-topic", b"k", b"v", 1)
+    tracker.record(R.BAD_TOPIC_NAME, "no such topic", b"k", b"v", 2)
     tracker.record(R.RATE_LIMIT, "u", b"", b"", 7)
     tracker.record_unparsed(R.MALFORMED, b"\x00\x01")
     tracker.record_unparsed(R.API_KEY, b"\x00\x02", detail=300)
@@ -218,9 +221,19 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
 
     counts = {reason: counters.get("Discard", (("reason", reason.value),)) for reason in R}
     expected = {reason: 1 for reason in topic_reasons}
-    expected.update({R.RATE_LIMIT: 2, R.LONG_MSG: 2, R.BAD_TOPIC: 1, R.MALFORMED: 1, R.API_KEY: 1, R.VERSION: 3})
+    expected.update(
+        {
+            R.RATE_LIMIT: 2,
+            R.LONG_MSG: 2,
+            R.BAD_TOPIC: 1,
+            R.BAD_TOPIC_NAME: 1,
+            R.MALFORMED: 1,
+            R.API_KEY: 1,
+            R.VERSION: 3,
+        }
+    )
     assert counts == expected
-    assert counters.get("Discard") == len(topic_reasons) + 8
+    assert counters.get("Discard") == len(topic_reasons) + 9
 
     p = tracker.report().unfinished
     assert p.discard_topic == (
@@ -230,7 +243,7 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
     assert p.rate_limit_discard == (("t", 1), ("u", 1))
     assert (p.malformed_msg_count, p.unsupported_api_key_msg_count, p.unsupported_version_msg_count) == (1, 1, 3)
     assert p.unsupported_msg_version == ((-1, 2), (3, 1))
-    assert (p.bad_topic_msg_count, p.recent_bad_topic) == (1, ("no-such-topic",))
+    assert (p.bad_topic_msg_count, p.recent_bad_topic) == (2, ("no such topic", "no-such-topic"))
     assert p.recent_too_long_msg == (b"\x00\x05", b"t v")
     assert p.possible_duplicate_topic == ()
 
@@ -300,8 +313,8 @@ class RecordingLog:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
 
-    def discard(self, *args) -> None:
-        self.calls.append(("DISC", *args))
+    def discard(self, *args, **kwargs) -> None:
+        self.calls.append(("DISC", *args, *kwargs.items()))
 
     def duplicate(self, *args) -> None:
         self.calls.append(("DUP", *args))
@@ -324,3 +337,42 @@ def test_every_event_reaches_the_discard_log_with_bruce_info_text() -> None:
         ("DUP", "t", b"k", b"v", 18),
     ]
     assert counters.get("PossibleDuplicateMsg") == 0  # the producer counts duplicates; the tracker only reports them
+
+
+def test_long_msg_and_bad_topic_name_say_why(caplog: pytest.LogCaptureFixture) -> None:
+    """The log line and the discard log line carry the topic, the size and the limit (LONG_MSG), or what is wrong with
+    the name (BAD_TOPIC_NAME); a bad topic name is counted under its own reason and reported with the bad topics."""
+    sink = RecordingLog()
+    tracker, clock, counters = make(discard_log=sink, prefix_size=4, interval=1000)  # type: ignore[arg-type]
+    tracker.message_limit = 1000
+    oversized = build_any_partition("big", b"v" * 70_000, timestamp=1)[:65_537]  # what the intake reads of it
+    with caplog.at_level(logging.WARNING, logger="bruce.proxy.discards"):
+        tracker.record(R.LONG_MSG, "t", b"key", b"v" * 1500, 17)
+        clock.now += 30  # a warning per reason per 30 s
+        tracker.record_unparsed(R.LONG_MSG, oversized, detail=65_536)
+        tracker.record(R.BAD_TOPIC_NAME, "bad topic!", b"", b"v", 18)
+    assert [r.getMessage() for r in caplog.records] == [
+        "discarded message: LONG_MSG topic 't': 1503 bytes of key and value, limit 1000",
+        "discarded message: LONG_MSG topic 'big': a datagram of 70031 bytes, limit 65536 (--max_input_msg_size)",
+        "discarded message: BAD_TOPIC_NAME topic 'bad topic!': not a valid Kafka topic name: characters Kafka refuses:"
+        " ' ', '!'",
+    ]
+    assert sink.calls == [
+        ("DISC", "LONG_MSG", "t", b"key", b"v" * 1500, 17, ("size", 1503), ("limit", 1000)),
+        ("DISC", "LONG_MSG", b"big", None, oversized, None, ("size", 70031), ("limit", 65_536)),
+        ("DISC", "BAD_TOPIC_NAME", "bad topic!", b"", b"v", 18),
+    ]
+    assert counters.get("Discard", (("reason", "BAD_TOPIC_NAME"),)) == 1
+    p = tracker.report().unfinished
+    assert (p.bad_topic_msg_count, p.recent_bad_topic, p.discard_topic) == (
+        1,
+        ("bad topic!",),
+        (TopicInterval("t", 17, 17, 1),),
+    )
+
+
+def test_the_discard_log_line_ends_with_size_and_limit_where_one_applies() -> None:
+    line = format_discard_line(5, 6, "DISC", "LONG_MSG", b"t", b"", b"v", 10, size=1503, limit=1000)
+    assert line == b"now: 5 ts: 6 event: DISC info: LONG_MSG topic: 1[t] key: 0[] msg: 4[dg==] size: 1503 limit: 1000\n"
+    plain = format_discard_line(5, 6, "DISC", "RATE_LIMIT", b"t", b"", b"v", 10)
+    assert plain == b"now: 5 ts: 6 event: DISC info: RATE_LIMIT topic: 1[t] key: 0[] msg: 4[dg==]\n"

@@ -47,7 +47,7 @@ def datagram(kind: str, i: int, size: int) -> tuple[bytes, bytes | tuple[Discard
         return good[:4] + struct.pack(">h", 300) + good[6:], (DiscardReason.API_KEY, 300)
     if kind == "version":
         return good[:6] + struct.pack(">h", 2) + good[8:], (DiscardReason.VERSION, 2)
-    return good + b"y" * MAX_SIZE, (DiscardReason.LONG_MSG, None)
+    return good + b"y" * MAX_SIZE, (DiscardReason.LONG_MSG, MAX_SIZE)  # detail: the limit it broke
 
 
 def one_by_one(datagrams: list[tuple[bytes, Any]], capacity: int) -> list[Any]:

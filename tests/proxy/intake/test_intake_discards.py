@@ -118,8 +118,8 @@ def test_oversize_is_too_long_at_the_exact_boundary(
     assert (
         intake.sink.unparsed
         == [
-            (DiscardReason.LONG_MSG, one_over, None),  # one byte over is too long, not malformed
-            (DiscardReason.LONG_MSG, far_over[: limit + 1], None),  # the kernel truncated it to limit + 1
+            (DiscardReason.LONG_MSG, one_over, limit),  # one byte over is too long, not malformed
+            (DiscardReason.LONG_MSG, far_over[: limit + 1], limit),  # the kernel truncated it to limit + 1
         ]
     )
     assert outcome_counters(intake) == {"InputAgentGotOkMsg": 1, "MsgCreate": 1, "InputAgentDiscardMsgTooLong": 2}

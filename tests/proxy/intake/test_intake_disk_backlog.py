@@ -110,13 +110,14 @@ def test_a_damaged_held_record_is_one_spool_corrupt_discard(tmp_path: Path) -> N
     d.spool.close()
 
 
-def test_at_a_stop_what_is_held_on_disk_is_server_shutdown_and_replayed_at_the_next_start(tmp_path: Path) -> None:
+def test_at_a_stop_what_is_held_on_disk_is_kept_and_replayed_at_the_next_start(tmp_path: Path) -> None:
+    """Kept in the spool, not discarded: no SERVER_SHUTDOWN discard, the accounting's ``kept``."""
     d = Daemon(tmp_path, room=2)
     d.send(5)
     d.deliver_all()
     assert d.backlog.settle() == 3
-    assert d.counters.get("Discard", (("reason", DiscardReason.SERVER_SHUTDOWN.value),)) == 3
-    assert d.outcomes.snapshot() == Accounting(5, 2, 3, 0)
+    assert d.counters.get("Discard", (("reason", DiscardReason.SERVER_SHUTDOWN.value),)) == 0
+    assert d.outcomes.snapshot() == Accounting(5, 2, 0, 0, kept=3)
     assert d.spool.cursor.held == 0
     d.spool.close()
     with Spool.open(SpoolConfig(tmp_path)) as spool:

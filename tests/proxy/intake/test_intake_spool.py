@@ -123,4 +123,6 @@ def test_every_fate_but_server_shutdown_is_done(tmp_path: Path) -> None:
         outcomes.discarded("t", messages[4:5], DiscardReason.SERVER_SHUTDOWN)
         outcomes.discard_routed(messages[5], DiscardReason.SERVER_SHUTDOWN)
         assert spool.pending == 2
+        assert (outcomes.kept_total, outcomes.discarded_total) == (2, 2)  # SERVER_SHUTDOWN: kept, not discarded
+        assert budget.held == 0
     assert [r[0] for r in replayed(tmp_path / "s")] == [4, 5]

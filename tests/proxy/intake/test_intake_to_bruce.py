@@ -18,10 +18,10 @@ import pytest
 
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy import to_bruce
-from bruce.proxy.client import now_ms
+from bruce.proxy.client import DaemonUnavailableError, now_ms
 from bruce.proxy.intake import DatagramIntake
 from bruce.proxy.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
-from bruce.wire.datagram import Datagram, DatagramKind, parse_datagram
+from bruce.wire.datagram import Datagram, DatagramKind, build_any_partition, parse_datagram
 from bruce.wire.errors import MalformedInput
 
 from .conftest import TIMEOUT
@@ -191,9 +191,79 @@ def test_no_daemon(sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert "no bruce daemon is listening" in capsys.readouterr().err
 
 
-def test_topic_too_long(receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--socket_path", sock_path, "--topic", "x" * 40000, "--value", "v"]) == EXIT_ERROR
+def test_topic_too_long_for_a_datagram(
+    receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--socket_path", sock_path, "--topic", "x" * 40000, "--value", "v", "--unchecked"]
+    assert main(args) == EXIT_ERROR
     assert "topic" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("topic", "why"),
+    [
+        ("bad topic!", "characters Kafka refuses: ' ', '!'"),
+        ("", "empty"),
+        (".", "'.' and '..' are not topic names"),
+        ("..", "'.' and '..' are not topic names"),
+        ("x" * 250, "250 characters, more than Kafka's 249"),
+        ("caf\u00e9", "characters Kafka refuses: '\u00e9'"),
+    ],
+)
+def test_topic_names_kafka_refuses_are_refused(
+    receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str], topic: str, why: str
+) -> None:
+    assert main(["--socket_path", sock_path, "--topic", topic, "--value", "v", "--count", "3"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"to_bruce: --topic {topic!r} is not a valid Kafka topic name: {why}" in err, err
+    assert "legal: letters, digits, '.', '_', '-'; 1 to 249 characters" in err
+    assert received(receiver) == []
+
+
+@pytest.mark.parametrize("topic", ["x" * 249, "a.b_c-D9", "..."])
+def test_every_topic_name_kafka_takes_is_sent(receiver: socket.socket, sock_path: str, topic: str) -> None:
+    assert main(["--socket_path", sock_path, "--topic", topic, "--value", "v"]) == EXIT_OK
+    assert [d.topic for d in parsed(receiver)] == [topic.encode()]
+
+
+def test_a_value_over_the_daemons_limit_is_refused(
+    receiver: socket.socket, sock_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fits = 65536 - len(build_any_partition(b"t", b"", b"", timestamp=0))
+    assert main(["--socket_path", sock_path, "--topic", "t", "--value", "v" * (fits + 1)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "the datagram would be 65537 bytes" in err and f"value {fits + 1}" in err, err
+    assert "over the daemon's --max_input_msg_size (65536 bytes by default" in err, err
+    assert received(receiver) == []
+    assert main(["--socket_path", sock_path, "--topic", "t", "--value", "v" * fits]) == EXIT_OK
+    args = ["--socket_path", sock_path, "--topic", "t", "--value", "v" * (fits + 1), "--max_input_msg_size", "70000"]
+    assert main(args) == EXIT_OK
+    assert [len(d.value) for d in parsed(receiver)] == [fits, fits + 1]
+
+
+def test_unchecked_sends_what_the_daemon_refuses(receiver: socket.socket, sock_path: str) -> None:
+    """For testing the daemon's own checks (BAD_TOPIC_NAME, LONG_MSG)."""
+    assert main(["--socket_path", sock_path, "--topic", "bad topic!", "--value", "v" * 70000, "--unchecked"]) == 0
+    assert [(d.topic, len(d.value)) for d in parsed(receiver)] == [(b"bad topic!", 70000)]
+
+
+def test_a_failure_mid_count_says_how_many_were_sent(
+    receiver: socket.socket, sock_path: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = to_bruce.BruceClient.send_datagram
+    calls = []
+
+    def fail_on_the_fourth(self: Any, datagram: bytes, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 4:
+            raise DaemonUnavailableError(f"no bruce daemon is listening on {sock_path}; the message was not sent")
+        real(self, datagram, **kwargs)
+
+    monkeypatch.setattr(to_bruce.BruceClient, "send_datagram", fail_on_the_fourth)
+    assert main(["--socket_path", sock_path, "--topic", "t", "--value", "v", "--count", "10"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.endswith("; 3 of 10 messages sent before the failure\n"), err
+    assert len(received(receiver)) == 3
 
 
 def test_installed_command(receiver: socket.socket, sock_path: str) -> None:

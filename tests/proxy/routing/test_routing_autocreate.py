@@ -169,3 +169,18 @@ def test_refused_creation_through_the_producer() -> None:
             assert producer.counters.get("TopicAutocreateFail") == 1
 
     scenario(body, brokers=1, autocreate=False)
+
+
+@pytest.mark.parametrize("autocreate", [True, False])
+def test_a_topic_name_kafka_refuses_is_bad_topic_name_and_never_created(autocreate: bool) -> None:
+    """Named for what it is (not TOPIC_AUTOCREATE_FAIL after a broker refused it), with or without auto-creation,
+    even before the first metadata."""
+    rig, requested = creating_rig(cluster=None) if autocreate else (Rig(cluster=None), [])
+    rig.send("bad topic!", "1")
+    rig.send("..", "2")
+    rig.send("fresh", "3")  # a legal name waits for the first metadata
+    assert rig.take_discards() == [
+        (DiscardReason.BAD_TOPIC_NAME, "bad topic!", "1"),
+        (DiscardReason.BAD_TOPIC_NAME, "..", "2"),
+    ]
+    assert requested == [] and rig.router.held == 1

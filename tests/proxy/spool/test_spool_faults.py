@@ -171,6 +171,31 @@ def test_another_process_holding_the_spool_is_named(tmp_path: Path) -> None:
         pass
 
 
+def test_deleting_the_lock_file_lets_no_second_opener_in(tmp_path: Path) -> None:
+    """The lock is on the directory, not on the file's existence: ``rm DIR/lock`` while one spool (here: another
+    process) holds it does not let a second one open the directory."""
+    holder = _start_holder(tmp_path, 0)
+    try:
+        (tmp_path / "lock").unlink()
+        with pytest.raises(SpoolLocked, match=f"spool directory {tmp_path} is in use"):
+            open_spool(tmp_path)
+        with open_spool(tmp_path / "other"):  # another directory is another spool
+            pass
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    with open_spool(tmp_path) as spool:  # released by the holder's death
+        assert spool.degraded is None
+        assert (tmp_path / "lock").read_text() == f"{os.getpid()}\n"
+
+
+def test_deleting_the_lock_file_in_process_still_refuses_a_second_spool(tmp_path: Path) -> None:
+    with open_spool(tmp_path):
+        (tmp_path / "lock").unlink()
+        with pytest.raises(SpoolLocked, match="in use by another process"):
+            open_spool(tmp_path)
+
+
 def test_kill_9_under_load_loses_nothing_written(tmp_path: Path) -> None:
     writer = _start_holder(tmp_path, 64)
     assert writer.stdout is not None
@@ -207,10 +232,15 @@ def test_torn_tail_of_the_newest_segment_is_truncated(tmp_path: Path) -> None:
     good = newest.stat().st_size
     with newest.open("ab") as f:
         f.write(encode_burst(10, burst(1))[:-7])  # a crash in the middle of a write
+    reported: list[tuple] = []
     with open_spool(tmp_path) as spool:
+        spool.on_corrupt = lambda *args: reported.append(args)
         assert newest.stat().st_size == good
         assert _seqs(spool) == list(range(10))
-        assert spool.corrupt == 0
+        assert spool.corrupt == 1  # at least one message read from the socket, cut by the crash: counted
+        assert spool.next_sequence == 10
+    ((file, offset, count, detail),) = reported
+    assert (file, offset, count) == (str(newest), good, 1) and "torn write (" in detail, detail
 
 
 def test_flipped_byte_in_an_older_segment_is_skipped_and_reported(tmp_path: Path) -> None:

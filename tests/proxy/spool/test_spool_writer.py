@@ -64,13 +64,14 @@ def test_segments_roll_by_size_and_go_when_done(tmp_path: Path) -> None:
         assert segment_files(tmp_path) == [f"{16:020d}.seg"]  # the active segment stays while it is written
         assert spool.stats()["SpoolSegments"] == 1
     assert segment_files(tmp_path) == []  # closed with everything done: an empty spool
-    assert sorted(os.listdir(tmp_path)) == ["lock"]
+    assert sorted(os.listdir(tmp_path)) == ["lock", "manifest"]
 
 
-def test_a_burst_larger_than_a_segment_gets_its_own(tmp_path: Path) -> None:
+def test_a_burst_larger_than_a_segment_is_cut_across_segments(tmp_path: Path) -> None:
     with open_spool(tmp_path, segment_bytes=200) as spool:
         assert [spool.append(burst(n)) for n in (1, 20, 1)] == [0, 1, 21]
-        assert len(segment_files(tmp_path)) == 3
+        assert len(segment_files(tmp_path)) == 11  # two records of about 65 bytes per segment
+        assert max(p.stat().st_size for p in tmp_path.glob("*.seg")) <= 200
     with open_spool(tmp_path) as spool:
         assert [r.sequence for r in replay_all(spool)] == list(range(22))
 
@@ -79,7 +80,8 @@ def test_after_a_clean_close_only_what_is_not_done_is_replayed(tmp_path: Path) -
     with open_spool(tmp_path) as spool:
         spool.append(burst(10))
         spool.done_run(2, 6)
-    assert sorted(os.listdir(tmp_path)) == ["00000000000000000000.seg", "00000000000000000000.seg.done", "lock"]
+    segment = "00000000000000000000.seg"
+    assert sorted(os.listdir(tmp_path)) == [segment, segment + ".done", "lock", "manifest"]
     with open_spool(tmp_path) as spool:
         assert [r.sequence for r in replay_all(spool)] == [0, 1, 8, 9]
         assert spool.stats()["SpoolSkippedDone"] == 6
@@ -88,7 +90,7 @@ def test_after_a_clean_close_only_what_is_not_done_is_replayed(tmp_path: Path) -
         assert [r.sequence for r in replay_all(spool)] == [0, 9]
         first_new = spool.append(burst(2))
         spool.done_many([0, 9])
-        assert sorted(os.listdir(tmp_path)) == [f"{first_new:020d}.seg", "lock"]  # the done file went first
+        assert sorted(os.listdir(tmp_path)) == [f"{first_new:020d}.seg", "lock", "manifest"]  # the done file went first
         spool.done_run(first_new, 2)
     assert segment_files(tmp_path) == []
 
@@ -142,7 +144,7 @@ def test_damaged_and_orphaned_done_files_are_not_used(tmp_path: Path) -> None:
     (tmp_path / f"{500:020d}.seg.done").write_bytes(b"orphan")
     (tmp_path / f"{600:020d}.seg.done.tmp").write_bytes(b"unfinished")
     with open_spool(tmp_path) as spool:
-        assert sorted(os.listdir(tmp_path)) == ["00000000000000000000.seg", "lock"]
+        assert sorted(os.listdir(tmp_path)) == ["00000000000000000000.seg", "lock", "manifest"]
         assert [r.sequence for r in replay_all(spool)] == [0, 1, 2, 3]
 
 
@@ -217,7 +219,7 @@ def test_full_spool_policy(tmp_path: Path, policy: FullPolicy) -> None:
 
 def test_oldest_undelivered_age(tmp_path: Path) -> None:
     now = [1_000_000]
-    spool = Spool.open(SpoolConfig(tmp_path, segment_bytes=300), wall_ms=lambda: now[0])
+    spool = Spool.open(SpoolConfig(tmp_path, segment_bytes=250), wall_ms=lambda: now[0])
     with spool:
         assert spool.oldest_age_ms() == 0
         spool.append(burst(3))  # segment created at 1_000_000
@@ -241,6 +243,7 @@ def test_status_counters_are_named(tmp_path: Path) -> None:
             "SpoolReplayed",
             "SpoolSkippedDone",
             "SpoolCorrupt",
+            "SpoolBadHeaders",
             "SpoolFull",
             "SpoolNotSpooled",
             "SpoolPending",

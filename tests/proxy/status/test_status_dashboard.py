@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 from dashboard_check import check_dashboard, parse_dashboard
 
-from bruce.proxy.status import BrokerState, QueueStats, RateHistory, TopicQueue
+from bruce.producer.counters import Counters
+from bruce.proxy.status import BootstrapState, BrokerState, Gauge, MetadataTimes, QueueStats, RateHistory, TopicQueue
 from bruce.proxy.status.dashboard import MAX_ROWS, render_front_page
 from bruce.proxy.status.history import MAX_TOPICS, rate, series
 
-from .conftest import NOW, FakeSource, RunningStatus
+from .conftest import NOW, START, FakeSource, RunningStatus
 
 EVIL = '<script>alert("x")</script>&amp;'
 
@@ -48,7 +49,7 @@ def test_healthy_idle_and_empty(source: FakeSource) -> None:
     page = parse_dashboard(html)
     assert "Healthy:" in html and "Attention" not in html
     assert not [v for v in page.values if v.src.startswith("rate:")]
-    assert html.count("&ndash; /s over the last minute") == 3
+    assert html.count("&ndash; /s (no rate yet)") == 3
     assert _texts(page.values, "derived:brokers") == {"derived:brokers_connected": "1", "derived:brokers_known": "2"}
 
 
@@ -98,3 +99,102 @@ def test_topic_rows_are_bounded(source: FakeSource) -> None:
     topics = [v.text for v in page.values if v.src.startswith("topic:")]
     assert len(topics) == MAX_ROWS and topics[0] == "alpha"  # sorted: the delivered-only topics come first
     assert _texts(page.values, "derived:topics_not_shown") == {"derived:topics_not_shown": "7"}
+
+
+def test_the_spool_panel_shows_the_spool_when_there_is_one(status: RunningStatus) -> None:
+    src = status.source
+    assert 'class="spool"' not in status.get("/").text  # no --spool_dir: no panel
+    spool_counters = Counters()
+    spool_counters.inc("SpoolReplayed", 1200)
+    spool_counters.inc("SpoolSkippedDone", 30)
+    spool_counters.inc("SpoolCorrupt", 2)
+    sets = src.counter_sets()
+    src.counter_sets = lambda: [*sets, ("bruce.proxy.spool", spool_counters)]  # type: ignore[method-assign]
+    src.gauge_list += [
+        Gauge("SpoolBytes", "Bytes of the spool's segment files.", 5 * 1024 * 1024),
+        Gauge("SpoolSegments", "The spool's segment files.", 3),
+        Gauge("SpoolPending", "Spooled messages not yet done.", 4000),
+        Gauge("SpoolHeldOnDisk", "Held on disk only.", 1500),
+        Gauge("SpoolOldestMs", "Age of the oldest segment holding one.", 95_000),
+    ]
+    reply = status.get("/")
+    page = check_dashboard(reply.text, lambda p: status.get(p).text, brokers=src.brokers, samples=src.rate_samples())
+    shown = _texts(page.values, "")
+    assert shown["gauge:SpoolBytes"] == "5.0\N{NO-BREAK SPACE}MiB" and shown["gauge:SpoolSegments"] == "3"
+    assert shown["gauge:SpoolPending"] == "4,000" and shown["gauge:SpoolHeldOnDisk"] == "1,500"
+    assert shown["derived:spool_oldest_s"] == "1 min 35 s"
+    assert shown["counters:SpoolReplayed"] == "1,200" and shown["counters:SpoolCorrupt"] == "2"
+    assert "replayed at start: possible duplicates" in reply.text
+
+
+def _shown(html: str) -> dict[str, str]:
+    return {v.src: v.text for v in parse_dashboard(html).values}
+
+
+def test_without_metadata_each_bootstrap_address_shows_its_last_error(status: RunningStatus) -> None:
+    """What the log says about each configured broker, on the page: the cause, not only "no metadata yet"."""
+    src = status.source
+    src.brokers = []
+    src.times = MetadataTimes(
+        bootstrap=(
+            BootstrapState("kafka-1.example:9092", "cannot connect: [Errno -2] Name or service not known", NOW - 2),
+            BootstrapState("127.0.0.1:1", "cannot connect: [Errno 111] Connect call failed", NOW - 1),
+            BootstrapState("kafka-3.example:9093", "authentication failed: SASL credentials refused", NOW - 1),
+            BootstrapState("kafka-4.example:9094"),
+        )
+    )
+    html = status.get("/").text
+    page = check_dashboard(
+        html, lambda p: status.get(p).text, brokers=[], samples=src.rate_samples(), bootstrap=src.times.bootstrap
+    )
+    shown = {v.src: v.text for v in page.values}
+    assert shown["bootstrap:kafka-1.example:9092:last_error"].endswith("Name or service not known")
+    assert shown["bootstrap:127.0.0.1:1:last_error"].endswith("Connect call failed")
+    assert shown["bootstrap:kafka-3.example:9093:last_error"].startswith("authentication failed")
+    assert shown["bootstrap:127.0.0.1:1:last_error_at"] == "2023-11-14 23:13:19 UTC"
+    assert "bootstrap:kafka-4.example:9094:last_error" not in shown and "no answer yet" in html
+    assert "Attention: no metadata from Kafka yet: no bootstrap broker answered (see Brokers)" in html
+    src.times = MetadataTimes(last_updated_ms=1_700_000_100_123, bootstrap=src.times.bootstrap)
+    assert not [s for s in _shown(render_front_page(src, now=NOW)) if s.startswith("bootstrap:")]  # brokers instead
+
+
+def _young(source: FakeSource, up: int) -> None:
+    """A daemon up ``up`` s, sampled each second: 10 deliveries a second, all to topic "late", which first got one at
+    second 20 (so the oldest samples do not hold it)."""
+    source.info = type(source.info)(pid=1, version="v", start_time=START)
+    history = RateHistory()
+    for t in range(up + 1):
+        n = max(0, 10 * (t - 20))
+        history.sample(START + t, n, n, 0, {"late": n} if n else {})
+    source.history = history
+    source.accounting = Counters()
+    source.accounting.inc("MsgReceived", 10 * (up - 20))
+    source.accounting.inc("MsgDelivered", 10 * (up - 20))
+    source.accounting.inc("TopicMsgDelivered", 10 * (up - 20), labels=(("topic", "late"),))
+    source.queues = QueueStats()
+
+
+def test_rates_share_one_window_and_state_it(source: FakeSource) -> None:
+    _young(source, 44)
+    html = render_front_page(source, now=START + 44.5)
+    shown = _shown(html)
+    assert shown["rate:delivered"] == shown["rate:topic:late"] == "5.5"  # 240 deliveries over the same 44 s
+    assert shown["rate:window"] == "44" and "since start, " in html and "last minute" not in html
+    _young(source, 200)
+    html = render_front_page(source, now=START + 200.5)
+    shown = _shown(html)
+    assert shown["rate:delivered"] == shown["rate:topic:late"] == "10.0"
+    assert shown["rate:window"] == "60" and "over the last " in html and "since start" not in html
+
+
+def test_each_chart_states_its_scale(source: FakeSource) -> None:
+    """Every sparkline is followed by its scale: the top of the chart (the peak per-second rate) and the time it
+    spans."""
+    html = render_front_page(source, now=NOW)
+    charts = html.split('<svg class="spark"')[1:]
+    assert len(charts) == 3 + 2  # three cards, two topic rows
+    for chart in charts:
+        scale = chart.split("</svg>", 1)[1].split("</p>", 1)[0]
+        assert 'class="scale"' in scale and ':peak"' in scale and 'data-src="rate:window"' in scale, scale
+    shown = _shown(html)
+    assert (shown["rate:delivered:peak"], shown["rate:topic:alpha:peak"], shown["rate:window"]) == ("198", "120", "55")

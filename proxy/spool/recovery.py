@@ -1,0 +1,212 @@
+"""Recovery at open: what earlier runs left in the spool directory, checked against the manifest, replayed
+(docs/spool.md "Recovery" and "The manifest"). A part of :class:`~.spool.Spool`, kept apart for its size.
+
+Rules:
+- :meth:`Recovery._load` lists the segments in base order, compares them with the manifest (:mod:`.manifest`: a
+  listed segment whose file is gone is *missing*), loads the done files, reads the newest segment at once (a torn
+  tail is truncated there) and continues the sequence after the highest one ever used — never the sequences of a
+  lost record or segment again. It saves the manifest (synced).
+- :meth:`Recovery.replay` reports the missing segments first (their sequences less those their done file marked
+  done: "at least one" when their end is not known), then reads one segment at a time and hands its records out.
+  Every loss is counted in ``corrupt``, logged (ERROR, file, offset, sequences) and given to ``on_corrupt`` (the
+  daemon discards them as SPOOL_CORRUPT): damaged regions, a segment that ends before the manifest's end for it (cut
+  short), a torn tail of the newest segment (at least one message: one read from the socket whose write the crash
+  cut). A damaged segment header is logged (WARNING) and counted in ``bad_headers``; its records are read anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans
+from .format import HEADER_SIZE, SpoolRecord, parse_header
+from .manifest import Lost, Manifest, missing_segments
+from .scan import Corrupt, TornTail, read_head, walk_segment
+from .tracker import Segment, Tracker
+
+if TYPE_CHECKING:
+    from .spool import SpoolConfig
+
+__all__ = ["SEGMENT_NAME", "Recovery"]
+
+log = logging.getLogger("bruce.spool")
+
+SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+
+
+def _not_done(bitmap: bytes, base: int, first: int, end: int) -> int:
+    """How many of the sequences [first, end) of the segment at ``base`` its done bitmap does not mark done."""
+    return sum(not is_done(bitmap, seq - base) for seq in range(first, end))
+
+
+class Recovery:
+    """The opening half of :class:`~.spool.Spool` (see the module rules)."""
+
+    directory: Path
+    config: SpoolConfig
+    next_sequence: int
+    replayed: int
+    skipped_done: int
+    corrupt: int
+    bad_headers: int
+    on_corrupt: Callable[[str, int, int, str], None] | None
+    _tracker: Tracker
+    _manifest: Manifest
+    _missing: list[Lost]
+    _torn: Corrupt | None
+    _to_replay: list[Segment]
+    _done_files: dict[str, bytes]
+    _last_name: str | None
+    _bytes: int
+    _left_in_place: int
+    _unlink: Callable[[list[Segment]], None]  # the spool's: deletes segments that became fully done
+
+    def _load(self) -> None:
+        names = os.listdir(self.directory)
+        found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
+        listed = self._manifest.load()
+        if listed is None and found:
+            log.warning("spool: %s has no manifest (an older bruce?): missing segments cannot be found", self.directory)
+        self._missing = missing_segments(listed or {}, [base for base, _ in found])
+        for lost in self._missing:
+            self.next_sequence = max(self.next_sequence, lost.first + 1, lost.end or 0)
+            if lost.name + DONE_SUFFIX in names:  # what the lost segment had delivered is not lost
+                self._done_files[lost.name] = load_done(self.directory, lost.name, lost.first, None, gone=True)
+        remove_orphans(self.directory, names, {name for _, name in found})
+        for base, name in found:
+            path = self.directory / name
+            with open(path, "rb") as f:
+                head = f.read(HEADER_SIZE)
+                nbytes = os.fstat(f.fileno()).st_size
+            header = parse_header(head)
+            segment = self._tracker.add(name, base, header.created_ms if header else int(os.path.getmtime(path) * 1e3))
+            if name + DONE_SUFFIX in names:
+                self._done_files[name] = load_done(self.directory, name, base, header)
+            segment.nbytes = nbytes
+            self._bytes += nbytes
+            segment.awaiting_replay = True
+            self._to_replay.append(segment)
+            end = (listed or {}).get(base)
+            self._manifest.segments[base] = end
+            self.next_sequence = max(self.next_sequence, base + 1, end or 0)
+        if found:
+            self._last_name = found[-1][1]
+            newest = self._to_replay[-1]
+            end = self._check_newest(newest)
+            self.next_sequence = max(self.next_sequence, end)
+            if self._manifest.segments[newest.base] is None:  # it was being written: its records say where it ends
+                self._manifest.segments[newest.base] = end
+        self._manifest.save(os.fdatasync)
+
+    def _check_newest(self, segment: Segment) -> int:
+        """Truncate the newest segment's torn tail (reported at replay); the sequence after its last record (its base
+        when it holds none), where the sequence continues."""
+        path = self.directory / segment.name
+        data = path.read_bytes()
+        end = segment.base
+        if read_head(data, name_base=segment.base).unreadable:
+            return end  # reported by replay
+        for item in walk_segment(data, name_base=segment.base, last=True):
+            if isinstance(item, SpoolRecord):
+                end = item.sequence + 1
+            elif isinstance(item, TornTail) and item.offset < len(data):
+                os.truncate(path, item.offset)
+                self._bytes -= segment.nbytes - item.offset
+                segment.nbytes = item.offset
+                if item.offset >= HEADER_SIZE:  # else a crash while creating it: nothing was written to it
+                    cut = len(data) - item.offset
+                    self._torn = Corrupt(item.offset, 1, f"a torn write ({cut} bytes cut: a crash while writing)")
+        return end
+
+    def replay(self) -> Iterator[list[SpoolRecord]]:
+        """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
+        memory at a time. Each one is pending until :meth:`done_many` names it. Missing segments and corrupt
+        records are counted, logged and reported to ``on_corrupt``; records a done file marks done are skipped."""
+        for lost in self._missing:
+            bitmap = self._done_files.pop(lost.name, b"")
+            count = 1 if lost.end is None else _not_done(bitmap, lost.first, lost.first, lost.end)
+            span = f"{lost.first}-{lost.end - 1}" if lost.end is not None else f"{lost.first} on"
+            self._report(self.directory / lost.name, Corrupt(0, count, f"the segment is missing (sequences {span})"))
+        self._missing = []
+        while self._to_replay:
+            segment = self._to_replay.pop(0)
+            yield from self._replay_segment(segment)
+
+    def _replay_segment(self, segment: Segment) -> Iterator[list[SpoolRecord]]:
+        path = self.directory / segment.name
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            data, why = b"", str(e)
+            head = None
+        else:
+            head = read_head(data, name_base=segment.base)
+            why = head.unreadable
+        if why:
+            log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
+            self._left_in_place += 1
+            self._tracker.forget(segment)
+            return
+        if head is not None and not head.header_ok:
+            self.bad_headers += 1
+            log.warning("spool: %s has a damaged header; its records are read anyway (from byte 28)", path)
+        bitmap = self._done_files.pop(segment.name, b"")
+        burst = self.config.replay_burst
+        chunk: list[SpoolRecord] = []
+        end = segment.base
+        tail: Corrupt | None = None  # the last region skipped, reported once a record follows it (else: the tail)
+        for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
+            if isinstance(item, SpoolRecord):
+                if tail is not None:
+                    self._report(path, tail)
+                    tail = None
+                end = item.sequence + 1
+                if bitmap and is_done(bitmap, item.sequence - segment.base):
+                    self.skipped_done += 1  # delivered before the last clean close
+                    continue
+                if len(chunk) == burst:  # handed out only once more follows: the last chunk comes after the seal
+                    yield self._hand_out(segment, chunk)
+                    chunk = []
+                chunk.append(item)
+            elif isinstance(item, Corrupt):
+                if tail is not None:
+                    self._report(path, tail)
+                tail = item
+        if segment.name == self._last_name and self._torn is not None:
+            tail, self._torn = self._torn, None
+        listed = self._manifest.segments.get(segment.base)
+        if listed is not None and listed > end:  # records the manifest says it held are gone (cut or damaged)
+            count = _not_done(bitmap, segment.base, end, listed)
+            detail = f"{tail.detail}; " if tail else ""
+            tail = Corrupt(tail.offset if tail else len(data), count, f"{detail}it ends at {end - 1}, not {listed - 1}")
+            end = listed
+        if tail is not None:
+            self._report(path, tail)
+        self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
+        segment.awaiting_replay = False
+        self._unlink(self._tracker.seal(segment))
+        if chunk:
+            self.replayed += len(chunk)
+            yield chunk
+
+    def _hand_out(self, segment: Segment, chunk: list[SpoolRecord]) -> list[SpoolRecord]:
+        self._tracker.extend(segment, (r.sequence for r in chunk))
+        self.replayed += len(chunk)
+        return chunk
+
+    def _report(self, path: Path, region: Corrupt) -> None:
+        self.corrupt += region.count
+        log.error(
+            "spool: %s offset %d: %s; %d message(s) lost, discarded as SPOOL_CORRUPT",
+            path,
+            region.offset,
+            region.detail,
+            region.count,
+        )
+        if self.on_corrupt is not None and region.count:
+            self.on_corrupt(str(path), region.offset, region.count, region.detail)
