@@ -18,6 +18,8 @@ from confluent_kafka import Producer as ConfluentProducer
 from kafkaclient import KafkaClient
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig, TransactionError
+from bruce.spark.kafka_reader import KafkaReader
+from bruce.spark.options import ClientConfig
 from bruce.wire.protocol import fetch
 from bruce.wire.recordbatch import decode_record_batches
 
@@ -241,3 +243,28 @@ def test_an_open_transaction_holds_back_tansus_stable_offset(tansu, new_topic) -
 
     asyncio.run(main())
     assert read(tansu.address, topic, COMMITTED, 2) == [b"before", b"open"]
+
+
+def test_our_transactions_read_committed_by_the_librarys_reader_on_tansu(tansu, new_topic) -> None:
+    """The library's own read_committed reader (which derives the aborted transactions from the markers where the
+    broker lists none) reads our committed records and drops the aborted ones on tansu, where confluent-kafka's
+    consumer cannot."""
+    topic = new_topic()
+
+    async def main() -> None:
+        config = ProducerConfig(bootstrap_servers=(tansu.address,), transactional_id=f"lib-{topic}")
+        async with Producer(config) as p:
+            await p.init_transactions(10)
+            for values, commit in (([b"c1", b"c2"], True), ([b"a1", b"a2"], False), ([b"c3"], True)):
+                p.begin_transaction()
+                for value in values:
+                    p.send(topic, value, partition=0)
+                assert await p.flush(10) == 0
+                await (p.commit_transaction(10) if commit else p.abort_transaction(10))
+
+    asyncio.run(main())
+    for isolation, expected in ((UNCOMMITTED, [b"c1", b"c2", b"a1", b"a2", b"c3"]), (COMMITTED, [b"c1", b"c2", b"c3"])):
+        with KafkaReader(ClientConfig((tansu.address,), isolation=isolation)) as reader:
+            end = reader.latest_offsets(topic, [0])[0]
+            assert end == 8  # five records, three markers
+            assert [r.value for batch in reader.read(topic, 0, 0, end) for r in batch] == expected
