@@ -45,6 +45,9 @@ class ProducerConfig:
     # Idempotence (KIP-98, librdkafka's names): None = on when every broker can take it and acks=-1 (docs/producer.md)
     enable_idempotence: bool | None = None
     max_in_flight_requests_per_connection: int = 5  # idempotent path: requests per connection, and per partition
+    # Transactions (librdkafka's names): a transactional id makes the producer transactional (docs/producer.md)
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
     # Accumulation (library path)
     linger_ms: int = 5
     batch_num_messages: int = 10_000
@@ -111,13 +114,20 @@ class ProducerConfig:
         ):
             if getattr(self, high) < getattr(self, low):
                 raise ConfigError(f"{high}: {getattr(self, high)} must be at least {low} ({getattr(self, low)})")
+        if self.transactional_id is not None and (
+            self.enable_idempotence is False or self.acks != -1 or self.protocol == "v0"
+        ):
+            raise ConfigError(
+                "transactional_id: a transactional producer is idempotent: it needs acks=-1, the modern protocol "
+                "and enable_idempotence left on"
+            )
 
     @property
     def idempotence_wanted(self) -> bool:
         """Idempotence may be used: set, or left to the brokers (None) with acks=-1, the modern protocol possible and
         at most 5 requests in flight. Whether the brokers take it is known at the first connection."""
-        if self.enable_idempotence is not None:
-            return self.enable_idempotence
+        if self.enable_idempotence is not None or self.transactional_id is not None:
+            return self.enable_idempotence is not False
         return self.acks == -1 and self.protocol != "v0" and self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT
 
     @property

@@ -74,6 +74,7 @@ from .security import client_context
 from .sender import Sender
 from .sequencing import log_idempotence_off
 from .topics import TopicCreator
+from .transactions import TransactionalApi, TransactionManager
 from .transport import Timeouts
 from .trouble import BrokerTrouble
 from .views import ProducerViews
@@ -82,7 +83,7 @@ _time_ns = time.time_ns
 _new = object.__new__
 
 
-class Producer(ProducerViews):
+class Producer(ProducerViews, TransactionalApi):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -156,6 +157,9 @@ class Producer(ProducerViews):
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
         self._last_refusal = ""
         d.pack = pack
+        self._txn = TransactionManager(self) if config.transactional_id is not None else None
+        if d.seq is not None:
+            d.seq.txn = self._txn
         if d.seq is None:
             log_idempotence_off(config)
 
@@ -190,7 +194,7 @@ class Producer(ProducerViews):
             self._spawn(expire_loop(self._dispatcher, loop, self.config.message_timeout_ms))
         self._core = list(self._tasks)
         self._fetcher.request()
-        self._accepting = True
+        self._accepting = self._txn is None  # a transactional producer accepts within a transaction only
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
@@ -238,6 +242,8 @@ class Producer(ProducerViews):
             task.cancel()
         if self._linger_timer is not None:
             self._linger_timer.cancel()
+        if self._txn is not None:
+            self._txn.close()
         for sender in self._senders.values():
             left = sender.take_all()
             sender.close_connection()
@@ -435,6 +441,8 @@ class Producer(ProducerViews):
         )
 
     def _refuse(self, detail: str) -> None:
+        if not self._accepting and self._txn is not None and self._group is not None:
+            self._txn.refuse()  # raises: outside a transaction, or the transaction failed
         if not self._accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         self.counters.inc("QueueFull")

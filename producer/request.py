@@ -172,13 +172,16 @@ def encode_part(
     return data, note
 
 
-def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int, timeout_ms: int) -> ProduceRequest:
-    """The Produce request for ``parts`` (grouped by topic, in order) with their encoded records."""
+def build_request(
+    parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int, timeout_ms: int, transactional_id: str | None = None
+) -> ProduceRequest:
+    """The Produce request for ``parts`` (grouped by topic, in order) with their encoded records (a transactional
+    producer's carries its transactional id: the broker ties the batches to the transaction by it)."""
     topics: dict[str, list[PartitionProduceData]] = {}
     for part, records in zip(parts, encoded, strict=True):
         topics.setdefault(part.queue.topic, []).append(PartitionProduceData(part.queue.partition, records))
     data = tuple(TopicProduceData(name, tuple(ps)) for name, ps in topics.items())
-    return ProduceRequest(topic_data=data, acks=acks, timeout_ms=timeout_ms)
+    return ProduceRequest(topic_data=data, acks=acks, timeout_ms=timeout_ms, transactional_id=transactional_id)
 
 
 def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int, empty: bool) -> bytes:

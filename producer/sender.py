@@ -264,7 +264,8 @@ class Sender:
             )
             if not parts:
                 return None
-            request = build_request(parts, encoded, acks=config.acks, timeout_ms=config.replication_timeout_ms)
+            timeout, tid = config.replication_timeout_ms, config.transactional_id
+            request = build_request(parts, encoded, acks=config.acks, timeout_ms=timeout, transactional_id=tid)
             return Prepared(conn, parts, request)
         parts, chosen = assemble(
             queues,

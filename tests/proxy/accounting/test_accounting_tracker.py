@@ -200,6 +200,7 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
         R.SERVER_SHUTDOWN,
         R.MESSAGE_TIMEOUT,
         R.PRODUCER_CLOSED,
+        R.TRANSACTION_ABORTED,
         R.AUTHENTICATION_FAILED,
         R.BUG,
         R.LONG_MSG,
