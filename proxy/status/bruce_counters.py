@@ -137,7 +137,7 @@ SERVED: dict[str, Entry] = {
         "ConnectFailOnTryGetMetadata",
     ),
     "MetadataHasEmptyBrokerList": _e(_ZERO + "an answer without brokers is a failed round (GetMetadataFail)."),
-    "MetadataHasEmptyTopicList": _e(_ZERO + "a cluster without topics is valid here (topics may be created)."),
+    "MetadataHasEmptyTopicList": _e(_ZERO + "an answer without topics is a failed round (GetMetadataFail)."),
     "BadMetadataResponse": _e(_METADATA_PARSE),
     "BadMetadataContent": _e(_METADATA_PARSE),
     "BadMetadataResponseSize": _e(_METADATA_PARSE),
