@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from deploy_files import rule_metrics
+from prometheus_client.parser import text_string_to_metric_families
 
 from bruce.proxy.config import Broker
 from bruce.wire.datagram import build_any_partition
@@ -249,9 +251,26 @@ def _judge_outage(d: DaemonThread, tmp_path: Path) -> None:
     assert sum(values[n] for n in SOCKET_ERRORS) == 1  # one broker, one error, however many retries
     time.sleep(1.5)  # more retries
     assert counters_json(d.daemon.status_url)["MetadataBrokerFail"] >= 6
+    assert "bruce_metadata_broker_fail_total" in metric_names(d)  # what the BruceBrokerUnreachable alert reads
     second = counters_report(d.get("/counters/json")[2])
     assert judge_counters(first, second) == (OK, [])
     state = str(tmp_path / "counters.json")
     check = ("counters", "-s", state, "-w", "5", "-c", "10", "-W", "1000", "-C", "10000")
     code, line = bruce_check(status_port(d), *check)
     assert code == CRITICAL and "CRITICAL: InitialGetMetadataFail=1; CRITICAL: GetMetadataFail=1" in line, line
+
+
+def metric_names(d: DaemonThread) -> set[str]:
+    return {s.name for f in text_string_to_metric_families(d.get("/metrics")[2]) for s in f.samples}
+
+
+def test_alert_rules_use_the_metrics_the_daemon_serves(
+    start_daemon: Callable[..., DaemonThread], brokers: tuple[Broker, ...], tmp_path: Path
+) -> None:
+    """deploy/prometheus/bruce-rules.yml reads only names /metrics really has (a daemon with a spool, after a
+    discard; the metadata failures' counter is seen in the outage test below)."""
+    d = start_daemon(make_config(brokers), spool_dir=str(tmp_path / "spool"))
+    with d.client(max_datagram_size=None) as client:
+        client.send_datagram(malformed("t"))
+    d.settle(1)
+    assert rule_metrics() - metric_names(d) == {"bruce_metadata_broker_fail_total"}
