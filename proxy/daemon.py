@@ -37,6 +37,9 @@ Rules:
   the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
   stop too, after the inputs are drained, until the deadline); what is left then, or after a failure, is settled as
   SERVER_SHUTDOWN: it stays in the spool.
+- Under systemd (``$NOTIFY_SOCKET``, :mod:`bruce.proxy.systemd`): a task of the group pings the watchdog and says
+  READY once the input socket is open and the first metadata arrived (:attr:`Daemon.metadata_ready`), with the
+  counts in STATUS; :meth:`Daemon.request_shutdown` says STOPPING.
 - With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
   is off and unknown topics are created on first use (tansu creates them with 4 partitions).
 """
