@@ -65,17 +65,22 @@ SERVED: dict[str, Entry] = {
     "MsgUnprocessedDestroy": _e(_ZERO + "every message is settled exactly once by the accounting."),
     "InputThreadGotOkMsg": _e("Datagrams that became messages.", "InputAgentGotOkMsg"),
     "InputThreadForwardMsg": _e("Messages passed on to routing (same as InputThreadGotOkMsg).", "InputAgentGotOkMsg"),
-    "InputThreadDiscardMsgUnsupportedApiKey": _e(
+    "InputAgentDiscardMsgUnsupportedApiKey": _e(
         "Datagrams with an unknown API key.", "InputAgentDiscardMsgUnsupportedApiKey"
     ),
-    "InputThreadDiscardMsgUnsupportedVersion": _e(
-        "Datagrams of an unsupported version (any format).",
-        "InputAgentDiscardMsgUnsupportedVersion",
+    "InputAgentDiscardMsgUnsupportedVersion": _e(
+        "Legacy-format datagrams of an unsupported version.", "InputAgentDiscardMsgUnsupportedVersion"
+    ),
+    "InputAgentDiscardAnyPartitionMsgUnsupportedApiVersion": _e(
+        "AnyPartition datagrams of an unsupported API version.",
         "InputAgentDiscardAnyPartitionMsgUnsupportedApiVersion",
+    ),
+    "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion": _e(
+        "PartitionKey datagrams of an unsupported API version.",
         "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion",
     ),
-    "InputThreadDiscardOldOldFormatMsgMalformed": _e(_ZERO + "the `topic body` input format is not supported."),
-    "InputThreadDiscardOldOldFormatMsgNoMem": _e(_ZERO + "the `topic body` input format is not supported."),
+    "InputAgentDiscardOldOldFormatMsgMalformed": _e(_ZERO + "the `topic body` input format is not supported."),
+    "InputAgentDiscardOldOldFormatMsgNoMem": _e(_ZERO + "the `topic body` input format is not supported."),
     "InputAgentDiscardMsgMalformed": _e(
         "Malformed datagrams, and datagrams over --max_input_msg_size (Bruce reads those truncated: malformed).",
         "InputAgentDiscardMsgMalformed",
@@ -243,7 +248,7 @@ SERVED: dict[str, Entry] = {
 _THREADS = "Bruce's thread and queue life cycle; this daemon is one event loop (no such steps)."
 _SERIALIZE = "Bruce's serialisation steps; this daemon builds requests in one step (see MsgSent on /metrics)."
 _TRUNCATED = "A field-by-field parse check of Bruce's Kafka 0.8 reader; unparseable answers are counted as a whole."
-_OLD_INPUT = "The `topic body` and old v0 input formats are not supported."
+_PER_FORMAT = "Datagrams are not counted per input format (the discards are, per reason)."
 
 ABSENT: dict[str, str] = {
     **dict.fromkeys(
@@ -281,10 +286,11 @@ ABSENT: dict[str, str] = {
             "StartRefreshMetadata",
             "FinishRefreshMetadata",
             "StartSendMetadataRequest",
+            "LastDispatcherThreadFinished",
         ),
         _THREADS,
     ),
-    **dict.fromkeys(("SerializeMsg", "SerializeMsgSet", "SerializeProduceRequest"), _SERIALIZE),
+    **dict.fromkeys(("SerializeMsg", "SerializeMsgSet", "SerializeProduceRequest", "SerializeTopicGroup"), _SERIALIZE),
     **dict.fromkeys(
         (
             *(f"MetadataResponseIncomplete{i}" for i in range(1, 10)),
@@ -292,7 +298,15 @@ ABSENT: dict[str, str] = {
         ),
         _TRUNCATED,
     ),
-    **dict.fromkeys(("InputThreadProcessOldFormatMsg", "InputThreadProcessOldOldFormatMsg"), _OLD_INPUT),
+    **dict.fromkeys(
+        (
+            "InputAgentProcessAnyPartitionMsg",
+            "InputAgentProcessPartitionKeyMsg",
+            "InputAgentProcessOldFormatMsg",
+            "InputAgentProcessOldOldFormatMsg",
+        ),
+        _PER_FORMAT,
+    ),
     "ConnectorConnectSuccess": "Per-connection successes are not counted (ConnectedBrokers is a gauge on /metrics).",
     "ConnectorSocketReadSuccess": "Socket reads are not counted.",
     "ConnectorGotOkProduceResponse": "Counted per message instead (AckOk on /metrics).",
