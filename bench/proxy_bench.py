@@ -34,6 +34,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import re
 import resource
 import select
 import shlex
@@ -136,15 +137,28 @@ def status_kib(pid: int, field: str) -> int:
 
 
 def counters(url: str) -> dict[str, int]:
-    """The daemon's counters, summed over labels, plus ``Discard:<reason>`` per reason."""
-    with urllib.request.urlopen(url + "/counters/json", timeout=10) as r:
-        out: dict[str, int] = {}
-        for c in json.load(r)["counters"]:
-            out[c["name"]] = out.get(c["name"], 0) + c["value"]
-            reason = dict(c.get("labels") or {}).get("reason")
-            if c["name"] == "Discard" and reason:
-                out[f"Discard:{reason}"] = out.get(f"Discard:{reason}", 0) + c["value"]
-        return out
+    """The daemon's counters from ``/metrics`` (each family's help text names its counter: ``Counter <Name> (...)``),
+    summed over labels, plus ``Discard:<reason>`` per reason."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    names: dict[str, str] = {}
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            m = re.match(r"# HELP (\w+) Counter (\w+) \(", line)
+            if m:
+                names[m[1]] = m[2]
+            continue
+        metric = re.split(r"[{ ]", line, maxsplit=1)[0]
+        name = names.get(metric)
+        if name is None or line.startswith("#"):
+            continue
+        value = int(float(line.rsplit(" ", 1)[1]))
+        out[name] = out.get(name, 0) + value
+        reason = re.search(r'reason="([^"]*)"', line)
+        if name == "Discard" and reason:
+            out[f"Discard:{reason[1]}"] = out.get(f"Discard:{reason[1]}", 0) + value
+    return out
 
 
 def gauge(url: str, name: str) -> float:

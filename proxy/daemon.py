@@ -37,8 +37,11 @@ Rules:
   the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
   stop too, after the inputs are drained, until the deadline). A spooled message a stop leaves undelivered is kept,
   not discarded: it stays in the spool for the next start (``MsgKeptInSpool``, the exit summary).
-- With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
-  is off and unknown topics are created on first use (tansu creates them with 4 partitions).
+- Under systemd (``$NOTIFY_SOCKET``, :mod:`bruce.proxy.systemd`): a task of the group pings the watchdog and says
+  READY once the input socket is open and the first metadata arrived (:attr:`Daemon.metadata_ready`), with the
+  counts in STATUS; :meth:`Daemon.request_shutdown` says STOPPING.
+- With the embedded broker (no broker configured), tansu has no topics yet: unknown topics are created on first use
+  (tansu creates them with 4 partitions).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from .spool import Spool
 from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
+from .systemd import from_environment, supervise
 
 log = logging.getLogger("bruce.proxy.daemon")
 
@@ -191,6 +195,8 @@ class Daemon(DaemonShutdown):
             self.status_source, metrics=not options.no_metrics, allowed_hosts=options.status_allowed_hosts
         )
         self.ready = asyncio.Event()  # set once the socket accepts and the status server answers
+        self.metadata_ready = asyncio.Event()  # set once the first metadata arrived (systemd's READY=1 then)
+        self._systemd = from_environment()  # None unless started by systemd with Type=notify
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
         self._group: asyncio.TaskGroup | None = None
@@ -243,6 +249,8 @@ class Daemon(DaemonShutdown):
                 self._force.set()
             return
         log.info("shutting down: up to %d ms to deliver what is held", self.options.shutdown_max_delay)
+        if self._systemd is not None:
+            self._systemd.send(STOPPING=1, STATUS=f"stopping: {self._systemd_status()}")
         self._stop.set()
 
     async def run(self, *, handle_signals: bool = False) -> None:
@@ -255,6 +263,8 @@ class Daemon(DaemonShutdown):
         try:
             await self._run()
         finally:
+            if self._systemd is not None:
+                self._systemd.close()
             if handle_signals:
                 for sig in SHUTDOWN_SIGNALS:
                     loop.remove_signal_handler(sig)
@@ -294,6 +304,9 @@ class Daemon(DaemonShutdown):
                 tasks = [timers, first]
                 if self._backlog is not None:
                     tasks.append(group.create_task(self._backlog.run(), name="bruce-spool-backlog"))
+                if self._systemd is not None:
+                    notify = supervise(self._systemd, self.metadata_ready, self._systemd_status)
+                    tasks.append(group.create_task(notify, name="bruce-systemd"))
                 self.ready.set()
                 await self._stop.wait()
                 await self._shutdown(loop_time=asyncio.get_running_loop().time)
@@ -357,6 +370,16 @@ class Daemon(DaemonShutdown):
                 continue
         self.router.refresh(time.monotonic())
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
+        self.metadata_ready.set()
+
+    def _systemd_status(self) -> str:
+        """The ``STATUS=`` line systemctl status shows: the accounting totals and the connected brokers."""
+        a = self.accounting()
+        connected = self.producer.connected_brokers()
+        return (
+            f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight; "
+            f"{connected} brokers connected"
+        )
 
     async def _timers(self) -> None:
         """Batch deadlines, the router's look at the view, the debug log's tick, the status rate sample and the

@@ -259,4 +259,5 @@ class SpoolStatus:
         if spool is None:
             return []
         stats = spool.stats()
-        return [Gauge(name, help, stats[name]) for name, help in GAUGES.items()]
+        capacity = Gauge("SpoolMaxBytes", "The spool's size limit (--spool_max_bytes).", spool.config.max_bytes)
+        return [*(Gauge(name, help, stats[name]) for name, help in GAUGES.items()), capacity]

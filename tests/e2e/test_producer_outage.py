@@ -41,7 +41,7 @@ def test_broker_killed_and_restarted_delivers_everything(tmp_path: Path, caplog)
                 await asyncio.sleep(2.0)  # down for a while, probed meanwhile
                 await asyncio.to_thread(broker.start, {topic: 1})  # empty: tansu keeps its data in memory
                 elapsed = time.monotonic() - down
-                attempts = p.counters.get("ConnectorConnectFail") + p.counters.get("GetMetadataFail")
+                attempts = p.counters.get("ConnectorConnectAttemptFail") + p.counters.get("MetadataBrokerFail")
                 assert await p.flush(60) == 0
                 assert [h.error for h in flying] == [None] * 300
                 assert p.accepted == p.delivered == 400 and p.held == 0
