@@ -78,6 +78,8 @@ class Sequencer:
             if choice.idempotence:
                 limit = config.max_in_flight_requests_per_connection
                 self.idem = Idempotence(max_in_flight=limit, epoch_bump=choice.epoch_bump)
+                if self.d.journal is not None:
+                    self.idem.on_done = self.d.journal.finished
                 log.info("idempotent producer on (up to %d requests in flight per partition)", limit)
             else:
                 self._off(f"broker {broker} cannot take idempotent batches ({_speaks(choice)})")
@@ -201,6 +203,8 @@ class Sequencer:
                     part.data, producer_id=identity[0], producer_epoch=identity[1], base_sequence=identity[2]
                 )
                 part.identity = identity
+                if self.d.journal is not None:  # durable before it is sent (bruce.producer.journal)
+                    self.d.journal.sent(part, batch)
             parts.append(part)
             encoded.append(part.data)
             remaining -= part.size
@@ -216,6 +220,7 @@ class Sequencer:
         pq, batch, messages = part.queue, part.batch, part.messages
         n = len(messages)
         pq.in_flight -= n
+        batch.offset = base_offset if error_code == 0 else -1
         decision = idem.on_answer(batch, classify(error_code, legacy=False, idempotent=True))
         labels = (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
         cause = ""

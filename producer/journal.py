@@ -1,0 +1,388 @@
+"""The batch journal: each idempotent batch's identity made durable before the batch is sent, so that the next process
+on the same directory can settle what was in flight when this one died (docs/producer.md, "Exactly once across
+restarts"; the daemon's use: docs/spool.md, "Batch journal").
+
+Rules:
+- Files ``NNNNNNNNNNNNNNNNNNNN.batches`` (20 digits: the file's number, +1 per new file) in ``directory``; any other
+  name is ignored (the daemon's spool directory holds its segments beside them). A file is an 8-byte header (``BSPB``,
+  version 1, flags 0) then records back to back: ``length u32, crc32c(body) u32, body``; big-endian.
+- Two record kinds. SENT (``S``), written by :meth:`Journal.sent` before a batch goes out whenever its identity is new
+  (first send, or a resend after an epoch bump renumbered it): the batch's journal id, producer id, epoch, topic,
+  partition, base sequence, record count, the offset last acknowledged in that partition (-1: none known; the
+  batch can only be stored after it), the spool sequences of its messages as runs ``(first, count)``, and an
+  optional payload (the library's: the encoded batch, which it has nowhere else). FINISHED (``F``), written by
+  :meth:`Journal.finished` once the batch's fate is known (acknowledged: its base offset; discarded or given up: -1).
+  One SENT and one FINISHED per batch, never one per message.
+- Writes are ``os.write`` on an ``O_APPEND`` descriptor: in the kernel's page cache when the call returns, so a
+  process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows ``sync()``
+  (the daemon calls it with the spool's syncs).
+- A file is rolled after ``file_bytes``; a file that is not the active one is deleted, oldest first, once every batch
+  with a SENT record in it is finished. A write error is logged once and turns the journal off (``broken``): the
+  batches go on unjournaled (at-least-once for them after a crash, as without a journal).
+- :func:`read_journal` (recovery) reads every file, skips damaged records (counted; a torn tail is the normal end of
+  a crash) and returns the batches with a SENT record and no FINISHED one — each as its latest SENT record — and per
+  partition the highest offset known as acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bruce.wire.crc import crc32c
+
+log = logging.getLogger("bruce.journal")
+
+SUFFIX = ".batches"
+MAGIC = b"BSPB"
+VERSION = 1
+FILE_BYTES = 4 << 20
+_HEAD = struct.Struct(">4sHH")
+_FRAME = struct.Struct(">II")
+_SENT = struct.Struct(">cQqhiiiqHI")  # kind, id, pid, epoch, partition, base sequence, count, known offset, topic, runs
+_RUN = struct.Struct(">QI")
+_FINISHED = struct.Struct(">cQq")  # kind, id, offset
+_PAYLOAD = struct.Struct(">I")
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One batch's latest SENT record."""
+
+    batch_id: int
+    producer_id: int
+    producer_epoch: int
+    topic: str
+    partition: int
+    base_sequence: int
+    count: int
+    known_offset: int
+    runs: list[tuple[int, int]]
+    payload: bytes = b""
+    file: int = 0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    def sequences(self) -> Iterable[int]:
+        for first, count in self.runs:
+            yield from range(first, first + count)
+
+
+@dataclass(slots=True)
+class JournalState:
+    """What :func:`read_journal` found."""
+
+    unsettled: list[JournalEntry] = field(default_factory=list)  # in the order of their latest SENT record
+    acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known as acknowledged
+    files: list[Path] = field(default_factory=list)
+    next_id: int = 0  # batch ids continue after the highest seen
+    next_file: int = 0
+    damaged: int = 0  # damaged records skipped (not counting a torn tail)
+
+
+def file_name(number: int) -> str:
+    return f"{number:020d}{SUFFIX}"
+
+
+def journal_files(directory: Path) -> list[tuple[int, Path]]:
+    """The journal files of ``directory``, oldest first."""
+    found = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        stem = name[: -len(SUFFIX)]
+        if name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
+            found.append((int(stem), directory / name))
+    return sorted(found)
+
+
+def runs_of(sequences: Iterable[int]) -> list[tuple[int, int]]:
+    """Consecutive ``sequences`` as ``(first, count)`` runs (negative ones — not spooled — are left out)."""
+    runs: list[tuple[int, int]] = []
+    first = last = -2
+    for s in sequences:
+        if s < 0:
+            continue
+        if s == last + 1:
+            last = s
+            continue
+        if first >= 0:
+            runs.append((first, last - first + 1))
+        first = last = s
+    if first >= 0:
+        runs.append((first, last - first + 1))
+    return runs
+
+
+def encode_sent(entry: JournalEntry) -> bytes:
+    topic = entry.topic.encode("utf-8", "surrogateescape")
+    body = b"".join(
+        (
+            _SENT.pack(
+                b"S",
+                entry.batch_id,
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.partition,
+                entry.base_sequence,
+                entry.count,
+                entry.known_offset,
+                len(topic),
+                len(entry.runs),
+            ),
+            topic,
+            *(_RUN.pack(first, count) for first, count in entry.runs),
+            _PAYLOAD.pack(len(entry.payload)),
+            entry.payload,
+        )
+    )
+    return _FRAME.pack(len(body), crc32c(body)) + body
+
+
+def encode_finished(batch_id: int, offset: int) -> bytes:
+    body = _FINISHED.pack(b"F", batch_id, offset)
+    return _FRAME.pack(len(body), crc32c(body)) + body
+
+
+def _decode_sent(body: bytes, number: int) -> JournalEntry:
+    _, bid, pid, epoch, partition, base, count, known, tlen, nruns = _SENT.unpack_from(body)
+    at = _SENT.size
+    topic = body[at : at + tlen].decode("utf-8", "surrogateescape")
+    at += tlen
+    runs = [_RUN.unpack_from(body, at + i * _RUN.size) for i in range(nruns)]
+    at += nruns * _RUN.size
+    (plen,) = _PAYLOAD.unpack_from(body, at)
+    payload = body[at + _PAYLOAD.size : at + _PAYLOAD.size + plen]
+    if len(payload) != plen or at + _PAYLOAD.size + plen != len(body):
+        raise ValueError("sizes do not add up")
+    return JournalEntry(bid, pid, epoch, topic, partition, base, count, known, runs, payload, number)
+
+
+def read_journal(directory: Path) -> JournalState:
+    """The journal's state after a stop or a crash (see the module rules)."""
+    state = JournalState()
+    latest: dict[int, JournalEntry] = {}
+    finished: set[int] = set()
+    for number, path in journal_files(directory):
+        state.files.append(path)
+        state.next_file = number + 1
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            log.error("journal %s cannot be read (%s): its batches are settled as possibly sent", path, e)
+            continue
+        if len(data) < _HEAD.size or data[:4] != MAGIC or _HEAD.unpack_from(data)[1:] != (VERSION, 0):
+            if data:
+                log.error("journal %s: not a version %d journal file; ignored", path, VERSION)
+            continue
+        at = _HEAD.size
+        while at + _FRAME.size <= len(data):
+            length, crc = _FRAME.unpack_from(data, at)
+            body = data[at + _FRAME.size : at + _FRAME.size + length]
+            if len(body) != length or crc32c(body) != crc:
+                if at + _FRAME.size + length < len(data):
+                    state.damaged += 1
+                    log.error("journal %s offset %d: a damaged record; the rest of the file is not read", path, at)
+                break  # a torn tail (the process died while writing it) or damage: nothing after it is trusted
+            at += _FRAME.size + length
+            try:
+                if body[:1] == b"S":
+                    entry = _decode_sent(body, number)
+                    latest[entry.batch_id] = entry
+                    state.next_id = max(state.next_id, entry.batch_id + 1)
+                elif body[:1] == b"F":
+                    _, bid, offset = _FINISHED.unpack_from(body)
+                    finished.add(bid)
+                    entry = latest.get(bid)
+                    if entry is not None and offset >= 0:
+                        tp = entry.tp
+                        state.acked[tp] = max(state.acked.get(tp, -1), offset)
+                else:
+                    raise ValueError(f"unknown record kind {body[:1]!r}")
+            except (struct.error, ValueError) as e:
+                state.damaged += 1
+                log.error("journal %s offset %d: a record that does not decode (%s); skipped", path, at, e)
+    for entry in latest.values():
+        if entry.known_offset >= 0:
+            state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), entry.known_offset)
+    state.unsettled = sorted((e for bid, e in latest.items() if bid not in finished), key=lambda e: e.batch_id)
+    return state
+
+
+class Journal:
+    """The writer (see the module rules). ``next_id`` and ``next_file`` continue after what :func:`read_journal`
+    saw."""
+
+    def __init__(self, directory: Path, *, next_id: int = 0, next_file: int = 0, file_bytes: int = FILE_BYTES) -> None:
+        self.directory = directory
+        self.file_bytes = file_bytes
+        self.next_id = next_id
+        self.broken = ""
+        self.acked: dict[TopicPartition, int] = {}
+        self.written = 0  # records
+        self._fd: int | None = None
+        self._number = next_file
+        self._active = -1
+        self._size = 0
+        self._files: dict[int, int] = {}  # file number -> batches with a SENT record there not yet finished
+        self._batch_files: dict[int, list[int]] = {}  # open batch id -> file numbers with its SENT records
+        self._old: list[Path] = []  # earlier runs' files, deleted by :meth:`forget_old`
+        self._dirty = False
+
+    def open(self, *, old: Sequence[Path] = ()) -> None:
+        """Create the first file (``old``: earlier runs' files, kept until :meth:`forget_old`)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._old = list(old)
+        self._roll()
+
+    def _roll(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        number = self._number
+        self._number += 1
+        path = self.directory / file_name(number)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        os.write(self._fd, _HEAD.pack(MAGIC, VERSION, 0))
+        self._size = _HEAD.size
+        self._files[number] = 0
+        self._active = number
+
+    def new_id(self) -> int:
+        bid = self.next_id
+        self.next_id += 1
+        return bid
+
+    def sent(
+        self,
+        batch_id: int,
+        tp: TopicPartition,
+        identity: tuple[int, int, int],
+        count: int,
+        runs: list[tuple[int, int]],
+        payload: bytes = b"",
+    ) -> None:
+        """A SENT record for a batch about to be sent with ``identity`` (producer id, epoch, base sequence)."""
+        if self.broken:
+            return
+        entry = JournalEntry(
+            batch_id, identity[0], identity[1], tp[0], tp[1], identity[2], count, self.acked.get(tp, -1), runs, payload
+        )
+        self._write(encode_sent(entry))
+        if self.broken:
+            return
+        files = self._batch_files.setdefault(batch_id, [])
+        if self._active not in files:
+            files.append(self._active)
+            self._files[self._active] += 1
+
+    def finished(self, batch_id: int, tp: TopicPartition, offset: int) -> None:
+        """The batch's fate is known: acknowledged at ``offset``, or given up (-1)."""
+        if offset >= 0 and offset > self.acked.get(tp, -1):
+            self.acked[tp] = offset
+        files = self._batch_files.pop(batch_id, None)
+        if files is None or self.broken:
+            return
+        self._write(encode_finished(batch_id, offset))
+        for number in files:
+            self._files[number] -= 1
+        self._delete_finished()
+
+    def _write(self, record: bytes) -> None:
+        try:
+            if self._size + len(record) > self.file_bytes and self._size > _HEAD.size:
+                self._roll()
+            assert self._fd is not None
+            os.write(self._fd, record)
+        except OSError as e:
+            self.broken = str(e)
+            log.error(
+                "batch journal %s: %s; batches go on unjournaled (at-least-once after a crash)", self.directory, e
+            )
+            return
+        self._size += len(record)
+        self.written += 1
+        self._dirty = True
+
+    def _delete_finished(self) -> None:
+        for number in sorted(self._files):
+            if number == self._active or self._files[number]:
+                return
+            del self._files[number]
+            try:
+                os.unlink(self.directory / file_name(number))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                log.error("batch journal: cannot delete %s (%s)", file_name(number), e)
+
+    def forget_old(self) -> None:
+        """Earlier runs' files are settled: delete them."""
+        for path in self._old:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as e:
+                log.error("batch journal: cannot delete %s (%s)", path, e)
+        self._old = []
+
+    def sync(self) -> None:
+        """fdatasync the active file if anything was written since the last sync."""
+        if self._fd is not None and self._dirty and not self.broken:
+            self._dirty = False
+            try:
+                os.fdatasync(self._fd)
+            except OSError as e:
+                log.error("batch journal: sync failed (%s)", e)
+
+    def close(self) -> None:
+        """Close the active file; delete it when nothing in it is open."""
+        if self._fd is None:
+            return
+        os.close(self._fd)
+        self._fd = None
+        if not self._files.get(self._active):
+            self._files.pop(self._active, None)
+            (self.directory / file_name(self._active)).unlink(missing_ok=True)
+        self._active = -1
+        self._delete_finished()
+
+
+class PartJournal:
+    """The producer's side of a :class:`Journal` (its dispatcher's ``journal``): ``sent`` is called with each
+    idempotent batch whose identity is new, just before it is sent; ``finished`` with each batch whose fate is known.
+    ``payload``: journal the encoded batch (the library, which has no spool); else the messages' ``spool_seq`` runs
+    (the daemon)."""
+
+    __slots__ = ("journal", "payload")
+
+    def __init__(self, journal: Journal, *, payload: bool) -> None:
+        self.journal = journal
+        self.payload = payload
+
+    def sent(self, part: Any, batch: Any) -> None:
+        journal = self.journal
+        if part.journal_id < 0:
+            part.journal_id = journal.new_id()
+        if self.payload:
+            runs: list[tuple[int, int]] = []
+            payload = part.data
+        else:
+            runs = runs_of([getattr(m, "spool_seq", -1) for m in part.messages])
+            payload = b""
+        identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
+        journal.sent(part.journal_id, batch.tp, identity, batch.count, runs, payload)
+
+    def finished(self, batch: Any) -> None:
+        part = batch.records
+        if part is not None and part.journal_id >= 0:
+            self.journal.finished(part.journal_id, batch.tp, batch.offset)
