@@ -6,22 +6,26 @@ Rules:
 - Files ``NNNNNNNNNNNNNNNNNNNN.batches`` (20 digits: the file's number, +1 per new file) in ``directory``; any other
   name is ignored (the daemon's spool directory holds its segments beside them). A file is an 8-byte header (``BSPB``,
   version 1, flags 0) then records back to back: ``length u32, crc32c(body) u32, body``; big-endian.
-- Two record kinds. SENT (``S``), written by :meth:`Journal.sent` before a batch goes out whenever its identity is new
-  (first send, or a resend after an epoch bump renumbered it): the batch's journal id, producer id, epoch, topic,
-  partition, base sequence, record count, the offset last acknowledged in that partition (-1: none known; the
-  batch can only be stored after it), the spool sequences of its messages as runs ``(first, count)``, and an
-  optional payload (the library's: the encoded batch, which it has nowhere else). FINISHED (``F``), written by
-  :meth:`Journal.finished` once the batch's fate is known (acknowledged: its base offset; discarded or given up: -1).
-  One SENT and one FINISHED per batch, never one per message.
+- Record kinds. SENT (``S``), written by :meth:`Journal.sent` before a batch goes out whenever its identity is new
+  (first send, or a resend after an epoch bump renumbered it): the batch's journal id (unique across runs), producer
+  id, epoch, topic, partition, base sequence, record count, the offset last acknowledged in that partition (-1: none
+  known; the batch can only be stored after it), the spool sequences of its messages as runs ``(first, count)``, and
+  an optional payload (the library's: the encoded batch, which it has nowhere else). FINISHED (``F``), written by
+  :meth:`Journal.finished` once the batch's fate is known: acknowledged (its base offset; -2 for a duplicate's answer,
+  whose offset is not given) or given up (-1). OFF (``X``): from here on batches may be sent unjournaled (idempotence
+  ended). One SENT and one FINISHED per batch, never one per message.
 - Writes are ``os.write`` on an ``O_APPEND`` descriptor: in the kernel's page cache when the call returns, so a
   process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows ``sync()``
   (the daemon calls it with the spool's syncs).
-- A file is rolled after ``file_bytes``; a file that is not the active one is deleted, oldest first, once every batch
-  with a SENT record in it is finished. A write error is logged once and turns the journal off (``broken``): the
-  batches go on unjournaled (at-least-once for them after a crash, as without a journal).
-- :func:`read_journal` (recovery) reads every file, skips damaged records (counted; a torn tail is the normal end of
-  a crash) and returns the batches with a SENT record and no FINISHED one — each as its latest SENT record — and per
-  partition the highest offset known as acknowledged.
+- A file is rolled after ``file_bytes``. Files are deleted oldest first (a FINISHED record may be in a later file than
+  its SENT record), never the active one, once every batch with a SENT record in the file is finished and — with
+  ``held_from`` (the daemon: the lowest spool sequence still on disk) — every spool sequence the file names is below
+  it: an acknowledged batch's record must outlive the spool's copy of its messages, or a crash before the spool
+  saved their done marks would send them again. Earlier runs' files follow the same rule. A write error is logged
+  once and turns the journal off (``broken``): the batches go on unjournaled (at-least-once after a crash).
+- :func:`read_journal` (recovery) reads every file, stops a file at a damaged record (a torn tail is the normal end
+  of a crash) and returns each batch's latest SENT record with its FINISHED offset (None: none), per partition the
+  highest offset known as acknowledged, and whether every send was journaled (files exist and none says OFF).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +51,7 @@ _FRAME = struct.Struct(">II")
 _SENT = struct.Struct(">cQqhiiiqHI")  # kind, id, pid, epoch, partition, base sequence, count, known offset, topic, runs
 _RUN = struct.Struct(">QI")
 _FINISHED = struct.Struct(">cQq")  # kind, id, offset
+_OFF = b"X"
 _PAYLOAD = struct.Struct(">I")
 
 TopicPartition = tuple[str, int]
@@ -67,6 +72,11 @@ class JournalEntry:
     runs: list[tuple[int, int]]
     payload: bytes = b""
     file: int = 0
+    finished: int | None = None  # the FINISHED record's offset (>= 0 or -2: acknowledged; -1: given up)
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.finished is not None and self.finished != -1
 
     @property
     def tp(self) -> TopicPartition:
@@ -81,9 +91,10 @@ class JournalEntry:
 class JournalState:
     """What :func:`read_journal` found."""
 
-    unsettled: list[JournalEntry] = field(default_factory=list)  # in the order of their latest SENT record
+    entries: list[JournalEntry] = field(default_factory=list)  # every batch's latest SENT record, by journal id
     acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known as acknowledged
-    files: list[Path] = field(default_factory=list)
+    files: list[tuple[int, int]] = field(default_factory=list)  # (number, highest spool sequence named in it)
+    complete: bool = False  # files exist and none says OFF: every send of the last run was journaled
     next_id: int = 0  # batch ids continue after the highest seen
     next_file: int = 0
     damaged: int = 0  # damaged records skipped (not counting a torn tail)
@@ -173,18 +184,24 @@ def read_journal(directory: Path) -> JournalState:
     """The journal's state after a stop or a crash (see the module rules)."""
     state = JournalState()
     latest: dict[int, JournalEntry] = {}
-    finished: set[int] = set()
-    for number, path in journal_files(directory):
-        state.files.append(path)
+    finished: dict[int, int] = {}
+    listed = journal_files(directory)
+    state.complete = bool(listed)
+    for number, path in listed:
         state.next_file = number + 1
+        top = -1
         try:
             data = path.read_bytes()
         except OSError as e:
-            log.error("journal %s cannot be read (%s): its batches are settled as possibly sent", path, e)
+            log.error("journal %s cannot be read (%s); its batches are replayed as possible duplicates", path, e)
+            state.complete = False
+            state.files.append((number, 2**63))
             continue
         if len(data) < _HEAD.size or data[:4] != MAGIC or _HEAD.unpack_from(data)[1:] != (VERSION, 0):
             if data:
                 log.error("journal %s: not a version %d journal file; ignored", path, VERSION)
+                state.complete = False
+            state.files.append((number, -1))
             continue
         at = _HEAD.size
         while at + _FRAME.size <= len(data):
@@ -201,33 +218,45 @@ def read_journal(directory: Path) -> JournalState:
                     entry = _decode_sent(body, number)
                     latest[entry.batch_id] = entry
                     state.next_id = max(state.next_id, entry.batch_id + 1)
+                    if entry.runs:
+                        top = max(top, entry.runs[-1][0] + entry.runs[-1][1] - 1)
                 elif body[:1] == b"F":
                     _, bid, offset = _FINISHED.unpack_from(body)
-                    finished.add(bid)
-                    entry = latest.get(bid)
-                    if entry is not None and offset >= 0:
-                        tp = entry.tp
-                        state.acked[tp] = max(state.acked.get(tp, -1), offset)
+                    finished[bid] = offset
+                elif body[:1] == _OFF:
+                    state.complete = False
                 else:
                     raise ValueError(f"unknown record kind {body[:1]!r}")
             except (struct.error, ValueError) as e:
                 state.damaged += 1
                 log.error("journal %s offset %d: a record that does not decode (%s); skipped", path, at, e)
-    for entry in latest.values():
-        if entry.known_offset >= 0:
-            state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), entry.known_offset)
-    state.unsettled = sorted((e for bid, e in latest.items() if bid not in finished), key=lambda e: e.batch_id)
+        state.files.append((number, top))
+    for bid, entry in latest.items():
+        entry.finished = finished.get(bid)
+        best = max(entry.known_offset, entry.finished or -1)
+        if best >= 0:
+            state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), best)
+    state.entries = sorted(latest.values(), key=lambda e: e.batch_id)
     return state
 
 
 class Journal:
     """The writer (see the module rules). ``next_id`` and ``next_file`` continue after what :func:`read_journal`
-    saw."""
+    saw; ``held_from``: the lowest spool sequence still on disk (None: no spool)."""
 
-    def __init__(self, directory: Path, *, next_id: int = 0, next_file: int = 0, file_bytes: int = FILE_BYTES) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        next_id: int = 0,
+        next_file: int = 0,
+        file_bytes: int = FILE_BYTES,
+        held_from: Callable[[], int] | None = None,
+    ) -> None:
         self.directory = directory
         self.file_bytes = file_bytes
         self.next_id = next_id
+        self.held_from = held_from
         self.broken = ""
         self.acked: dict[TopicPartition, int] = {}
         self.written = 0  # records
@@ -235,27 +264,33 @@ class Journal:
         self._number = next_file
         self._active = -1
         self._size = 0
-        self._files: dict[int, int] = {}  # file number -> batches with a SENT record there not yet finished
+        self._open: dict[int, int] = {}  # file number -> batches with a SENT record there not yet finished
+        self._top: dict[int, int] = {}  # file number -> highest spool sequence named in it
         self._batch_files: dict[int, list[int]] = {}  # open batch id -> file numbers with its SENT records
-        self._old: list[Path] = []  # earlier runs' files, deleted by :meth:`forget_old`
         self._dirty = False
 
-    def open(self, *, old: Sequence[Path] = ()) -> None:
-        """Create the first file (``old``: earlier runs' files, kept until :meth:`forget_old`)."""
+    def open(self, *, old: Sequence[tuple[int, int]] = ()) -> None:
+        """Create the first file. ``old``: earlier runs' files (number, highest spool sequence), deleted by the same
+        rule as this run's once settled."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._old = list(old)
+        for number, top in old:
+            self._open[number] = 0
+            self._top[number] = top
         self._roll()
 
     def _roll(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
+            self._fd = None
         number = self._number
         self._number += 1
-        path = self.directory / file_name(number)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        self._fd = os.open(
+            self.directory / file_name(number), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644
+        )
         os.write(self._fd, _HEAD.pack(MAGIC, VERSION, 0))
         self._size = _HEAD.size
-        self._files[number] = 0
+        self._open[number] = 0
+        self._top[number] = -1
         self._active = number
 
     def new_id(self) -> int:
@@ -278,27 +313,37 @@ class Journal:
         entry = JournalEntry(
             batch_id, identity[0], identity[1], tp[0], tp[1], identity[2], count, self.acked.get(tp, -1), runs, payload
         )
-        self._write(encode_sent(entry))
-        if self.broken:
+        if not self._write(encode_sent(entry)):
             return
+        active = self._active
         files = self._batch_files.setdefault(batch_id, [])
-        if self._active not in files:
-            files.append(self._active)
-            self._files[self._active] += 1
+        if active not in files:
+            files.append(active)
+            self._open[active] += 1
+        if runs:
+            self._top[active] = max(self._top[active], runs[-1][0] + runs[-1][1] - 1)
 
     def finished(self, batch_id: int, tp: TopicPartition, offset: int) -> None:
-        """The batch's fate is known: acknowledged at ``offset``, or given up (-1)."""
+        """The batch's fate is known: acknowledged at ``offset`` (-2: offset not given), or given up (-1)."""
         if offset >= 0 and offset > self.acked.get(tp, -1):
             self.acked[tp] = offset
         files = self._batch_files.pop(batch_id, None)
-        if files is None or self.broken:
+        if self.broken:
             return
         self._write(encode_finished(batch_id, offset))
-        for number in files:
-            self._files[number] -= 1
-        self._delete_finished()
+        for number in files or ():
+            self._open[number] -= 1
+        if files:
+            self.delete_settled()
 
-    def _write(self, record: bytes) -> None:
+    def off(self) -> None:
+        """From here on batches may be sent unjournaled (idempotence ended): the next start must not take spooled
+        messages without a journal entry for never sent."""
+        if not self.broken:
+            body = _OFF
+            self._write(_FRAME.pack(len(body), crc32c(body)) + body)
+
+    def _write(self, record: bytes) -> bool:
         try:
             if self._size + len(record) > self.file_bytes and self._size > _HEAD.size:
                 self._roll()
@@ -309,52 +354,51 @@ class Journal:
             log.error(
                 "batch journal %s: %s; batches go on unjournaled (at-least-once after a crash)", self.directory, e
             )
-            return
+            return False
         self._size += len(record)
         self.written += 1
         self._dirty = True
+        return True
 
-    def _delete_finished(self) -> None:
-        for number in sorted(self._files):
-            if number == self._active or self._files[number]:
+    def delete_settled(self) -> None:
+        """Delete the oldest files that are settled (see the module rules)."""
+        held = self.held_from() if self.held_from is not None else None
+        for number in sorted(self._open):
+            if number == self._active or self._open[number] or (held is not None and self._top[number] >= held):
                 return
-            del self._files[number]
+            del self._open[number], self._top[number]
             try:
                 os.unlink(self.directory / file_name(number))
             except FileNotFoundError:
                 pass
             except OSError as e:
                 log.error("batch journal: cannot delete %s (%s)", file_name(number), e)
-
-    def forget_old(self) -> None:
-        """Earlier runs' files are settled: delete them."""
-        for path in self._old:
-            try:
-                path.unlink(missing_ok=True)
-            except OSError as e:
-                log.error("batch journal: cannot delete %s (%s)", path, e)
-        self._old = []
+                return
 
     def sync(self) -> None:
-        """fdatasync the active file if anything was written since the last sync."""
+        """fdatasync the active file if anything was written since the last sync; delete settled files."""
         if self._fd is not None and self._dirty and not self.broken:
             self._dirty = False
             try:
                 os.fdatasync(self._fd)
             except OSError as e:
                 log.error("batch journal: sync failed (%s)", e)
+        self.delete_settled()
 
     def close(self) -> None:
-        """Close the active file; delete it when nothing in it is open."""
+        """Sync and close the active file (it stays: the next start knows this run journaled every send)."""
         if self._fd is None:
             return
+        self.sync()
         os.close(self._fd)
         self._fd = None
-        if not self._files.get(self._active):
-            self._files.pop(self._active, None)
-            (self.directory / file_name(self._active)).unlink(missing_ok=True)
         self._active = -1
-        self._delete_finished()
+        self.delete_settled()
+        if not self._open:  # every file went: keep an empty one as the mark
+            self._roll()
+            os.close(self._fd)  # type: ignore[arg-type]
+            self._fd = None
+            self._active = -1
 
 
 class PartJournal:
@@ -386,3 +430,6 @@ class PartJournal:
         part = batch.records
         if part is not None and part.journal_id >= 0:
             self.journal.finished(part.journal_id, batch.tp, batch.offset)
+
+    def off(self) -> None:
+        self.journal.off()

@@ -42,7 +42,7 @@ from bruce.wire.versions import FETCH, PRODUCE
 
 from .config import ProducerConfig
 from .errors import TransportError
-from .journal import JournalEntry, JournalState, TopicPartition
+from .journal import JournalEntry, TopicPartition
 from .transport import BrokerConnection, Timeouts, open_connection
 from .views import ProducerViews
 
@@ -109,10 +109,12 @@ class Settler:
         )
         self._conns: dict[int, BrokerConnection] = {}
 
-    async def settle(self, state: JournalState) -> Settlement:
-        out = Settlement(acked=dict(state.acked))
+    async def settle(self, entries: list[JournalEntry], acked: dict[TopicPartition, int]) -> Settlement:
+        """Settle ``entries`` (batches sent, not known as acknowledged); ``acked``: per partition the highest offset
+        known as acknowledged (the log is read from there)."""
+        out = Settlement(acked=dict(acked))
         by_tp: dict[TopicPartition, list[JournalEntry]] = {}
-        for entry in state.unsettled:
+        for entry in entries:
             by_tp.setdefault(entry.tp, []).append(entry)
         try:
             for tp, entries in by_tp.items():

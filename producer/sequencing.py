@@ -94,6 +94,8 @@ class Sequencer:
         level = logging.ERROR if explicit else logging.INFO
         log.log(level, "idempotent producer off: %s; at-least-once delivery (Bruce's)", why)
         self.d.seq = None
+        if self.d.journal is not None:
+            self.d.journal.off()
 
     @property
     def max_in_flight(self) -> int:
@@ -105,6 +107,8 @@ class Sequencer:
         if self.ending:
             return
         self.ending = why
+        if self.d.journal is not None:
+            self.d.journal.off()
         self.d.counters.inc("IdempotenceFatal", labels=(("reason", name),))
         log.error("idempotent producer ends: %s; going on at-least-once (a resend may store a message twice)", why)
         self.settle()
@@ -220,7 +224,9 @@ class Sequencer:
         pq, batch, messages = part.queue, part.batch, part.messages
         n = len(messages)
         pq.in_flight -= n
-        batch.offset = base_offset if error_code == 0 else -1
+        batch.offset = (base_offset if base_offset >= 0 else -2) if error_code == 0 else -1  # for the journal
+        if error_code == DUPLICATE_SEQUENCE_NUMBER:
+            batch.offset = -2  # acknowledged, offset not given
         decision = idem.on_answer(batch, classify(error_code, legacy=False, idempotent=True))
         labels = (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
         cause = ""
