@@ -233,7 +233,7 @@ def read_journal(directory: Path) -> JournalState:
         state.files.append((number, top))
     for bid, entry in latest.items():
         entry.finished = finished.get(bid)
-        best = max(entry.known_offset, entry.finished or -1)
+        best = max(entry.known_offset, -1 if entry.finished is None else entry.finished)
         if best >= 0:
             state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), best)
     state.entries = sorted(latest.values(), key=lambda e: e.batch_id)
