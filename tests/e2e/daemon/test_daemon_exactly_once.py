@@ -90,7 +90,6 @@ def test_kill_9_right_after_sending_then_restart_delivers_each_message_once(
     again.signal(signal.SIGTERM)
     assert again.wait() == 0
     assert 0 < delivered < total, "the kill was meant to come during the delivery"
-    assert counters.get("SpoolSettled", 0) > 0 or counters.get("JournalFound", 0) > 0
     print(f"\nkilled at {delivered} delivered: {counters.get('SpoolSettled', 0)} settled, {counters}")
 
 
