@@ -80,6 +80,8 @@ class ProducerConfig:
     # Partitioning of keyed send()s (librdkafka's names): Java's murmur2 placement, as Kafka's own clients, Spark,
     # Flink and Kafka Streams place keys; null keys go to any partition (docs/producer.md says why)
     partitioner: str = "murmur2_random"
+    # Exactly once across restarts (docs/producer.md): the directory of the idempotent batches' journal (state.path)
+    state_path: str | None = None
 
     def __post_init__(self) -> None:
         servers = self.bootstrap_servers
@@ -96,6 +98,13 @@ class ProducerConfig:
             object.__setattr__(self, "security", SecurityConfig.from_mapping(self.security))
         if not isinstance(self.security, SecurityConfig):
             raise ConfigError("security: a SecurityConfig or a mapping of security properties")
+        if self.state_path is not None and (not isinstance(self.state_path, str) or not self.state_path):
+            raise ConfigError(f"state_path: {self.state_path!r} must be a directory path or None")
+        if self.state_path is not None and not self.idempotence_wanted:
+            raise ConfigError(
+                "state_path: needs the idempotent producer (enable_idempotence not false, acks=-1, protocol not v0, "
+                "at most 5 requests in flight): nothing would be kept"
+            )
         if self.compression_codec not in CODECS:
             raise ConfigError(f"compression_codec: {self.compression_codec!r} is not one of {', '.join(CODECS)}")
         if self.partitioner not in PARTITIONERS:

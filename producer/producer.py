@@ -72,6 +72,7 @@ from .request import RECORD_OVERHEAD, Compression, CompressionPolicy
 from .security import client_context
 from .sender import Sender
 from .sequencing import log_idempotence_off
+from .state import ProducerState
 from .topics import TopicCreator
 from .transport import Timeouts
 from .trouble import BrokerTrouble
@@ -111,6 +112,7 @@ class Producer(ProducerViews):
         )
         self._accepting = False
         self._started = False
+        self.state: ProducerState | None = None  # with config.state_path: the durable idempotence state
         self._max_messages = config.queue_buffering_max_messages
         self._max_bytes = config.queue_buffering_max_kbytes * 1024
         self._batch_messages = config.batch_num_messages
@@ -170,6 +172,8 @@ class Producer(ProducerViews):
         if self._started:
             raise UsageError("a Producer can be started once")
         self._started = True
+        if self.config.state_path is not None:
+            self.state = ProducerState(self.config.state_path)  # StateInUse before anything started
         if self._freeze_gc:  # the program's state so far is long-lived: the collector stops walking it
             gc.collect()
             gc.freeze()
@@ -188,6 +192,8 @@ class Producer(ProducerViews):
         self._core = list(self._tasks)
         self._fetcher.request()
         self._accepting = True
+        if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
+            await self.state.settle(self)
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
@@ -244,10 +250,14 @@ class Producer(ProducerViews):
                 d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
-        if isinstance(error, asyncio.CancelledError):
-            await group.__aexit__(type(error), error, error.__traceback__)
-        else:
-            await group.__aexit__(None, None, None)
+        try:
+            if isinstance(error, asyncio.CancelledError):
+                await group.__aexit__(type(error), error, error.__traceback__)
+            else:
+                await group.__aexit__(None, None, None)
+        finally:
+            if self.state is not None:
+                self.state.close()
 
     async def shutdown(self, deadline: float | None = None) -> None:
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""

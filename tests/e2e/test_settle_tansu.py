@@ -82,7 +82,9 @@ def test_a_batch_missing_before_a_found_one_is_a_gap_and_falls_back(
     assert _values(tansu.address, topic, 6) == [*a, *b]
 
 
-def test_a_producer_id_the_broker_does_not_know_falls_back(tansu: EmbeddedBroker, new_topic: Callable[..., str]) -> None:
+def test_a_producer_id_the_broker_does_not_know_falls_back(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str]
+) -> None:
     """The journaled batch's producer id was never given by this broker (its state is gone): the resend is answered
     UNKNOWN_PRODUCER_ID, the log is read again, the batch is not there: it falls back (the caller sends it as new)."""
     topic = new_topic(partitions=1)
