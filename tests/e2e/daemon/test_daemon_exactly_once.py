@@ -128,3 +128,21 @@ def test_three_kills_during_delivery_deliver_each_message_exactly_once(
         assert bruce.wait() == -signal.SIGKILL
     _check(tansu, topic, step * steps)
     print(f"\n{step * steps} messages, 3 kills: {settled} settled, {replayed} replayed")
+
+
+def test_without_idempotence_the_start_says_the_spool_is_at_least_once(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path
+) -> None:
+    sock, spool = workdir / "o.sock", workdir / "spool"
+    bruce = bruce_process([*_command(tansu, sock, spool), "--enable_idempotence", "false"])
+    bruce.wait_serving()
+    bruce.signal(signal.SIGTERM)
+    assert bruce.wait() == 0
+    assert "NOTICE bruce.spool: spool: at-least-once across crashes (enable_idempotence is off)" in bruce.log
+    assert not list(spool.glob("*.batches"))  # nothing journaled
+    again = bruce_process(_command(tansu, sock, spool))
+    again.wait_serving()
+    again.signal(signal.SIGTERM)
+    assert again.wait() == 0
+    assert "at-least-once across crashes" not in again.log
+    assert list(spool.glob("*.batches"))  # the mark a clean stop leaves: this run journaled every send
