@@ -53,6 +53,7 @@ from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import ProducerClosed, QueueFull
 from .expiry import expire_loop
+from .journal import PartJournal
 from .message import (
     Message,
     OutcomeSink,
@@ -194,6 +195,10 @@ class Producer(ProducerViews):
         self._accepting = True
         if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
             await self.state.settle(self)
+
+    def journal_batches(self, journal: PartJournal) -> None:
+        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool)."""
+        self._dispatcher.journal = journal
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are

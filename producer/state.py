@@ -66,7 +66,7 @@ class ProducerState:
         """Settle the earlier producer's batches, then journal this one's (see the module rules)."""
         config = producer.config
         if producer._dispatcher.seq is not None:  # before any send, the fallbacks' included
-            producer._dispatcher.journal = PartJournal(self.journal, payload=True)
+            producer.journal_batches(PartJournal(self.journal, payload=True))
         unsettled = [e for e in self.state.entries if e.finished is None]
         out = Settlement()
         if unsettled:

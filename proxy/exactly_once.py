@@ -93,17 +93,27 @@ class SpoolJournal:
             held_from=lambda: spool.held_from,
         )
         self.journal.open(old=self.state.files)
-        self.producer._dispatcher.journal = PartJournal(self.journal, payload=False)
+        self.journal.acked.update(self.state.acked)
+        self.producer.journal_batches(PartJournal(self.journal, payload=False))
 
     async def settle(self) -> Verdict:
         """Settle the earlier runs' batches (see the module rules); returns the verdict for the replay."""
         state = self.state
         verdict = Verdict(complete=state.complete)
         settled = [run for e in state.entries if e.acknowledged for run in e.runs]
-        candidates = [e for e in state.entries if not e.acknowledged and e.runs]
-        wanted = {s for e in candidates for s in e.sequences()}
-        records = self.spool.peek_records(wanted) if wanted else {}
-        unsettled = [e for e in candidates if any(s in records for s in e.sequences())]
+        verdict.firsts, verdict.ends = _merge(settled)
+        # A message belongs to the latest batch that held it (a batch given up had its messages rerouted into another)
+        owner: dict[int, JournalEntry] = {}
+        for entry in state.entries:
+            if not entry.acknowledged:
+                for s in entry.sequences():
+                    if not verdict.settled(s):
+                        owner[s] = entry
+        records = self.spool.peek_records(set(owner)) if owner else {}
+        owned: dict[int, list[int]] = {}
+        for s in sorted(records):
+            owned.setdefault(owner[s].batch_id, []).append(s)
+        unsettled = [e for e in state.entries if e.batch_id in owned]
         if unsettled:
             started = time.monotonic()
             deadline = started + SETTLE_S
@@ -111,14 +121,17 @@ class SpoolJournal:
                 await self.producer.ready(SETTLE_S)
             empty = self.producer.config.empty_as_null
             settler = Settler(
-                self.producer, self.producer.config, lambda e: _rebuild(e, records, empty), deadline=deadline
+                self.producer,
+                self.producer.config,
+                lambda e: _rebuild([records[s] for s in owned[e.batch_id]], empty),
+                deadline=deadline,
             )
             out = await settler.settle(unsettled, state.acked)
             for entries, name in ((out.found, "JournalFound"), (out.resent, "JournalResent")):
-                settled += [run for e in entries for run in e.runs]
-                self.counters.inc(name, sum(_held(e, records) for e in entries))
+                settled += [(s, 1) for e in entries for s in owned[e.batch_id]]
+                self.counters.inc(name, sum(len(owned[e.batch_id]) for e in entries))
             for e in out.fallback:
-                verdict.fallback.update(s for s in e.sequences() if s in records)
+                verdict.fallback.update(owned[e.batch_id])
             self.counters.inc("JournalFallback", len(verdict.fallback))
             if self.journal is not None:
                 self.journal.acked.update(out.acked)
@@ -163,13 +176,8 @@ def why_at_least_once(config: ProducerConfig) -> str:
     )
 
 
-def _held(entry: JournalEntry, records: dict[int, SpoolRecord]) -> int:
-    return sum(1 for s in entry.sequences() if s in records)
-
-
-def _rebuild(entry: JournalEntry, records: dict[int, SpoolRecord], empty_as_null: bool) -> bytes | None:
-    """The batch to resend for ``entry``: its messages still in the spool, uncompressed (None: none is)."""
-    held = [records[s] for s in entry.sequences() if s in records]
+def _rebuild(held: list[SpoolRecord], empty_as_null: bool) -> bytes | None:
+    """The batch to resend: the batch's messages still in the spool, uncompressed (None: none is)."""
     if not held:
         return None
     if empty_as_null:

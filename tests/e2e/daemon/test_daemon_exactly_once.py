@@ -8,10 +8,11 @@ from __future__ import annotations
 import signal
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from netproxy import ThreadedProxy, tansu_behind_proxy
 
 from bruce.proxy.client import BruceClient
 from bruce.proxy.config import Broker
@@ -26,10 +27,11 @@ PARTITIONS = 3
 KEYS = 5
 
 
-def _command(tansu: EmbeddedBroker, sock: Path, spool: Path) -> list[str]:
+def _command(tansu: EmbeddedBroker | str, sock: Path, spool: Path) -> list[str]:
     """Small batches (20 ms, at most 2 KiB of data per request), so a kill finds many batches in flight."""
     config = spool.parent / "bruce.toml"
-    brokers = (Broker("127.0.0.1", tansu.port),)
+    address = tansu if isinstance(tansu, str) else tansu.address
+    brokers = (Broker("127.0.0.1", int(address.rpartition(":")[2])),)
     config.write_text(to_toml(make_config(brokers, nbytes=2048, produce_request_data_limit=2048)))
     return [
         *("--config_path", str(config), "--receive_socket_name", str(sock), "--status_port", "0"),
@@ -51,8 +53,8 @@ def _reached(url: str, name: str, value: int) -> Callable[[], bool]:
     return lambda: counters_json(url).get(name, 0) >= value
 
 
-def _check(tansu: EmbeddedBroker, topic: str, total: int) -> None:
-    reads = consume_topic(tansu.address, topic, PARTITIONS, total, timeout=90)
+def _check(address: str, topic: str, total: int) -> None:
+    reads = consume_topic(address, topic, PARTITIONS, total, timeout=90)
     numbers = Counter(int(r.value) for r in reads if r.value is not None)
     lost = [n for n in range(total) if numbers[n] == 0]
     twice = {n: c for n, c in numbers.items() if c > 1}
@@ -67,30 +69,49 @@ def _check(tansu: EmbeddedBroker, topic: str, total: int) -> None:
     assert sum(len(v) for v in by_key.values()) == (total + 1) // 2
 
 
+@pytest.fixture(scope="module")
+def slow_tansu() -> Iterator[tuple[EmbeddedBroker, ThreadedProxy]]:
+    with tansu_behind_proxy(delay_ms=40) as pair:  # acknowledgements take a while: the kill finds batches in flight
+        yield pair
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["in-flight", "cut-then-kill"])
 def test_kill_9_right_after_sending_then_restart_delivers_each_message_once(
-    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+    bruce_process: Callable[..., BruceProcess],
+    slow_tansu: tuple[EmbeddedBroker, ThreadedProxy],
+    workdir: Path,
+    cut: bool,
 ) -> None:
-    """Killed as soon as the daemon has read everything and delivered some: some batches are acknowledged, some out,
-    some not sent yet."""
-    topic = new_topic(partitions=PARTITIONS)
+    """Killed as soon as the daemon has read everything and delivered some (the broker answers 80 ms late): some
+    batches are acknowledged, some in flight, some not sent yet. ``cut``: the connections are cut just before the
+    kill, so the requests the proxy still held never reach the broker: the restart finds them missing and resends
+    them with their producer id and sequences."""
+    broker, proxy = slow_tansu
+    topic = f"exactly-once-kill-{cut}"
+    broker.create_topic(topic, PARTITIONS)
     sock, spool = workdir / "e.sock", workdir / "spool"
     total = 6000
-    bruce = bruce_process(_command(tansu, sock, spool))
+    bruce = bruce_process(_command(proxy.address, sock, spool))
     url = bruce.wait_serving()
     with BruceClient(sock) as client:
         _send(client, topic, range(total))
     wait_for(lambda: counters_json(url).get("MsgReceived") == total, what="the daemon to read every message")
+    wait_for(_reached(url, "MsgDelivered", 1), what="a first delivery")
     delivered = counters_json(url).get("MsgDelivered", 0)
+    if cut:
+        proxy.cut()
     bruce.process.send_signal(signal.SIGKILL)
     assert bruce.wait() == -signal.SIGKILL
-    again = bruce_process(_command(tansu, sock, spool))
+    assert 0 < delivered < total, "the kill was meant to come during the delivery"
+    again = bruce_process(_command(proxy.address, sock, spool))
     url = again.wait_serving()
-    _check(tansu, topic, total)
+    _check(proxy.address, topic, total)
     counters = counters_json(url)
     again.signal(signal.SIGTERM)
     assert again.wait() == 0
-    assert 0 < delivered < total, "the kill was meant to come during the delivery"
-    print(f"\nkilled at {delivered} delivered: {counters.get('SpoolSettled', 0)} settled, {counters}")
+    if cut:
+        assert counters.get("JournalResent", 0) > 0, counters
+    print(f"\nkilled at {delivered} delivered: {counters}")
 
 
 def test_three_kills_during_delivery_deliver_each_message_exactly_once(
@@ -126,7 +147,7 @@ def test_three_kills_during_delivery_deliver_each_message_exactly_once(
         wait_for(_reached(url, "MsgDelivered", 200 * (round_ + 1)), what="some deliveries")
         bruce.process.send_signal(signal.SIGKILL)
         assert bruce.wait() == -signal.SIGKILL
-    _check(tansu, topic, step * steps)
+    _check(tansu.address, topic, step * steps)
     print(f"\n{step * steps} messages, 3 kills: {settled} settled, {replayed} replayed")
 
 
