@@ -57,13 +57,15 @@ def slow_tansu() -> Iterator[tuple[Any, ThreadedProxy]]:
         yield pair
 
 
-def _kill_when_all_sent(address: str, topic: str, state: Path) -> int:
+def _kill_when_all_sent(address: str, topic: str, state: Path, cut: ThreadedProxy | None = None) -> int:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, address, topic, str(state), str(TOTAL)], stdout=subprocess.PIPE, text=True
     )
     try:
         line = child.stdout.readline()  # type: ignore[union-attr]
         assert line.startswith("acked"), f"the producer process said {line!r}"
+        if cut is not None:
+            cut.cut()  # what the proxy still held never reaches the broker
         child.send_signal(signal.SIGKILL)
         assert child.wait(10) == -signal.SIGKILL
     finally:
@@ -84,14 +86,17 @@ def _check(address: str, topic: str) -> None:
     assert all(seen == sorted(seen) for seen in by_key.values()), "a key's messages out of order"
 
 
+@pytest.mark.parametrize("cut", [False, True], ids=["in-flight", "cut-then-kill"])
 def test_a_killed_producer_s_batches_are_settled_by_the_next_one_on_the_same_state_path(
-    slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path
+    slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path, cut: bool
 ) -> None:
+    """``cut``: the connection is cut just before the kill: the batches the proxy held are missing and are resent
+    with their producer id and sequences."""
     broker, proxy = slow_tansu
-    topic = "state-kill"
+    topic = f"state-kill-{cut}"
     broker.create_topic(topic, 3)
     state = tmp_path / "state"
-    acked = _kill_when_all_sent(proxy.address, topic, state)
+    acked = _kill_when_all_sent(proxy.address, topic, state, proxy if cut else None)
     assert acked < TOTAL, "every batch was acknowledged before the kill: nothing to settle"
 
     async def restart() -> dict[str, int]:
@@ -101,6 +106,8 @@ def test_a_killed_producer_s_batches_are_settled_by_the_next_one_on_the_same_sta
     counters = asyncio.run(restart())
     assert counters["JournalFound"] + counters["JournalResent"] == TOTAL - acked
     assert counters["JournalFallback"] == 0
+    if cut:
+        assert counters["JournalResent"] > 0
     _check(proxy.address, topic)
     print(f"\nkilled with {acked} of {TOTAL} acknowledged; the next producer settled: {counters}")
 
