@@ -35,6 +35,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ _RUN = struct.Struct(">QI")
 _FINISHED = struct.Struct(">cQq")  # kind, id, offset
 _OFF = b"X"
 _PAYLOAD = struct.Struct(">I")
+_SPOOL_SEQ = attrgetter("spool_seq")
 
 TopicPartition = tuple[str, int]
 
@@ -421,7 +423,13 @@ class PartJournal:
             runs: list[tuple[int, int]] = []
             payload = part.data
         else:
-            runs = runs_of([getattr(m, "spool_seq", -1) for m in part.messages])
+            try:
+                seqs = list(map(_SPOOL_SEQ, part.messages))
+            except AttributeError:  # messages without a spool sequence (not the daemon's)
+                seqs = [-1]
+            low = min(seqs)
+            one_run = low >= 0 and max(seqs) - low + 1 == len(seqs)  # distinct sequences spanning their count
+            runs = [(low, len(seqs))] if one_run else runs_of(sorted(seqs))
             payload = b""
         identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
         journal.sent(part.journal_id, batch.tp, identity, batch.count, runs, payload)
