@@ -111,7 +111,7 @@ def journal_files(directory: Path) -> list[tuple[int, Path]]:
     found = []
     try:
         names = os.listdir(directory)
-    except FileNotFoundError:
+    except OSError:  # missing or unreadable: no journal
         return []
     for name in names:
         stem = name[: -len(SUFFIX)]

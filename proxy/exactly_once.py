@@ -86,15 +86,20 @@ class SpoolJournal:
         if why_off:
             log.log(NOTICE, "spool: at-least-once across crashes (%s): a crash may send messages again", why_off)
             return
-        self.journal = Journal(
+        journal = Journal(
             self.directory,
             next_id=self.state.next_id,
             next_file=self.state.next_file,
             held_from=lambda: spool.held_from,
         )
-        self.journal.open(old=self.state.files)
-        self.journal.acked.update(self.state.acked)
-        self.producer.journal_batches(PartJournal(self.journal, payload=False))
+        try:
+            journal.open(old=self.state.files)
+        except OSError as e:  # the spool is degraded too, most likely: memory-only, at least once
+            log.error("spool: the batch journal cannot be created (%s): at-least-once across crashes", e)
+            return
+        self.journal = journal
+        journal.acked.update(self.state.acked)
+        self.producer.journal_batches(PartJournal(journal, payload=False))
 
     async def settle(self) -> Verdict:
         """Settle the earlier runs' batches (see the module rules); returns the verdict for the replay."""
