@@ -212,6 +212,7 @@ def read_journal(directory: Path) -> JournalState:
             if len(body) != length or crc32c(body) != crc:
                 if at + _FRAME.size + length < len(data):
                     state.damaged += 1
+                    state.complete = False  # what followed is unknown: replays are possible duplicates
                     log.error("journal %s offset %d: a damaged record; the rest of the file is not read", path, at)
                 break  # a torn tail (the process died while writing it) or damage: nothing after it is trusted
             at += _FRAME.size + length
@@ -231,6 +232,7 @@ def read_journal(directory: Path) -> JournalState:
                     raise ValueError(f"unknown record kind {body[:1]!r}")
             except (struct.error, ValueError) as e:
                 state.damaged += 1
+                state.complete = False
                 log.error("journal %s offset %d: a record that does not decode (%s); skipped", path, at, e)
         state.files.append((number, top))
     for bid, entry in latest.items():
