@@ -15,8 +15,8 @@ Rules:
   whose offset is not given) or given up (-1). OFF (``X``): from here on batches may be sent unjournaled (idempotence
   ended). One SENT and one FINISHED per batch, never one per message.
 - Writes are ``os.write`` on an ``O_APPEND`` descriptor: in the kernel's page cache when the call returns, so a
-  process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows ``sync()``
-  (the daemon calls it with the spool's syncs).
+  process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows the syncs:
+  :meth:`Journal.sync_soon` (in a thread of its own; the daemon's timer, once a second) and :meth:`Journal.close`.
 - A file is rolled after ``file_bytes``. Files are deleted oldest first (a FINISHED record may be in a later file than
   its SENT record), never the active one, once every batch with a SENT record in the file is finished and — with
   ``held_from`` (the daemon: the lowest spool sequence still on disk) — every spool sequence the file names is below
@@ -34,6 +34,7 @@ import logging
 import os
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -272,6 +273,8 @@ class Journal:
         self._top: dict[int, int] = {}  # file number -> highest spool sequence named in it
         self._batch_files: dict[int, list[int]] = {}  # open batch id -> file numbers with its SENT records
         self._dirty = False
+        self._thread: ThreadPoolExecutor | None = None
+        self._syncing: Future[None] | None = None
 
     def open(self, *, old: Sequence[tuple[int, int]] = ()) -> None:
         """Create the first file. ``old``: earlier runs' files (number, highest spool sequence), deleted by the same
@@ -379,6 +382,22 @@ class Journal:
                 log.error("batch journal: cannot delete %s (%s)", file_name(number), e)
                 return
 
+    def sync_soon(self) -> None:
+        """fdatasync the active file in a background thread if anything was written since the last sync (at most one
+        sync at a time, on a duplicate of the descriptor: the file may roll meanwhile); delete settled files."""
+        if self._syncing is not None and self._syncing.done():
+            error = self._syncing.exception()
+            self._syncing = None
+            if error is not None:
+                log.error("batch journal: sync failed (%s)", error)
+        if self._fd is not None and self._dirty and not self.broken and self._syncing is None:
+            self._dirty = False
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix="bruce-journal-sync")
+            fd = os.dup(self._fd)
+            self._syncing = self._thread.submit(_sync_and_close, fd)
+        self.delete_settled()
+
     def sync(self) -> None:
         """fdatasync the active file if anything was written since the last sync; delete settled files."""
         if self._fd is not None and self._dirty and not self.broken:
@@ -391,6 +410,9 @@ class Journal:
 
     def close(self) -> None:
         """Sync and close the active file (it stays: the next start knows this run journaled every send)."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = self._syncing = None
         if self._fd is None:
             return
         self.sync()
@@ -403,6 +425,13 @@ class Journal:
             os.close(self._fd)  # type: ignore[arg-type]
             self._fd = None
             self._active = -1
+
+
+def _sync_and_close(fd: int) -> None:
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
 
 
 class PartJournal:

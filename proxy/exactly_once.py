@@ -156,9 +156,10 @@ class SpoolJournal:
         return verdict
 
     def tick(self) -> None:
-        """From the daemon's timer, once a second: delete the journal files that became settled."""
+        """From the daemon's timer, once a second: sync the journal in the background, delete the files that became
+        settled."""
         if self.journal is not None:
-            self.journal.delete_settled()
+            self.journal.sync_soon()
 
     def close(self) -> None:
         """At the stop, before the spool closes: sync and close the journal."""

@@ -3,7 +3,10 @@ deletion rule (oldest first, every batch finished, and with a spool: its message
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from bruce.producer.journal import FILE_BYTES, Journal, journal_files, read_journal, runs_of
 
@@ -101,3 +104,20 @@ def test_a_clean_close_leaves_a_mark_and_off_is_remembered(tmp_path: Path) -> No
     k.off()
     assert not read_journal(tmp_path).complete
     assert FILE_BYTES >= 1 << 20
+
+
+def test_sync_soon_syncs_in_the_background_once_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
+    j = _journal(tmp_path)
+    j.sync_soon()  # nothing written since the file was made: nothing to sync
+    j.sent(0, ("t", 0), (7, 0, 0), 1, [(0, 1)])
+    j.sync_soon()
+    assert j._syncing is not None
+    j._syncing.result(5)  # in the sync thread, on a duplicate descriptor
+    assert len(synced) == 1
+    j.sync_soon()  # nothing new: reaps the finished sync, starts none
+    assert j._syncing is None and len(synced) == 1
+    j.close()
+    assert read_journal(tmp_path).entries[0].batch_id == 0
