@@ -78,8 +78,6 @@ class Sequencer:
             if choice.idempotence:
                 limit = config.max_in_flight_requests_per_connection
                 self.idem = Idempotence(max_in_flight=limit, epoch_bump=choice.epoch_bump)
-                if self.d.journal is not None:
-                    self.idem.on_done = self.d.journal.finished
                 log.info("idempotent producer on (up to %d requests in flight per partition)", limit)
             else:
                 self._off(f"broker {broker} cannot take idempotent batches ({_speaks(choice)})")
@@ -207,8 +205,10 @@ class Sequencer:
                     part.data, producer_id=identity[0], producer_epoch=identity[1], base_sequence=identity[2]
                 )
                 part.identity = identity
-                if self.d.journal is not None:  # durable before it is sent (bruce.producer.journal)
-                    self.d.journal.sent(part, batch)
+                journal = self.d.journal
+                if journal is not None:  # durable before it is sent (bruce.producer.journal)
+                    journal.sent(part, batch)
+                    idem.on_done = journal.finished
             parts.append(part)
             encoded.append(part.data)
             remaining -= part.size
