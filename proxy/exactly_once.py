@@ -83,6 +83,8 @@ class SpoolJournal:
         self.why_off = why_off  # "" when the producer may be idempotent
         self.journal: Journal | None = None
         self.state = read_journal(self.directory)
+        # The spool starts again at 0 when it is empty; the journal's sequences must never name new messages
+        spool.continue_after(max((top for _, top in self.state.files if top < 2**62), default=-1))
         if why_off:
             log.log(NOTICE, "spool: at-least-once across crashes (%s): a crash may send messages again", why_off)
             return

@@ -237,6 +237,12 @@ class Spool:
             self.replayed += len(chunk)
             yield chunk
 
+    def continue_after(self, sequence: int) -> None:
+        """Hand out only sequences above ``sequence`` from now on (before the first append: the batch journal names
+        sequences of earlier runs whose segments are gone, which must never be given to new messages)."""
+        if self._active is None and sequence >= self.next_sequence:
+            self.next_sequence = sequence + 1
+
     @property
     def held_from(self) -> int:
         """The lowest sequence still held on disk (every lower one is done and deleted)."""

@@ -92,3 +92,20 @@ def test_why_at_least_once_names_the_setting() -> None:
     assert why_at_least_once(ProducerConfig(enable_idempotence=False)) == "enable_idempotence is off"
     assert "acks=1" in why_at_least_once(ProducerConfig(acks=1))
     assert "v0" in why_at_least_once(ProducerConfig(protocol="v0"))
+
+
+def test_new_messages_never_get_a_sequence_the_journal_names(tmp_path: Path) -> None:
+    """The spool starts again at 0 once its segments are gone; the journal of an earlier run still names sequences up
+    to 41: a new message gets 42, so the journal can never take it for a delivered one."""
+    j = Journal(tmp_path, held_from=lambda: 0)  # the spool of that run still held sequence 0 at its end
+    j.open()
+    j.sent(0, ("t", 0), (9, 0, 0), 42, [(0, 42)])
+    j.finished(0, ("t", 0), 7)
+    j.close()
+    with Spool.open(SpoolConfig(tmp_path)) as spool:
+        assert spool.next_sequence == 0  # no segment: the spool alone would start again at 0
+        journal = SpoolJournal(spool, StubProducer(), Counters(), why_off="")  # type: ignore[arg-type]
+        assert spool.append([SpoolMessage(b"t", None, None, b"new", 0)]) == 42
+        verdict = asyncio.run(journal.settle())
+        journal.close()
+    assert not verdict.settled(42)
