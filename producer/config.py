@@ -81,6 +81,8 @@ class ProducerConfig:
     # Partitioning of keyed send()s (librdkafka's names): Java's murmur2 placement, as Kafka's own clients, Spark,
     # Flink and Kafka Streams place keys; null keys go to any partition (docs/producer.md says why)
     partitioner: str = "murmur2_random"
+    # Exactly once across restarts (docs/producer.md): the directory of the idempotent batches' journal (state.path)
+    state_path: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -95,6 +97,11 @@ class ProducerConfig:
             raise ConfigError(
                 f"protocol: the 0.8 protocol (v0) has no SASL; security.protocol={self.security.security_protocol} "
                 "needs auto or modern (Kafka 1.0+)"
+            )
+        if self.state_path is not None and not self.idempotence_wanted:
+            raise ConfigError(
+                "state_path: needs the idempotent producer (enable_idempotence not false, acks=-1, protocol not v0, "
+                "at most 5 requests in flight): nothing would be kept"
             )
         if self.enable_idempotence and self.acks != -1:
             raise ConfigError(

@@ -53,6 +53,7 @@ from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import MessageTooLarge, ProducerClosed, QueueFull
 from .expiry import expire_loop
+from .journal import PartJournal
 from .message import (
     Message,
     OutcomeSink,
@@ -73,6 +74,7 @@ from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, RECORD_OVERHEAD, C
 from .security import client_context
 from .sender import Sender
 from .sequencing import log_idempotence_off
+from .state import ProducerState
 from .topics import TopicCreator
 from .transactions import TransactionalApi, TransactionManager
 from .transport import Timeouts
@@ -113,6 +115,7 @@ class Producer(ProducerViews, TransactionalApi):
         )
         self._accepting = False
         self._started = False
+        self.state: ProducerState | None = None  # with config.state_path: the durable idempotence state
         self._max_messages = config.queue_buffering_max_messages
         self._max_bytes = config.queue_buffering_max_kbytes * 1024
         self._batch_messages = config.batch_num_messages
@@ -177,6 +180,8 @@ class Producer(ProducerViews, TransactionalApi):
         if self._started:
             raise UsageError("a Producer can be started once")
         self._started = True
+        if self.config.state_path is not None:
+            self.state = ProducerState(self.config.state_path)  # StateInUse before anything started
         if self._freeze_gc:  # the program's state so far is long-lived: the collector stops walking it
             gc.collect()
             gc.freeze()
@@ -195,6 +200,12 @@ class Producer(ProducerViews, TransactionalApi):
         self._core = list(self._tasks)
         self._fetcher.request()
         self._accepting = self._txn is None  # a transactional producer accepts within a transaction only
+        if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
+            await self.state.settle(self)
+
+    def journal_batches(self, journal: PartJournal) -> None:
+        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool)."""
+        self._dispatcher.journal = journal
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
@@ -253,10 +264,14 @@ class Producer(ProducerViews, TransactionalApi):
                 d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
-        if isinstance(error, asyncio.CancelledError):
-            await group.__aexit__(type(error), error, error.__traceback__)
-        else:
-            await group.__aexit__(None, None, None)
+        try:
+            if isinstance(error, asyncio.CancelledError):
+                await group.__aexit__(type(error), error, error.__traceback__)
+            else:
+                await group.__aexit__(None, None, None)
+        finally:
+            if self.state is not None:
+                self.state.close()
 
     async def shutdown(self, deadline: float | None = None) -> None:
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""

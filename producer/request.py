@@ -65,6 +65,7 @@ class Part:
     batch: Any = None
     data: bytes = b""
     identity: tuple[int, int, int] = (-1, -1, -1)
+    journal_id: int = -1  # its id in the batch journal (bruce.producer.journal), once journaled
 
 
 def assemble(

@@ -94,6 +94,8 @@ class Sequencer:
         level = logging.ERROR if explicit else logging.INFO
         log.log(level, "idempotent producer off: %s; at-least-once delivery (Bruce's)", why)
         self.d.seq = None
+        if self.d.journal is not None:
+            self.d.journal.off()
 
     @property
     def max_in_flight(self) -> int:
@@ -107,6 +109,8 @@ class Sequencer:
         if self.txn is not None:
             self.txn.idempotence_ended(name, why)
         self.ending = why
+        if self.d.journal is not None:
+            self.d.journal.off()
         self.d.counters.inc("IdempotenceFatal", labels=(("reason", name),))
         log.error("idempotent producer ends: %s; going on at-least-once (a resend may store a message twice)", why)
         self.settle()
@@ -211,6 +215,10 @@ class Sequencer:
                     transactional=self.txn is not None,
                 )
                 part.identity = identity
+                journal = self.d.journal
+                if journal is not None:  # durable before it is sent (bruce.producer.journal)
+                    journal.sent(part, batch)
+                    idem.on_done = journal.finished
             parts.append(part)
             encoded.append(part.data)
             remaining -= part.size
@@ -226,6 +234,9 @@ class Sequencer:
         pq, batch, messages = part.queue, part.batch, part.messages
         n = len(messages)
         pq.in_flight -= n
+        batch.offset = (base_offset if base_offset >= 0 else -2) if error_code == 0 else -1  # for the journal
+        if error_code == DUPLICATE_SEQUENCE_NUMBER:
+            batch.offset = -2  # acknowledged, offset not given
         decision = idem.on_answer(batch, classify(error_code, legacy=False, idempotent=True))
         if self.txn is not None and decision.action is not Action.OK:
             self.txn.produce_failed(decision.name, decision.action is Action.DISCARD)

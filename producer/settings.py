@@ -94,6 +94,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("partitioner", "choice", choices=PARTITIONERS),
         Setting("transactional_id", "optional_text", high=32767),
         _int("transaction_timeout_ms", 1),
+        Setting("state_path", "optional_text", high=4096),
     )
 }
 NAMES: dict[str, str] = {s.dotted: s.name for s in SETTINGS.values()} | {

@@ -65,6 +65,7 @@ from .compression_policy import TopicCompression
 from .config import Config, ConfigError, Options
 from .discard_log import DiscardLog
 from .discards import DiscardTracker
+from .exactly_once import SpoolJournal, why_at_least_once
 from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .message import Message
 from .msg_debug import MessageDebugLog
@@ -174,6 +175,7 @@ class Daemon(DaemonShutdown):
         self.spool_config = spool_config(options)
         self.spool: Spool | None = None  # opened by run()
         self._replay: Replay | None = None
+        self._journal: SpoolJournal | None = None
         self._backlog: DiskBacklog | None = None  # routes what the inputs hold on disk only
         outcomes.add_input(lambda: 0 if self._replay is None else self._replay.received)
         spool_status = SpoolStatus(lambda: self.spool)
@@ -340,12 +342,19 @@ class Daemon(DaemonShutdown):
         self.spool = spool = Spool.open(self.spool_config)  # SpoolLocked: another daemon has it
         self.outcomes.spool = self.intake.spool = spool
         self._replay = Replay(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        self._journal = SpoolJournal(
+            spool, self.producer, self.counters, why_off=why_at_least_once(self.producer.config)
+        )
+        self._replay.settle = self._journal.settle
         self._backlog = DiskBacklog(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
 
     def _close_spool(self) -> None:
         """Close the spool last (what is not done stays for the next start); idempotent."""
         if self.spool is not None:
+            if self._journal is not None:
+                with logged("the batch journal"):
+                    self._journal.close()
             with logged("the spool"):
                 self.spool.close()
 
@@ -403,6 +412,8 @@ class Daemon(DaemonShutdown):
                 next_second = now + 1.0
                 self.debug.tick()
                 self.status_source.sample()
+                if self._journal is not None:
+                    self._journal.tick()
                 if now >= next_watchdog:
                     next_watchdog = now + watchdog_every
                     self.tracker.check_query_rate()
