@@ -265,6 +265,8 @@ class Sequencer:
                 else:
                     d.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
                     cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
+        if batch.state is BatchState.DONE:
+            part.batch = None  # the batch holds its part: left linked, every message waits for the collector
         self._after(pq)
         return cause
 
