@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from chaos_targets import KEYS, DaemonTarget, LibraryTarget, number
-from durable_cluster import durable_cluster
+from durable_cluster import READ_PROPS, durable_cluster
 from proxy_bench import read_topic
 
 TOPIC = "chaos"
@@ -156,14 +156,17 @@ class Chaos:
             unacked = 0
         else:
             sent, acked, discarded = self.target.journal()
-            counted, refused = acked, 0
+            counted, refused = set(acked), 0
         self.target.stop()
         reads = read_back(self.cluster.address(0), len(set(sent)))
         copies = Counter(n for _, _, n in reads)
         delivered = set(copies)
-        if isinstance(self.target, LibraryTarget):
-            unacked = len(set(sent) - acked - delivered - set(discarded))
         lost = sorted(counted - delivered - set(discarded))
+        where: dict[str, object] = {}
+        if isinstance(self.target, LibraryTarget):
+            unacked = len(set(sent) - set(acked) - delivered - set(discarded))
+            at = {(p, o): n for p, o, n in reads}
+            where = {str(n): [*acked[n], at.get(acked[n])] for n in lost[:20]}  # acked at, and what is there
         return {
             "target": self.args.target,
             "seed": self.args.seed,
@@ -179,6 +182,7 @@ class Chaos:
             "unacknowledged_at_kill": unacked,
             "lost": len(lost),
             "lost_first": lost[:20],
+            "lost_acked_at": where,
             "duplicated": sum(c - 1 for c in copies.values()),
             "read": len(reads),
             "reordered": reordered(reads),
@@ -195,7 +199,7 @@ def read_back(address: str, expected: int) -> list[tuple[int, int, int]]:
         reads.extend((m.partition(), m.offset(), number(m.value())) for m in batch)
         return len({n for _, _, n in reads}) >= expected
 
-    read_topic(address, TOPIC, enough, timeout=120)
+    read_topic(address, TOPIC, enough, timeout=120, partitions=PARTITIONS, props=READ_PROPS)
     return sorted(reads)
 
 
@@ -224,6 +228,8 @@ def report(r: dict) -> None:
     if r["target"] == "library":
         print(f"unacknowledged when the worker was killed, not delivered: {r['unacknowledged_at_kill']}")
     print(f"lost: {r['lost']}  {r['lost_first'] if r['lost'] else ''}")
+    if r["lost_acked_at"]:
+        print(f"  acknowledged at [partition, offset, number read there]: {r['lost_acked_at']}")
     print(f"duplicated: {r['duplicated']}")
     print(f"reordered per partition (keyed): {r['reordered'] or 0}")
     print(f"settled: {r['settled']} after {r['settle_s']} s")
@@ -239,9 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=120.0, help="seconds to deliver what is held at the end")
     parser.add_argument("--expect-exactly-once", action="store_true", help="fail on any duplicate too")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--workdir", type=Path, help="keep the logs, spool and journals here (default: a temporary one)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-        workdir = Path(tmp)
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         with durable_cluster(workdir, brokers=2) as cluster:
             cluster.create_topic(TOPIC, PARTITIONS)
             chaos = Chaos(args, cluster, workdir)

@@ -205,6 +205,7 @@ class LibraryTarget:
     def settle(self, timeout: float) -> bool:
         """Ask the worker to flush and stop (SIGTERM); False if it did not within ``timeout``."""
         assert self.process is not None
+        wait_for(lambda: self._journal(self.starts).exists(), "the worker to start", TIMEOUT)
         self.process.send_signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout) == 0
@@ -217,10 +218,11 @@ class LibraryTarget:
             proc.kill()
             proc.wait(TIMEOUT)
 
-    def journal(self) -> tuple[list[int], set[int], dict[int, str]]:
-        """Every worker's sent numbers, acknowledged numbers and discards (number → reason)."""
+    def journal(self) -> tuple[list[int], dict[int, tuple[int, int]], dict[int, str]]:
+        """Every worker's sent numbers, acknowledged numbers (→ the partition and offset acknowledged) and discards
+        (number → reason)."""
         sent: list[int] = []
-        acked: set[int] = set()
+        acked: dict[int, tuple[int, int]] = {}
         discarded: dict[int, str] = {}
         for i in range(1, self.starts + 1):
             with contextlib.suppress(FileNotFoundError):
@@ -228,11 +230,12 @@ class LibraryTarget:
                     kind, _, rest = line.partition(" ")
                     if not line.endswith(";"):
                         continue  # torn by the kill
-                    numbers = [int(x) for x in rest.rstrip(";").split()[kind == "d" :]]
+                    numbers = [int(x) for x in rest.rstrip(";").split()[{"d": 1, "a": 2}.get(kind, 0) :]]
                     if kind == "s":
                         sent.extend(range(numbers[0], numbers[1] + 1))
                     elif kind == "a":
-                        acked.update(numbers)
+                        partition, base = (int(x) for x in rest.split()[:2])
+                        acked.update((n, (partition, base + i)) for i, n in enumerate(numbers))
                     elif kind == "d":
                         discarded.update(dict.fromkeys(numbers, rest.split()[0]))
         return sent, acked, discarded
@@ -241,11 +244,13 @@ class LibraryTarget:
 async def _worker(brokers: str, topic: str, rate: int, first: int, journal: Path) -> None:
     from bruce.producer import Producer, ProducerConfig
 
-    out = open(journal, "a", buffering=1)  # noqa: SIM115 - a line per event, flushed
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    out = open(journal, "a", buffering=1)  # noqa: SIM115 - a line per event, flushed; its existence: ready for TERM
 
     class Sink:
         def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence) -> None:
-            out.write("a " + " ".join(str(number(m.value)) for m in messages) + ";\n")
+            out.write(f"a {partition} {base_offset} " + " ".join(str(number(m.value)) for m in messages) + ";\n")
 
         def discarded(self, topic: str, messages: Sequence, reason: object) -> None:
             out.write(f"d {getattr(reason, 'name', reason)} " + " ".join(str(number(m.value)) for m in messages))
@@ -254,8 +259,6 @@ async def _worker(brokers: str, topic: str, rate: int, first: int, journal: Path
         def possible_duplicates(self, topic: str, messages: Sequence) -> None:
             pass
 
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     config = ProducerConfig(bootstrap_servers=tuple(brokers.split(",")), linger_ms=5)
     async with Producer(config, sink=Sink()) as producer:
         n, tick = first, 0.01

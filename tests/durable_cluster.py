@@ -11,6 +11,9 @@ Rules:
 - :meth:`DurableCluster.kill` kills a broker with SIGKILL (by its PID) and closes its address (connections reset,
   new ones refused); :meth:`restart` starts it again at the same address with the log as it was;
   :meth:`move` starts it again at a new address (the old one stays closed).
+- Readers wait longer: tansu on S3 answers a fetch with nothing at all when reading its stored batches (one object
+  each) takes longer than the fetch's wait, so a consumer with a short ``fetch.wait.max.ms`` (50 ms) never gets past
+  a hundred small batches. :data:`READ_PROPS` sets a wait that does.
 - tansu and moto die with the thread that started them (``--pdeathsig``), so the cluster starts them all from one
   thread it owns, whatever thread calls it. Every wait is bounded; :meth:`close` stops everything.
 
@@ -34,6 +37,7 @@ from netproxy import ThreadedProxy, proxy_in_thread
 from bruce.proxy.embedded import EmbeddedBroker, free_port
 
 TIMEOUT = 30.0
+READ_PROPS = {"fetch.wait.max.ms": 5000}  # consumer settings for reading a durable cluster back (see the rules)
 
 
 def _pdeathsig() -> list[str]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Producer
-from durable_cluster import DurableCluster
+from durable_cluster import READ_PROPS, DurableCluster
 from readback import read_back
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,7 @@ def _produce(address: str, topic: str, values: list[bytes], partitions: int) -> 
 
 
 def _values(address: str, topic: str, partitions: int, expected: int) -> list[bytes]:
-    return sorted(m.value() for m in read_back(address, topic, partitions, expected, extra=0.5))
+    return sorted(m.value() for m in read_back(address, topic, partitions, expected, extra=0.5, props=READ_PROPS))
 
 
 def test_a_killed_broker_restarts_with_its_log(durable_cluster: Callable[..., DurableCluster]) -> None:
@@ -74,3 +74,18 @@ def test_a_cut_resets_the_connections_and_the_client_carries_on(
         producer.produce("cut", b"cut-%04d" % i)
     assert producer.flush(30) == 0
     assert _values(cluster.address(), "cut", 1, 200) == [b"cut-%04d" % i for i in range(200)]
+
+
+def test_many_small_batches_read_back_with_the_cluster_consumer_settings(
+    durable_cluster: Callable[..., DurableCluster],
+) -> None:
+    """One stored object per batch: a fetch reads hundreds of them, longer than a 50 ms wait (READ_PROPS)."""
+    cluster = durable_cluster()
+    cluster.create_topic("small", 1)
+    producer = Producer({"bootstrap.servers": cluster.address(), "linger.ms": 0, "batch.num.messages": 1})
+    values = [b"small-%04d" % i for i in range(300)]
+    for value in values:
+        producer.produce("small", value, partition=0)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    assert _values(cluster.address(), "small", 1, 300) == values
