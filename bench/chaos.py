@@ -130,7 +130,8 @@ class Chaos:
         self.cluster.kill(1)
         load = self.target.load  # type: ignore[union-attr]
         with load.lock:
-            load.send(burst)
+            taken = load.send(burst)
+        self.faults[-1]["taken"] = taken
         time.sleep(1.0)
         self.cluster.restart(0)
         self.cluster.restart(1)
@@ -140,7 +141,7 @@ class Chaos:
         self.note("memory_burst", burst=burst)
         load = self.target.load  # type: ignore[union-attr]
         with load.lock:
-            load.send(burst)
+            self.faults[-1]["taken"] = load.send(burst)
 
     def finish(self) -> dict:
         """Stop the load, let the target deliver what it holds, read everything back and count."""
@@ -158,7 +159,7 @@ class Chaos:
             sent, acked, discarded = self.target.journal()
             counted, refused = set(acked), 0
         self.target.stop()
-        reads = read_back(self.cluster.address(0), len(set(sent)))
+        reads = read_back(self.cluster.address(0), set(counted) - set(discarded))
         copies = Counter(n for _, _, n in reads)
         delivered = set(copies)
         lost = sorted(counted - delivered - set(discarded))
@@ -191,13 +192,17 @@ class Chaos:
         }
 
 
-def read_back(address: str, expected: int) -> list[tuple[int, int, int]]:
-    """(partition, offset, number) of every message of the topic, in each partition's order."""
+def read_back(address: str, expected: set[int]) -> list[tuple[int, int, int]]:
+    """(partition, offset, number) of every message of the topic, in each partition's order; read until every
+    ``expected`` number came (then a second more) or two minutes passed."""
     reads: list[tuple[int, int, int]] = []
+    missing = set(expected)
 
     def enough(batch: list) -> bool:
-        reads.extend((m.partition(), m.offset(), number(m.value())) for m in batch)
-        return len({n for _, _, n in reads}) >= expected
+        got = [(m.partition(), m.offset(), number(m.value())) for m in batch]
+        reads.extend(got)
+        missing.difference_update(n for _, _, n in got)
+        return not missing
 
     read_topic(address, TOPIC, enough, timeout=120, partitions=PARTITIONS, props=READ_PROPS)
     return sorted(reads)
