@@ -67,3 +67,33 @@ def test_broker_killed_and_restarted_delivers_everything(
     assert lines[0].startswith(f"broker {address} unreachable: ")
     assert lines[-1].startswith(f"broker {address} reachable again after ")
     assert len(lines) == 2, lines
+
+
+def test_a_broker_moved_away_is_found_again_through_the_bootstrap_list(
+    durable_cluster: Callable[..., DurableCluster],
+) -> None:
+    """tansu names only itself in metadata, so after the first answer the producer knows broker 1 alone; broker 1
+    then moves to a new address. The producer goes back to its bootstrap list and delivers through broker 0."""
+    topic = "moved"
+    cluster = durable_cluster(brokers=2)
+    cluster.create_topic(topic, 1)
+    bootstrap = (cluster.address(0), cluster.address(1))
+    cluster.kill(0)  # the first answer comes from broker 1
+
+    async def main() -> None:
+        config = ProducerConfig(bootstrap_servers=bootstrap, linger_ms=1)
+        async with Producer(config) as p:
+            await p.ready(10)
+            assert [h.error for h in [p.send(topic, b"before-%03d" % i) for i in range(50)]] == [None] * 50
+            assert await p.flush(30) == 0
+            await asyncio.to_thread(cluster.restart, 0)
+            await asyncio.to_thread(cluster.move, 1)
+            after = [p.send(topic, b"after-%03d" % i) for i in range(50)]
+            assert await p.flush(30) == 0
+            assert [h.error for h in after] == [None] * 50
+
+    asyncio.run(main())
+    got, errors = consume_with_confluent(cluster.address(0), topic, 0, 100)
+    assert not errors
+    values = sorted(set(m.value for m in got))
+    assert values == sorted([b"before-%03d" % i for i in range(50)] + [b"after-%03d" % i for i in range(50)])
