@@ -4,21 +4,24 @@ N minutes, then every message read back by number with confluent-kafka (CRC chec
     python bench/chaos.py [--minutes 3] [--seed 1] [--target daemon|library] [--rate 500] [--rounds 0]
                           [--expect-exactly-once] [--json PATH]
 
-The brokers: two tansu on one S3 bucket (moto's server: tests/durable_cluster.py), so a broker killed and restarted
-keeps its log; each behind a proxy that can cut its connections or drop its answers. The daemon's initial brokers
-list names both: when broker 1 moves to a new address the daemon reaches the log through broker 0 (tansu names only
-itself in metadata), and learns the new address at its next start, as from a bootstrap list an operator keeps.
+The broker: tansu on an S3 bucket (moto's server: tests/durable_cluster.py), so a broker killed and restarted keeps
+its log, behind a proxy that can cut its connections or drop its answers. It serves at one of two addresses; the
+daemon's (and the library's) bootstrap list names both, as an operator's list of a cluster's addresses would, and a
+move takes the broker to the other one (tansu names only itself in metadata: the client must go back to its
+bootstrap list to find it). One broker rather than two on the bucket: two tansu do not share their in-memory view of
+a partition (watermarks, producer sequences), and a run with two brokers taking the writes in turn found acknowledged
+messages of one partition missing from the log (522 in a 1.5-minute run; cause not settled).
 
 The faults, drawn as rounds (each round every kind once, in a random order; ``--rounds`` completes at least that
 many even past ``--minutes``), a random pause of 1 to 3 s before each:
 
 - ``daemon_kill``: ``kill -9`` of the daemon, restarted on the same spool (library: the worker process);
-- ``broker_restart``: a broker killed (SIGKILL) for 1 to 4 s and started again at its address;
-- ``broker_move``: broker 1 killed and started at a new address;
-- ``cut``: every connection to both brokers reset at once;
-- ``drop_answers``: both brokers' answers thrown away for 1 to 3 s, then the connections cut (requests that reached
+- ``broker_restart``: the broker killed (SIGKILL) for 1 to 4 s and started again at its address;
+- ``broker_move``: the broker killed and started at its other address;
+- ``cut``: every connection to the broker reset at once;
+- ``drop_answers``: the broker's answers thrown away for 1 to 3 s, then the connections cut (requests that reached
   the broker are answered to nobody);
-- ``spool_full`` (daemon): both brokers down while a burst beyond ``--spool_max_bytes`` arrives (the daemon runs
+- ``spool_full`` (daemon): the broker down while a burst beyond ``--spool_max_bytes`` arrives (the daemon runs
   with ``--spool_full_policy discard``, so what does not fit is discarded and reported as SPOOL_FULL), then back;
 - ``memory_burst`` (daemon): a burst beyond the memory budget (``--msg_buffer_max``), held on disk by the spool.
 
@@ -46,6 +49,8 @@ from chaos_targets import KEYS, DaemonTarget, LibraryTarget, number
 from durable_cluster import READ_PROPS, durable_cluster
 from proxy_bench import read_topic
 
+from bruce.proxy.embedded import free_port
+
 TOPIC = "chaos"
 PARTITIONS = 4
 SPOOL_MAX_BYTES = 4 << 20
@@ -68,6 +73,8 @@ def schedule(rng: random.Random, kinds: tuple[str, ...]):  # type: ignore[no-unt
 class Chaos:
     def __init__(self, args: argparse.Namespace, cluster, workdir: Path) -> None:  # type: ignore[no-untyped-def]
         self.args, self.cluster, self.workdir = args, cluster, workdir
+        self.ports = [cluster.ports[0], free_port()]  # the broker's two addresses, both in the bootstrap list
+        self.bootstrap = ",".join(f"127.0.0.1:{port}" for port in self.ports)
         self.rng = random.Random(args.seed)
         self.t0 = time.monotonic()
         self.faults: list[dict] = []
@@ -83,7 +90,7 @@ class Chaos:
         print(f"{self.faults[-1]['at_s']:8.2f} s  {kind} {detail or ''}", flush=True)
 
     def run(self) -> None:
-        self.target.start(self.cluster.bootstrap)
+        self.target.start(self.bootstrap)
         if isinstance(self.target, DaemonTarget):
             self.target.load.start()
         kinds = DAEMON_FAULTS if isinstance(self.target, DaemonTarget) else LIBRARY_FAULTS
@@ -96,45 +103,41 @@ class Chaos:
 
     def daemon_kill(self) -> None:
         self.note("daemon_kill" if isinstance(self.target, DaemonTarget) else "worker_kill")
-        self.target.kill(self.cluster.bootstrap)
+        self.target.kill(self.bootstrap)
 
     def broker_restart(self) -> None:
-        i, down = self.rng.randrange(2), self.rng.uniform(1, 4)
-        self.note("broker_restart", broker=i, down_s=round(down, 2))
-        self.cluster.kill(i)
+        down = self.rng.uniform(1, 4)
+        self.note("broker_restart", down_s=round(down, 2))
+        self.cluster.kill()
         time.sleep(down)
-        self.cluster.restart(i)
+        self.cluster.restart()
 
     def broker_move(self) -> None:
-        old = self.cluster.address(1)
-        new = self.cluster.move(1)
-        self.note("broker_move", broker=1, old=old, new=new)
+        old = self.cluster.address()
+        new = self.cluster.move(port=next(p for p in self.ports if p != self.cluster.ports[0]))
+        self.note("broker_move", old=old, new=new)
 
     def cut(self) -> None:
-        self.note("cut", connections=self.cluster.cut(0) + self.cluster.cut(1))
+        self.note("cut", connections=self.cluster.cut())
 
     def drop_answers(self) -> None:
         hold = self.rng.uniform(1, 3)
         self.note("drop_answers", for_s=round(hold, 2))
-        for i in (0, 1):
-            self.cluster.drop_answers(i, True)
+        self.cluster.drop_answers(0, True)
         time.sleep(hold)
-        for i in (0, 1):
-            self.cluster.drop_answers(i, False)
-            self.cluster.cut(i)
+        self.cluster.drop_answers(0, False)
+        self.cluster.cut()
 
     def spool_full(self) -> None:
         burst = SPOOL_MAX_BYTES // 150 + 5000  # beyond the spool at ~150 bytes a message on disk
         self.note("spool_full", burst=burst)
-        self.cluster.kill(0)
-        self.cluster.kill(1)
+        self.cluster.kill()
         load = self.target.load  # type: ignore[union-attr]
         with load.lock:
             taken = load.send(burst)
         self.faults[-1]["taken"] = taken
         time.sleep(1.0)
-        self.cluster.restart(0)
-        self.cluster.restart(1)
+        self.cluster.restart()
 
     def memory_burst(self) -> None:
         burst = BUDGET_KIB * 1024 // 100 * 2  # twice the budget's worth of 100-byte values
@@ -159,7 +162,7 @@ class Chaos:
             sent, acked, discarded = self.target.journal()
             counted, refused = set(acked), 0
         self.target.stop()
-        reads = read_back(self.cluster.address(0), set(counted) - set(discarded))
+        reads = read_back(self.cluster.address(), set(counted) - set(discarded))
         copies = Counter(n for _, _, n in reads)
         delivered = set(copies)
         lost = sorted(counted - delivered - set(discarded))
@@ -257,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        with durable_cluster(workdir, brokers=2) as cluster:
+        with durable_cluster(workdir) as cluster:
             cluster.create_topic(TOPIC, PARTITIONS)
             chaos = Chaos(args, cluster, workdir)
             try:
