@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -105,6 +106,7 @@ class DaemonTarget:
         self.url = ""
         self.starts = 0
         self.load = Load(self.sock, topic, rate)
+        self.totals: Counter[str] = Counter()  # the counters of every daemon run so far, each read at its end
 
     def start(self, brokers: str) -> None:
         """Start the daemon (the sender is paused by the caller, or not yet running)."""
@@ -128,6 +130,7 @@ class DaemonTarget:
             taken = self.load.taken_since_start
             wait_for(lambda: counters(self.url).get("MsgReceived", 0) >= taken, "the daemon to read its socket", 30)
             assert self.process is not None
+            self.totals.update(counters(self.url))  # the moment before the kill
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(TIMEOUT)
             self.start(brokers)
@@ -141,6 +144,12 @@ class DaemonTarget:
             return True
         return False
 
+    def counters(self) -> dict[str, int]:
+        """The acknowledgement and spool counters summed over every daemon run (call after :meth:`settle`)."""
+        totals = self.totals + Counter(counters(self.url))
+        keep = ("Ack", "Msg", "Spool", "PossibleDuplicate", "Discard:")
+        return {k: v for k, v in sorted(totals.items()) if k.startswith(keep) and v}
+
     def stop(self) -> None:
         proc, self.process = self.process, None
         if proc is not None and proc.poll() is None:
@@ -151,14 +160,19 @@ class DaemonTarget:
                 proc.kill()
                 proc.wait(TIMEOUT)
 
-    def discarded(self) -> dict[int, str]:
-        """Number → reason, from the discard log (``DISC`` lines; the value's prefix carries the number)."""
+    def discarded(self) -> tuple[dict[int, str], int]:
+        """Number → reason, from the discard log (``DISC`` lines; the value's prefix carries the number), and how
+        many possible duplicates it reported (``DUP`` lines)."""
         out: dict[int, str] = {}
+        dups = 0
         for path in sorted(self.workdir.glob("discards.log*")):
             for line in path.read_text(errors="replace").splitlines():
                 fields = line.split()
-                if "event:" not in fields or fields[fields.index("event:") + 1] != "DISC":
-                    continue  # DUP lines: possible duplicates, counted by the read-back
+                if "event:" not in fields:
+                    continue
+                if fields[fields.index("event:") + 1] != "DISC":
+                    dups += fields[fields.index("event:") + 1] == "DUP"
+                    continue
                 reason = fields[fields.index("info:") + 1]
                 if reason == "SERVER_SHUTDOWN":
                     continue  # kept in the spool for the next start: not a discard
@@ -166,7 +180,7 @@ class DaemonTarget:
                 raw = base64.b64decode(msg[msg.index("[") + 1 : -1])
                 with contextlib.suppress(ValueError):
                     out[number(raw)] = reason
-        return out
+        return out, dups
 
 
 def _settled(url: str, taken: int) -> bool:

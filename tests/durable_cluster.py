@@ -7,8 +7,8 @@ Rules:
 - :class:`DurableCluster` runs one or several tansu brokers on one bucket (the same cluster id): each serves every
   topic and partition, and reports itself as the leader of all of them. They are not a coordinated cluster: each
   keeps its own view (watermarks, idempotent producers' sequences) in memory, so two of them taking writes for the
-  same partition in turn is not a safe setup (a bench/chaos.py run that way found acknowledged messages missing);
-  for faults under load use one broker and move it. Clients reach broker ``i`` through a
+  same partition in turn is not a setup to rely on; for faults under load bench/chaos.py uses one broker and moves
+  it. Clients reach broker ``i`` through a
   :class:`~netproxy.NetProxy` on a port of its own (:meth:`address`) which the broker advertises, so every
   connection can be cut, or its answers dropped, like a broken network.
 - :meth:`DurableCluster.kill` kills a broker with SIGKILL (by its PID) and closes its address (connections reset,
