@@ -54,6 +54,7 @@ TOPIC = "chaos"
 PARTITIONS = 4
 SPOOL_MAX_BYTES = 4 << 20
 BUDGET_KIB = 1024
+KILL_WINDOW = 256  # the intake's largest burst: what a kill may find read and not yet spooled
 DAEMON_FAULTS = ("daemon_kill", "broker_restart", "broker_move", "cut", "drop_answers", "spool_full", "memory_burst")
 LIBRARY_FAULTS = ("daemon_kill", "broker_restart", "broker_move", "cut", "drop_answers")
 
@@ -166,6 +167,8 @@ class Chaos:
         copies = Counter(n for _, _, n in reads)
         delivered = set(copies)
         lost = sorted(counted - delivered - set(discarded))
+        kills = getattr(self.target, "killed_after", [])
+        at_kill = [n for n in lost if any(k - KILL_WINDOW < n <= k for k in kills)]
         where: dict[str, object] = {}
         if isinstance(self.target, LibraryTarget):
             unacked = len(set(sent) - set(acked) - delivered - set(discarded))
@@ -186,6 +189,7 @@ class Chaos:
             "unacknowledged_at_kill": unacked,
             "lost": len(lost),
             "lost_first": lost[:20],
+            "lost_just_before_a_kill": len(at_kill),
             "lost_acked_at": where,
             "duplicated": sum(c - 1 for c in copies.values()),
             "reported_possible_duplicates": reported_dups,
@@ -238,6 +242,8 @@ def report(r: dict) -> None:
     if r["target"] == "library":
         print(f"unacknowledged when the worker was killed, not delivered: {r['unacknowledged_at_kill']}")
     print(f"lost: {r['lost']}  {r['lost_first'] if r['lost'] else ''}")
+    if r["lost_just_before_a_kill"]:
+        print(f"  of them among the last {KILL_WINDOW} sent before a daemon kill: {r['lost_just_before_a_kill']}")
     if r["lost_acked_at"]:
         print(f"  acknowledged at [partition, offset, number read there]: {r['lost_acked_at']}")
     print(f"duplicated: {r['duplicated']}")
