@@ -51,9 +51,10 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from _common import child_pids, machine, max_dgram_qlen, proc_cpu_s
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -178,9 +179,18 @@ def gauge(url: str, name: str) -> float:
     raise KeyError(name)
 
 
-def read_topic(address: str, topic: str, enough: Callable[[list], bool], timeout: float = TIMEOUT_S) -> None:
+def read_topic(
+    address: str,
+    topic: str,
+    enough: Callable[[list], bool],
+    timeout: float = TIMEOUT_S,
+    *,
+    partitions: int = PARTITIONS,
+    props: Mapping[str, Any] | None = None,
+) -> None:
     """Read ``topic`` back from the start of every partition (CRC checks on), handing each batch of messages to
-    ``enough`` until it returns True; then one more second (anything beyond would be a duplicate), or ``timeout``."""
+    ``enough`` until it returns True; then one more second (anything beyond would be a duplicate), or ``timeout``.
+    ``props``: more consumer settings."""
     consumer = Consumer(
         {
             "bootstrap.servers": address,
@@ -189,10 +199,11 @@ def read_topic(address: str, topic: str, enough: Callable[[list], bool], timeout
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 50,
             "log_level": 3,
+            **(props or {}),
         }
     )
     try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         deadline = time.monotonic() + timeout
         quiet_until = None
         while time.monotonic() < deadline:

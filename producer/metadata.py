@@ -3,8 +3,10 @@
 Rules:
 - A fetch asks one broker for all topics: a random known broker first, then the others in turn. Known brokers start as
   the configured bootstrap servers and become each good answer's broker list (docs/bruce-compatibility.md#metadata).
-  Each attempt is bounded by the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to
-  the next broker.
+  When none of them answers, the same round goes on to the configured bootstrap servers the list lacks (as Kafka's
+  clients re-bootstrap): a broker that moved to a new address is found again through the bootstrap list. Each attempt
+  is bounded by the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next
+  broker.
 - :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with the reconnect backoff (``reconnect_backoff_ms``
   doubling to ``reconnect_backoff_max_ms``, jittered) until it succeeds or is cancelled.
 - Each broker's failures and recovery go to the trouble log (:mod:`bruce.producer.trouble`).
@@ -101,6 +103,7 @@ class MetadataFetcher:
             if len(order) > 1:
                 first = order.pop(self.rng.randrange(len(order)))
                 order.insert(0, first)
+            order += [b for b in self.config.brokers if b not in order]  # re-bootstrap, last
             errors = []
             refused = 0
             for host, port in order:
