@@ -15,12 +15,18 @@ CPU is not counted). The script prints, per configuration:
   own high-water mark (``/metrics``).
 
 Configurations: ``plain`` (combined-topics batching as in Bruce's shipped config but 100 ms, no compression) and
-``default`` (the built-in configuration: combined batching of 1 s / 256 KiB, snappy above 128 bytes).
+``default`` (the built-in configuration: combined batching of 1 s / 256 KiB, snappy above 128 bytes), ``snappy``
+(``plain`` with every batch snappy-compressed).
+
+``--broker`` picks the protocol path: ``tansu`` (the modern one, record batches, read back with confluent-kafka) and/or
+``fake08`` (bench/fake08.py: the project's fake broker playing Kafka 0.8 in its own process, so the daemon builds
+magic-0 message sets; the count is what it stored, every CRC checked).
 
     .venv/bin/python bench/proxy_bench.py                 # 2,000,000 messages, 2 senders, both configurations
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain
     .venv/bin/python bench/proxy_bench.py --qlen 512      # in a network namespace with max_dgram_qlen=512 (root)
     .venv/bin/python bench/proxy_bench.py --quick         # 20,000 messages: checks that it runs
+    .venv/bin/python bench/proxy_bench.py --messages 300000 --configs plain,snappy --broker fake08,tansu --no-peer
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --json /tmp/proxy.json  # for report.py
     .venv/bin/python bench/proxy_bench.py --messages 500000 --configs plain --profile /tmp/prof  # where the CPU goes
 
@@ -34,6 +40,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import re
 import resource
 import select
 import shlex
@@ -44,13 +51,15 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from _common import child_pids, machine, max_dgram_qlen, proc_cpu_s
 from confluent_kafka import Consumer, Producer, TopicPartition
 from daemon_profile import print_table, stage_table
+from fake08 import FakeBroker08
 
 from bruce.proxy.embedded import EmbeddedBroker
 from bruce.wire.datagram import build_any_partition
@@ -75,6 +84,8 @@ host = "127.0.0.1"
 """,
     "default": None,  # the built-in configuration
 }
+# plain with every batch snappy-compressed
+CONFIGS["snappy"] = CONFIGS["plain"].replace('type = "none"', 'type = "snappy"\nmin_size = 1')
 PARTITIONS = 4
 VALUE_SIZE = 100
 TIMEOUT_S = 300.0
@@ -136,15 +147,28 @@ def status_kib(pid: int, field: str) -> int:
 
 
 def counters(url: str) -> dict[str, int]:
-    """The daemon's counters, summed over labels, plus ``Discard:<reason>`` per reason."""
-    with urllib.request.urlopen(url + "/counters/json", timeout=10) as r:
-        out: dict[str, int] = {}
-        for c in json.load(r)["counters"]:
-            out[c["name"]] = out.get(c["name"], 0) + c["value"]
-            reason = dict(c.get("labels") or {}).get("reason")
-            if c["name"] == "Discard" and reason:
-                out[f"Discard:{reason}"] = out.get(f"Discard:{reason}", 0) + c["value"]
-        return out
+    """The daemon's counters from ``/metrics`` (each family's help text names its counter: ``Counter <Name> (...)``),
+    summed over labels, plus ``Discard:<reason>`` per reason."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    names: dict[str, str] = {}
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            m = re.match(r"# HELP (\w+) Counter (\w+) \(", line)
+            if m:
+                names[m[1]] = m[2]
+            continue
+        metric = re.split(r"[{ ]", line, maxsplit=1)[0]
+        name = names.get(metric)
+        if name is None or line.startswith("#"):
+            continue
+        value = int(float(line.rsplit(" ", 1)[1]))
+        out[name] = out.get(name, 0) + value
+        reason = re.search(r'reason="([^"]*)"', line)
+        if name == "Discard" and reason:
+            out[f"Discard:{reason[1]}"] = out.get(f"Discard:{reason[1]}", 0) + value
+    return out
 
 
 def gauge(url: str, name: str) -> float:
@@ -155,9 +179,18 @@ def gauge(url: str, name: str) -> float:
     raise KeyError(name)
 
 
-def read_topic(address: str, topic: str, enough: Callable[[list], bool], timeout: float = TIMEOUT_S) -> None:
+def read_topic(
+    address: str,
+    topic: str,
+    enough: Callable[[list], bool],
+    timeout: float = TIMEOUT_S,
+    *,
+    partitions: int = PARTITIONS,
+    props: Mapping[str, Any] | None = None,
+) -> None:
     """Read ``topic`` back from the start of every partition (CRC checks on), handing each batch of messages to
-    ``enough`` until it returns True; then one more second (anything beyond would be a duplicate), or ``timeout``."""
+    ``enough`` until it returns True; then one more second (anything beyond would be a duplicate), or ``timeout``.
+    ``props``: more consumer settings."""
     consumer = Consumer(
         {
             "bootstrap.servers": address,
@@ -166,10 +199,11 @@ def read_topic(address: str, topic: str, enough: Callable[[list], bool], timeout
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 50,
             "log_level": 3,
+            **(props or {}),
         }
     )
     try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         deadline = time.monotonic() + timeout
         quiet_until = None
         while time.monotonic() < deadline:
@@ -234,7 +268,7 @@ class Result:
 
 def run_one(
     name: str,
-    broker: EmbeddedBroker,
+    broker: EmbeddedBroker | FakeBroker08,
     messages: int,
     senders: int,
     budget_kib: int,
@@ -304,7 +338,10 @@ def run_one(
         if daemon.poll() is None:
             daemon.kill()
             daemon.wait(10)
-    read_back = consume_count(broker.address, topic, warmup + messages)
+    if isinstance(broker, FakeBroker08):
+        read_back = broker.count(topic)
+    else:
+        read_back = consume_count(broker.address, topic, warmup + messages)
     loop_us = (loop1 - loop0) / messages * 1e6
     reader_us = (reader1 - reader0) / messages * 1e6
     return Result(
@@ -388,6 +425,12 @@ def main(argv: list[str] | None = None) -> int:
         "setting is untouched)",
     )
     p.add_argument("--no-peer", action="store_true", help="skip the confluent-kafka peer run")
+    p.add_argument(
+        "--broker",
+        default="tansu",
+        help="comma-separated: tansu (the modern path, record batches) and/or fake08 (the project's fake broker "
+        "playing Kafka 0.8: the 0.8 path, magic-0 message sets; counted from what it stored, CRCs checked)",
+    )
     p.add_argument("--quick", action="store_true", help="20,000 messages, 2 senders: checks that it runs")
     p.add_argument("--json", type=Path, help="also write the figures here (for bench/report.py)")
     p.add_argument("--profile", type=Path, help="sample both daemon processes; per-process samples go to DIR/<config>")
@@ -403,23 +446,31 @@ def main(argv: list[str] | None = None) -> int:
     qlen = max_dgram_qlen()
     print(f"proxy bench: {a.messages:,} x {VALUE_SIZE}-byte AnyPartition datagrams from {a.senders} sender processes")
     print(f"machine: {os.cpu_count()} CPUs, net.unix.max_dgram_qlen={qlen}, budget {a.budget_kib:,} KiB")
+    brokers = [b for b in a.broker.split(",") if b]
+    if set(brokers) - {"tansu", "fake08"}:
+        p.error(f"unknown broker(s): {a.broker}")
     results = []
-    with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp, EmbeddedBroker() as broker:
-        for name in names:
-            r = run_one(
-                name,
-                broker,
-                a.messages,
-                a.senders,
-                a.budget_kib,
-                Path(tmp),
-                warmup=1000,
-                blocking=not a.nonblocking,
-                profile=a.profile,
-            )
-            results.append(r)
-            _print(r, a.senders, a.nonblocking)
-        peer = None if a.no_peer else confluent_peer(broker, a.messages)
+    peer = None
+    with tempfile.TemporaryDirectory(prefix="proxy-bench-") as tmp:
+        for kind in brokers:
+            with EmbeddedBroker() if kind == "tansu" else FakeBroker08() as broker:
+                for name in names:
+                    r = run_one(
+                        name,
+                        broker,
+                        a.messages,
+                        a.senders,
+                        a.budget_kib,
+                        Path(tmp),
+                        warmup=1000,
+                        blocking=not a.nonblocking,
+                        label=name if kind == "tansu" else f"{name}-0.8",
+                        profile=a.profile,
+                    )
+                    results.append(r)
+                    _print(r, a.senders, a.nonblocking)
+                if kind == "tansu" and not a.no_peer:
+                    peer = confluent_peer(broker, a.messages)  # type: ignore[arg-type]
     if peer is not None:
         rate, cpu_us, read_back = peer
         print(f"\n[peer] confluent-kafka, the same messages produced directly: {rate:,.0f} msgs/s")
@@ -449,6 +500,7 @@ def _in_namespace(a: argparse.Namespace) -> int:
         *("--budget-kib", str(a.budget_kib), "--configs", a.configs),
         *(["--nonblocking"] if a.nonblocking else []),
         *(["--no-peer"] if a.no_peer else []),
+        *("--broker", a.broker),
         *(["--quick"] if a.quick else []),
         *(["--json", str(a.json.resolve())] if a.json else []),
         *(["--profile", str(a.profile.resolve())] if a.profile else []),

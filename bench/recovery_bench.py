@@ -5,8 +5,9 @@ Each trial: tansu behind a fixed loopback address (tests/outage.py), messages fl
 by its PID, messages still sent for ``--down`` seconds (varied a little per trial, so the restart falls at a
 different point of the probing cycle), tansu started again at the same address. The zero is the moment the address
 accepts connections again (tansu already serves behind it, with the topic created); the end is the first delivery:
-the library producer's sink hearing an ACK, or the daemon's ``AckOk`` counter moving on ``/counters/json`` (polled
-every 5 ms, so the daemon's figure includes up to that much polling delay and one batch time of its built-in config).
+the library producer's sink hearing an ACK, or the daemon's ``ConnectorGotSuccessfulAck`` counter (its ``AckOk``)
+moving on ``/counters/json`` (polled every 5 ms, so the daemon's figure includes up to that much polling delay and
+one batch time of its built-in config).
 
     python bench/recovery_bench.py [--trials 5] [--down 3]
 
@@ -143,7 +144,7 @@ def daemon_trial(broker: OutageBroker, down: float, workdir: Path) -> float:
 def _acks(status: str) -> int:
     with urllib.request.urlopen(status + "/counters/json", timeout=10) as response:
         counters = json.loads(response.read())["counters"]
-    return sum(c["value"] for c in counters if c["name"].startswith("AckOk"))
+    return sum(c["value"] for c in counters if c["name"] == "ConnectorGotSuccessfulAck")  # Bruce's name for AckOk
 
 
 def main() -> None:

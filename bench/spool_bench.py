@@ -17,6 +17,10 @@ intake's burst path (parse, append, budget) fed bursts of 256 datagrams, and the
 of 256 done, with the spool off and on, alternating: CPU µs per message and the difference (what the spool adds to
 the event loop per message, without the noise of the processes around it).
 
+``--journal``: the batch journal's work per batch (docs/spool.md, "Exactly once across crashes"): the SENT record
+(with the batch's messages' spool sequence runs built from the messages) before a send and the FINISHED record after
+its acknowledgement, for batches of 1, 64 and 1,000 messages: CPU µs per batch and per message.
+
 ``--daemon``: the ``bruce`` daemon end to end (bench/proxy_bench.py's run: 2 sender processes, the ``plain``
 configuration, tansu, every message read back) without the spool, then with ``--spool_dir`` (fsync_ms 100), in
 the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no spool.
@@ -26,6 +30,7 @@ the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no s
     .venv/bin/python bench/spool_bench.py --daemon --messages 500000   # the daemon with and without the spool
     .venv/bin/python bench/spool_bench.py --daemon --rounds 3           # alternating three times: the medians
     .venv/bin/python bench/spool_bench.py --path          # the spool's work in the event loop, per message
+    .venv/bin/python bench/spool_bench.py --journal       # the batch journal's cost per batch and per message
     .venv/bin/python bench/spool_bench.py --quick         # a short run: checks that it runs
 """
 
@@ -227,24 +232,60 @@ def path(quick: bool, directory: Path | None) -> None:
         print(f"  median: +{sorted(diffs)[len(diffs) // 2]:.2f} µs per message")
 
 
+def journal(quick: bool, directory: Path | None) -> None:
+    """The batch journal's records per batch (see the module docstring)."""
+    from types import SimpleNamespace
+
+    from bruce.producer.journal import Journal, PartJournal
+
+    print("\njournal: SENT before a batch is sent + FINISHED after its acknowledgement (the daemon's, spool runs)")
+    with tempfile.TemporaryDirectory(prefix="spool-journal-", dir=directory) as tmp:
+        for size in (1, 64, 1000):
+            batches = 2_000 if quick else max(20_000, 2_000_000 // size)
+            j = Journal(Path(tmp) / f"j{size}")
+            j.open()
+            hook = PartJournal(j, payload=False)
+            messages = [SimpleNamespace(spool_seq=i) for i in range(size)]
+            parts, items = [], []
+            for n in range(batches):
+                part = SimpleNamespace(journal_id=-1, messages=messages, data=b"")
+                batch = SimpleNamespace(tp=("topic-0001", n % 4), producer_id=7, producer_epoch=0, count=size)
+                batch.base_sequence, batch.offset, batch.records = n * size, n * size, part
+                parts.append(part)
+                items.append(batch)
+            gc.disable()
+            start = own_cpu_s()
+            for part, batch in zip(parts, items, strict=True):
+                hook.sent(part, batch)
+                hook.finished(batch)
+            cpu = own_cpu_s() - start
+            gc.enable()
+            j.close()
+            per_batch = cpu / batches * 1e6
+            print(f"  batches of {size:>5}: {per_batch:6.2f} µs CPU per batch, {per_batch / size:6.3f} µs per message")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--codec", action="store_true", help="only the codec")
     parser.add_argument("--writer", action="store_true", help="only the writer")
     parser.add_argument("--path", action="store_true", help="only the spool's work in the event loop's path")
     parser.add_argument("--daemon", action="store_true", help="only the daemon with and without the spool")
+    parser.add_argument("--journal", action="store_true", help="only the batch journal's cost per batch")
     parser.add_argument("--messages", type=int, default=500_000, help="--daemon: messages per run")
     parser.add_argument("--rounds", type=int, default=1, help="--daemon: alternate without and with this many times")
     parser.add_argument("--dir", type=Path, help="where the writer's temporary spool goes (default: the temp dir)")
     parser.add_argument("--quick", action="store_true", help="a short run")
     args = parser.parse_args()
-    both = not args.codec and not args.writer and not args.daemon and not args.path
+    both = not args.codec and not args.writer and not args.daemon and not args.path and not args.journal
     if args.codec or both:
         codec(args.quick)
     if args.writer or both:
         writer(args.quick, args.dir)
     if args.path or both:
         path(args.quick, args.dir)
+    if args.journal or both:
+        journal(args.quick, args.dir)
     if args.daemon:
         daemon(20_000 if args.quick else args.messages, args.dir, args.rounds)
 

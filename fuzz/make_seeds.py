@@ -11,8 +11,10 @@ from pathlib import Path
 from bruce.wire.compression import Codec
 from bruce.wire.datagram import build_any_partition, build_old_v0, build_partition_key
 from bruce.wire.messageset import build_message_set
+from bruce.wire.protocol import add_partitions_to_txn as apt
 from bruce.wire.protocol import api_versions as av
 from bruce.wire.protocol import create_topics as ct
+from bruce.wire.protocol import end_txn as et
 from bruce.wire.protocol import fetch as f
 from bruce.wire.protocol import find_coordinator as fc
 from bruce.wire.protocol import init_producer_id as ipi
@@ -75,6 +77,10 @@ def _responses() -> dict[int, object]:
         av.KEY: av.ApiVersionsResponse(0, (av.ApiVersionRange(0, 0, 11), av.ApiVersionRange(3, 0, 12)), 1),
         ipi.KEY: ipi.InitProducerIdResponse(0, 0x444, 3, 1, 0x555, 6),
         fc.KEY: fc.FindCoordinatorResponse(1, 15, "m", 2, "h", 9092, (fc.Coordinator("k", 2, "h", 9092, 15, "m"),)),
+        apt.KEY: apt.AddPartitionsToTxnResponse(
+            1, (apt.AddPartitionsToTxnTopicResult("t", (apt.AddPartitionsToTxnPartitionResult(0, 51),)),)
+        ),
+        et.KEY: et.EndTxnResponse(1, 90),
         ct.KEY: ct.CreateTopicsResponse(
             (
                 ct.CreatableTopicResult(
@@ -96,6 +102,8 @@ def _requests() -> list[object]:
         ct.CreateTopicsRequest((ct.CreatableTopic("t", 3, 1, configs=(ct.CreatableTopicConfig("k", "v"),)),)),
         ipi.InitProducerIdRequest("tx", 5, 0x444, 3, True, True),
         fc.FindCoordinatorRequest("k", fc.TRANSACTION, ("k", "l")),
+        apt.AddPartitionsToTxnRequest("tx", 0x444, 3, (apt.AddPartitionsToTxnTopic("t", (0, 2)),)),
+        et.EndTxnRequest("tx", 0x444, 3, True),
     ]
 
 

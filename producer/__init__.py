@@ -28,6 +28,7 @@ from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy
 from .sasl import AuthenticationFailed
 from .security import Secret, SecurityConfig
+from .transactions import TransactionError
 from .transport import BrokerConnection, Timeouts, open_connection
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "SecurityConfig",
     "Timeouts",
     "Topic",
+    "TransactionError",
     "TransportError",
     "build_view",
     "key_to_partition_key",

@@ -45,6 +45,9 @@ class ProducerConfig:
     # Idempotence (KIP-98, librdkafka's names): None = on when every broker can take it and acks=-1 (docs/producer.md)
     enable_idempotence: bool | None = None
     max_in_flight_requests_per_connection: int = 5  # idempotent path: requests per connection, and per partition
+    # Transactions (librdkafka's names): a transactional id makes the producer transactional (docs/producer.md)
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
     # Accumulation (library path)
     linger_ms: int = 5
     batch_num_messages: int = 10_000
@@ -78,6 +81,8 @@ class ProducerConfig:
     # Partitioning of keyed send()s (librdkafka's names): Java's murmur2 placement, as Kafka's own clients, Spark,
     # Flink and Kafka Streams place keys; null keys go to any partition (docs/producer.md says why)
     partitioner: str = "murmur2_random"
+    # Exactly once across restarts (docs/producer.md): the directory of the idempotent batches' journal (state.path)
+    state_path: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -92,6 +97,11 @@ class ProducerConfig:
             raise ConfigError(
                 f"protocol: the 0.8 protocol (v0) has no SASL; security.protocol={self.security.security_protocol} "
                 "needs auto or modern (Kafka 1.0+)"
+            )
+        if self.state_path is not None and not self.idempotence_wanted:
+            raise ConfigError(
+                "state_path: needs the idempotent producer (enable_idempotence not false, acks=-1, protocol not v0, "
+                "at most 5 requests in flight): nothing would be kept"
             )
         if self.enable_idempotence and self.acks != -1:
             raise ConfigError(
@@ -111,13 +121,20 @@ class ProducerConfig:
         ):
             if getattr(self, high) < getattr(self, low):
                 raise ConfigError(f"{high}: {getattr(self, high)} must be at least {low} ({getattr(self, low)})")
+        if self.transactional_id is not None and (
+            self.enable_idempotence is False or self.acks != -1 or self.protocol == "v0"
+        ):
+            raise ConfigError(
+                "transactional_id: a transactional producer is idempotent: it needs acks=-1, the modern protocol "
+                "and enable_idempotence left on"
+            )
 
     @property
     def idempotence_wanted(self) -> bool:
         """Idempotence may be used: set, or left to the brokers (None) with acks=-1, the modern protocol possible and
         at most 5 requests in flight. Whether the brokers take it is known at the first connection."""
-        if self.enable_idempotence is not None:
-            return self.enable_idempotence
+        if self.enable_idempotence is not None or self.transactional_id is not None:
+            return self.enable_idempotence is not False
         return self.acks == -1 and self.protocol != "v0" and self.max_in_flight_requests_per_connection <= MAX_IN_FLIGHT
 
     @property

@@ -41,6 +41,7 @@ from operator import attrgetter
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
+from .journal import PartJournal
 from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from .queues import Pack, PartitionQueue
@@ -75,6 +76,7 @@ class Dispatcher(RequestOutcomes):
         self.refused: dict[int, str] = {}  # brokers whose last connect was refused authentication → why (senders')
         self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         self.seq: Sequencer | None = Sequencer(self) if config.idempotence_wanted else None  # None: at-least-once
+        self.journal: PartJournal | None = None  # idempotent batches journaled before sending
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
         # [since, count] runs of the messages' queue times, oldest first)
         self.unknown: dict[str, tuple[list[Message], int, list[list[float | int]]]] = {}

@@ -37,7 +37,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -92,6 +92,7 @@ class Batch:
     unknown_outcome: bool = False  # a send of it failed in transport: the broker may hold it
     sends: int = 1
     records: Any = None
+    offset: int = -1  # the base offset of its acknowledgement (-1: not acknowledged, or a duplicate's answer)
 
     @property
     def last_sequence(self) -> int:
@@ -135,6 +136,7 @@ class Idempotence:
         self._bumped_to = -1  # the epoch we last bumped to ourselves
         self.ids_assigned = 0  # InitProducerId answers accepted
         self.partitions: dict[TopicPartition, PartitionSequences] = {}
+        self.on_done: Callable[[Batch], None] | None = None  # a batch's fate is known (the batch journal's hook)
 
     # ---------------------------------------------------------------- producer id
 
@@ -311,6 +313,8 @@ class Idempotence:
     def _done(self, batch: Batch) -> None:
         batch.state = BatchState.DONE
         self.partitions[batch.tp].pending.remove(batch)
+        if self.on_done is not None:
+            self.on_done(batch)
 
     # ---------------------------------------------------------------- epoch bump
 
@@ -362,6 +366,8 @@ class Idempotence:
         batches = [b for ps in self.partitions.values() for b in ps.pending]
         for batch in batches:
             batch.state = BatchState.DONE
+            if self.on_done is not None:
+                self.on_done(batch)
         self.partitions.clear()
         return batches
 

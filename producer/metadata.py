@@ -3,11 +3,18 @@
 Rules:
 - A fetch asks one broker for all topics: a random known broker first, then the others in turn. Known brokers start as
   the configured bootstrap servers and become each good answer's broker list (docs/bruce-compatibility.md#metadata).
-  Each attempt is bounded by the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to
-  the next broker.
+  When none of them answers, the same round goes on to the configured bootstrap servers the list lacks (as Kafka's
+  clients re-bootstrap): a broker that moved to a new address is found again through the bootstrap list. Each attempt
+  is bounded by the connect and request timeouts; a failed or bad answer (:class:`BadMetadata`) moves on to the next
+  broker.
 - :meth:`MetadataFetcher.fetch_with_retry` retries whole rounds with the reconnect backoff (``reconnect_backoff_ms``
   doubling to ``reconnect_backoff_max_ms``, jittered) until it succeeds or is cancelled.
 - Each broker's failures and recovery go to the trouble log (:mod:`bruce.producer.trouble`).
+- Counters (Bruce's names, counted as Bruce counts them: per episode, not per retry): ``GetMetadataSuccess`` per
+  good round; ``GetMetadataFail`` once when a round fails after a good one (or at the start), the retries until the
+  next good round being the same refresh; ``InitialGetMetadataFail`` likewise before the first view;
+  ``ConnectFailOnTryGetMetadata{broker}`` when a broker's request fails for the first time since it last answered.
+  Every failed request counts ``MetadataBrokerFail{broker}``.
 - Fetches are numbered as they begin (:attr:`MetadataFetcher.begun`); each answer comes with its fetch's number, so
   whoever applies it can tell whether the fetch began after something it waits for (see the dispatcher's unknown
   topics), whatever the clocks say.
@@ -79,6 +86,8 @@ class MetadataFetcher:
         self._busy = asyncio.Lock()
         self.last_failure: str | None = None  # why the last round failed (for ready()'s timeout)
         self.auth_failure: str | None = None  # why the last round failed, when every broker refused authentication
+        self._failing = False  # the last round failed: later failed rounds are the same episode (counters)
+        self._failing_nodes: set[str] = set()  # brokers whose metadata request failed since they last answered
         self.on_refused: Callable[[str], None] = lambda detail: None
 
     def request(self) -> None:
@@ -94,6 +103,7 @@ class MetadataFetcher:
             if len(order) > 1:
                 first = order.pop(self.rng.randrange(len(order)))
                 order.insert(0, first)
+            order += [b for b in self.config.brokers if b not in order]  # re-bootstrap, last
             errors = []
             refused = 0
             for host, port in order:
@@ -101,7 +111,10 @@ class MetadataFetcher:
                 try:
                     view = await self._ask(host, port)
                 except (TransportError, BadMetadata) as e:
-                    self.counters.inc("GetMetadataFail", labels=(("broker", node),))
+                    self.counters.inc("MetadataBrokerFail", labels=(("broker", node),))
+                    if isinstance(e, TransportError) and node not in self._failing_nodes:
+                        self._failing_nodes.add(node)
+                        self.counters.inc("ConnectFailOnTryGetMetadata", labels=(("broker", node),))
                     if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: logged by the producer
                         refused += 1
                         self.trouble.refused(node, str(e))
@@ -111,14 +124,22 @@ class MetadataFetcher:
                     errors.append(str(e) if isinstance(e, AuthenticationFailed) else f"{node}: {e}")
                     continue
                 self.trouble.reachable(node)
+                self._failing_nodes.discard(node)
                 self.auth_failure = None
                 self.last_failure = None
+                self._failing = False
+                self.counters.inc("GetMetadataSuccess")
                 self._accept(view)
                 return view, number
             # sorted when refused: the same refusals read the same whichever broker was asked first
             detail = "; ".join(sorted(errors) if refused else errors) or "no brokers known"
             self.auth_failure = detail if refused else None
             self.last_failure = detail
+            if not self._failing:
+                self._failing = True
+                self.counters.inc("GetMetadataFail")
+                if self.view is None:
+                    self.counters.inc("InitialGetMetadataFail")
             if order and refused == len(order):
                 self.on_refused(detail)
             raise MetadataUnavailable(detail)

@@ -53,6 +53,7 @@ from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import MessageTooLarge, ProducerClosed, QueueFull
 from .expiry import expire_loop
+from .journal import PartJournal
 from .message import (
     Message,
     OutcomeSink,
@@ -73,7 +74,9 @@ from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, RECORD_OVERHEAD, C
 from .security import client_context
 from .sender import Sender
 from .sequencing import log_idempotence_off
+from .state import ProducerState
 from .topics import TopicCreator
+from .transactions import TransactionalApi, TransactionManager
 from .transport import Timeouts
 from .trouble import BrokerTrouble
 from .views import ProducerViews
@@ -82,7 +85,7 @@ _time_ns = time.time_ns
 _new = object.__new__
 
 
-class Producer(ProducerViews):
+class Producer(ProducerViews, TransactionalApi):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -112,6 +115,7 @@ class Producer(ProducerViews):
         )
         self._accepting = False
         self._started = False
+        self.state: ProducerState | None = None  # with config.state_path: the durable idempotence state
         self._max_messages = config.queue_buffering_max_messages
         self._max_bytes = config.queue_buffering_max_kbytes * 1024
         self._batch_messages = config.batch_num_messages
@@ -156,6 +160,9 @@ class Producer(ProducerViews):
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
         self._last_refusal = ""
         d.pack = pack
+        self._txn = TransactionManager(self) if config.transactional_id is not None else None
+        if d.seq is not None:
+            d.seq.txn = self._txn
         if d.seq is None:
             log_idempotence_off(config)
 
@@ -173,6 +180,8 @@ class Producer(ProducerViews):
         if self._started:
             raise UsageError("a Producer can be started once")
         self._started = True
+        if self.config.state_path is not None:
+            self.state = ProducerState(self.config.state_path)  # StateInUse before anything started
         if self._freeze_gc:  # the program's state so far is long-lived: the collector stops walking it
             gc.collect()
             gc.freeze()
@@ -190,7 +199,13 @@ class Producer(ProducerViews):
             self._spawn(expire_loop(self._dispatcher, loop, self.config.message_timeout_ms))
         self._core = list(self._tasks)
         self._fetcher.request()
-        self._accepting = True
+        self._accepting = self._txn is None  # a transactional producer accepts within a transaction only
+        if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
+            await self.state.settle(self)
+
+    def journal_batches(self, journal: PartJournal) -> None:
+        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool)."""
+        self._dispatcher.journal = journal
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
@@ -238,6 +253,8 @@ class Producer(ProducerViews):
             task.cancel()
         if self._linger_timer is not None:
             self._linger_timer.cancel()
+        if self._txn is not None:
+            self._txn.close()
         for sender in self._senders.values():
             left = sender.take_all()
             sender.close_connection()
@@ -247,10 +264,14 @@ class Producer(ProducerViews):
                 d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
-        if isinstance(error, asyncio.CancelledError):
-            await group.__aexit__(type(error), error, error.__traceback__)
-        else:
-            await group.__aexit__(None, None, None)
+        try:
+            if isinstance(error, asyncio.CancelledError):
+                await group.__aexit__(type(error), error, error.__traceback__)
+            else:
+                await group.__aexit__(None, None, None)
+        finally:
+            if self.state is not None:
+                self.state.close()
 
     async def shutdown(self, deadline: float | None = None) -> None:
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""
@@ -435,6 +456,8 @@ class Producer(ProducerViews):
         )
 
     def _refuse(self, detail: str) -> None:
+        if not self._accepting and self._txn is not None and self._group is not None:
+            self._txn.refuse()  # raises: outside a transaction, or the transaction failed
         if not self._accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         self.counters.inc("QueueFull")

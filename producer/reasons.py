@@ -35,5 +35,6 @@ class DiscardReason(StrEnum):
         "MESSAGE_TIMEOUT"  # not delivered within message_timeout_ms (or a caller's timeout, given to close())
     )
     PRODUCER_CLOSED = "PRODUCER_CLOSED"  # close() deadline passed with the message undelivered
+    TRANSACTION_ABORTED = "TRANSACTION_ABORTED"  # its transaction was aborted (or failed) before it was written
     AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # every bootstrap broker refused authentication (TLS or SASL)
     BUG = "BUG"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -65,6 +64,7 @@ class Part:
     batch: Any = None
     data: bytes = b""
     identity: tuple[int, int, int] = (-1, -1, -1)
+    journal_id: int = -1  # its id in the batch journal (bruce.producer.journal), once journaled
 
 
 def assemble(
@@ -172,13 +172,16 @@ def encode_part(
     return data, note
 
 
-def build_request(parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int, timeout_ms: int) -> ProduceRequest:
-    """The Produce request for ``parts`` (grouped by topic, in order) with their encoded records."""
+def build_request(
+    parts: Sequence[Part], encoded: Sequence[bytes], *, acks: int, timeout_ms: int, transactional_id: str | None = None
+) -> ProduceRequest:
+    """The Produce request for ``parts`` (grouped by topic, in order) with their encoded records (a transactional
+    producer's carries its transactional id: the broker ties the batches to the transaction by it)."""
     topics: dict[str, list[PartitionProduceData]] = {}
     for part, records in zip(parts, encoded, strict=True):
         topics.setdefault(part.queue.topic, []).append(PartitionProduceData(part.queue.partition, records))
     data = tuple(TopicProduceData(name, tuple(ps)) for name, ps in topics.items())
-    return ProduceRequest(topic_data=data, acks=acks, timeout_ms=timeout_ms)
+    return ProduceRequest(topic_data=data, acks=acks, timeout_ms=timeout_ms, transactional_id=transactional_id)
 
 
 def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: int, empty: bool) -> bytes:
@@ -191,13 +194,10 @@ def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: 
     return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)
 
 
-_KEY, _VALUE, _TIMESTAMP, _HEADERS = (attrgetter(name) for name in ("key", "value", "timestamp", "headers"))
-
-
 class _Records:
-    """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, read column by column in C (a
-    ``zip`` of attribute getters, which reuses its tuple: nothing is allocated per message); with ``empty_as_null``
-    an empty key or value reads as None."""
+    """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, made one by one as the encoder
+    iterates (a generator: faster per message than a ``zip`` of four ``attrgetter`` maps); with
+    ``empty_as_null`` an empty key or value reads as None."""
 
     __slots__ = ("_empty_as_null", "_messages")
 
@@ -218,4 +218,4 @@ class _Records:
         ms = self._messages
         if self._empty_as_null:
             return ((m.key or None, m.value or None, m.timestamp, m.headers) for m in ms)
-        return zip(map(_KEY, ms), map(_VALUE, ms), map(_TIMESTAMP, ms), map(_HEADERS, ms), strict=True)
+        return ((m.key, m.value, m.timestamp, m.headers) for m in ms)

@@ -69,6 +69,7 @@ class Sender:
     ) -> None:
         self.broker = broker
         self.trouble = trouble or BrokerTrouble()
+        self._connect_failing = False  # a connect failed since the last connection: later ones are one episode
         self.refresh = refresh  # asks for a metadata refresh
         self.dispatcher = dispatcher
         self.policy = policy
@@ -193,7 +194,11 @@ class Sender:
                     reason=Failure.BROKER_CLOSE,
                 )
         except TransportError as e:
-            self.counters.inc("ConnectorConnectFail", labels=(("broker", str(self.broker)),))
+            labels = (("broker", str(self.broker)),)
+            self.counters.inc("ConnectorConnectAttemptFail", labels=labels)
+            if not self._connect_failing:  # Bruce's count: once per episode, not per retry
+                self._connect_failing = True
+                self.counters.inc("ConnectorConnectFail", labels=labels)
             if isinstance(e, AuthenticationFailed):  # reachable, but refusing us: not broker trouble
                 self.auth_failure = self.dispatcher.refused[self.broker] = str(e)
                 self.counters.inc("ConnectorAuthenticationFailed", labels=(("broker", str(self.broker)),))
@@ -209,6 +214,7 @@ class Sender:
             return None
         self.dispatcher.unreachable.discard(self.broker)
         self.dispatcher.refused.pop(self.broker, None)
+        self._connect_failing = False
         self.trouble.reachable(node)
         self.auth_failure = None
         self._reconnect.reset()
@@ -264,7 +270,8 @@ class Sender:
             )
             if not parts:
                 return None
-            request = build_request(parts, encoded, acks=config.acks, timeout_ms=config.replication_timeout_ms)
+            timeout, tid = config.replication_timeout_ms, config.transactional_id
+            request = build_request(parts, encoded, acks=config.acks, timeout_ms=timeout, transactional_id=tid)
             return Prepared(conn, parts, request)
         parts, chosen = assemble(
             queues,

@@ -49,6 +49,7 @@ from .request import Compression, CompressionPolicy, Part, assemble
 if TYPE_CHECKING:
     from .config import ProducerConfig
     from .dispatcher import Dispatcher
+    from .transactions import TransactionManager
 
 log = logging.getLogger("bruce.producer")
 DUPLICATE_SEQUENCE_NUMBER = 46
@@ -64,6 +65,7 @@ class Sequencer:
         self.ending = ""  # why idempotence ends (fatal), while in-flight batches settle
         self.init_not_before = 0.0  # loop time: no InitProducerId before (retry backoff)
         self.init_refusals = 0  # InitProducerId requests in a row that got no producer id (error or no answer)
+        self.txn: TransactionManager | None = None  # a transactional producer's: it owns the producer id
 
     # ---------------------------------------------------------------- on or off
 
@@ -92,6 +94,8 @@ class Sequencer:
         level = logging.ERROR if explicit else logging.INFO
         log.log(level, "idempotent producer off: %s; at-least-once delivery (Bruce's)", why)
         self.d.seq = None
+        if self.d.journal is not None:
+            self.d.journal.off()
 
     @property
     def max_in_flight(self) -> int:
@@ -102,7 +106,11 @@ class Sequencer:
         pending batch's messages go back to their queues and the producer goes on at-least-once."""
         if self.ending:
             return
+        if self.txn is not None:
+            self.txn.idempotence_ended(name, why)
         self.ending = why
+        if self.d.journal is not None:
+            self.d.journal.off()
         self.d.counters.inc("IdempotenceFatal", labels=(("reason", name),))
         log.error("idempotent producer ends: %s; going on at-least-once (a resend may store a message twice)", why)
         self.settle()
@@ -116,7 +124,7 @@ class Sequencer:
 
     def init_request(self, now: float) -> Any:
         """The InitProducerId request a sender should send now, or None."""
-        if self.idem is None or self.ending or now < self.init_not_before:
+        if self.idem is None or self.ending or now < self.init_not_before or self.txn is not None:
             return None
         return self.idem.init_request()
 
@@ -155,6 +163,8 @@ class Sequencer:
     def sendable(self, pq: PartitionQueue) -> bool:
         """``pq`` may get a batch now (always true before the producer id: the sender then asks for it)."""
         idem = self.idem
+        if self.txn is not None and not self.txn.admit(pq):
+            return False
         return idem is None or idem.state is not PidState.ASSIGNED or idem.may_send((pq.topic, pq.partition))
 
     def assemble(
@@ -198,9 +208,17 @@ class Sequencer:
             identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
             if part.identity != identity:
                 part.data = with_producer_identity(
-                    part.data, producer_id=identity[0], producer_epoch=identity[1], base_sequence=identity[2]
+                    part.data,
+                    producer_id=identity[0],
+                    producer_epoch=identity[1],
+                    base_sequence=identity[2],
+                    transactional=self.txn is not None,
                 )
                 part.identity = identity
+                journal = self.d.journal
+                if journal is not None:  # durable before it is sent (bruce.producer.journal)
+                    journal.sent(part, batch)
+                    idem.on_done = journal.finished
             parts.append(part)
             encoded.append(part.data)
             remaining -= part.size
@@ -216,7 +234,12 @@ class Sequencer:
         pq, batch, messages = part.queue, part.batch, part.messages
         n = len(messages)
         pq.in_flight -= n
+        batch.offset = (base_offset if base_offset >= 0 else -2) if error_code == 0 else -1  # for the journal
+        if error_code == DUPLICATE_SEQUENCE_NUMBER:
+            batch.offset = -2  # acknowledged, offset not given
         decision = idem.on_answer(batch, classify(error_code, legacy=False, idempotent=True))
+        if self.txn is not None and decision.action is not Action.OK:
+            self.txn.produce_failed(decision.name, decision.action is Action.DISCARD)
         labels = (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
         cause = ""
         if decision.action is Action.OK:
@@ -242,6 +265,8 @@ class Sequencer:
                 else:
                     d.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
                     cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
+        if batch.state is BatchState.DONE:
+            part.batch = None  # the batch holds its part: left linked, every message waits for the collector
         self._after(pq)
         return cause
 

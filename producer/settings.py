@@ -92,6 +92,9 @@ SETTINGS: dict[str, Setting] = {
         _int("shutdown_max_delay_ms", 0),
         _int("message_timeout_ms", 0, INT32_MAX, "delivery.timeout.ms"),
         Setting("partitioner", "choice", choices=PARTITIONERS),
+        Setting("transactional_id", "optional_text", high=32767),
+        _int("transaction_timeout_ms", 1),
+        Setting("state_path", "optional_text", high=4096),
     )
 }
 NAMES: dict[str, str] = {s.dotted: s.name for s in SETTINGS.values()} | {
@@ -130,7 +133,11 @@ def read(setting: Setting, value: Any, label: str | None = None) -> Any:
         if not isinstance(value, str) or value.strip().lower() not in setting.choices:
             raise ConfigError(f"{label}: {shown(label, value)} is not one of {', '.join(setting.choices)}")
         return value.strip().lower()
-    if kind == "text":
+    if kind == "optional_text" and value is None:
+        return None
+    if kind == "optional_text" and value == "":
+        raise ConfigError(f"{label}: must not be empty (leave it unset instead)")
+    if kind in ("text", "optional_text"):
         if not isinstance(value, str):
             raise ConfigError(f"{label}: {shown(label, value)} must be a string")
         if len(value.encode("utf-8", "surrogateescape")) > setting.high:

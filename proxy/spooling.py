@@ -31,8 +31,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bruce.producer.counters import Counters, Labels
 from bruce.producer.reasons import DiscardReason
@@ -43,6 +44,9 @@ from .message import Message
 from .outcomes import Outcomes
 from .spool import FullPolicy, Spool, SpoolConfig
 from .status.source import Gauge
+
+if TYPE_CHECKING:
+    from .exactly_once import Verdict
 
 log = logging.getLogger("bruce.spool")
 
@@ -85,6 +89,9 @@ class Replay:
         self.budget = budget
         self.outcomes = outcomes
         self.received = 0
+        self.possible_duplicates = 0  # replayed records that may have been delivered before the restart
+        self.settled = 0  # records not replayed: settled by the batch journal (delivered before the restart)
+        self.settle: Callable[[], Awaitable[Verdict]] | None = None  # the batch journal's (bruce.proxy.exactly_once)
         spool.on_corrupt = self._on_corrupt
 
     def _on_corrupt(self, file: str, offset: int, count: int, detail: str) -> None:
@@ -102,12 +109,15 @@ class Replay:
         if segments:
             log.log(
                 NOTICE,
-                "spool replay %s: %d messages from %d segments (%d bytes) replayed as possible duplicates, "
-                "%d skipped as delivered before, %d lost to damage (SPOOL_CORRUPT), in %.1f s",
+                "spool replay %s: %d messages from %d segments (%d bytes) replayed (%d of them possible duplicates), "
+                "%d settled as delivered by the batch journal, %d skipped as delivered before, %d lost to damage "
+                "(SPOOL_CORRUPT), in %.1f s",
                 "stopped by the shutdown (the rest stay in the spool)" if stopping() else "done",
                 handed,
                 segments,
                 nbytes,
+                self.possible_duplicates,
+                self.settled,
                 spool.skipped_done,
                 spool.corrupt,
                 time.monotonic() - start,
@@ -119,10 +129,15 @@ class Replay:
         reserve = self.budget.try_reserve
         duplicate = self.outcomes.tracker.record_possible_duplicate
         topics: dict[bytes, str] = {}
+        verdict = await self.settle() if self.settle is not None else None
         bursts: Iterator = self.spool.replay()
         for burst in bursts:
             now = time.monotonic()
             for record in burst:
+                if verdict is not None and verdict.settled(record.sequence):
+                    self.spool.done_run(record.sequence, 1)
+                    self.settled += 1
+                    continue
                 topic = topics.get(record.topic)
                 if topic is None:
                     topic = topics[record.topic] = record.topic.decode("utf-8", "surrogateescape")
@@ -135,11 +150,15 @@ class Replay:
                 self.received += 1
                 handed += 1
                 self.counters.inc("MsgCreate")
-                duplicate(topic, msg.key, msg.value, msg.timestamp)
+                if verdict is None or verdict.possible_duplicate(record.sequence):
+                    duplicate(topic, msg.key, msg.value, msg.timestamp)
+                    self.possible_duplicates += 1
                 self.outcomes.on_message(msg)
             await asyncio.sleep(0)  # let deliveries and the status pages run between bursts
             if stopping():
                 break
+        if self.settled:
+            self.counters.inc("SpoolSettled", self.settled)
         return handed
 
 
@@ -259,4 +278,5 @@ class SpoolStatus:
         if spool is None:
             return []
         stats = spool.stats()
-        return [Gauge(name, help, stats[name]) for name, help in GAUGES.items()]
+        capacity = Gauge("SpoolMaxBytes", "The spool's size limit (--spool_max_bytes).", spool.config.max_bytes)
+        return [*(Gauge(name, help, stats[name]) for name, help in GAUGES.items()), capacity]

@@ -21,6 +21,8 @@ TEST_APT=(
     "socat socat"  # the plog sender tests
     "stunnel4 stunnel4"  # the TLS proxy in front of tansu (tests/security)
     "curl curl"  # the README's status-page example (tests/e2e/docs)
+    "systemd-analyze systemd"  # verifies deploy/systemd/bruce.service (tests/test_deploy.py)
+    "promtool prometheus"  # checks and unit-tests deploy/prometheus/bruce-rules.yml (tests/test_deploy.py)
 )
 
 PYTHON="${PYTHON:-python3}"

@@ -178,6 +178,10 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
             if key.startswith(KAFKA) and key != "kafka.bootstrap.servers" and key[len(KAFKA) :] not in SECURITY
         }
         for name in given:
+            if NAMES.get(name) == "transactional_id":  # a write never opens a transaction, so it could send nothing
+                raise OptionError(
+                    f"option {KAFKA + name!r}: transactions are not available to Spark writes (a write never opens one)"
+                )
             if name.replace(".", "_") == "bootstrap_servers" or name not in NAMES:
                 raise OptionError(
                     f"unknown producer setting {KAFKA + name!r} (see docs/spark.md for the kafka.* settings)"

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from durable_cluster import DurableCluster, MotoS3
 
 from bruce.proxy.embedded import EmbeddedBroker
 
@@ -33,3 +34,26 @@ def new_topic(tansu: EmbeddedBroker, request: pytest.FixtureRequest) -> Callable
         return name
 
     return create
+
+
+@pytest.fixture(scope="session")
+def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
+    """An S3 endpoint (moto's server) for the whole session; each durable cluster takes a bucket of its own."""
+    with MotoS3(Path(tmp_path_factory.mktemp("moto")) / "moto.log") as s3:
+        yield s3
+
+
+@pytest.fixture
+def durable_cluster(moto_s3: MotoS3, tmp_path: Path) -> Iterator[Callable[..., DurableCluster]]:
+    """``durable_cluster(brokers=1) -> DurableCluster``: tansu brokers on a fresh bucket, so a broker killed and
+    restarted keeps its log (tests/durable_cluster.py); stopped after the test."""
+    made: list[DurableCluster] = []
+
+    def make(brokers: int = 1) -> DurableCluster:
+        cluster = DurableCluster(moto_s3, f"cluster-{next(_topic_numbers)}", tmp_path, brokers)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.close()

@@ -3,8 +3,9 @@
 :func:`check_dashboard` validates the page as HTML5 (html5lib, strict: any parse error fails), collects every value
 the page shows (elements with ``data-src``, ``data-v``, ``data-fmt``; see bruce.proxy.status.dashboard) and checks
 that no other text holds a digit, that each value's text is its formatted raw value, and that each raw value equals
-the JSON pages' (``/counters/json``, ``/queues/json``, ``/server_info/json``, ``/metadata_fetch_time/json``) or
-``/metrics``'s, the broker states, bootstrap brokers and rate samples given, or what follows from them
+the JSON pages' (``/queues/json``, ``/server_info/json``, ``/metadata_fetch_time/json``) or ``/metrics``'s (gauges,
+and the counters with their labels), the broker states, bootstrap brokers and rate samples given, or what follows
+from them
 (``derived:``).
 """
 
@@ -95,13 +96,27 @@ def parse_dashboard(html: str) -> Page:
     return page
 
 
+def metric_counters(metrics_text: str) -> list[dict]:
+    """The counters on ``/metrics`` as ``{"name", "location", "labels", "value"}`` rows: the CamelCase name and its
+    package come from the help text (``Counter <Name> (<location>).``), the labels and value from each sample."""
+    rows = []
+    for family in text_string_to_metric_families(metrics_text):
+        m = re.fullmatch(r"Counter (\w+) \(([\w.]+)\)\.", family.documentation)
+        if family.type != "counter" or not m:
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                rows.append({"name": m[1], "location": m[2], "labels": sample.labels, "value": int(sample.value)})
+    return rows
+
+
 def _counter(counters: list[dict], src: str) -> int:
     m = re.fullmatch(r"counters:(\w+)(?:\{(\w+)=(.*)\})?", src)
     assert m, src
     name, key, value = m.groups()
     labels = {key: value} if key else {}
     found = [c["value"] for c in counters if c["name"] == name and c["labels"] == labels]
-    assert found, f"{src} is not on /counters/json"
+    assert found, f"{src} is not on /metrics"
     return found[0]
 
 
@@ -126,12 +141,13 @@ def check_dashboard(
     page = parse_dashboard(html)
     assert page.stray == [], f"digits outside a value element: {page.stray}"
     assert page.scripts == 0 and page.external == []
-    counters = json.loads(get("/counters/json"))["counters"]
+    metrics_text = get("/metrics")
+    counters = metric_counters(metrics_text)
     queues = json.loads(get("/queues/json"))
     info = json.loads(get("/server_info/json"))
     meta = json.loads(get("/metadata_fetch_time/json"))
     metrics: dict[str, float] = {}
-    for family in text_string_to_metric_families(get("/metrics")):
+    for family in text_string_to_metric_families(metrics_text):
         for sample in family.samples:  # a labelled gauge: the dashboard shows the sum
             metrics[sample.name] = metrics.get(sample.name, 0) + sample.value
     sending = {q["topic"]: q for q in queues["sending"]}
@@ -204,7 +220,7 @@ def check_dashboard(
                 raise AssertionError(f"unknown derived value {s}")
         else:
             raise AssertionError(f"unknown source {s}")
-    # Nothing the JSON pages hold is missing from the page.
+    # Nothing the pages hold is missing from the dashboard.
     for c in counters:
         if c["name"] in ("MsgReceived", "MsgDelivered", "MsgDiscarded"):
             assert f"counters:{c['name']}" in shown

@@ -1,5 +1,5 @@
-"""A broker that can be killed and restarted at the same address: for outage tests, bench/recovery_bench.py and
-(its :class:`Forwarder`) bench/outage_bench.py.
+"""A broker that can be killed and restarted at the same address, empty: for bench/recovery_bench.py and (its
+:class:`Forwarder`) bench/outage_bench.py. Tests of a restart use tests/durable_cluster.py, whose log survives.
 
 Rules:
 - tansu keeps its data in memory: a restarted tansu is empty, and a producer probing it could see a topic missing (and

@@ -69,20 +69,23 @@ TEST_INSTALL = [
 
 
 def test_run_installs_the_daemon_only_once_and_test_adds_the_rest(tmp_path: Path) -> None:
-    checkout = Checkout(tmp_path)  # no java, socat, stunnel4 or curl on PATH: the tests' system packages are missing
+    checkout = Checkout(tmp_path)  # no java, socat, stunnel4, curl, ... on PATH: the tests' system packages are missing
     assert checkout.bootstrap("run") == RUN_INSTALL  # no apt-get: the daemon needs no system package
     assert checkout.bootstrap("run") == []  # nothing changed: nothing to do
     calls = checkout.bootstrap("test")  # a venv made by run.sh, then test.sh: everything is installed
-    assert calls[:2] == ["apt-get update -qq", "apt-get install -y -qq openjdk-17-jre-headless socat stunnel4 curl"]
+    assert calls[:2] == [
+        "apt-get update -qq",
+        "apt-get install -y -qq openjdk-17-jre-headless socat stunnel4 curl systemd prometheus",
+    ]
     assert calls[2:] == TEST_INSTALL
-    checkout.provide("java", "socat", "stunnel4", "curl")
+    checkout.provide("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool")
     assert checkout.bootstrap("test") == []
     assert checkout.bootstrap("run") == []  # everything includes what run.sh needs
 
 
 def test_a_changed_pyproject_installs_again_and_a_full_venv_serves_run(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
-    checkout.provide("java", "socat", "stunnel4", "curl")
+    checkout.provide("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool")
     assert checkout.bootstrap("test") == TEST_INSTALL  # the system packages are there: no apt-get
     assert checkout.bootstrap("run") == []  # test.sh first, then run.sh: nothing to do
     with open(tmp_path / "pyproject.toml", "a") as file:

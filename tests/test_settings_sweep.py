@@ -42,6 +42,8 @@ def bad_values(setting: Setting) -> dict[str, list[Any]]:
         }
     if kind == "choice":
         return {"type": [None, 5, ["auto"], b"none"], "value": ["nonsense", ""], "range": ["x" * 100]}
+    if kind == "optional_text":  # unset (None) is its default
+        return {"type": [5, b"bytes", ["a"]], "value": [""], "range": ["x" * (setting.high + 1)]}
     return {"type": [None, 5, b"bytes", ["a"]], "value": [], "range": ["x" * (setting.high + 1)]}
 
 
@@ -71,7 +73,7 @@ def _as_text(case: Any) -> bool:
     """Spark options are texts: the cases whose text is still wrong (not the number 5 given for a text setting).
     ``kafka.partitioner`` is the data source's own option (the next test)."""
     setting, what, value = case.values
-    if setting.name == "partitioner" or (setting.kind == "text" and what == "type"):
+    if setting.name == "partitioner" or (setting.kind in ("text", "optional_text") and what == "type"):
         return False
     return isinstance(value, str | int) and not isinstance(value, bool)
 

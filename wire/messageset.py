@@ -21,9 +21,10 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import construct as c
@@ -90,6 +91,13 @@ _V1_PREFIX = struct.Struct(">bbq").pack  # magic, attributes, timestamp
 _V0_PLAIN = b"\x00\x00"  # magic 0, attributes 0
 _NULL = b"\xff\xff\xff\xff"
 _crc32 = zlib.crc32
+_UNSET = object()  # no layout built yet
+
+
+@functools.lru_cache(maxsize=512)
+def _head_and(prefix_size: int) -> Callable[..., bytes]:
+    """``pack(offset, size, crc, prefix)``: an entry's head followed by ``prefix_size`` bytes."""
+    return struct.Struct(f">qiI{prefix_size}s").pack
 
 
 def build_message_set(
@@ -131,28 +139,38 @@ def _timestamp_of(message: Sequence, default: int) -> int:
 
 
 def _build_plain(messages: Sequence, magic: int, timestamp: int, empty_as_null: bool, offset: int) -> bytes:
-    out = bytearray()
-    head = _ENTRY_HEAD.pack
+    """One pass, one CRC call per message: a message's bytes before its value (magic, attributes, [timestamp], key,
+    value length) depend only on its key, value length and timestamp, which repeat from one message to the next, so
+    they are built, CRC'd and given a ``struct`` (entry head + those bytes) once per change of layout; each message
+    then costs the CRC of its value (continued from the prefix's) and one ``pack``."""
+    parts: list[bytes] = []
+    append = parts.append
     crc32 = _crc32
+    last_key: object = _UNSET
+    last_size = last_ts = -2
+    pack = prefix = prefix_crc = entry_size = None
     for m in messages:
         key = m[0]
         value = m[1]
-        prefix = _V1_PREFIX(1, 0, m[2] if len(m) > 2 else timestamp) if magic else _V0_PLAIN
-        if key is None or (empty_as_null and not key):
-            prefix += _NULL
+        if empty_as_null:
+            key = key or None
+            value = value or None
+        ts = (m[2] if len(m) > 2 else timestamp) if magic else -1
+        size = -1 if value is None else len(value)
+        if size != last_size or ts != last_ts or key != last_key:
+            last_key, last_size, last_ts = key, size, ts
+            prefix = (_V1_PREFIX(1, 0, ts) if magic else _V0_PLAIN) + (_NULL if key is None else _INT32(len(key)) + key)
+            prefix += _INT32(size)
+            prefix_crc = crc32(prefix)
+            entry_size = len(prefix) + 4 + max(size, 0)
+            pack = _head_and(len(prefix))
+        if value is None:
+            append(pack(offset, entry_size, prefix_crc, prefix))  # type: ignore[misc]
         else:
-            prefix += _INT32(len(key)) + key
-        if value is None or (empty_as_null and not value):
-            prefix += _NULL
-            out += head(offset, len(prefix) + 4, crc32(prefix))
-            out += prefix
-        else:
-            prefix += _INT32(len(value))
-            out += head(offset, len(prefix) + 4 + len(value), crc32(value, crc32(prefix)))
-            out += prefix
-            out += value
+            append(pack(offset, entry_size, crc32(value, prefix_crc), prefix))  # type: ignore[misc]
+            append(value)
         offset += 1
-    return bytes(out)
+    return b"".join(parts)
 
 
 def _entry(offset: int, magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:

@@ -284,10 +284,12 @@ _IDENTITY_AT = 43  # their position in a batch
 _CRC_AT = 17  # the CRC-32C's position; it covers everything from byte 21 (attributes) on
 
 
-def with_producer_identity(batch: bytes, *, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
-    """``batch`` (one whole batch, as built) with another producer id, epoch and base sequence, its CRC-32C
-    recomputed; equal to building it again with them. :class:`UsageError` for values out of range or a too-short
-    ``batch``."""
+def with_producer_identity(
+    batch: bytes, *, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool = False
+) -> bytes:
+    """``batch`` (one whole batch, as built) with another producer id, epoch and base sequence (and, with
+    ``transactional``, the transactional attribute bit set), its CRC-32C recomputed; equal to building it again with
+    them. :class:`UsageError` for values out of range or a too-short ``batch``."""
     if len(batch) < HEADER_SIZE or batch[16] != MAGIC:
         raise UsageError("not a record batch")
     try:
@@ -296,6 +298,8 @@ def with_producer_identity(batch: bytes, *, producer_id: int, producer_epoch: in
         raise UsageError(f"cannot encode producer identity: {e}") from None
     body = bytearray(memoryview(batch)[21:])
     body[_IDENTITY_AT - 21 : _IDENTITY_AT - 21 + _IDENTITY.size] = identity
+    if transactional:
+        body[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
     return b"".join((batch[:_CRC_AT], crc32c(body).to_bytes(4, "big"), body))
 
 

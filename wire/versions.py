@@ -23,7 +23,7 @@ from enum import StrEnum
 from .errors import BruceError, UsageError
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
-FIND_COORDINATOR, INIT_PRODUCER_ID = 10, 22
+FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 10, 22, 24, 26
 
 V0_PROTOCOL = {PRODUCE: 0, FETCH: 0, LIST_OFFSETS: 0, METADATA: 0}
 """The Kafka 0.8 protocol Bruce speaks: every API at version 0."""

@@ -194,6 +194,29 @@ class Recovery:
             self.replayed += len(chunk)
             yield chunk
 
+    def peek_records(self, wanted: set[int]) -> dict[int, SpoolRecord]:
+        """The records of ``wanted`` sequences still to be replayed and not marked done by a done file, read without
+        changing anything (the batch journal's settling, before :meth:`replay`)."""
+        found: dict[int, SpoolRecord] = {}
+        bases = [segment.base for segment in self._to_replay]
+        for i, segment in enumerate(self._to_replay):
+            end = bases[i + 1] if i + 1 < len(bases) else self.next_sequence
+            if not any(segment.base <= s < end for s in wanted):
+                continue
+            try:
+                data = (self.directory / segment.name).read_bytes()
+            except OSError:
+                continue
+            bitmap = self._done_files.get(segment.name, b"")
+            for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
+                if (
+                    isinstance(item, SpoolRecord)
+                    and item.sequence in wanted
+                    and not (bitmap and is_done(bitmap, item.sequence - segment.base))
+                ):
+                    found[item.sequence] = item
+        return found
+
     def _hand_out(self, segment: Segment, chunk: list[SpoolRecord]) -> list[SpoolRecord]:
         self._tracker.extend(segment, (r.sequence for r in chunk))
         self.replayed += len(chunk)

@@ -161,6 +161,18 @@ class Spool(Recovery):
             spool._degrade(e, "opening the spool")
         return spool
 
+    def continue_after(self, sequence: int) -> None:
+        """Hand out only sequences above ``sequence`` from now on (before the first append: the batch journal names
+        sequences of earlier runs whose segments are gone, which must never be given to new messages)."""
+        if self._active is None and sequence >= self.next_sequence:
+            self.next_sequence = sequence + 1
+
+    @property
+    def held_from(self) -> int:
+        """The lowest sequence still held on disk (every lower one is done and deleted)."""
+        first = next(iter(self._tracker), None)
+        return first.base if first is not None else self.next_sequence
+
     # -------------------------------------------------------------------------------------------------- writing
 
     def append(self, messages: Sequence[SpoolMessage]) -> int:

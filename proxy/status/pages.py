@@ -8,10 +8,8 @@ Rules:
   Bruce.
 - JSON is valid JSON: built with :func:`json.dumps` (Bruce's ``/metadata_fetch_time/json`` has a trailing comma; ours
   has not), four-space indents, a final newline.
-- Counters: one line per (name, labels) as ``[<location>].<Name>=<value>``; a labelled counter is
-  ``[<location>].<Name>{<k>:<v>,...}=<value>``. The separator is ``:`` and label values are percent-encoded where
-  they hold ``. = , { } %``, spaces or control characters, so Bruce's monitoring scripts (which take the text between
-  the last ``.`` and the first ``=`` as the name) still read every line. JSON carries the raw ``labels`` object.
+- Counters: Bruce's catalogue (:mod:`.bruce_counters`), each name once, present from the start, as
+  ``[bruce].<Name>=<value>`` lines and ``{location, name, value}`` items. Labelled detail is on ``/metrics`` only.
 - ``/discards`` shows the discard tracker's report; byte prefixes are base64 as in Bruce, topics are printable text
   (the tracker made them so).
 """
@@ -25,7 +23,8 @@ from collections.abc import Iterable
 
 from bruce.proxy.discards import DiscardReport, PeriodReport, TopicInterval
 
-from .source import CounterSet, Labels, MetadataTimes, QueueStats, ServerInfo
+from .bruce_counters import LOCATION, bruce_counters
+from .source import CounterSet, MetadataTimes, QueueStats, ServerInfo
 
 PAGE_TITLES = {
     "server_info": "Server info",
@@ -37,7 +36,6 @@ PAGE_TITLES = {
 PAGES = tuple(PAGE_TITLES)
 """The pages that come in ``/plain`` and ``/json``, in front-page order."""
 MSG_DEBUG_COMMANDS = ("get_topics", "add_all_topics", "del_all_topics", "truncate_files")
-_LABEL_UNSAFE = frozenset(".=,{}%")
 
 
 def _ctime(seconds: float) -> str:
@@ -63,24 +61,8 @@ def render_server_info_json(info: ServerInfo, *, now: float) -> str:
 # -- /counters --------------------------------------------------------------------------------------------------------
 
 
-def _label_text(value: str) -> str:
-    out = []
-    for ch in value:
-        if ch in _LABEL_UNSAFE or ch.isspace() or not ch.isprintable():
-            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def counter_line(location: str, name: str, labels: Labels, value: int) -> str:
-    """One ``/counters/plain`` line, without its newline."""
-    if labels:
-        name += "{" + ",".join(f"{k}:{_label_text(v)}" for k, v in labels) + "}"
-    return f"[{location}].{name}={value}"
-
-
 def render_counters_plain(info: ServerInfo, counter_sets: Iterable[tuple[str, CounterSet]], *, now: float) -> str:
+    """Bruce's layout: four header lines, a blank line, ``[<location>].<Name>=<value>`` per catalogue name."""
     now_s, since = int(now), int(info.start_time)
     lines = [
         f"now={now_s} {_ctime(now_s)}",
@@ -89,17 +71,13 @@ def render_counters_plain(info: ServerInfo, counter_sets: Iterable[tuple[str, Co
         f"version={info.version}",
         "",
     ]
-    for location, counters in counter_sets:
-        lines.extend(counter_line(location, name, labels, value) for name, labels, value in counters.items())
+    lines.extend(f"[{LOCATION}].{name}={value}" for name, value in bruce_counters(counter_sets))
     return "\n".join(lines) + "\n"
 
 
 def render_counters_json(info: ServerInfo, counter_sets: Iterable[tuple[str, CounterSet]], *, now: float) -> str:
-    counters = [
-        {"location": location, "name": name, "labels": dict(labels), "value": value}
-        for location, counter_set in counter_sets
-        for name, labels, value in counter_set.items()
-    ]
+    """Bruce's layout: ``now``, ``since``, ``pid``, ``version`` and ``counters: [{location, name, value}]``."""
+    counters = [{"location": LOCATION, "name": name, "value": value} for name, value in bruce_counters(counter_sets)]
     return _json(
         {"now": int(now), "since": int(info.start_time), "pid": info.pid, "version": info.version, "counters": counters}
     )

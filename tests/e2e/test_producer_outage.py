@@ -1,6 +1,7 @@
-"""The producer through a real broker outage: tansu killed by its PID with messages pending and in flight, more
-messages sent while it is down, tansu started again at the same address. Everything is delivered once it is back,
-read back with confluent-kafka; while it was down the broker was probed a bounded number of times, and the trouble
+"""The producer through a real broker outage: tansu (on S3 storage: tests/durable_cluster.py) killed by its PID with
+messages pending and in flight, more messages sent while it is down, tansu started again at the same address with its
+log. Everything is delivered once it is back, and what was delivered before is still there, read back with
+confluent-kafka; while it was down the broker was probed a bounded number of times, and the trouble
 was logged once, then its end once. (The time to resume is measured by bench/recovery_bench.py, not asserted.)"""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from outage import OutageBroker
+from durable_cluster import DurableCluster
 
 from bruce.producer import Producer, ProducerConfig
 
@@ -20,44 +21,79 @@ from .conftest import consume_with_confluent
 pytestmark = pytest.mark.e2e
 
 
-def test_broker_killed_and_restarted_delivers_everything(tmp_path: Path, caplog) -> None:
+def test_broker_killed_and_restarted_delivers_everything(
+    durable_cluster: Callable[..., DurableCluster], caplog
+) -> None:
     topic = "outage"
-    with OutageBroker(tmp_path / "tansu.log") as broker:
-        broker.start({topic: 1})
-        config = ProducerConfig(bootstrap_servers=(broker.address,), linger_ms=1)
+    broker = durable_cluster()
+    broker.create_topic(topic, 1)
+    address = broker.address()
+    config = ProducerConfig(bootstrap_servers=(address,), linger_ms=1)
 
-        async def main() -> tuple[float, int]:
-            async with Producer(config) as p:
-                await p.ready(10)
-                before = [p.send(topic, b"before-%03d" % i) for i in range(100)]
-                assert await p.flush(30) == 0 and all(h.error is None for h in before)
-                got, errors = await asyncio.to_thread(consume_with_confluent, broker.address, topic, 0, 100)
-                assert not errors and [m.value for m in got] == [b"before-%03d" % i for i in range(100)]
-                flying = [p.send(topic, b"during-%03d" % i) for i in range(100)]
-                await asyncio.sleep(0)  # the first of them are written before the kill
-                down = time.monotonic()
-                await asyncio.to_thread(broker.kill)
-                flying += [p.send(topic, b"during-%03d" % i) for i in range(100, 300)]
-                await asyncio.sleep(2.0)  # down for a while, probed meanwhile
-                await asyncio.to_thread(broker.start, {topic: 1})  # empty: tansu keeps its data in memory
-                elapsed = time.monotonic() - down
-                attempts = p.counters.get("ConnectorConnectFail") + p.counters.get("GetMetadataFail")
-                assert await p.flush(60) == 0
-                assert [h.error for h in flying] == [None] * 300
-                assert p.accepted == p.delivered == 400 and p.held == 0
-                return elapsed, attempts
+    async def main() -> tuple[float, int]:
+        async with Producer(config) as p:
+            await p.ready(10)
+            before = [p.send(topic, b"before-%03d" % i) for i in range(100)]
+            assert await p.flush(30) == 0 and all(h.error is None for h in before)
+            got, errors = await asyncio.to_thread(consume_with_confluent, address, topic, 0, 100)
+            assert not errors and [m.value for m in got] == [b"before-%03d" % i for i in range(100)]
+            flying = [p.send(topic, b"during-%03d" % i) for i in range(100)]
+            await asyncio.sleep(0)  # the first of them are written before the kill
+            down = time.monotonic()
+            await asyncio.to_thread(broker.kill)
+            flying += [p.send(topic, b"during-%03d" % i) for i in range(100, 300)]
+            await asyncio.sleep(2.0)  # down for a while, probed meanwhile
+            await asyncio.to_thread(broker.restart)  # with its log: the topic and the first 100 are there
+            elapsed = time.monotonic() - down
+            attempts = p.counters.get("ConnectorConnectAttemptFail") + p.counters.get("MetadataBrokerFail")
+            assert await p.flush(60) == 0
+            assert [h.error for h in flying] == [None] * 300
+            assert p.accepted == p.delivered == 400 and p.held == 0
+            return elapsed, attempts
 
-        with caplog.at_level(logging.WARNING, logger="bruce.producer"):
-            elapsed, attempts = asyncio.run(main())
-        # At most one probe of each kind (connect, metadata) per reconnect_backoff_max_ms (10 s), and a few more
-        # while backing off up to it.
-        assert 1 <= attempts <= 10 + 4 * elapsed, (attempts, elapsed)
-        got, errors = consume_with_confluent(broker.address, topic, 0, 300)
-        assert not errors
-        values = [m.value for m in got]
-        assert sorted(set(values)) == [b"during-%03d" % i for i in range(300)]  # possible duplicates aside
-        assert [v for v in dict.fromkeys(values)] == sorted(set(values))  # order kept within the partition
-    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"broker {broker.address} ")]
-    assert lines[0].startswith(f"broker {broker.address} unreachable: ")
-    assert lines[-1].startswith(f"broker {broker.address} reachable again after ")
+    with caplog.at_level(logging.WARNING, logger="bruce.producer"):
+        elapsed, attempts = asyncio.run(main())
+    # At most one probe of each kind (connect, metadata) per reconnect_backoff_max_ms (10 s), and a few more
+    # while backing off up to it.
+    assert 1 <= attempts <= 10 + 4 * elapsed, (attempts, elapsed)
+    got, errors = consume_with_confluent(address, topic, 0, 400)
+    assert not errors
+    values = [m.value for m in got]
+    assert values[:100] == [b"before-%03d" % i for i in range(100)]  # kept through the kill
+    values = values[100:]
+    assert sorted(set(values)) == [b"during-%03d" % i for i in range(300)]  # possible duplicates aside
+    assert [v for v in dict.fromkeys(values)] == sorted(set(values))  # order kept within the partition
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"broker {address} ")]
+    assert lines[0].startswith(f"broker {address} unreachable: ")
+    assert lines[-1].startswith(f"broker {address} reachable again after ")
     assert len(lines) == 2, lines
+
+
+def test_a_broker_moved_away_is_found_again_through_the_bootstrap_list(
+    durable_cluster: Callable[..., DurableCluster],
+) -> None:
+    """tansu names only itself in metadata, so after the first answer the producer knows broker 1 alone; broker 1
+    then moves to a new address. The producer goes back to its bootstrap list and delivers through broker 0."""
+    topic = "moved"
+    cluster = durable_cluster(brokers=2)
+    cluster.create_topic(topic, 1)
+    bootstrap = (cluster.address(0), cluster.address(1))
+    cluster.kill(0)  # the first answer comes from broker 1
+
+    async def main() -> None:
+        config = ProducerConfig(bootstrap_servers=bootstrap, linger_ms=1)
+        async with Producer(config) as p:
+            await p.ready(10)
+            assert [h.error for h in [p.send(topic, b"before-%03d" % i) for i in range(50)]] == [None] * 50
+            assert await p.flush(30) == 0
+            await asyncio.to_thread(cluster.restart, 0)
+            await asyncio.to_thread(cluster.move, 1)
+            after = [p.send(topic, b"after-%03d" % i) for i in range(50)]
+            assert await p.flush(30) == 0
+            assert [h.error for h in after] == [None] * 50
+
+    asyncio.run(main())
+    got, errors = consume_with_confluent(cluster.address(0), topic, 0, 100)
+    assert not errors
+    values = sorted(set(m.value for m in got))
+    assert values == sorted([b"before-%03d" % i for i in range(50)] + [b"after-%03d" % i for i in range(50)])

@@ -19,6 +19,7 @@ Rules:
   ``unknown_producer_error``: Kafka 1.0-2.4's UNKNOWN_PRODUCER_ID (59)) and forgets a partition's producers as
   retention would (:meth:`FakeCluster.forget_producers`). Producer state survives a broker's stop and start, as
   Kafka's snapshots do.
+- Broker 1 is the transaction coordinator of every transactional id (tests/fakebroker/transactions.py).
 - Faults are scripted per broker and API, consumed one per request in order (:class:`Fault`); a disconnect scripted
   for ApiVersions closes the connection on it, as Kafka 0.8 or a broker starting up does. A broker may play Kafka
   0.8 (``legacy=True``): it closes the connection on ApiVersions and speaks version 0 only.
@@ -42,8 +43,10 @@ from bruce.wire.records import Record, decode_records, entry_spans
 
 from .fetchlog import FetchLog, fetch_answer
 from .sequences import DUPLICATE_SEQUENCE_NUMBER, SEQUENCE_MODULUS, SequenceTable
+from .transactions import KEYS as TXN_KEYS
+from .transactions import TxnCoordinator
 
-SERVED = {api_versions.KEY, metadata.KEY, produce.KEY, init_producer_id.KEY}
+SERVED = {api_versions.KEY, metadata.KEY, produce.KEY, init_producer_id.KEY} | TXN_KEYS
 FIRST_PRODUCER_ID = 0x1000
 KAFKA_MESSAGE_MAX_BYTES = 1_048_588  # Kafka's default message.max.bytes (1 MiB + the 12-byte log overhead)
 
@@ -180,6 +183,10 @@ class FakeBroker:
                 seen.outcome = "disconnect"
                 return False
             answer = self.cluster.api_versions_answer()
+        elif api_key in TXN_KEYS:
+            answer = self.cluster.txn.answer(api_key, body, fault, seen)
+        elif api_key == init_producer_id.KEY and body.transactional_id is not None:
+            answer = self.cluster.txn.init_producer_id(body, fault, seen)
         elif api_key == fetch.KEY:  # raw logs the test gave (tests/fakebroker/fetchlog.py)
             answer = fetch_answer(self.cluster, self.node_id, body)
         elif api_key in (metadata.KEY, init_producer_id.KEY):
@@ -233,6 +240,7 @@ class FakeCluster:
         self.sequences = SequenceTable()  # idempotent producers' state per partition
         self.producer_ids: list[int] = []  # allocated by InitProducerId, in order
         self.advertised: dict[int, tuple[int, int]] = {}  # extra ApiVersions ranges (APIs it does not serve)
+        self.txn = TxnCoordinator(self)  # transactional ids (tests/fakebroker/transactions.py)
 
     async def __aenter__(self) -> FakeCluster:
         for broker in self.brokers.values():

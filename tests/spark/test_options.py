@@ -152,6 +152,7 @@ def test_write_daemon() -> None:
         ({"socket": "/x", "kafka.linger.ms": "5"}, "apply to direct writes"),
         ({**SERVERS, "kafka.lingerms": "5"}, "unknown producer setting 'kafka.lingerms'"),
         ({**SERVERS, "kafka.linger.ms": "soon"}, "'kafka.linger.ms': 'soon' is not a whole number"),
+        ({**SERVERS, "kafka.transactional.id": "w"}, "transactions are not available to Spark writes"),
         ({**SERVERS, "kafka.acks": "7000000"}, "acks"),
         ({**SERVERS, "kafka.topic.autocreate": "yes"}, "'kafka.topic.autocreate': 'yes' must be true or false"),
         ({**SERVERS, "kafka.compression.codec": "brotli"}, "'kafka.compression.codec'"),

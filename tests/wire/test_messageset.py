@@ -95,6 +95,25 @@ def test_fast_builder_equals_the_spec(messages, magic: int, empty_as_null: bool,
     assert [e.offset for e in parsed] == [base_offset + i for i in range(len(messages))]
 
 
+# Layouts that repeat and change (the builder keeps each message's prefix until the key, value size or timestamp
+# changes): few keys, values of few sizes, few timestamps, tuples of 2, 3 and 4 fields.
+_few_field = st.sampled_from([None, b"", b"k", b"K", b"key"])
+_few_value = st.sampled_from([None, b"", b"a", b"b", b"ab", b"xy", b"v" * 30])
+_few_ts = st.sampled_from([0, 1, 1_700_000_000_000])
+_repeating = st.lists(st.tuples(_few_field, _few_value, _few_ts), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_repeating, st.sampled_from([0, 1]), st.booleans(), st.integers(0, 2**40), st.sampled_from([2, 3, 4]))
+def test_fast_builder_equals_the_spec_when_layouts_repeat(
+    messages, magic: int, empty_as_null: bool, base_offset: int, width: int
+) -> None:
+    given_as = [(k, v, ts, None)[:width] for k, v, ts in messages]
+    fast = build_message_set(given_as, magic=magic, timestamp=7, empty_as_null=empty_as_null, base_offset=base_offset)
+    expected = [(k, v, ts if width > 2 else 7) for k, v, ts in messages]
+    assert fast == _spec_build(expected, magic=magic, empty_as_null=empty_as_null, base_offset=base_offset)
+
+
 def _spec_records(data: bytes) -> list[Record] | MalformedInput | None:
     """What the spec reads from a set, as the decoder's records, or the MalformedInput it raises; None for a set
     with codec bits set (the spec does not model compression)."""

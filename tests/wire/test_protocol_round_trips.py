@@ -31,6 +31,8 @@ def test_every_api_is_covered() -> None:
         "SaslAuthenticate",
         "InitProducerId",
         "FindCoordinator",
+        "AddPartitionsToTxn",
+        "EndTxn",
     }
 
 

@@ -135,7 +135,8 @@ def test_seed_corpora_are_current_and_valid() -> None:
         "response": make_seeds.responses_and_requests(),
     }
     for name, seeds in written.items():
-        stored = [p.read_bytes() for p in sorted((FUZZ / "corpus" / name).iterdir())]
+        files = sorted((FUZZ / "corpus" / name).iterdir(), key=lambda p: int(p.name.removeprefix("seed-")))
+        stored = [p.read_bytes() for p in files]  # in seed order (seed-100 after seed-99)
         assert stored == seeds, f"fuzz/corpus/{name} is stale: run fuzz/make_seeds.py"
         for seed in seeds:
             assert VALID[name](seed), f"{name} seed {seed.hex()} does not decode to anything"

@@ -10,8 +10,10 @@ import pytest
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol.base import REGISTRY
 from bruce.wire.versions import (
+    ADD_PARTITIONS_TO_TXN,
     API_VERSIONS,
     CREATE_TOPICS,
+    END_TXN,
     FETCH,
     FIND_COORDINATOR,
     INIT_PRODUCER_ID,
@@ -28,7 +30,8 @@ from bruce.wire.versions import (
 from . import api_versions_answers as answers
 
 OURS = {PRODUCE: range(12), FETCH: range(13), LIST_OFFSETS: range(10), METADATA: range(13), API_VERSIONS: range(5),
-        CREATE_TOPICS: range(8), FIND_COORDINATOR: range(7), INIT_PRODUCER_ID: range(7)}  # fmt: skip
+        CREATE_TOPICS: range(8), FIND_COORDINATOR: range(7), INIT_PRODUCER_ID: range(7),
+        ADD_PARTITIONS_TO_TXN: range(4), END_TXN: range(4)}  # fmt: skip
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 SASL = {SASL_HANDSHAKE: range(2), SASL_AUTHENTICATE: range(3)}
 

@@ -1,8 +1,10 @@
 """Kafka request/response APIs. Importing this package registers every API module with :mod:`.base`'s registry, so
 ``encode_request`` / ``decode_response`` know them all. One import per API module."""
 
+from . import add_partitions_to_txn as add_partitions_to_txn
 from . import api_versions as api_versions
 from . import create_topics as create_topics
+from . import end_txn as end_txn
 from . import fetch as fetch
 from . import find_coordinator as find_coordinator
 from . import init_producer_id as init_producer_id

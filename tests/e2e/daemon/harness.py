@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from dashboard_check import metric_counters
 from prometheus_client.parser import text_string_to_metric_families
 from readback import read_back
 
@@ -328,13 +329,17 @@ def http_get(url: str, *, method: str = "GET") -> tuple[int, str, str]:
 
 
 def counters_json(base_url: str) -> dict[str, int]:
-    """``/counters/json`` as ``{"Name" or "Name{k=v}": value}``, summed over counter sets."""
+    """Counter totals by name: ``/counters/json`` (Bruce's catalogue), then every counter of ``/metrics`` summed over
+    its labels (the daemon's own names; where a name is in both, the two agree by construction)."""
     status, _, body = http_get(base_url + "/counters/json")
     assert status == 200
-    out: dict[str, int] = {}
-    for c in json.loads(body)["counters"]:
-        out[c["name"]] = out.get(c["name"], 0) + c["value"]
-    return out
+    out: dict[str, int] = {c["name"]: c["value"] for c in json.loads(body)["counters"]}
+    status, _, text = http_get(base_url + "/metrics")
+    assert status == 200
+    own: dict[str, int] = {}
+    for row in metric_counters(text):
+        own[row["name"]] = own.get(row["name"], 0) + row["value"]
+    return out | own
 
 
 def malformed(topic: str, value: bytes = b"bad") -> bytes:

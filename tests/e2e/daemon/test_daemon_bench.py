@@ -73,3 +73,22 @@ def test_samples_are_given_their_stage() -> None:
     assert daemon_stage([frame("<frozen importlib._bootstrap>", "_load"), frame("/w/proxy/cli.py", "main")]) == STARTUP
     assert daemon_stage([frame("/x/asyncio/events.py", "_run"), *loop]) == LOOP
     assert reader_stage([frame(str(ROOT / "proxy" / "intake_reader.py"), "forward")]) == "reader: its loop"
+
+
+def test_proxy_bench_on_the_0_8_path() -> None:
+    """--broker fake08: the daemon produces magic-0 message sets to the fake broker playing Kafka 0.8 (version 0 only),
+    which stores every message of both configurations (decoded, CRCs checked)."""
+    result = subprocess.run(
+        [
+            *(sys.executable, str(ROOT / "bench" / "proxy_bench.py"), "--messages", "5000"),
+            *("--configs", "plain,snappy", "--broker", "fake08", "--no-peer"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for config in ("plain-0.8", "snappy-0.8"):
+        assert re.search(rf"\[{config}\] [\d,]+ msgs/s end to end .*read back 5,000 .*lost 0", result.stdout), result
+    assert len(re.findall(r"daemon CPU \d+\.\d+ us/message", result.stdout)) == 2

@@ -62,6 +62,6 @@ def test_the_daemon_waits_for_its_first_metadata_beyond_the_message_timeout(work
     nowhere = (Broker("127.0.0.1", free_port()),)
     with daemon_starter(workdir, nowhere) as start:
         daemon = start(message_timeout_ms=100)
-        wait_for(lambda: daemon.counter("GetMetadataFail") >= 2, what="two failed metadata fetches")
+        wait_for(lambda: daemon.counter("MetadataBrokerFail") >= 2, what="two failed metadata fetches")
         assert daemon.running and daemon.error is None
         assert daemon.stop().received == 0

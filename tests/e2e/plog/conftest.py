@@ -7,13 +7,13 @@ Every daemon started here is stopped by its fixture; every in-process stop check
 from __future__ import annotations
 
 import dataclasses
-import json
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dashboard_check import metric_counters
 
 from bruce.proxy.config import Broker, Config
 from bruce.proxy.plog.config import ListenerConfig
@@ -56,12 +56,12 @@ class PlogDaemon(DaemonThread):
         return self.call(read)
 
     def plog_counters(self) -> dict[tuple[str, str], int]:
-        """``/counters/json``'s plog counters: ``{(name, listener): value}``."""
-        status, _, body = http_get(self.daemon.status_url + "/counters/json")
+        """``/metrics``' plog counters: ``{(name, listener): value}``."""
+        status, _, text = http_get(self.daemon.status_url + "/metrics")
         assert status == 200
         return {
             (c["name"], c["labels"]["listener"]): c["value"]
-            for c in json.loads(body)["counters"]
+            for c in metric_counters(text)
             if c["location"] == "bruce.proxy.plog"
         }
 

@@ -102,8 +102,8 @@ def test_long_prefix_is_cut() -> None:
     tracker.record_unparsed(R.MALFORMED, bytes(range(200)))
     tracker.record_unparsed(R.LONG_MSG, b"x" * 70_000)
     p = tracker.report().unfinished
-    assert p.recent_too_long_msg == (b"x" * 8, b"topic vv")
-    assert p.recent_malformed == (bytes(range(8)),)
+    assert p.recent_too_long_msg == (b"topic vv",)
+    assert p.recent_malformed == (b"x" * 8, bytes(range(8)))  # an oversized datagram is malformed, as in Bruce
 
 
 def bad_topic_counts(tracker: DiscardTracker) -> tuple[int, int | None, int, int]:
@@ -200,6 +200,7 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
         R.SERVER_SHUTDOWN,
         R.MESSAGE_TIMEOUT,
         R.PRODUCER_CLOSED,
+        R.TRANSACTION_ABORTED,
         R.AUTHENTICATION_FAILED,
         R.BUG,
         R.LONG_MSG,
@@ -240,10 +241,12 @@ def test_every_reason_is_counted_and_lands_where_bruce_puts_it() -> None:
         TopicInterval("u", 7, 7, 1),
     )
     assert p.rate_limit_discard == (("t", 1), ("u", 1))
-    assert (p.malformed_msg_count, p.unsupported_api_key_msg_count, p.unsupported_version_msg_count) == (1, 1, 3)
+    # the oversized datagram (LONG_MSG, unparsed) is counted as malformed, as Bruce counts it
+    assert (p.malformed_msg_count, p.unsupported_api_key_msg_count, p.unsupported_version_msg_count) == (2, 1, 3)
     assert p.unsupported_msg_version == ((-1, 2), (3, 1))
     assert (p.bad_topic_msg_count, p.recent_bad_topic) == (2, ("no such topic", "no-such-topic"))
-    assert p.recent_too_long_msg == (b"\x00\x05", b"t v")
+    assert p.recent_too_long_msg == (b"t v",)
+    assert p.recent_malformed == (b"\x00\x05", b"\x00\x01")
     assert p.possible_duplicate_topic == ()
 
 

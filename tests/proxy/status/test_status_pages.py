@@ -1,18 +1,19 @@
-"""The pure page renderers: counter lines Bruce's scripts can read whatever the label values hold, JSON valid for any
-topic text, queue totals, metadata times before the first fetch."""
+"""The pure page renderers: Bruce's counter catalogue from the start, JSON valid for any topic text, queue totals,
+metadata times before the first fetch."""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bruce.producer.counters import Counters
 from bruce.proxy.status import MetadataTimes, QueueStats, ServerInfo, TopicQueue
+from bruce.proxy.status.bruce_counters import ABSENT, SERVED, bruce_counters
 from bruce.proxy.status.pages import (
-    counter_line,
     render_counters_json,
     render_counters_plain,
     render_metadata_fetch_time_json,
@@ -28,40 +29,63 @@ INFO = ServerInfo(pid=77, version='v"1\\', start_time=1_600_000_000.9)
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
 
 
-def test_counter_line_shapes() -> None:
-    assert counter_line("bruce.producer", "AckOk", (), 5) == "[bruce.producer].AckOk=5"
-    assert (
-        counter_line("bruce.proxy", "Discard", (("reason", "NO_MEM"),), 2) == "[bruce.proxy].Discard{reason:NO_MEM}=2"
-    )
-    assert (
-        counter_line("bruce.producer", "AckError", (("broker", "10.0.0.1:9092"), ("topic", "a b=c,{d}%")), 1)
-        == "[bruce.producer].AckError{broker:10%2E0%2E0%2E1:9092,topic:a%20b%3Dc%2C%7Bd%7D%25}=1"
-    )
-    assert counter_line("l", "X", (("t", "é\n"),), 0) == "[l].X{t:é%0A}=0"
-
-
-@given(st.lists(st.tuples(st.sampled_from(["topic", "broker"]), text), max_size=3, unique_by=lambda kv: kv[0]))
-def test_every_counter_line_reads_with_bruces_parser(labels: list[tuple[str, str]]) -> None:
-    counters = Counters()
-    counters.inc("AckOk", 3)
-    counters.inc("Sent", 9, labels=tuple(labels))
-    page = render_counters_plain(INFO, [("bruce.producer", counters)], now=1_600_000_100)
+def test_counters_pages_list_the_catalogue_from_the_start() -> None:
+    """Nothing counted yet: every catalogue name once, 0, in both formats (Bruce's scripts need the full set)."""
+    page = render_counters_plain(INFO, [], now=1_600_000_100)
     parsed = bruce_counter_parse(page)
-    assert parsed["AckOk"] == 3
-    assert len(parsed) == 2 and 9 in parsed.values()
-    (sent_key,) = [k for k in parsed if k.startswith("Sent")]
-    assert "\n" not in sent_key and "." not in sent_key and "=" not in sent_key
+    assert parsed == dict.fromkeys(SERVED, 0)
+    assert all(line.startswith("[bruce].") for line in page.splitlines()[5:])
+    body = json.loads(render_counters_json(INFO, [], now=1_600_000_100))
+    assert set(body) == {"now", "since", "pid", "version", "counters"}
+    assert [c["name"] for c in body["counters"]] == list(SERVED)
+    assert all(c == {"location": "bruce", "name": c["name"], "value": 0} for c in body["counters"])
+
+
+def test_catalogue_sums_labels_filters_and_subtracts() -> None:
+    producer, proxy = Counters(), Counters()
+    producer.inc("AckError", 2, labels=(("code", "NOT_LEADER_OR_FOLLOWER"), ("broker", "1")))
+    producer.inc("AckError", 3, labels=(("code", "NOT_ENOUGH_REPLICAS"), ("broker", "2")))
+    producer.inc("ConnectorConnectFail", labels=(("broker", "1"),))
+    producer.inc("ConnectorConnectFail", labels=(("broker", "2"),))
+    producer.inc("GetMetadataSuccess", 5)
+    producer.inc("MetadataChanged", 2)
+    proxy.inc("Discard", 4, labels=(("reason", "BAD_TOPIC"),))
+    proxy.inc("DiscardBadTopicMsgOnRoute", 1)
+    proxy.inc("InputAgentDiscardMsgTooLong", 6)
+    values = dict(bruce_counters([("bruce.producer", producer), ("bruce.proxy", proxy)]))
+    assert values["AckErrorNotLeaderForPartition"] == 2
+    assert values["AckErrorUndocumented"] == 3  # not an error code of Bruce's Kafka 0.8
+    assert values["ConnectorConnectFail"] == 2  # both brokers, one name
+    assert (values["MetadataChangedOnRefresh"], values["MetadataUnchangedOnRefresh"]) == (2, 3)
+    assert (values["DiscardBadTopicMsgOnRoute"], values["DiscardBadTopicOnReroute"]) == (1, 3)
+    assert values["InputAgentDiscardMsgMalformed"] == 6  # oversized datagrams are malformed, as in Bruce
+    assert values["MsgUnprocessedDestroy"] == 0
+
+
+def test_catalogue_terms_name_real_counters() -> None:
+    """Every term's name is a counter the daemon increments somewhere (a typo would serve 0 forever)."""
+    root = Path(__file__).resolve().parents[3]
+    source = "\n".join(p.read_text() for d in ("producer", "proxy") for p in (root / d).rglob("*.py"))
+    for name, entry in SERVED.items():
+        for term in entry.terms:
+            counter = term.lstrip("-").split("{")[0]
+            assert (
+                f'"{counter}"' in source
+                or f'"{counter.removeprefix("Connector")}"' in source
+                or (
+                    counter.startswith("MsgSetCompression")
+                    and f'"{counter.removeprefix("MsgSetCompression")}"' in source
+                )
+            ), (name, term)
+    assert not set(SERVED) & set(ABSENT)
 
 
 @given(text)
 def test_json_pages_are_valid_for_any_topic_and_version(name: str) -> None:
     info = ServerInfo(pid=1, version=name, start_time=0)
-    counters = Counters()
-    counters.inc(name or "X", labels=(("topic", name),))
     stats = QueueStats((TopicQueue(name, 1, 2, 3),), 4)
     assert json.loads(render_queues_json(info, stats, now=5))["sending"][0]["topic"] == name
-    body = json.loads(render_counters_json(info, [(name, counters)], now=5))
-    assert body["counters"] == [{"location": name, "name": name or "X", "labels": {"topic": name}, "value": 1}]
+    assert json.loads(render_counters_json(info, [], now=5))["version"] == name
     assert json.loads(render_server_info_json(info, now=5))["version"] == name
     assert json.loads(render_metadata_fetch_time_json(info, MetadataTimes(), now_ms=5))["version"] == name
 

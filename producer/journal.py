@@ -1,0 +1,474 @@
+"""The batch journal: each idempotent batch's identity made durable before the batch is sent, so that the next process
+on the same directory can settle what was in flight when this one died (docs/producer.md, "Exactly once across
+restarts"; the daemon's use: docs/spool.md, "Batch journal").
+
+Rules:
+- Files ``NNNNNNNNNNNNNNNNNNNN.batches`` (20 digits: the file's number, +1 per new file) in ``directory``; any other
+  name is ignored (the daemon's spool directory holds its segments beside them). A file is an 8-byte header (``BSPB``,
+  version 1, flags 0) then records back to back: ``length u32, crc32c(body) u32, body``; big-endian.
+- Record kinds. SENT (``S``), written by :meth:`Journal.sent` before a batch goes out whenever its identity is new
+  (first send, or a resend after an epoch bump renumbered it): the batch's journal id (unique across runs), producer
+  id, epoch, topic, partition, base sequence, record count, the offset last acknowledged in that partition (-1: none
+  known; the batch can only be stored after it), the spool sequences of its messages as runs ``(first, count)``, and
+  an optional payload (the library's: the encoded batch, which it has nowhere else). FINISHED (``F``), written by
+  :meth:`Journal.finished` once the batch's fate is known: acknowledged (its base offset; -2 for a duplicate's answer,
+  whose offset is not given) or given up (-1). OFF (``X``): from here on batches may be sent unjournaled (idempotence
+  ended). One SENT and one FINISHED per batch, never one per message.
+- Writes are ``os.write`` on an ``O_APPEND`` descriptor: in the kernel's page cache when the call returns, so a
+  process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows the syncs:
+  :meth:`Journal.sync_soon` (in a thread of its own; the daemon's timer, once a second) and :meth:`Journal.close`.
+- A file is rolled after ``file_bytes``. Files are deleted oldest first (a FINISHED record may be in a later file than
+  its SENT record), never the active one, once every batch with a SENT record in the file is finished and — with
+  ``held_from`` (the daemon: the lowest spool sequence still on disk) — every spool sequence the file names is below
+  it: an acknowledged batch's record must outlive the spool's copy of its messages, or a crash before the spool
+  saved their done marks would send them again. Earlier runs' files follow the same rule. A write error is logged
+  once and turns the journal off (``broken``): the batches go on unjournaled (at-least-once after a crash).
+- :func:`read_journal` (recovery) reads every file, stops a file at a damaged record (a torn tail is the normal end
+  of a crash) and returns each batch's latest SENT record with its FINISHED offset (None: none), per partition the
+  highest offset known as acknowledged, and whether every send was journaled (files exist and none says OFF).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+from typing import Any
+
+from bruce.wire.crc import crc32c
+
+log = logging.getLogger("bruce.journal")
+
+SUFFIX = ".batches"
+MAGIC = b"BSPB"
+VERSION = 1
+FILE_BYTES = 4 << 20
+_HEAD = struct.Struct(">4sHH")
+_FRAME = struct.Struct(">II")
+_SENT = struct.Struct(">cQqhiiiqHI")  # kind, id, pid, epoch, partition, base sequence, count, known offset, topic, runs
+_RUN = struct.Struct(">QI")
+_FINISHED = struct.Struct(">cQq")  # kind, id, offset
+_OFF = b"X"
+_PAYLOAD = struct.Struct(">I")
+_SPOOL_SEQ = attrgetter("spool_seq")
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class JournalEntry:
+    """One batch's latest SENT record."""
+
+    batch_id: int
+    producer_id: int
+    producer_epoch: int
+    topic: str
+    partition: int
+    base_sequence: int
+    count: int
+    known_offset: int
+    runs: list[tuple[int, int]]
+    payload: bytes = b""
+    file: int = 0
+    finished: int | None = None  # the FINISHED record's offset (>= 0 or -2: acknowledged; -1: given up)
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.finished is not None and self.finished != -1
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
+
+    def sequences(self) -> Iterable[int]:
+        for first, count in self.runs:
+            yield from range(first, first + count)
+
+
+@dataclass(slots=True)
+class JournalState:
+    """What :func:`read_journal` found."""
+
+    entries: list[JournalEntry] = field(default_factory=list)  # every batch's latest SENT record, by journal id
+    acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known as acknowledged
+    files: list[tuple[int, int]] = field(default_factory=list)  # (number, highest spool sequence named in it)
+    complete: bool = False  # files exist and none says OFF: every send of the last run was journaled
+    next_id: int = 0  # batch ids continue after the highest seen
+    next_file: int = 0
+    damaged: int = 0  # damaged records skipped (not counting a torn tail)
+
+
+def file_name(number: int) -> str:
+    return f"{number:020d}{SUFFIX}"
+
+
+def journal_files(directory: Path) -> list[tuple[int, Path]]:
+    """The journal files of ``directory``, oldest first."""
+    found = []
+    try:
+        names = os.listdir(directory)
+    except OSError:  # missing or unreadable: no journal
+        return []
+    for name in names:
+        stem = name[: -len(SUFFIX)]
+        if name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
+            found.append((int(stem), directory / name))
+    return sorted(found)
+
+
+def runs_of(sequences: Iterable[int]) -> list[tuple[int, int]]:
+    """Consecutive ``sequences`` as ``(first, count)`` runs (negative ones — not spooled — are left out)."""
+    runs: list[tuple[int, int]] = []
+    first = last = -2
+    for s in sequences:
+        if s < 0:
+            continue
+        if s == last + 1:
+            last = s
+            continue
+        if first >= 0:
+            runs.append((first, last - first + 1))
+        first = last = s
+    if first >= 0:
+        runs.append((first, last - first + 1))
+    return runs
+
+
+def encode_sent(entry: JournalEntry) -> bytes:
+    topic = entry.topic.encode("utf-8", "surrogateescape")
+    body = b"".join(
+        (
+            _SENT.pack(
+                b"S",
+                entry.batch_id,
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.partition,
+                entry.base_sequence,
+                entry.count,
+                entry.known_offset,
+                len(topic),
+                len(entry.runs),
+            ),
+            topic,
+            *(_RUN.pack(first, count) for first, count in entry.runs),
+            _PAYLOAD.pack(len(entry.payload)),
+            entry.payload,
+        )
+    )
+    return _FRAME.pack(len(body), crc32c(body)) + body
+
+
+def encode_finished(batch_id: int, offset: int) -> bytes:
+    body = _FINISHED.pack(b"F", batch_id, offset)
+    return _FRAME.pack(len(body), crc32c(body)) + body
+
+
+def _decode_sent(body: bytes, number: int) -> JournalEntry:
+    _, bid, pid, epoch, partition, base, count, known, tlen, nruns = _SENT.unpack_from(body)
+    at = _SENT.size
+    topic = body[at : at + tlen].decode("utf-8", "surrogateescape")
+    at += tlen
+    runs = [_RUN.unpack_from(body, at + i * _RUN.size) for i in range(nruns)]
+    at += nruns * _RUN.size
+    (plen,) = _PAYLOAD.unpack_from(body, at)
+    payload = body[at + _PAYLOAD.size : at + _PAYLOAD.size + plen]
+    if len(payload) != plen or at + _PAYLOAD.size + plen != len(body):
+        raise ValueError("sizes do not add up")
+    return JournalEntry(bid, pid, epoch, topic, partition, base, count, known, runs, payload, number)
+
+
+def read_journal(directory: Path) -> JournalState:
+    """The journal's state after a stop or a crash (see the module rules)."""
+    state = JournalState()
+    latest: dict[int, JournalEntry] = {}
+    finished: dict[int, int] = {}
+    listed = journal_files(directory)
+    state.complete = bool(listed)
+    for number, path in listed:
+        state.next_file = number + 1
+        top = -1
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            log.error("journal %s cannot be read (%s); its batches are replayed as possible duplicates", path, e)
+            state.complete = False
+            state.files.append((number, 2**63))
+            continue
+        if len(data) < _HEAD.size or data[:4] != MAGIC or _HEAD.unpack_from(data)[1:] != (VERSION, 0):
+            if data:
+                log.error("journal %s: not a version %d journal file; ignored", path, VERSION)
+                state.complete = False
+            state.files.append((number, -1))
+            continue
+        at = _HEAD.size
+        while at + _FRAME.size <= len(data):
+            length, crc = _FRAME.unpack_from(data, at)
+            body = data[at + _FRAME.size : at + _FRAME.size + length]
+            if len(body) != length or crc32c(body) != crc:
+                if at + _FRAME.size + length < len(data):
+                    state.damaged += 1
+                    state.complete = False  # what followed is unknown: replays are possible duplicates
+                    log.error("journal %s offset %d: a damaged record; the rest of the file is not read", path, at)
+                break  # a torn tail (the process died while writing it) or damage: nothing after it is trusted
+            at += _FRAME.size + length
+            try:
+                if body[:1] == b"S":
+                    entry = _decode_sent(body, number)
+                    latest[entry.batch_id] = entry
+                    state.next_id = max(state.next_id, entry.batch_id + 1)
+                    if entry.runs:
+                        top = max(top, entry.runs[-1][0] + entry.runs[-1][1] - 1)
+                elif body[:1] == b"F":
+                    _, bid, offset = _FINISHED.unpack_from(body)
+                    finished[bid] = offset
+                elif body[:1] == _OFF:
+                    state.complete = False
+                else:
+                    raise ValueError(f"unknown record kind {body[:1]!r}")
+            except (struct.error, ValueError) as e:
+                state.damaged += 1
+                state.complete = False
+                log.error("journal %s offset %d: a record that does not decode (%s); skipped", path, at, e)
+        state.files.append((number, top))
+    for bid, entry in latest.items():
+        entry.finished = finished.get(bid)
+        best = max(entry.known_offset, -1 if entry.finished is None else entry.finished)
+        if best >= 0:
+            state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), best)
+    state.entries = sorted(latest.values(), key=lambda e: e.batch_id)
+    return state
+
+
+class Journal:
+    """The writer (see the module rules). ``next_id`` and ``next_file`` continue after what :func:`read_journal`
+    saw; ``held_from``: the lowest spool sequence still on disk (None: no spool)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        next_id: int = 0,
+        next_file: int = 0,
+        file_bytes: int = FILE_BYTES,
+        held_from: Callable[[], int] | None = None,
+    ) -> None:
+        self.directory = directory
+        self.file_bytes = file_bytes
+        self.next_id = next_id
+        self.held_from = held_from
+        self.broken = ""
+        self.acked: dict[TopicPartition, int] = {}
+        self.written = 0  # records
+        self._fd: int | None = None
+        self._number = next_file
+        self._active = -1
+        self._size = 0
+        self._open: dict[int, int] = {}  # file number -> batches with a SENT record there not yet finished
+        self._top: dict[int, int] = {}  # file number -> highest spool sequence named in it
+        self._batch_files: dict[int, list[int]] = {}  # open batch id -> file numbers with its SENT records
+        self._dirty = False
+        self._thread: ThreadPoolExecutor | None = None
+        self._syncing: Future[None] | None = None
+
+    def open(self, *, old: Sequence[tuple[int, int]] = ()) -> None:
+        """Create the first file. ``old``: earlier runs' files (number, highest spool sequence), deleted by the same
+        rule as this run's once settled."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for number, top in old:
+            self._open[number] = 0
+            self._top[number] = top
+        self._roll()
+
+    def _roll(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        number = self._number
+        self._number += 1
+        self._fd = os.open(
+            self.directory / file_name(number), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644
+        )
+        os.write(self._fd, _HEAD.pack(MAGIC, VERSION, 0))
+        self._size = _HEAD.size
+        self._open[number] = 0
+        self._top[number] = -1
+        self._active = number
+
+    def new_id(self) -> int:
+        bid = self.next_id
+        self.next_id += 1
+        return bid
+
+    def sent(
+        self,
+        batch_id: int,
+        tp: TopicPartition,
+        identity: tuple[int, int, int],
+        count: int,
+        runs: list[tuple[int, int]],
+        payload: bytes = b"",
+    ) -> None:
+        """A SENT record for a batch about to be sent with ``identity`` (producer id, epoch, base sequence)."""
+        if self.broken:
+            return
+        entry = JournalEntry(
+            batch_id, identity[0], identity[1], tp[0], tp[1], identity[2], count, self.acked.get(tp, -1), runs, payload
+        )
+        if not self._write(encode_sent(entry)):
+            return
+        active = self._active
+        files = self._batch_files.setdefault(batch_id, [])
+        if active not in files:
+            files.append(active)
+            self._open[active] += 1
+        if runs:
+            self._top[active] = max(self._top[active], runs[-1][0] + runs[-1][1] - 1)
+
+    def finished(self, batch_id: int, tp: TopicPartition, offset: int) -> None:
+        """The batch's fate is known: acknowledged at ``offset`` (-2: offset not given), or given up (-1)."""
+        if offset >= 0 and offset > self.acked.get(tp, -1):
+            self.acked[tp] = offset
+        files = self._batch_files.pop(batch_id, None)
+        if self.broken:
+            return
+        self._write(encode_finished(batch_id, offset))
+        for number in files or ():
+            self._open[number] -= 1
+        if files:
+            self.delete_settled()
+
+    def off(self) -> None:
+        """From here on batches may be sent unjournaled (idempotence ended): the next start must not take spooled
+        messages without a journal entry for never sent."""
+        if not self.broken:
+            body = _OFF
+            self._write(_FRAME.pack(len(body), crc32c(body)) + body)
+
+    def _write(self, record: bytes) -> bool:
+        try:
+            if self._size + len(record) > self.file_bytes and self._size > _HEAD.size:
+                self._roll()
+            assert self._fd is not None
+            os.write(self._fd, record)
+        except OSError as e:
+            self.broken = str(e)
+            log.error(
+                "batch journal %s: %s; batches go on unjournaled (at-least-once after a crash)", self.directory, e
+            )
+            return False
+        self._size += len(record)
+        self.written += 1
+        self._dirty = True
+        return True
+
+    def delete_settled(self) -> None:
+        """Delete the oldest files that are settled (see the module rules)."""
+        held = self.held_from() if self.held_from is not None else None
+        for number in sorted(self._open):
+            if number == self._active or self._open[number] or (held is not None and self._top[number] >= held):
+                return
+            del self._open[number], self._top[number]
+            try:
+                os.unlink(self.directory / file_name(number))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                log.error("batch journal: cannot delete %s (%s)", file_name(number), e)
+                return
+
+    def sync_soon(self) -> None:
+        """fdatasync the active file in a background thread if anything was written since the last sync (at most one
+        sync at a time, on a duplicate of the descriptor: the file may roll meanwhile); delete settled files."""
+        if self._syncing is not None and self._syncing.done():
+            error = self._syncing.exception()
+            self._syncing = None
+            if error is not None:
+                log.error("batch journal: sync failed (%s)", error)
+        if self._fd is not None and self._dirty and not self.broken and self._syncing is None:
+            self._dirty = False
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix="bruce-journal-sync")
+            fd = os.dup(self._fd)
+            self._syncing = self._thread.submit(_sync_and_close, fd)
+        self.delete_settled()
+
+    def sync(self) -> None:
+        """fdatasync the active file if anything was written since the last sync; delete settled files."""
+        if self._fd is not None and self._dirty and not self.broken:
+            self._dirty = False
+            try:
+                os.fdatasync(self._fd)
+            except OSError as e:
+                log.error("batch journal: sync failed (%s)", e)
+        self.delete_settled()
+
+    def close(self) -> None:
+        """Sync and close the active file (it stays: the next start knows this run journaled every send)."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = self._syncing = None
+        if self._fd is None:
+            return
+        self.sync()
+        os.close(self._fd)
+        self._fd = None
+        self._active = -1
+        self.delete_settled()
+        if not self._open:  # every file went: keep an empty one as the mark
+            self._roll()
+            os.close(self._fd)  # type: ignore[arg-type]
+            self._fd = None
+            self._active = -1
+
+
+def _sync_and_close(fd: int) -> None:
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+class PartJournal:
+    """The producer's side of a :class:`Journal` (its dispatcher's ``journal``): ``sent`` is called with each
+    idempotent batch whose identity is new, just before it is sent; ``finished`` with each batch whose fate is known.
+    ``payload``: journal the encoded batch (the library, which has no spool); else the messages' ``spool_seq`` runs
+    (the daemon)."""
+
+    __slots__ = ("journal", "payload")
+
+    def __init__(self, journal: Journal, *, payload: bool) -> None:
+        self.journal = journal
+        self.payload = payload
+
+    def sent(self, part: Any, batch: Any) -> None:
+        journal = self.journal
+        if part.journal_id < 0:
+            part.journal_id = journal.new_id()
+        if self.payload:
+            runs: list[tuple[int, int]] = []
+            payload = part.data
+        else:
+            try:
+                seqs = list(map(_SPOOL_SEQ, part.messages))
+            except AttributeError:  # messages without a spool sequence (not the daemon's)
+                seqs = [-1]
+            low = min(seqs)
+            one_run = low >= 0 and max(seqs) - low + 1 == len(seqs)  # distinct sequences spanning their count
+            runs = [(low, len(seqs))] if one_run else runs_of(sorted(seqs))
+            payload = b""
+        identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
+        journal.sent(part.journal_id, batch.tp, identity, batch.count, runs, payload)
+
+    def finished(self, batch: Any) -> None:
+        part = batch.records
+        if part is not None and part.journal_id >= 0:
+            self.journal.finished(part.journal_id, batch.tp, batch.offset)
+
+    def off(self) -> None:
+        self.journal.off()

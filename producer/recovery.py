@@ -1,0 +1,291 @@
+"""Settling the batches an earlier process journaled and did not see acknowledged (bruce.producer.journal), by asking
+the broker what it holds — never by trusting its cache of a producer's last 5 batches (docs/producer.md, "Exactly once
+across restarts").
+
+Rules:
+- Per partition with unsettled batches: the partition's log is read (Fetch) from the highest offset known as
+  acknowledged there (the log start when none is known, or when that offset was deleted) up to the high watermark
+  taken at the first answer; only record batch headers are looked at: producer id, epoch, base sequence. A journaled
+  batch whose identity is found there is **delivered** (stored once: nothing to do).
+- The partition's batches of its newest identity (producer id and epoch) that are not found must be the tail of that
+  identity's sequence on the partition: the broker appends a producer's batches in sequence order, so a found batch
+  after a missing one is a **gap** — logged as an error, and every missing batch of the partition falls back. Without
+  a gap the missing batches are **resent**, in order, with the same producer id and epoch, the first at its original
+  base sequence and each next one right after the previous one (a batch rebuilt with fewer records — messages that
+  were not spooled — shifts the next ones), to the same partition, one at a time (acks=all). An acknowledgement (or
+  DUPLICATE_SEQUENCE_NUMBER: an earlier send of it landed meanwhile) makes it delivered. An error answer
+  (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) makes the log be read again: found
+  now, delivered; else it and the partition's later batches fall back.
+- **Fallback** batches go back to the caller, who sends them as new batches (a new producer id): they were not found
+  in the log, so they are duplicates only if a send of the dead process lands after the read; they are reported as
+  possible duplicates. Batches of an older identity that are not found fall back too (their sequence cannot be
+  continued), as do those the caller cannot rebuild and those left when ``deadline`` passes (brokers unreachable).
+- Bounded: one Fetch of at most 1 MiB at a time (doubled up to 64 MiB while not even one batch fits), the read ends at
+  the high watermark of its first answer, transport failures are retried with the producer's backoff until
+  ``deadline``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bruce.wire import errorcodes
+from bruce.wire.protocol.fetch import FetchPartition, FetchRequest, FetchTopic
+from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from bruce.wire.recordbatch import with_producer_identity
+from bruce.wire.versions import FETCH, PRODUCE
+
+from .config import ProducerConfig
+from .errors import TransportError
+from .journal import JournalEntry, TopicPartition
+from .transport import BrokerConnection, Timeouts, open_connection
+from .views import ProducerViews
+
+log = logging.getLogger("bruce.producer")
+
+FETCH_BYTES = 1 << 20
+MAX_FETCH_BYTES = 64 << 20
+DUPLICATE_SEQUENCE_NUMBER = 46
+_HEAD = struct.Struct(">qi")  # base offset, batch length
+_IDENTITY = struct.Struct(">iqqqhi")  # last offset delta, base/max timestamp, producer id, epoch, base sequence
+_IDENTITY_AT = 23
+Rebuild = Callable[[JournalEntry], bytes | None]  # the batch to resend (any identity stamped), None: cannot
+
+
+class Unsettled(Exception):
+    """A retriable failure while settling (transport, leader moving)."""
+
+
+@dataclass(slots=True)
+class Settlement:
+    """What :func:`settle` decided for each unsettled batch."""
+
+    found: list[JournalEntry] = field(default_factory=list)  # in the log already
+    resent: list[JournalEntry] = field(default_factory=list)  # resent with their identity, acknowledged
+    fallback: list[JournalEntry] = field(default_factory=list)  # for the caller to send again as new
+    acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known acknowledged
+    gaps: int = 0
+
+
+def log_identities(data: bytes, producer_ids: set[int]) -> tuple[dict[tuple[int, int, int], int], int | None]:
+    """The ``(producer id, epoch, base sequence) -> base offset`` of the whole v2 batches in ``data`` written by one of
+    ``producer_ids``, and the offset after the last whole batch (None: no whole batch)."""
+    found: dict[tuple[int, int, int], int] = {}
+    after = None
+    at = 0
+    while at + _HEAD.size <= len(data):
+        base, length = _HEAD.unpack_from(data, at)
+        end = at + _HEAD.size + length
+        if end > len(data) or length < 49:
+            break
+        if data[at + 16] == 2:
+            delta, _, _, pid, epoch, seq = _IDENTITY.unpack_from(data, at + _IDENTITY_AT)
+            if pid in producer_ids:
+                found[(pid, epoch, seq)] = base
+            after = base + delta + 1
+        else:
+            after = base + 1
+        at = end
+    return found, after
+
+
+class Settler:
+    """Settles a :class:`JournalState` through the cluster ``views`` sees (see the module rules)."""
+
+    def __init__(self, views: ProducerViews, config: ProducerConfig, rebuild: Rebuild, *, deadline: float) -> None:
+        self.views = views
+        self.config = config
+        self.rebuild = rebuild
+        self.deadline = deadline  # time.monotonic()
+        self.timeouts = Timeouts(
+            connect=config.connect_timeout_ms / 1000,
+            socket=config.socket_timeout_ms / 1000,
+            request=config.request_timeout_ms / 1000,
+        )
+        self._conns: dict[int, BrokerConnection] = {}
+
+    async def settle(self, entries: list[JournalEntry], acked: dict[TopicPartition, int]) -> Settlement:
+        """Settle ``entries`` (batches sent, not known as acknowledged); ``acked``: per partition the highest offset
+        known as acknowledged (the log is read from there)."""
+        out = Settlement(acked=dict(acked))
+        by_tp: dict[TopicPartition, list[JournalEntry]] = {}
+        for entry in entries:
+            by_tp.setdefault(entry.tp, []).append(entry)
+        try:
+            for tp, entries in by_tp.items():
+                await self._partition(tp, entries, out)
+        finally:
+            for conn in self._conns.values():
+                conn.close()
+        return out
+
+    async def _partition(self, tp: TopicPartition, entries: list[JournalEntry], out: Settlement) -> None:
+        backoff = max(self.config.retry_backoff_ms, 10) / 1000
+        todo = list(entries)
+        while True:
+            try:
+                await self._try_partition(tp, todo, out)
+                return
+            except (Unsettled, TransportError) as e:
+                if time.monotonic() + backoff >= self.deadline:
+                    log.warning("settling %s/%d: %s; %d batches fall back (sent again as new)", *tp, e, len(todo))
+                    out.fallback += todo
+                    return
+                log.info("settling %s/%d: %s; retrying", *tp, e)
+                self._drop_connection(tp)
+                await asyncio.sleep(backoff)
+
+    async def _try_partition(self, tp: TopicPartition, todo: list[JournalEntry], out: Settlement) -> None:
+        """Settle ``todo`` (entries leave it as they are decided, so a retry goes on from where this stopped)."""
+        newest = max(todo, key=lambda e: e.batch_id)
+        current = (newest.producer_id, newest.producer_epoch)
+        start = out.acked.get(tp, -1)
+        in_log = await self._read_log(tp, max(start, 0), {e.producer_id for e in todo})
+        for entry in list(todo):
+            offset = in_log.get((entry.producer_id, entry.producer_epoch, entry.base_sequence))
+            if offset is not None:
+                todo.remove(entry)
+                out.found.append(entry)
+                out.acked[tp] = max(out.acked.get(tp, -1), offset)
+        old = [e for e in todo if (e.producer_id, e.producer_epoch) != current]
+        for entry in old:
+            todo.remove(entry)
+            out.fallback.append(entry)
+        todo.sort(key=lambda e: e.base_sequence)
+        if todo:
+            first = todo[0].base_sequence
+            later = [e for e in out.found if e.tp == tp and (e.producer_id, e.producer_epoch) == current]
+            if any(e.base_sequence > first for e in later):
+                out.gaps += 1
+                log.error(
+                    "settling %s/%d: producer id %d epoch %d has batches in the log after sequence %d, which is not "
+                    "there (a gap: the log lost records, or it is not the log the batches were sent to); %d batches "
+                    "fall back (sent again as new)",
+                    *tp,
+                    *current,
+                    first,
+                    len(todo),
+                )
+                out.fallback += todo
+                todo.clear()
+        sequence = todo[0].base_sequence if todo else 0
+        while todo:
+            entry = todo[0]
+            data = self.rebuild(entry)
+            if data is None:
+                out.fallback += todo
+                todo.clear()
+                return
+            code, offset = await self._produce(tp, entry, data, sequence)
+            if code in (0, DUPLICATE_SEQUENCE_NUMBER):
+                todo.pop(0)
+                out.resent.append(entry)
+                if code == 0:
+                    out.acked[tp] = max(out.acked.get(tp, -1), offset)
+                sequence = (sequence + _count(data)) % 2**31
+                continue
+            error = errorcodes.lookup(code)
+            if error.retriable and not error.name.endswith(("SEQUENCE_NUMBER", "PRODUCER_ID", "PRODUCER_EPOCH")):
+                raise Unsettled(f"produce answered {error}")
+            again = await self._read_log(tp, max(out.acked.get(tp, start), 0), {entry.producer_id})
+            if (entry.producer_id, entry.producer_epoch, sequence) in again:
+                todo.pop(0)
+                out.resent.append(entry)
+                sequence = (sequence + _count(data)) % 2**31
+                continue
+            log.warning(
+                "settling %s/%d: resending sequence %d answered %s and it is not in the log; %d batches fall back "
+                "(sent again as new, possible duplicates)",
+                *tp,
+                sequence,
+                error,
+                len(todo),
+            )
+            out.fallback += todo
+            todo.clear()
+
+    async def _leader(self, tp: TopicPartition) -> BrokerConnection:
+        view = self.views.cluster()
+        leader = None if view is None else view.leader(*tp)
+        if view is None or leader is None:
+            raise Unsettled(f"no leader known for {tp[0]}/{tp[1]}")
+        conn = self._conns.get(leader)
+        if conn is None or not conn.alive:
+            broker = view.brokers[leader]
+            config = self.config
+            conn = await open_connection(
+                broker.host, broker.port, config.client_id or "bruce", self.timeouts, config.protocol,
+                security=config.security,
+            )  # fmt: skip
+            self._conns[leader] = conn
+        return conn
+
+    def _drop_connection(self, tp: TopicPartition) -> None:
+        view = self.views.cluster()
+        leader = None if view is None else view.leader(*tp)
+        conn = self._conns.pop(leader, None) if leader is not None else None
+        if conn is not None:
+            conn.close()
+
+    async def _read_log(self, tp: TopicPartition, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+        """The identities of ``pids``' batches in ``tp``'s log from ``offset`` to the high watermark."""
+        found: dict[tuple[int, int, int], int] = {}
+        end = None
+        max_bytes = FETCH_BYTES
+        while end is None or offset < end:
+            if time.monotonic() >= self.deadline:
+                raise Unsettled("the deadline passed while reading the log")
+            conn = await self._leader(tp)
+            request = FetchRequest(
+                topics=(FetchTopic(tp[0], (FetchPartition(tp[1], offset, max_bytes),)),),
+                max_wait_ms=1,
+                min_bytes=1,
+                max_bytes=max_bytes,
+            )
+            answer = await conn.request(request, conn.versions.version(FETCH))  # type: ignore[union-attr]
+            part = next((p for t in answer.responses for p in t.partitions if p.partition_index == tp[1]), None)
+            if part is None:
+                raise Unsettled("the Fetch answer does not mention the partition")
+            if part.error_code == 1 and part.log_start_offset > offset:  # OFFSET_OUT_OF_RANGE: deleted
+                offset = part.log_start_offset
+                continue
+            if part.error_code:
+                raise Unsettled(f"Fetch answered {errorcodes.lookup(part.error_code)}")
+            if end is None:
+                end = part.high_watermark
+            batches, after = log_identities(part.records or b"", pids)
+            found.update(batches)
+            if after is None or after <= offset:
+                if part.records and max_bytes < MAX_FETCH_BYTES:
+                    max_bytes *= 2
+                    continue
+                break  # nothing more before the high watermark
+            offset = after
+        return found
+
+    async def _produce(self, tp: TopicPartition, entry: JournalEntry, data: bytes, sequence: int) -> tuple[int, int]:
+        conn = await self._leader(tp)
+        data = with_producer_identity(
+            data, producer_id=entry.producer_id, producer_epoch=entry.producer_epoch, base_sequence=sequence
+        )
+        request = ProduceRequest(
+            topic_data=(TopicProduceData(tp[0], (PartitionProduceData(tp[1], data),)),),
+            acks=-1,
+            timeout_ms=self.config.request_timeout_ms,
+        )
+        answer = await conn.request(request, conn.versions.version(PRODUCE))  # type: ignore[union-attr]
+        for t in answer.responses:
+            for p in t.partition_responses:
+                if p.index == tp[1]:
+                    return p.error_code, p.base_offset
+        raise Unsettled("the Produce answer does not mention the partition")
+
+
+def _count(batch: bytes) -> int:
+    """The record count of an encoded v2 batch."""
+    return int.from_bytes(batch[57:61], "big")

@@ -1,0 +1,124 @@
+"""The library's durable idempotence state (``ProducerConfig.state_path``, docs/producer.md "Exactly once across
+restarts") against tansu behind a slow proxy: a producer process is killed with SIGKILL once every message was sent at
+least once but before all were acknowledged; a new producer on the same path settles the batches the dead one left
+(found in the log, or resent with their sequences). confluent-kafka (CRCs on) reads every message back once, each key's
+messages in order. Without the state path the same kill loses the unacknowledged batches' fate: the caller would have
+to send them again, duplicating those already stored."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from netproxy import ThreadedProxy, tansu_behind_proxy
+from readback import read_back
+
+from bruce.producer import Producer, ProducerConfig
+from bruce.producer.state import StateInUse
+
+pytestmark = pytest.mark.e2e
+
+TOTAL = 3000
+KEYS = 5
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from bruce.producer import Producer, ProducerConfig
+
+    async def main(address, topic, state, total):
+        config = ProducerConfig(bootstrap_servers=(address,), state_path=state, linger_ms=2, batch_num_messages=40)
+        producer = Producer(config)
+        await producer.start()
+        for n in range(total):
+            key = b"key-%d" % (n % 5) if n % 2 == 0 else None
+            producer.send(topic, b"%07d" % n, key=key)
+        while producer.counters.get("MsgSent") < total:
+            await asyncio.sleep(0.001)
+        print("acked", producer.counters.get("AckOk"), flush=True)
+        await asyncio.sleep(60)
+
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def slow_tansu() -> Iterator[tuple[Any, ThreadedProxy]]:
+    with tansu_behind_proxy(delay_ms=150) as pair:  # acknowledgements take a while: a kill finds batches in flight
+        yield pair
+
+
+def _kill_when_all_sent(address: str, topic: str, state: Path, cut: ThreadedProxy | None = None) -> int:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, address, topic, str(state), str(TOTAL)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = child.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("acked"), f"the producer process said {line!r}"
+        if cut is not None:
+            cut.cut()  # what the proxy still held never reaches the broker
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+    return int(line.split()[1])
+
+
+def _check(address: str, topic: str) -> None:
+    reads = read_back(address, topic, 3, TOTAL, timeout=60, extra=0.5)
+    numbers = Counter(int(m.value()) for m in reads)
+    assert [n for n in range(TOTAL) if numbers[n] == 0] == [], "lost"
+    assert {n: c for n, c in numbers.items() if c > 1} == {}, "duplicated"
+    by_key: dict[bytes, list[int]] = {}
+    for m in sorted(reads, key=lambda m: (m.partition(), m.offset())):
+        if m.key() is not None:
+            by_key.setdefault(m.key(), []).append(int(m.value()))
+    assert all(seen == sorted(seen) for seen in by_key.values()), "a key's messages out of order"
+
+
+@pytest.mark.parametrize("cut", [False, True], ids=["in-flight", "cut-then-kill"])
+def test_a_killed_producer_s_batches_are_settled_by_the_next_one_on_the_same_state_path(
+    slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path, cut: bool
+) -> None:
+    """``cut``: the connection is cut just before the kill: the batches the proxy held are missing and are resent
+    with their producer id and sequences."""
+    broker, proxy = slow_tansu
+    topic = f"state-kill-{cut}"
+    broker.create_topic(topic, 3)
+    state = tmp_path / "state"
+    acked = _kill_when_all_sent(proxy.address, topic, state, proxy if cut else None)
+    assert acked < TOTAL, "every batch was acknowledged before the kill: nothing to settle"
+
+    async def restart() -> dict[str, int]:
+        async with Producer(ProducerConfig(bootstrap_servers=(proxy.address,), state_path=str(state))) as producer:
+            return {name: producer.counters.get(name) for name in ("JournalFound", "JournalResent", "JournalFallback")}
+
+    counters = asyncio.run(restart())
+    assert counters["JournalFound"] + counters["JournalResent"] == TOTAL - acked
+    assert counters["JournalFallback"] == 0
+    if cut:
+        assert counters["JournalResent"] > 0
+    _check(proxy.address, topic)
+    print(f"\nkilled with {acked} of {TOTAL} acknowledged; the next producer settled: {counters}")
+
+
+def test_one_producer_per_state_path(slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path) -> None:
+    _, proxy = slow_tansu
+    config = ProducerConfig(bootstrap_servers=(proxy.address,), state_path=str(tmp_path / "s"))
+
+    async def two() -> None:
+        async with Producer(config):
+            with pytest.raises(StateInUse, match="in use by another producer"):
+                await Producer(config).start()
+
+    asyncio.run(two())

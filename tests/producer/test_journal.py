@@ -1,0 +1,123 @@
+"""The batch journal (bruce.producer.journal): records read back as written, a torn tail and a damaged record, the
+deletion rule (oldest first, every batch finished, and with a spool: its messages gone), the OFF mark."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bruce.producer.journal import FILE_BYTES, Journal, journal_files, read_journal, runs_of
+
+
+def _journal(directory: Path, **kwargs: object) -> Journal:
+    journal = Journal(directory, **kwargs)  # type: ignore[arg-type]
+    journal.open()
+    return journal
+
+
+def test_runs_of_groups_consecutive_sequences_and_leaves_out_unspooled_ones() -> None:
+    assert runs_of([5, 6, 7, -1, 9, 10, 3]) == [(5, 3), (9, 2), (3, 1)]
+    assert runs_of([-1, -1]) == []
+
+
+def test_records_read_back_with_their_fates_and_the_offsets_acknowledged(tmp_path: Path) -> None:
+    j = _journal(tmp_path)
+    j.sent(0, ("t", 0), (7, 0, 0), 3, [(100, 3)])
+    j.sent(1, ("t", 0), (7, 0, 3), 2, [(103, 2)])
+    j.sent(2, ("t", 1), (7, 0, 0), 1, [(105, 1)], b"payload")
+    j.finished(0, ("t", 0), 40)
+    j.finished(2, ("t", 1), -1)
+    state = read_journal(tmp_path)
+    assert [(e.batch_id, e.finished) for e in state.entries] == [(0, 40), (1, None), (2, -1)]
+    second = state.entries[1]
+    assert (second.producer_id, second.producer_epoch, second.base_sequence, second.count) == (7, 0, 3, 2)
+    assert second.known_offset == -1 and list(second.sequences()) == [103, 104]  # sent before 0's acknowledgement
+    assert state.entries[2].payload == b"payload" and not state.entries[2].acknowledged
+    assert state.acked == {("t", 0): 40}
+    assert state.complete and state.next_id == 3 and state.next_file == 1
+    j.sent(3, ("t", 0), (7, 0, 5), 1, [(106, 1)])
+    assert read_journal(tmp_path).entries[-1].known_offset == 40  # it can only be stored after offset 40
+
+
+def test_a_renumbered_batch_keeps_its_latest_identity(tmp_path: Path) -> None:
+    j = _journal(tmp_path)
+    j.sent(0, ("t", 0), (7, 0, 5), 2, [(1, 2)])
+    j.sent(0, ("t", 0), (7, 1, 0), 2, [(1, 2)])
+    (entry,) = read_journal(tmp_path).entries
+    assert (entry.producer_epoch, entry.base_sequence) == (1, 0)
+
+
+def test_a_torn_tail_is_the_end_and_a_damaged_record_is_counted(tmp_path: Path) -> None:
+    j = _journal(tmp_path)
+    for bid in range(3):
+        j.sent(bid, ("t", 0), (7, 0, bid), 1, [(bid, 1)])
+    (_, path) = journal_files(tmp_path)[0]
+    data = path.read_bytes()
+    path.write_bytes(data[:-5])  # the last record cut by a crash
+    state = read_journal(tmp_path)
+    assert [e.batch_id for e in state.entries] == [0, 1] and state.damaged == 0
+    damaged = bytearray(data)
+    damaged[8 + 12] ^= 0xFF  # a flipped bit in the first record's body
+    path.write_bytes(bytes(damaged))
+    state = read_journal(tmp_path)
+    assert state.entries == [] and state.damaged == 1 and not state.complete
+
+
+def test_files_go_oldest_first_once_their_batches_are_finished(tmp_path: Path) -> None:
+    j = _journal(tmp_path, file_bytes=200)
+    for bid in range(6):
+        j.sent(bid, ("t", 0), (7, 0, bid), 1, [(bid, 1)])
+    files = [n for n, _ in journal_files(tmp_path)]
+    assert len(files) > 2
+    j.finished(1, ("t", 0), 1)  # a batch of the first file: the file still has open ones
+    assert journal_files(tmp_path)[0][0] == files[0]
+    for bid in (0, 2, 3, 4, 5):
+        j.finished(bid, ("t", 0), bid)
+    assert [n for n, _ in journal_files(tmp_path)] == [j._active]  # only the active one is left
+
+
+def test_with_a_spool_a_file_stays_until_its_messages_left_the_spool(tmp_path: Path) -> None:
+    held = [0]
+    j = _journal(tmp_path, file_bytes=120, held_from=lambda: held[0])
+    j.sent(0, ("t", 0), (7, 0, 0), 10, [(0, 10)])
+    j.sent(1, ("t", 0), (7, 0, 10), 10, [(10, 10)])
+    j.finished(0, ("t", 0), 0)
+    j.finished(1, ("t", 0), 10)
+    first = journal_files(tmp_path)[0][0]
+    assert first == 0  # finished, but the spool still holds sequences 0-9
+    held[0] = 10
+    j.delete_settled()
+    assert journal_files(tmp_path)[0][0] != 0
+
+
+def test_a_clean_close_leaves_a_mark_and_off_is_remembered(tmp_path: Path) -> None:
+    j = _journal(tmp_path)
+    j.sent(0, ("t", 0), (7, 0, 0), 1, [(0, 1)])
+    j.finished(0, ("t", 0), 3)
+    j.close()
+    state = read_journal(tmp_path)
+    assert journal_files(tmp_path) and state.complete
+    k = Journal(tmp_path, next_id=state.next_id, next_file=state.next_file)
+    k.open(old=state.files)
+    k.off()
+    assert not read_journal(tmp_path).complete
+    assert FILE_BYTES >= 1 << 20
+
+
+def test_sync_soon_syncs_in_the_background_once_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
+    j = _journal(tmp_path)
+    j.sync_soon()  # nothing written since the file was made: nothing to sync
+    j.sent(0, ("t", 0), (7, 0, 0), 1, [(0, 1)])
+    j.sync_soon()
+    assert j._syncing is not None
+    j._syncing.result(5)  # in the sync thread, on a duplicate descriptor
+    assert len(synced) == 1
+    j.sync_soon()  # nothing new: reaps the finished sync, starts none
+    assert j._syncing is None and len(synced) == 1
+    j.close()
+    assert read_journal(tmp_path).entries[0].batch_id == 0

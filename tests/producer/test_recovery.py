@@ -1,0 +1,96 @@
+"""Settling's decisions (bruce.producer.recovery) with the log and the broker's answers scripted: the cases a real
+broker hardly ever shows on demand (a send of the dead process landing during the settling, a broker that stays
+unreachable). The log reading and resending themselves run against tansu in tests/e2e/test_settle_tansu.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from bruce.producer.acks import Failure
+from bruce.producer.config import ProducerConfig
+from bruce.producer.errors import TransportError
+from bruce.producer.journal import JournalEntry
+from bruce.producer.recovery import Settler, log_identities
+from bruce.wire.recordbatch import build_record_batch, with_producer_identity
+
+TP = ("t", 0)
+
+
+def _entry(bid: int, base: int, count: int = 1) -> JournalEntry:
+    data = build_record_batch([(None, b"v%d" % i, 0, ()) for i in range(count)])
+    return JournalEntry(bid, 9, 0, "t", 0, base, count, -1, [], data)
+
+
+class Scripted(Settler):
+    """A settler whose log and produce answers are scripted."""
+
+    def __init__(self, logs: list[dict[tuple[int, int, int], int]], answers: list[int | Exception], **kw: Any) -> None:
+        config = ProducerConfig(retry_backoff_ms=10)
+        super().__init__(None, config, lambda e: e.payload, deadline=time.monotonic() + kw.get("deadline", 5))  # type: ignore[arg-type]
+        self.logs, self.answers, self.sent = logs, answers, []  # type: ignore[var-annotated]
+
+    async def _read_log(self, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+        return self.logs.pop(0) if len(self.logs) > 1 else self.logs[0]
+
+    async def _produce(self, tp: Any, entry: JournalEntry, data: bytes, sequence: int) -> tuple[int, int]:
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        self.sent.append((entry.batch_id, sequence))
+        return answer, 100 + sequence
+
+    def _drop_connection(self, tp: Any) -> None:
+        pass
+
+
+def test_a_send_of_the_dead_process_landing_during_the_settling_is_found_on_the_second_read() -> None:
+    """The resend is answered OUT_OF_ORDER_SEQUENCE_NUMBER because the dead process's own send of that batch landed
+    after the first read (the broker moved on): the log is read again, the batch is there — delivered, not resent
+    as new."""
+    settler = Scripted([{}, {(9, 0, 4): 77}], [45])
+    out = asyncio.run(settler.settle([_entry(1, 4)], {}))
+    assert [e.batch_id for e in out.resent] == [1] and out.fallback == []
+
+
+def test_a_refused_resend_not_in_the_log_falls_back_with_the_batches_after_it() -> None:
+    settler = Scripted([{}], [0, 59])
+    out = asyncio.run(settler.settle([_entry(1, 0, 2), _entry(2, 2), _entry(3, 3)], {}))
+    assert settler.sent == [(1, 0), (2, 2)]  # the second is refused (UNKNOWN_PRODUCER_ID); the third not tried
+    assert [e.batch_id for e in out.resent] == [1]
+    assert [e.batch_id for e in out.fallback] == [2, 3]
+    assert out.acked == {TP: 100}
+
+
+def test_resends_follow_each_other_from_the_first_missing_sequence() -> None:
+    settler = Scripted([{(9, 0, 0): 5}], [0, 46])
+    out = asyncio.run(settler.settle([_entry(1, 0, 3), _entry(2, 3, 2), _entry(3, 5)], {}))
+    assert [e.batch_id for e in out.found] == [1]
+    assert settler.sent == [(2, 3), (3, 5)]  # the second answered DUPLICATE_SEQUENCE_NUMBER: stored already
+    assert [e.batch_id for e in out.resent] == [2, 3]
+
+
+def test_an_unreachable_broker_ends_at_the_deadline_and_everything_falls_back() -> None:
+    class Down(Scripted):
+        async def _read_log(self, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+            raise TransportError("cannot connect", reason=Failure.CONNECT_FAIL)
+
+    settler = Down([{}], [], deadline=0.2)
+    begun = time.monotonic()
+    out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
+    assert [e.batch_id for e in out.fallback] == [1, 2]
+    assert time.monotonic() - begun < 2
+
+
+def test_log_identities_reads_whole_batches_of_the_producers_asked_about() -> None:
+    one = with_producer_identity(
+        build_record_batch([(None, b"a", 0, ())]), producer_id=9, producer_epoch=2, base_sequence=7
+    )
+    other = with_producer_identity(
+        build_record_batch([(None, b"b", 0, ())]), producer_id=5, producer_epoch=0, base_sequence=0
+    )
+    at = bytearray(one)
+    at[0:8] = (40).to_bytes(8, "big")  # base offset 40
+    found, after = log_identities(bytes(at) + other + one[:20], {9})
+    assert found == {(9, 2, 7): 40} and after == 1  # the second batch's offset 0 + 1; the partial third is ignored
