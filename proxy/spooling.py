@@ -4,9 +4,11 @@ Rules:
 - :func:`spool_config` turns the ``--spool_*`` options into a :class:`~bruce.proxy.spool.SpoolConfig` (None: no
   spool, Bruce's behaviour). Opening is the daemon's (``Spool.open`` raises only ``SpoolLocked``).
 - :class:`Replay` hands what earlier runs left in the spool to the router, before new input is read: each record
-  becomes a :class:`~bruce.proxy.message.Message` with its ``spool_seq``, reported as a possible duplicate (it may
-  have been delivered before the crash: the discard report's ``possible_duplicate_topic`` and the discard log, where
-  Bruce reports resends; the message's own flag stays off so it can be packed like a fresh one). It is counted as
+  becomes a :class:`~bruce.proxy.message.Message` with its ``spool_seq``. A record the batch journal settled as
+  delivered is marked done and not sent (``SpoolSettled``); one it cannot vouch for (no journal, or sent before the
+  crash and not settled) is reported as a possible duplicate (``SpoolReplayedPossibleDuplicate``; the discard
+  report's ``possible_duplicate_topic`` and the discard log, where Bruce reports resends; the message's own flag stays
+  off so it can be packed like a fresh one). It is counted as
   received (``received``, an input of the accounting; ``MsgCreate``) and reserves its charge in the budget like any
   message; when the budget is full, replay waits for room (it pulls the spool's iterator one burst at a time), so a
   spool larger than memory replays at the brokers' pace. A stop request ends replay: what was not handed out stays in
@@ -159,6 +161,8 @@ class Replay:
                 break
         if self.settled:
             self.counters.inc("SpoolSettled", self.settled)
+        if self.possible_duplicates:
+            self.counters.inc("SpoolReplayedPossibleDuplicate", self.possible_duplicates)
         return handed
 
 
