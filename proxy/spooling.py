@@ -42,6 +42,7 @@ from bruce.producer.reasons import DiscardReason
 
 from .budget import MessageBudget
 from .config import Options
+from .intake_burst import TOPIC_CACHE_SIZE
 from .message import Message
 from .outcomes import Outcomes
 from .spool import FullPolicy, Spool, SpoolConfig
@@ -66,6 +67,21 @@ GAUGES = {
     "SpoolHeldOnDisk": "Messages held on disk only (no room in the memory budget): read back in order when there is.",
     "SpoolDegraded": "1 after a spool disk error: memory-only until restart (the log says why).",
 }
+
+
+class _TopicNames:
+    """Topic names decoded once per distinct name, at most TOPIC_CACHE_SIZE kept (cleared when full), as the intake."""
+
+    def __init__(self) -> None:
+        self._names: dict[bytes, str] = {}
+
+    def __call__(self, raw: bytes) -> str:
+        topic = self._names.get(raw)
+        if topic is None:
+            if len(self._names) >= TOPIC_CACHE_SIZE:
+                self._names.clear()
+            topic = self._names[raw] = raw.decode("utf-8", "surrogateescape")
+        return topic
 
 
 def spool_config(options: Options) -> SpoolConfig | None:
@@ -130,7 +146,7 @@ class Replay:
         handed = 0
         reserve = self.budget.try_reserve
         duplicate = self.outcomes.tracker.record_possible_duplicate
-        topics: dict[bytes, str] = {}
+        topic_of = _TopicNames()
         verdict = await self.settle() if self.settle is not None else None
         bursts: Iterator = self.spool.replay()
         for burst in bursts:
@@ -140,9 +156,7 @@ class Replay:
                     self.spool.done_run(record.sequence, 1)
                     self.settled += 1
                     continue
-                topic = topics.get(record.topic)
-                if topic is None:
-                    topic = topics[record.topic] = record.topic.decode("utf-8", "surrogateescape")
+                topic = topic_of(record.topic)
                 msg = Message(topic, record.key, record.value, record.timestamp, record.partition_key, now)
                 msg.spool_seq = record.sequence
                 while not reserve(msg.charge):
@@ -176,7 +190,7 @@ class DiskBacklog:
         self.outcomes = outcomes
         self.counters = counters
         self.routed = 0
-        self._topics: dict[bytes, str] = {}
+        self._topic = _TopicNames()
         self._wake = asyncio.Event()
         self._room = asyncio.Event()
         self.cursor.on_behind = self._wake.set
@@ -185,14 +199,6 @@ class DiskBacklog:
     def _on_lost(self, count: int) -> None:
         for _ in range(count):
             self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)  # type: ignore[arg-type]
-
-    def _topic(self, raw: bytes) -> str:
-        topic = self._topics.get(raw)
-        if topic is None:
-            if len(self._topics) >= 4096:
-                self._topics.clear()
-            topic = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
-        return topic
 
     async def run(self) -> None:
         """Route the records held on disk only as the budget makes room, in order; runs until cancelled."""
