@@ -23,8 +23,8 @@ Rules:
   stop the daemon waits (within its shutdown deadline) until :meth:`DiskBacklog.caught_up`; then
   :meth:`DiskBacklog.settle` counts what is left as kept (``Outcomes.kept``, not discarded): not marked done, it
   stays in the spool for the next start.
-- :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
-  ``/metrics``.
+- :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/metrics`` and the front
+  page.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Rules:
 - Shown only when the spool's gauges are there (the daemon runs with a spool); empty text otherwise.
-- Reads only the spool's gauges (``/metrics``) and counters (``/counters``, location ``bruce.proxy.spool``); every
+- Reads only the spool's gauges and counters (``/metrics``; the spool's set is ``bruce.proxy.spool``); every
   value goes through the page's ``value`` function (provenance attributes, escaping: see
   :mod:`bruce.proxy.status.dashboard`). The oldest age is ``derived:spool_oldest_s`` (``SpoolOldestMs`` in seconds).
 - Of the records replayed at start, the batch journal settled some as delivered (not sent again); the others it
