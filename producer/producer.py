@@ -1,18 +1,6 @@
 """The public producer: ``Producer`` for library users and tools, plus the batch-level entry points of the daemon.
 
 Rules:
-- ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
-  once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`UsageError` for bad arguments). No future and no task is
-  created per message.
-- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
-  ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
-  murmur2 by default, as Java's clients); an explicit partition is used as given.
-- A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
-  ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
-  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
-  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
-- ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
-  every value's fate (no handle or future per value).
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
   sent to an unknown topic).
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
@@ -29,8 +17,9 @@ Rules:
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
-- Queueing (``send``, ``send_many``, the daemon's ``submit``, sealing and linger) is :mod:`bruce.producer.sending`; the
-  cluster view's side (``ready``, new views, refusals, the daemon's queries) is :mod:`bruce.producer.views`.
+- Queueing (``send``, ``send_many``, the daemon's ``submit``, sealing and linger) and its rules are
+  :mod:`bruce.producer.sending`; the cluster view's side (``ready``, new views, refusals, the daemon's queries) is
+  :mod:`bruce.producer.views`.
 """
 
 from __future__ import annotations

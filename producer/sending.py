@@ -3,13 +3,19 @@
 Rules:
 - A mixin of ``Producer``: it reads and updates the producer's state (dispatcher, open batches, linger timer, queue
   limits) and holds none of its own; every method runs in the event loop's thread, never blocks and never awaits.
-- ``send`` queues one message and returns it as its handle, or raises at once (:class:`QueueFull`,
-  :class:`ProducerClosed`, :class:`MessageTooLarge`, :class:`UsageError`) and queues nothing. No future and no task
-  per message.
-- ``send_many`` queues many values, all or none, as chunks ready at once; ``submit`` is the daemon's batch entry
-  point (no queue limits: the daemon has its own memory budget).
-- A batch is sealed when full (``batch_num_messages``, or one more message would pass the byte limits), when its
-  first message is ``linger_ms`` old, or on flush; a full batch of messages nobody else holds becomes a chunk.
+- ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
+  once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`MessageTooLarge`, :class:`UsageError` for bad
+  arguments) and queues nothing. No future and no task is created per message.
+- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
+  ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
+  murmur2 by default, as Java's clients); an explicit partition is used as given.
+- A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
+  ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
+  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
+  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
+- ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
+  every value's fate (no handle or future per value). ``submit`` is the daemon's entry point for a ready batch
+  (no queue limits: the daemon has its own memory budget).
 """
 
 from __future__ import annotations
