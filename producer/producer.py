@@ -1,18 +1,6 @@
 """The public producer: ``Producer`` for library users and tools, plus the batch-level entry points of the daemon.
 
 Rules:
-- ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
-  once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`UsageError` for bad arguments). No future and no task is
-  created per message.
-- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
-  ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
-  murmur2 by default, as Java's clients); an explicit partition is used as given.
-- A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
-  ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
-  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
-  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
-- ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
-  every value's fate (no handle or future per value).
 - :meth:`Producer.create_topic` is Bruce's topic auto-creation (also used, with ``topic_autocreate``, for messages
   sent to an unknown topic).
 - Long-lived work (senders, metadata refresh, pause, topic auto-creation) runs in one ``asyncio.TaskGroup``: a task
@@ -29,7 +17,9 @@ Rules:
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
-- The cluster view's side (``ready``, new views, refusals, the daemon's queries) is :mod:`bruce.producer.views`.
+- Queueing (``send``, ``send_many``, the daemon's ``submit``, sealing and linger) and its rules are
+  :mod:`bruce.producer.sending`; the cluster view's side (``ready``, new views, refusals, the daemon's queries) is
+  :mod:`bruce.producer.views`.
 """
 
 from __future__ import annotations
@@ -37,9 +27,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
-import time
 from collections import deque
-from collections.abc import Sequence
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -47,32 +35,22 @@ from bruce.wire.errors import UsageError
 from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .backoff import PauseBackoff
-from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
-from .errors import MessageTooLarge, ProducerClosed, QueueFull
+from .errors import ProducerClosed
 from .expiry import expire_loop
 from .journal import PartJournal
-from .message import (
-    Message,
-    OutcomeSink,
-    check_bytes,
-    check_headers,
-    check_partition,
-    check_partition_key,
-    check_timestamp,
-    check_topic,
-    timestamps_in_range,
-)
+from .message import OutcomeSink
 from .metadata import MetadataFetcher
 from .partitioner import AnyPartitionCycle, key_to_partition_key
 from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
-from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, RECORD_OVERHEAD, Compression, CompressionPolicy
+from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, Compression, CompressionPolicy
 from .security import client_context
 from .sender import Sender
+from .sending import ProducerSending
 from .sequencing import log_idempotence_off
 from .state import ProducerState
 from .topics import TopicCreator
@@ -81,11 +59,8 @@ from .transport import Timeouts
 from .trouble import BrokerTrouble
 from .views import ProducerViews
 
-_time_ns = time.time_ns
-_new = object.__new__
 
-
-class Producer(ProducerViews, TransactionalApi):
+class Producer(ProducerSending, ProducerViews, TransactionalApi):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -277,222 +252,6 @@ class Producer(ProducerViews, TransactionalApi):
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""
         await self.close(deadline, DiscardReason.SERVER_SHUTDOWN)
 
-    # ---------------------------------------------------------------- sending
-
-    def send(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None = None,
-        partition: int | None = None,
-        timestamp: int | None = None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
-        *,
-        partition_key: int | None = None,
-    ) -> Message:
-        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
-
-        Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
-        not, modulo all partitions, moving on to the next available one); else the key through the configured
-        ``partitioner`` (murmur2 by default: where Java's clients put it) the same way; else any partition. A bad
-        argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
-        raises :class:`UsageError` and queues nothing."""
-        d = self._dispatcher
-        if d.held_messages >= self._max_messages or not self._accepting:
-            self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
-        if type(topic) is not str:
-            check_topic(topic)
-        if type(value) is not bytes and value is not None:
-            check_bytes(value, "value")
-        if key is None and partition is None and partition_key is None:  # the usual case, checked once
-            pkey, pinned = self._null_key, False
-            size = len(value) if value else 0
-        else:
-            if key is not None and type(key) is not bytes:
-                check_bytes(key, "key")
-            if partition is not None:
-                if partition_key is not None or type(partition) is not int or partition < 0:
-                    check_partition(partition, partition_key)
-                pkey, pinned = partition, True
-            elif partition_key is not None:
-                check_partition_key(partition_key)
-                pkey, pinned = partition_key, False
-            else:
-                pkey, pinned = key_to_partition_key(key, self._partitioner), False
-            size = (len(key) if key else 0) + (len(value) if value else 0)
-        if size > self._max_size:
-            self._too_large(size)
-        if timestamp is None:
-            timestamp = _time_ns() // 1_000_000
-            if timestamp == self._last_ms:
-                timestamp = self._last_ms  # one int object per millisecond, shared: less to hold and to walk
-            else:
-                self._last_ms = timestamp
-        else:
-            check_timestamp(timestamp)
-        if headers is not None:
-            check_headers(headers)
-        if d.held_bytes + size > self._max_bytes:
-            self._refuse(f"{d.held_bytes} bytes held (queue_buffering_max_kbytes)")
-        # Message(key, value, timestamp, headers, pkey, pinned): every slot set as __init__ sets it, without the call
-        m = _new(Message)
-        m.key = key
-        m.value = value
-        m.timestamp = timestamp
-        m.headers = headers
-        m.partition_key = pkey
-        m.pinned = pinned
-        m.size = size
-        m.attempts = 0
-        m.possible_duplicate = False
-        m.partition = -1
-        m._fate = None
-        d.accepted += 1
-        d.held_messages += 1
-        d.held_bytes += size
-        if pkey is None:
-            pq = d.sticky.get(topic) or d.next_sticky(topic)
-            if pq is None:
-                d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
-                return m
-            if key is not None or headers is not None:
-                self._mixed.add(pq)
-        else:
-            pq = d.keyed_queue(topic, m)
-            if pq is None:
-                return m  # held or discarded by keyed_queue
-            self._mixed.add(pq)
-        open_batch = pq.open
-        if not open_batch:
-            pq.open_since = since = self._loop.time()
-            self._lingering.append((since, pq))
-            if self._linger_timer is None:
-                self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
-        open_batch.append(m)
-        pq.open_bytes = held = pq.open_bytes + size
-        # Full at batch_num_messages, or when one more message like this one would not fit (see _chunk_bytes).
-        if (
-            len(open_batch) >= self._batch_messages
-            or held + (len(open_batch) + 1) * RECORD_OVERHEAD + size > self._chunk_bytes
-        ):
-            self._seal(pq, True)
-        return m
-
-    def send_many(
-        self,
-        topic: str,
-        values: Sequence[bytes | None],
-        keys: Sequence[bytes | None] | None = None,
-        *,
-        partition: int | None = None,
-        timestamp: int | None = None,
-    ) -> Bulk:
-        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
-        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
-
-        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
-        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
-        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
-        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
-        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
-        d = self._dispatcher
-        count = len(values)
-        if d.held_messages + count > self._max_messages or not self._accepting:
-            self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
-        if type(topic) is not str:
-            check_topic(topic)
-        sizes, size = measure(values, keys)
-        biggest = max(sizes, default=0) if keys is None else max(map(_with_key, sizes, keys), default=0)
-        if biggest > self._max_size:
-            self._too_large(biggest)
-        if partition is not None:
-            check_partition(partition, None)
-        if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
-        else:
-            check_timestamp(timestamp)
-        if d.held_bytes + size > self._max_bytes:
-            self._refuse(f"{d.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
-        if not count:
-            return Bulk([], 0)
-        info = d.topic_info(topic)
-        if keys is not None or info is None:  # per-value routing, or held until the topic is known: messages now
-            messages = messages_of(values, keys, timestamp, partition, self._partitioner)
-            chunk = Chunk.of(messages)
-            self.submit(topic, messages)
-            return Bulk([chunk], count)
-        d.accepted += count
-        d.held_messages += count
-        d.held_bytes += size
-        limits = (self._batch_messages, self._chunk_bytes)
-        chunks = queue_chunks(d, topic, info, values, sizes, timestamp, partition, *limits, self._seal_open)
-        return Bulk(chunks, count)
-
-    def _seal_open(self, pq: PartitionQueue) -> None:
-        """Seal ``pq``'s open batch before others are queued behind it (``send_many``)."""
-        self._seal(pq, False)
-
-    def _seal(self, pq: PartitionQueue, full: bool) -> None:
-        """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch that holds the only
-        reference to each of its messages (their callers kept no handle), all keyless, without headers or partition,
-        is kept as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage
-        collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
-        holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
-        chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
-        plain = pq not in self._mixed  # every message keyless, without headers or partition (send keeps _mixed)
-        self._mixed.discard(pq)
-        if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
-            chunk = chunk_of_unheld(pq.open, pq.open_bytes)
-            if chunk is not None:
-                pq.open = chunk  # type: ignore[assignment]
-        self._dispatcher.seal(pq)
-
-    def _too_large(self, size: int) -> None:
-        limit = self.config.message_max_bytes
-        self.counters.inc("MsgSizeTooLarge")
-        raise MessageTooLarge(
-            f"MSG_SIZE_TOO_LARGE: {size} bytes of key and value cannot fit message_max_bytes ({limit}) with the "
-            f"{limit - self._max_size} bytes a message takes besides them"
-        )
-
-    def _refuse(self, detail: str) -> None:
-        if not self._accepting and self._txn is not None and self._group is not None:
-            self._txn.refuse()  # raises: outside a transaction, or the transaction failed
-        if not self._accepting:
-            raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
-        self.counters.inc("QueueFull")
-        raise QueueFull(detail)
-
-    def submit(self, topic: str, messages: list[Message]) -> None:
-        """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
-        (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
-        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
-        :class:`ProducerClosed` before taking any message when the producer is not accepting."""
-        if not self._accepting:
-            raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
-        d = self._dispatcher
-        d.admit(messages)
-        if not timestamps_in_range(messages):
-            messages = d.discard_bad_timestamps(topic, messages)
-        if messages:
-            d.route(topic, messages)
-
-    def _linger_expired(self) -> None:
-        """Seal every open batch whose first message is ``linger_ms`` old; wake again for the next one. An entry whose
-        batch was sealed meanwhile (full, or flushed) is dropped when its time comes."""
-        self._linger_timer = None
-        now = self._loop.time()
-        lingering = self._lingering
-        linger = self._linger
-        while lingering:
-            since, pq = lingering[0]
-            if since + linger > now:
-                self._linger_timer = self._loop.call_at(since + linger, self._linger_expired)
-                return
-            lingering.popleft()
-            if pq.open_since == since:
-                self._seal(pq, False)
-
     # ---------------------------------------------------------------- topics
 
     async def create_topic(self, topic: str) -> DiscardReason | None:
@@ -538,7 +297,3 @@ class Producer(ProducerViews, TransactionalApi):
         drained, self._drained_future = self._drained_future, None
         if drained is not None and not drained.done():
             drained.set_result(None)
-
-
-def _with_key(size: int, key: bytes | None) -> int:
-    return size + (len(key) if key else 0)

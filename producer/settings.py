@@ -2,9 +2,11 @@
 
 Rules:
 - :data:`SETTINGS` has one :class:`Setting` per :class:`~bruce.producer.ProducerConfig` field (its name is the
-  field's), saying what values it takes. :func:`read` turns a value given any way (a Python value, a text from a
-  command line, a TOML or XML file or a Spark option) into the field's value, or raises :class:`ConfigError` naming
-  the setting. Every way in goes through it, so every way in accepts and refuses the same values.
+  field's), saying what values it takes; but ``bootstrap_servers`` (read by :mod:`bruce.producer.config`, which knows
+  the listener prefixes) and ``security`` (:mod:`bruce.producer.security`'s table). :func:`read` turns a value given
+  any way (a Python value, a text from a command line, a TOML or XML file or a Spark option) into the field's value,
+  or raises :class:`ConfigError` naming the setting. Every way in goes through it, so every way in accepts and
+  refuses the same values.
 - Texts are read as librdkafka reads its string properties: integers in decimal (``"5"``), booleans as ``true`` or
   ``false`` (any case), ``acks`` also as ``all``. A float, a bool where a number is wanted, ``None`` (except for the
   settings whose default is ``None``), bytes or any other type is refused.

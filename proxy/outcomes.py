@@ -13,7 +13,7 @@ Rules:
   flight`` — holds whenever the event loop is between callbacks: ``received`` is what the inputs read
   (:meth:`Outcomes.add_input`), ``in flight`` is what holds a budget reservation plus what the inputs hold on disk only
   (the spool's cursor: ``SpoolHeldOnDisk``). :meth:`Outcomes.snapshot` reads the four numbers together;
-  :class:`AccountingCounters` shows the totals on ``/counters`` and ``/metrics`` (``MsgReceived``, ``MsgDelivered``,
+  :class:`AccountingCounters` shows the totals on ``/metrics`` and the front page (``MsgReceived``, ``MsgDelivered``,
   ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
   ``MsgCreate - MsgDestroy`` (plus ``SpoolHeldOnDisk``) beside them (and the ``MsgInFlight`` gauge).
 - With the durable spool (``spool``), every fate marks the message done there (its ``spool_seq``), so the spool

@@ -4,9 +4,11 @@ Rules:
 - :func:`spool_config` turns the ``--spool_*`` options into a :class:`~bruce.proxy.spool.SpoolConfig` (None: no
   spool, Bruce's behaviour). Opening is the daemon's (``Spool.open`` raises only ``SpoolLocked``).
 - :class:`Replay` hands what earlier runs left in the spool to the router, before new input is read: each record
-  becomes a :class:`~bruce.proxy.message.Message` with its ``spool_seq``, reported as a possible duplicate (it may
-  have been delivered before the crash: the discard report's ``possible_duplicate_topic`` and the discard log, where
-  Bruce reports resends; the message's own flag stays off so it can be packed like a fresh one). It is counted as
+  becomes a :class:`~bruce.proxy.message.Message` with its ``spool_seq``. A record the batch journal settled as
+  delivered is marked done and not sent (``SpoolSettled``); one it cannot vouch for (no journal, or sent before the
+  crash and not settled) is reported as a possible duplicate (``SpoolReplayedPossibleDuplicate``; the discard
+  report's ``possible_duplicate_topic`` and the discard log, where Bruce reports resends; the message's own flag stays
+  off so it can be packed like a fresh one). It is counted as
   received (``received``, an input of the accounting; ``MsgCreate``) and reserves its charge in the budget like any
   message; when the budget is full, replay waits for room (it pulls the spool's iterator one burst at a time), so a
   spool larger than memory replays at the brokers' pace. A stop request ends replay: what was not handed out stays in
@@ -21,8 +23,8 @@ Rules:
   stop the daemon waits (within its shutdown deadline) until :meth:`DiskBacklog.caught_up`; then
   :meth:`DiskBacklog.settle` counts what is left as kept (``Outcomes.kept``, not discarded): not marked done, it
   stays in the spool for the next start.
-- :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/counters`` and
-  ``/metrics``.
+- :class:`SpoolStatus` gives the spool's counters (``bruce.proxy.spool``) and gauges for ``/metrics`` and the front
+  page.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from bruce.producer.reasons import DiscardReason
 
 from .budget import MessageBudget
 from .config import Options
+from .intake_burst import TOPIC_CACHE_SIZE
 from .message import Message
 from .outcomes import Outcomes
 from .spool import FullPolicy, Spool, SpoolConfig
@@ -64,6 +67,21 @@ GAUGES = {
     "SpoolHeldOnDisk": "Messages held on disk only (no room in the memory budget): read back in order when there is.",
     "SpoolDegraded": "1 after a spool disk error: memory-only until restart (the log says why).",
 }
+
+
+class _TopicNames:
+    """Topic names decoded once per distinct name, at most TOPIC_CACHE_SIZE kept (cleared when full), as the intake."""
+
+    def __init__(self) -> None:
+        self._names: dict[bytes, str] = {}
+
+    def __call__(self, raw: bytes) -> str:
+        topic = self._names.get(raw)
+        if topic is None:
+            if len(self._names) >= TOPIC_CACHE_SIZE:
+                self._names.clear()
+            topic = self._names[raw] = raw.decode("utf-8", "surrogateescape")
+        return topic
 
 
 def spool_config(options: Options) -> SpoolConfig | None:
@@ -128,7 +146,7 @@ class Replay:
         handed = 0
         reserve = self.budget.try_reserve
         duplicate = self.outcomes.tracker.record_possible_duplicate
-        topics: dict[bytes, str] = {}
+        topic_of = _TopicNames()
         verdict = await self.settle() if self.settle is not None else None
         bursts: Iterator = self.spool.replay()
         for burst in bursts:
@@ -138,9 +156,7 @@ class Replay:
                     self.spool.done_run(record.sequence, 1)
                     self.settled += 1
                     continue
-                topic = topics.get(record.topic)
-                if topic is None:
-                    topic = topics[record.topic] = record.topic.decode("utf-8", "surrogateescape")
+                topic = topic_of(record.topic)
                 msg = Message(topic, record.key, record.value, record.timestamp, record.partition_key, now)
                 msg.spool_seq = record.sequence
                 while not reserve(msg.charge):
@@ -159,6 +175,8 @@ class Replay:
                 break
         if self.settled:
             self.counters.inc("SpoolSettled", self.settled)
+        if self.possible_duplicates:
+            self.counters.inc("SpoolReplayedPossibleDuplicate", self.possible_duplicates)
         return handed
 
 
@@ -172,7 +190,7 @@ class DiskBacklog:
         self.outcomes = outcomes
         self.counters = counters
         self.routed = 0
-        self._topics: dict[bytes, str] = {}
+        self._topic = _TopicNames()
         self._wake = asyncio.Event()
         self._room = asyncio.Event()
         self.cursor.on_behind = self._wake.set
@@ -181,14 +199,6 @@ class DiskBacklog:
     def _on_lost(self, count: int) -> None:
         for _ in range(count):
             self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)  # type: ignore[arg-type]
-
-    def _topic(self, raw: bytes) -> str:
-        topic = self._topics.get(raw)
-        if topic is None:
-            if len(self._topics) >= 4096:
-                self._topics.clear()
-            topic = self._topics[raw] = raw.decode("utf-8", "surrogateescape")
-        return topic
 
     async def run(self) -> None:
         """Route the records held on disk only as the budget makes room, in order; runs until cancelled."""

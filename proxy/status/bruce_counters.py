@@ -142,7 +142,7 @@ SERVED: dict[str, Entry] = {
         "ConnectFailOnTryGetMetadata",
     ),
     "MetadataHasEmptyBrokerList": _e(_ZERO + "an answer without brokers is a failed round (GetMetadataFail)."),
-    "MetadataHasEmptyTopicList": _e(_ZERO + "an answer without topics is a failed round (GetMetadataFail)."),
+    "MetadataHasEmptyTopicList": _e(_ZERO + "an answer without topics is a brand-new cluster: a valid view."),
     "BadMetadataResponse": _e(_METADATA_PARSE),
     "BadMetadataContent": _e(_METADATA_PARSE),
     "BadMetadataResponseSize": _e(_METADATA_PARSE),

@@ -8,7 +8,7 @@ Rules:
 - One self-contained HTML5 document: inline CSS and server-rendered inline SVG; no script, no font, no image, nothing
   fetched from anywhere. It reloads itself every :data:`REFRESH_S` seconds (``<meta http-equiv="refresh">``).
 - It reads only what the other pages read, through the same :class:`~bruce.proxy.status.source.StatusSource` calls:
-  counters (``/counters``), gauges (``/metrics``), queue stats (``/queues``), metadata times, server info, plus the
+  counters and gauges (``/metrics``), queue stats (``/queues``), metadata times, server info, plus the
   broker states and the rate samples (:mod:`bruce.proxy.status.history`). Rates are differences of sampled totals,
   every one (totals and topics) over the same window, stated beside them ("over the last 60 s", or "since start,
   44 s" while the daemon is younger than the window); each chart states its scale (0 to its peak, and that window).

@@ -2,10 +2,11 @@
 
 Rules:
 - Shown only when the spool's gauges are there (the daemon runs with a spool); empty text otherwise.
-- Reads only the spool's gauges (``/metrics``) and counters (``/counters``, location ``bruce.proxy.spool``); every
+- Reads only the spool's gauges and counters (``/metrics``; the spool's set is ``bruce.proxy.spool``); every
   value goes through the page's ``value`` function (provenance attributes, escaping: see
   :mod:`bruce.proxy.status.dashboard`). The oldest age is ``derived:spool_oldest_s`` (``SpoolOldestMs`` in seconds).
-- Replayed messages are possible duplicates: each may have been delivered before the crash or stop that left it.
+- Of the records replayed at start, the batch journal settled some as delivered (not sent again); the others it
+  could not vouch for are possible duplicates (each may have been delivered before the crash that left it).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def spool_panel(gauges: Mapping[str, float], counter: Callable[[str], int], valu
     oldest = value("derived:spool_oldest_s", gauges.get("SpoolOldestMs", 0) / 1000, "dur")
     replayed = counter("SpoolReplayed")
     duplicates = (
-        f"{c('SpoolReplayed')} replayed at start: possible duplicates (each may have been delivered before the "
-        "crash or stop that left it)"
+        f"{c('SpoolReplayed')} replayed at start: {c('SpoolSettled')} settled as delivered by the batch journal (not "
+        f"sent again), {c('SpoolReplayedPossibleDuplicate')} possible duplicates (they may have been delivered before "
+        "the crash that left them)"
         if replayed
         else f"nothing replayed at start ({c('SpoolReplayed')})"
     )

@@ -108,8 +108,15 @@ def test_the_spool_panel_shows_the_spool_when_there_is_one(status: RunningStatus
     spool_counters.inc("SpoolReplayed", 1200)
     spool_counters.inc("SpoolSkippedDone", 30)
     spool_counters.inc("SpoolCorrupt", 2)
+    daemon_counters = Counters()
+    daemon_counters.inc("SpoolSettled", 1000)
+    daemon_counters.inc("SpoolReplayedPossibleDuplicate", 150)
     sets = src.counter_sets()
-    src.counter_sets = lambda: [*sets, ("bruce.proxy.spool", spool_counters)]  # type: ignore[method-assign]
+    src.counter_sets = lambda: [  # type: ignore[method-assign]
+        *sets,
+        ("bruce.proxy.spool", spool_counters),
+        ("bruce.proxy", daemon_counters),
+    ]
     src.gauge_list += [
         Gauge("SpoolBytes", "Bytes of the spool's segment files.", 5 * 1024 * 1024),
         Gauge("SpoolSegments", "The spool's segment files.", 3),
@@ -124,7 +131,8 @@ def test_the_spool_panel_shows_the_spool_when_there_is_one(status: RunningStatus
     assert shown["gauge:SpoolPending"] == "4,000" and shown["gauge:SpoolHeldOnDisk"] == "1,500"
     assert shown["derived:spool_oldest_s"] == "1 min 35 s"
     assert shown["counters:SpoolReplayed"] == "1,200" and shown["counters:SpoolCorrupt"] == "2"
-    assert "replayed at start: possible duplicates" in reply.text
+    assert (shown["counters:SpoolSettled"], shown["counters:SpoolReplayedPossibleDuplicate"]) == ("1,000", "150")
+    assert "settled as delivered by the batch journal" in reply.text and "possible duplicates" in reply.text
 
 
 def _shown(html: str) -> dict[str, str]:

@@ -1,0 +1,291 @@
+"""Queueing messages: :class:`ProducerSending`, the sending side of :class:`~bruce.producer.producer.Producer`.
+
+Rules:
+- A mixin of ``Producer``: it reads and updates the producer's state (dispatcher, open batches, linger timer, queue
+  limits) and holds none of its own; every method runs in the event loop's thread, never blocks and never awaits.
+- ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
+  once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`MessageTooLarge`, :class:`UsageError` for bad
+  arguments) and queues nothing. No future and no task is created per message.
+- Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
+  ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
+  murmur2 by default, as Java's clients); an explicit partition is used as given.
+- A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
+  ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
+  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
+  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
+- ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
+  every value's fate (no handle or future per value). ``submit`` is the daemon's entry point for a ready batch
+  (no queue limits: the daemon has its own memory budget).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Sequence
+
+from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
+from .config import ProducerConfig
+from .counters import Counters
+from .dispatcher import Dispatcher
+from .errors import MessageTooLarge, ProducerClosed, QueueFull
+from .message import (
+    Message,
+    check_bytes,
+    check_headers,
+    check_partition,
+    check_partition_key,
+    check_timestamp,
+    check_topic,
+    timestamps_in_range,
+)
+from .partitioner import key_to_partition_key
+from .queues import PartitionQueue
+from .request import RECORD_OVERHEAD
+from .transactions import TransactionManager
+
+_time_ns = time.time_ns
+_new = object.__new__
+
+
+class ProducerSending:
+    """The sending side of :class:`~bruce.producer.producer.Producer` (see the module's rules)."""
+
+    config: ProducerConfig
+    counters: Counters
+    _dispatcher: Dispatcher
+    _accepting: bool
+    _txn: TransactionManager | None
+    _group: asyncio.TaskGroup | None
+    _loop: asyncio.AbstractEventLoop
+    _max_messages: int
+    _max_bytes: int
+    _max_size: int
+    _batch_messages: int
+    _chunk_bytes: int
+    _linger: float
+    _partitioner: str
+    _null_key: int | None
+    _last_ms: int
+    _mixed: set[PartitionQueue]
+    _lingering: deque[tuple[float, PartitionQueue]]
+    _linger_timer: asyncio.TimerHandle | None
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        *,
+        partition_key: int | None = None,
+    ) -> Message:
+        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
+
+        Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
+        not, modulo all partitions, moving on to the next available one); else the key through the configured
+        ``partitioner`` (murmur2 by default: where Java's clients put it) the same way; else any partition. A bad
+        argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
+        raises :class:`UsageError` and queues nothing."""
+        d = self._dispatcher
+        if d.held_messages >= self._max_messages or not self._accepting:
+            self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
+        if type(topic) is not str:
+            check_topic(topic)
+        if type(value) is not bytes and value is not None:
+            check_bytes(value, "value")
+        if key is None and partition is None and partition_key is None:  # the usual case, checked once
+            pkey, pinned = self._null_key, False
+            size = len(value) if value else 0
+        else:
+            if key is not None and type(key) is not bytes:
+                check_bytes(key, "key")
+            if partition is not None:
+                if partition_key is not None or type(partition) is not int or partition < 0:
+                    check_partition(partition, partition_key)
+                pkey, pinned = partition, True
+            elif partition_key is not None:
+                check_partition_key(partition_key)
+                pkey, pinned = partition_key, False
+            else:
+                pkey, pinned = key_to_partition_key(key, self._partitioner), False
+            size = (len(key) if key else 0) + (len(value) if value else 0)
+        if size > self._max_size:
+            self._too_large(size)
+        if timestamp is None:
+            timestamp = _time_ns() // 1_000_000
+            if timestamp == self._last_ms:
+                timestamp = self._last_ms  # one int object per millisecond, shared: less to hold and to walk
+            else:
+                self._last_ms = timestamp
+        else:
+            check_timestamp(timestamp)
+        if headers is not None:
+            check_headers(headers)
+        if d.held_bytes + size > self._max_bytes:
+            self._refuse(f"{d.held_bytes} bytes held (queue_buffering_max_kbytes)")
+        # Message(key, value, timestamp, headers, pkey, pinned): every slot set as __init__ sets it, without the call
+        m = _new(Message)
+        m.key = key
+        m.value = value
+        m.timestamp = timestamp
+        m.headers = headers
+        m.partition_key = pkey
+        m.pinned = pinned
+        m.size = size
+        m.attempts = 0
+        m.possible_duplicate = False
+        m.partition = -1
+        m._fate = None
+        d.accepted += 1
+        d.held_messages += 1
+        d.held_bytes += size
+        if pkey is None:
+            pq = d.sticky.get(topic) or d.next_sticky(topic)
+            if pq is None:
+                d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
+                return m
+            if key is not None or headers is not None:
+                self._mixed.add(pq)
+        else:
+            pq = d.keyed_queue(topic, m)
+            if pq is None:
+                return m  # held or discarded by keyed_queue
+            self._mixed.add(pq)
+        open_batch = pq.open
+        if not open_batch:
+            pq.open_since = since = self._loop.time()
+            self._lingering.append((since, pq))
+            if self._linger_timer is None:
+                self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
+        open_batch.append(m)
+        pq.open_bytes = held = pq.open_bytes + size
+        # Full at batch_num_messages, or when one more message like this one would not fit (see _chunk_bytes).
+        if (
+            len(open_batch) >= self._batch_messages
+            or held + (len(open_batch) + 1) * RECORD_OVERHEAD + size > self._chunk_bytes
+        ):
+            self._seal(pq, True)
+        return m
+
+    def send_many(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> Bulk:
+        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
+        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
+
+        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
+        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
+        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
+        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
+        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
+        d = self._dispatcher
+        count = len(values)
+        if d.held_messages + count > self._max_messages or not self._accepting:
+            self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
+        if type(topic) is not str:
+            check_topic(topic)
+        sizes, size = measure(values, keys)
+        biggest = max(sizes, default=0) if keys is None else max(map(_with_key, sizes, keys), default=0)
+        if biggest > self._max_size:
+            self._too_large(biggest)
+        if partition is not None:
+            check_partition(partition, None)
+        if timestamp is None:
+            timestamp = time.time_ns() // 1_000_000
+        else:
+            check_timestamp(timestamp)
+        if d.held_bytes + size > self._max_bytes:
+            self._refuse(f"{d.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
+        if not count:
+            return Bulk([], 0)
+        info = d.topic_info(topic)
+        if keys is not None or info is None:  # per-value routing, or held until the topic is known: messages now
+            messages = messages_of(values, keys, timestamp, partition, self._partitioner)
+            chunk = Chunk.of(messages)
+            self.submit(topic, messages)
+            return Bulk([chunk], count)
+        d.accepted += count
+        d.held_messages += count
+        d.held_bytes += size
+        limits = (self._batch_messages, self._chunk_bytes)
+        chunks = queue_chunks(d, topic, info, values, sizes, timestamp, partition, *limits, self._seal_open)
+        return Bulk(chunks, count)
+
+    def _seal_open(self, pq: PartitionQueue) -> None:
+        """Seal ``pq``'s open batch before others are queued behind it (``send_many``)."""
+        self._seal(pq, False)
+
+    def _seal(self, pq: PartitionQueue, full: bool) -> None:
+        """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch that holds the only
+        reference to each of its messages (their callers kept no handle), all keyless, without headers or partition,
+        is kept as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage
+        collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
+        holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
+        chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
+        plain = pq not in self._mixed  # every message keyless, without headers or partition (send keeps _mixed)
+        self._mixed.discard(pq)
+        if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
+            chunk = chunk_of_unheld(pq.open, pq.open_bytes)
+            if chunk is not None:
+                pq.open = chunk  # type: ignore[assignment]
+        self._dispatcher.seal(pq)
+
+    def _too_large(self, size: int) -> None:
+        limit = self.config.message_max_bytes
+        self.counters.inc("MsgSizeTooLarge")
+        raise MessageTooLarge(
+            f"MSG_SIZE_TOO_LARGE: {size} bytes of key and value cannot fit message_max_bytes ({limit}) with the "
+            f"{limit - self._max_size} bytes a message takes besides them"
+        )
+
+    def _refuse(self, detail: str) -> None:
+        if not self._accepting and self._txn is not None and self._group is not None:
+            self._txn.refuse()  # raises: outside a transaction, or the transaction failed
+        if not self._accepting:
+            raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
+        self.counters.inc("QueueFull")
+        raise QueueFull(detail)
+
+    def submit(self, topic: str, messages: list[Message]) -> None:
+        """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
+        (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
+        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
+        :class:`ProducerClosed` before taking any message when the producer is not accepting."""
+        if not self._accepting:
+            raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
+        d = self._dispatcher
+        d.admit(messages)
+        if not timestamps_in_range(messages):
+            messages = d.discard_bad_timestamps(topic, messages)
+        if messages:
+            d.route(topic, messages)
+
+    def _linger_expired(self) -> None:
+        """Seal every open batch whose first message is ``linger_ms`` old; wake again for the next one. An entry whose
+        batch was sealed meanwhile (full, or flushed) is dropped when its time comes."""
+        self._linger_timer = None
+        now = self._loop.time()
+        lingering = self._lingering
+        linger = self._linger
+        while lingering:
+            since, pq = lingering[0]
+            if since + linger > now:
+                self._linger_timer = self._loop.call_at(since + linger, self._linger_expired)
+                return
+            lingering.popleft()
+            if pq.open_since == since:
+                self._seal(pq, False)
+
+
+def _with_key(size: int, key: bytes | None) -> int:
+    return size + (len(key) if key else 0)
