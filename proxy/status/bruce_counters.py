@@ -7,6 +7,9 @@ Rules:
 - Each served name is a sum of *terms* over the daemon's counter sets: ``"Name"`` sums every label of ``Name``,
   ``"Name{k=v}"`` only that label value, and a leading ``-`` subtracts. A name with no terms is always 0: Bruce counts
   something that cannot happen here, and its scripts read the name (each such entry says why).
+- Bruce renamed some counters between releases; an old name that counts exactly what a served name counts is served
+  with the same value (``_RENAMED``). Where Bruce split one count in two (a send and a receive thread), the halves
+  are not served: the whole is.
 - :data:`ABSENT` holds Bruce's names that mean nothing here (threads, buffers and wire details of Bruce's own
   design): they are not served. docs/bruce-counters.md lists both tables; a test keeps them in step.
 - Labelled detail (per broker, topic, reason, page) and the daemon's own names stay on ``/metrics``.
@@ -53,12 +56,51 @@ _ACK_CODES = {
     "OffsetMetadataTooLargeCode": "OFFSET_METADATA_TOO_LARGE",
     "Unknown": "UNKNOWN_SERVER_ERROR",
 }
+# Kafka 0.9 codes, named by Bruce's later releases (a "Code" suffix added to the name).
+_ACK_CODES_09 = {
+    "GroupLoadInProgress": "COORDINATOR_LOAD_IN_PROGRESS",
+    "GroupCoordinatorNotAvailable": "COORDINATOR_NOT_AVAILABLE",
+    "NotCoordinatorForGroup": "NOT_COORDINATOR",
+    "InvalidTopic": "INVALID_TOPIC_EXCEPTION",
+    "RecordListTooLarge": "RECORD_LIST_TOO_LARGE",
+    "NotEnoughReplicas": "NOT_ENOUGH_REPLICAS",
+    "NotEnoughReplicasAfterAppend": "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "InvalidRequiredAcks": "INVALID_REQUIRED_ACKS",
+    "IllegalGeneration": "ILLEGAL_GENERATION",
+    "InconsistentGroupProtocol": "INCONSISTENT_GROUP_PROTOCOL",
+    "InvalidGroupId": "INVALID_GROUP_ID",
+    "UnknownMemberId": "UNKNOWN_MEMBER_ID",
+    "InvalidSessionTimeout": "INVALID_SESSION_TIMEOUT",
+    "RebalanceInProgress": "REBALANCE_IN_PROGRESS",
+    "InvalidCommitOffsetSize": "INVALID_COMMIT_OFFSET_SIZE",
+    "TopicAuthorizationFailed": "TOPIC_AUTHORIZATION_FAILED",
+    "GroupAuthorizationFailed": "GROUP_AUTHORIZATION_FAILED",
+    "ClusterAuthorizationFailed": "CLUSTER_AUTHORIZATION_FAILED",
+}
+# Another release's name for the same count: served with the same value as the name it maps to.
+_RENAMED = {
+    "UnixDgInputAgentGotOkMsg": "InputThreadGotOkMsg",
+    "UnixDgInputAgentForwardMsg": "InputThreadForwardMsg",
+    "InputThreadDiscardMsgMalformed": "InputAgentDiscardMsgMalformed",
+    "InputThreadDiscardMsgNoMem": "InputAgentDiscardMsgNoMem",
+    "InputThreadDiscardMsgUnsupportedApiKey": "InputAgentDiscardMsgUnsupportedApiKey",
+    "InputThreadDiscardMsgUnsupportedVersion": "InputAgentDiscardMsgUnsupportedVersion",
+    "InputThreadDiscardPartitionKeyMsgUnsupportedApiVersion": "InputAgentDiscardPartitionKeyMsgUnsupportedApiVersion",
+    "InputThreadDiscardOldOldFormatMsgMalformed": "InputAgentDiscardOldOldFormatMsgMalformed",
+    "InputThreadDiscardOldOldFormatMsgNoMem": "InputAgentDiscardOldOldFormatMsgNoMem",
+    "SenderConnectFail": "ConnectorConnectFail",
+    "ReceiverSocketBrokerClose": "ConnectorSocketBrokerClose",
+    "ReceiveThreadGotSuccessfulAck": "ConnectorGotSuccessfulAck",
+    "ReceiveThreadGotResendAck": "ConnectorGotResendAck",
+    "ReceiveThreadGotPauseAck": "ConnectorGotPauseAck",
+    "ReceiveThreadGotDiscardAck": "ConnectorGotDiscardAck",
+}
 _METADATA_PARSE = _ZERO + "a metadata answer that does not parse is a failed round (GetMetadataFail, /metrics)."
 _PRODUCE_PARSE = _ZERO + "a produce response that does not parse is a ConnectorProtocolError (/metrics) and a pause."
 _BUG = _ZERO + "no such internal state exists in this implementation."
 _HTTP = _ZERO + "a failing status page answers 500 and counts StatusHandlerError (/metrics)."
 
-SERVED: dict[str, Entry] = {
+_CURRENT: dict[str, Entry] = {
     # Messages
     "MsgCreate": _e("Messages accepted (budget charged); MsgCreate - MsgDestroy = messages held.", "MsgCreate"),
     "MsgDestroy": _e("Messages settled (delivered or discarded; budget released).", "MsgDestroy"),
@@ -243,12 +285,33 @@ SERVED: dict[str, Entry] = {
     "MongooseUnknownException": _e(_HTTP),
     "MongooseUrlDecodeError": _e(_ZERO + "a malformed request is answered 400 by the HTTP server (StatusBadRequest)."),
     "MongooseEventLog": _e(_ZERO + "the HTTP server's own errors are logged, not counted."),
+    # Bruce's later releases: the ACK result by name, and the Kafka 0.9 error codes
+    "AckOk": _e("Messages acknowledged without error (as ConnectorGotSuccessfulAck).", "AckOk"),
+    **{
+        f"AckError{bruce}Code": _e(
+            f"Messages answered with error {code} (also in AckErrorUndocumented, which keeps Bruce's Kafka 0.8 list).",
+            f"AckError{{code={code}}}",
+        )
+        for bruce, code in _ACK_CODES_09.items()
+    },
+}
+SERVED: dict[str, Entry] = {
+    **_CURRENT,
+    **{
+        old: _e(f"As {new} (its name in another Bruce release).", *_CURRENT[new].terms) for old, new in _RENAMED.items()
+    },
 }
 
 _THREADS = "Bruce's thread and queue life cycle; this daemon is one event loop (no such steps)."
 _SERIALIZE = "Bruce's serialisation steps; this daemon builds requests in one step (see MsgSent on /metrics)."
 _TRUNCATED = "A field-by-field parse check of Bruce's Kafka 0.8 reader; unparseable answers are counted as a whole."
 _PER_FORMAT = "Datagrams are not counted per input format (the discards are, per reason)."
+_BUFFER = "Bruce's receive buffer management; this daemon reads each response whole."
+
+
+def _split(name: str) -> str:
+    return f"One side of {name} (served) in releases with a send and a receive thread per broker."
+
 
 ABSENT: dict[str, str] = {
     **dict.fromkeys(
@@ -321,6 +384,64 @@ ABSENT: dict[str, str] = {
     "MetadataResponseReadSuccess": "Successes are counted per round (GetMetadataSuccess).",
     "SendMetadataRequestSuccess": "Successes are counted per round (GetMetadataSuccess).",
     "SendMetadataRequestUnexpectedEnd": "Counted in ConnectFailOnTryGetMetadata.",
+    # Names of Bruce's other releases (a send and a receive thread per broker; an input thread)
+    **dict.fromkeys(
+        (
+            "ConnectorStart",
+            "ConnectorStartJoinAll",
+            "ConnectorFinishJoinAll",
+            "BrokerMsgQueueNotify",
+            "BrokerMsgQueueSkipNotify",
+            "SenderCheckInputQueue",
+            "SenderFinishRun",
+            "SenderFinishWaitShutdownAck",
+            "SenderHandleResendRequest",
+            "SenderStartConnect",
+            "SenderStartFastShutdown",
+            "SenderStartRun",
+            "SenderStartSlowShutdown",
+            "SenderStartWaitShutdownAck",
+            "ReceiverCheckSendFinishedQueue",
+            "ReceiverDoSocketRead",
+            "ReceiverFinishRun",
+            "ReceiverFinishWaitForConnect",
+            "ReceiverFinishWaitShutdownAck",
+            "ReceiverStartFastShutdown",
+            "ReceiverStartRun",
+            "ReceiverStartSlowShutdown",
+            "ReceiverStartWaitForConnect",
+            "ReceiverStartWaitShutdownAck",
+            "ReceiveThreadQueueResendList",
+        ),
+        _THREADS,
+    ),
+    **dict.fromkeys(("ReceiveBufCheckSpace", "ReceiveBufGrow", "ReceiveBufMove"), _BUFFER),
+    **dict.fromkeys(
+        (
+            "CombinedTopicsBatchAnyPartition",
+            "CombinedTopicsBatchPartitionKey",
+            "NoBatchAnyPartition",
+            "NoBatchPartitionKey",
+            "PerTopicBatchPartitionKey",
+        ),
+        "Which batcher took a message is not counted.",
+    ),
+    **dict.fromkeys(("SenderSocketError", "ReceiverSocketError"), _split("ConnectorSocketError")),
+    **dict.fromkeys(
+        ("SenderSocketTimeout", "ReceiverSocketTimeout", "ReceiverSocketTimeoutUnknown"),
+        _split("ConnectorSocketTimeout"),
+    ),
+    "SenderConnectSuccess": "Per-connection successes are not counted (ConnectedBrokers is a gauge on /metrics).",
+    "ReceiverSocketReadSuccess": "Socket reads are not counted.",
+    "ReceiveThreadGotOkProduceResponse": "Counted per message instead (AckOk on /metrics).",
+    "ReceiveThreadGotErrorProduceResponse": "Counted per message and error code instead (AckError on /metrics).",
+    "ReceiveThreadGotDiscardAndPauseAck": "Counted in ConnectorGotDiscardAck and ConnectorGotPauseAck.",
+    **dict.fromkeys(
+        ("InputThreadProcessOldFormatMsg", "InputThreadProcessOldOldFormatMsg", "InputThreadProcessPartitionKeyMsg"),
+        _PER_FORMAT,
+    ),
+    "MongooseGetVersionRequest": "Requests for a /version page; this daemon has none (the version is on /server_info).",
+    "MongooseGetMsgStatsRequest": "Requests for a /msg_stats page; this daemon has none.",
 }
 
 

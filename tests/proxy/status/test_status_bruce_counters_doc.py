@@ -1,5 +1,6 @@
 """docs/bruce-counters.md lists exactly the catalogue: every served name (in the pages' order, with its meaning) and
-every name marked not served (with the reason), none twice."""
+every name marked not served (with the reason), none twice; and the catalogue holds every counter name Bruce's
+sources define (the union over its releases), so a dropped name fails."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from bruce.proxy.status.bruce_counters import ABSENT, SERVED
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "bruce-counters.md"
+
+# Counter names defined in Bruce's sources, over all its releases: 158 served + 118 not served.
+BRUCE_NAMES = 276
 
 
 def rows(section: str) -> list[tuple[str, str]]:
@@ -31,3 +35,21 @@ def test_every_name_bruces_scripts_read_is_served() -> None:
     from bruce.proxy.nagios import READ_COUNTERS
 
     assert set(READ_COUNTERS) <= set(SERVED)
+
+
+def test_catalogue_holds_every_bruce_name() -> None:
+    assert (len(SERVED), len(ABSENT)) == (158, 118)
+    assert len(SERVED) + len(ABSENT) == BRUCE_NAMES
+    text = DOC.read_text()
+    assert f"{BRUCE_NAMES} in all: {len(SERVED)} served, {len(ABSENT)} not served" in text
+
+
+def test_renamed_names_serve_the_same_value() -> None:
+    """An old name Bruce renamed is served with exactly the terms of the name it became."""
+    for old, new in {
+        "InputThreadDiscardMsgMalformed": "InputAgentDiscardMsgMalformed",
+        "SenderConnectFail": "ConnectorConnectFail",
+        "ReceiveThreadGotDiscardAck": "ConnectorGotDiscardAck",
+        "UnixDgInputAgentGotOkMsg": "InputThreadGotOkMsg",
+    }.items():
+        assert SERVED[old].terms == SERVED[new].terms != ()

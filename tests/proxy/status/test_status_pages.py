@@ -55,10 +55,12 @@ def test_catalogue_sums_labels_filters_and_subtracts() -> None:
     values = dict(bruce_counters([("bruce.producer", producer), ("bruce.proxy", proxy)]))
     assert values["AckErrorNotLeaderForPartition"] == 2
     assert values["AckErrorUndocumented"] == 3  # not an error code of Bruce's Kafka 0.8
-    assert values["ConnectorConnectFail"] == 2  # both brokers, one name
+    assert values["AckErrorNotEnoughReplicasCode"] == 3  # Kafka 0.9 code, as Bruce's later releases name it
+    assert values["ConnectorConnectFail"] == values["SenderConnectFail"] == 2  # both brokers; old name, same value
     assert (values["MetadataChangedOnRefresh"], values["MetadataUnchangedOnRefresh"]) == (2, 3)
     assert (values["DiscardBadTopicMsgOnRoute"], values["DiscardBadTopicOnReroute"]) == (1, 3)
     assert values["InputAgentDiscardMsgMalformed"] == 6  # oversized datagrams are malformed, as in Bruce
+    assert values["InputThreadDiscardMsgMalformed"] == 6  # its name in Bruce's earlier releases
     assert values["MsgUnprocessedDestroy"] == 0
 
 
