@@ -13,6 +13,9 @@ Rules:
 - Fail fast: after the first discard no more input is taken (the task will fail anyway; fewer rows are sent twice
   when Spark retries it).
 - The producer's outcome sink counts every fate, so ``rows = delivered + discarded`` when the producer has closed.
+- With a :class:`~bruce.spark.exactly_once.TaskTransaction` (exactlyOnce) the producer is transactional: the
+  transaction is opened after the first cluster view (or the share skipped, every row counted as ``skipped``),
+  committed with its marker instead of the final flush, and aborted on any discard or failure.
 """
 
 from __future__ import annotations
