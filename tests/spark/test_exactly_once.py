@@ -5,6 +5,7 @@ option's checks, and a replayed share skipped by its marker."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,47 @@ def test_kill_mid_batch_at_least_once_duplicates(tansu, new_topic, tmp_path: Pat
     )
     print(run.describe())
     assert run.lost == 0, run.describe()
+
+
+def test_marker_lookup_sees_commits_past_an_open_transaction(tansu, new_topic) -> None:
+    """The marker lookup: a committed marker after another producer's open transaction (which holds the last
+    stable offset below it) counts; a marker of an aborted transaction does not."""
+    from bruce.producer import Producer, ProducerConfig, run
+
+    topic = new_topic(partitions=1)
+    key = Share("q", 0, 0).key
+
+    def config(txn: str) -> ProducerConfig:
+        return ProducerConfig(bootstrap_servers=(tansu.address,), transactional_id=txn, transaction_timeout_ms=60_000)
+
+    client = ClientConfig((tansu.address,))
+    found: list[int | None] = []
+
+    async def scenario() -> None:
+        async with Producer(config("marker-a")) as a:
+            await a.init_transactions(10)
+            a.begin_transaction()
+            a.send(topic, b"3", key, 0)
+            await a.commit_transaction(10)
+        other = Producer(config("marker-other"))
+        await other.start()
+        await other.init_transactions(10)
+        other.begin_transaction()
+        await other.send(topic, b"9", b"someone-else", 0)  # written, left open: the LSO stays here
+        async with Producer(config("marker-a")) as a:
+            await a.init_transactions(10)
+            a.begin_transaction()
+            a.send(topic, b"4", key, 0)
+            await a.commit_transaction(10)
+            a.begin_transaction()
+            await a.send(topic, b"5", key, 0)
+            await a.abort_transaction(10)
+        found.append(await asyncio.to_thread(last_committed, client, topic, 0, key))  # `other` still open
+        await other.abort_transaction(10)
+        await other.close()
+
+    assert last_committed(client, topic, 0, key) is None
+    run(scenario())
+    assert found == [4]
+    assert last_committed(client, topic, 0, key) == 4
+    assert last_committed(client, topic, 0, b"q:1") is None
