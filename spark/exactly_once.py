@@ -160,7 +160,7 @@ def _partitions(client: ClientConfig, topic: str) -> int | None:
         try:
             return len(reader.partitions(topic))
         except KafkaReadError as e:
-            if e.reason == "UNKNOWN_TOPIC_OR_PARTITION" or "UNKNOWN_TOPIC" in str(e):
+            if e.reason == "UNKNOWN_TOPIC_OR_PARTITION":
                 return None
             raise
 
