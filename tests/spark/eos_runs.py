@@ -102,7 +102,7 @@ def kill_run(
     max_offsets: int,
     kill_at: int,
     row_delay: float = 0.0005,
-    timeout: float = 240.0,
+    timeout: float = 480.0,
 ) -> KillRun:
     """One kill run (the source already holds ``rows`` rows): kill or stop once the sink has ``kill_at`` records,
     restart from the checkpoint, read back."""

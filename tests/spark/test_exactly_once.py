@@ -84,6 +84,7 @@ def test_replayed_batch_is_skipped(spark, tansu, new_topic, tmp_path: Path) -> N
         assert last_committed(client, markers, 0, Share(query_id, 0, partition).key) == 0
 
 
+@pytest.mark.timeout(600)  # two driver start-ups (~1-2 min on a loaded 2-core machine)
 @pytest.mark.parametrize("kind", ["driver", "jvm", "stop"])
 def test_kill_mid_batch_exactly_once(tansu, new_topic, tmp_path: Path, kind: str) -> None:
     source, sink = new_topic(partitions=2), new_topic(partitions=2)
@@ -105,6 +106,7 @@ def test_kill_mid_batch_exactly_once(tansu, new_topic, tmp_path: Path, kind: str
     assert sum(run.values.values()) == ROWS
 
 
+@pytest.mark.timeout(600)
 def test_kill_mid_batch_at_least_once_duplicates(tansu, new_topic, tmp_path: Path) -> None:
     """The same driver kill without exactlyOnce: nothing lost; the duplicates (Spark's own sink's guarantee) are
     printed, not asserted (how many depends on when the kill lands)."""
