@@ -6,11 +6,13 @@ option's checks, and a replayed share skipped by its marker."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bruce.spark import OptionError
+from bruce.spark import OptionError, WriteSummary
 from bruce.spark.exactly_once import MARKER_TOPIC, Share, last_committed
 from bruce.spark.options import ClientConfig, write_options
 
@@ -169,3 +171,38 @@ def test_marker_lookup_sees_commits_past_an_open_transaction(tansu, new_topic) -
     assert found == [4]
     assert last_committed(client, topic, 0, key) == 4
     assert last_committed(client, topic, 0, b"q:1") is None
+
+
+def test_zombie_share_is_fenced_and_a_third_attempt_skipped(tansu, new_topic) -> None:
+    """Two attempts of one share (a zombie left running, its replay): the replay's init_transactions fences the
+    zombie, whose commit then fails; only the replay's rows are committed; a third attempt finds the marker."""
+    import pyarrow as pa
+
+    from bruce.producer import Producer, TransactionError, run
+    from bruce.spark.direct import produce_batches
+    from bruce.spark.exactly_once import TaskTransaction
+
+    sink, markers = new_topic(partitions=1), new_topic(partitions=1)
+    options = write_options(
+        {"bootstrap.servers": tansu.address, "topic": sink, "exactlyOnce": "true", "exactlyOnce.markerTopic": markers}
+    )
+    share = Share("zombie-query", 5, 0)
+
+    def rows(value: bytes) -> Iterator[pa.RecordBatch]:
+        return iter([pa.record_batch({"value": pa.array([value], pa.binary())})])
+
+    async def scenario() -> tuple[WriteSummary, WriteSummary]:
+        zombie_txn = TaskTransaction(options, share)
+        async with Producer(zombie_txn.config) as zombie:
+            await zombie.ready(10)
+            assert await zombie_txn.open(zombie, 10)
+            await zombie.send(sink, b"zombie")  # written in its open transaction
+            replay = await produce_batches(rows(b"replay"), options, TaskTransaction(options, share))
+            with pytest.raises(TransactionError):
+                await zombie_txn.commit(zombie, 10)
+        third = await produce_batches(rows(b"third"), options, TaskTransaction(options, share))
+        return replay, third
+
+    replay, third = run(scenario())
+    assert (replay.delivered, replay.skipped, third.delivered, third.skipped) == (1, 0, 0, 1)
+    assert committed_values(tansu.address, sink) == Counter({b"replay": 1})
