@@ -3,6 +3,7 @@ the floor Spark imposes on any Python code, in the same local Spark session, on 
 same tansu broker. Prints rows/s and ratios.
 
 Usage: python bench/spark_bench.py [--rows 1000000] [--size 100] [--partitions 2] [--repeat 1] [--quick] [--cluster]
+       python bench/spark_bench.py --exactly-once [--quick] [--kills] (bench/spark_eos_bench.py: exactlyOnce's cost)
 
 Writes (each to a fresh topic with ``--partitions`` partitions; one Spark task per DataFrame partition):
 - ``bruce data source``: ``df.write.format("bruce")``;
@@ -339,6 +340,11 @@ def measure_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--exactly-once" in argv:  # exactlyOnce streaming writes vs at-least-once: bench/spark_eos_bench.py
+        from spark_eos_bench import main as exactly_once_main
+
+        return exactly_once_main([a for a in argv if a != "--exactly-once"])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100, help="value size in bytes")

@@ -66,7 +66,10 @@ class BruceDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> BruceWriter:
         if overwrite:  # Spark's Kafka sink refuses Overwrite too
             raise OptionError("save mode Overwrite is not allowed for Kafka: a topic cannot be overwritten; use Append")
-        return BruceWriter(_write_options(self.options, schema))
+        options = _write_options(self.options, schema)
+        if options.marker_topic is not None:
+            raise OptionError("option 'exactlyOnce': only streaming writes (writeStream) are written exactly once")
+        return BruceWriter(options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> BruceStreamWriter:
         # overwrite: output mode Complete, whose every micro-batch is the whole result; Spark's Kafka sink appends it

@@ -40,6 +40,7 @@ class WriteSummary(WriterCommitMessage):
     possible_duplicates: int = 0  # written, connection lost before the ACK, written again
     tasks: int = 1
     first_error: str = ""  # the first discard's message, for the failure
+    skipped: int = 0  # exactlyOnce: rows of a share already committed by an earlier attempt, not written again
 
     @property
     def discarded_total(self) -> int:
@@ -54,6 +55,8 @@ class WriteSummary(WriterCommitMessage):
         text = f"{self.rows} rows in {self.tasks} task(s): {self.delivered} {where}"
         if self.discarded:
             text += ", not delivered: " + ", ".join(f"{n} {reason}" for reason, n in sorted(self.discarded.items()))
+        if self.skipped:
+            text += f", {self.skipped} skipped (already committed)"
         if self.possible_duplicates:
             text += f", {self.possible_duplicates} possibly written twice"
         return text
@@ -80,7 +83,7 @@ class KafkaUnavailable(BruceError):
 
 def combine(summaries: Iterable[WriterCommitMessage | None], mode: str) -> WriteSummary:
     """The job's summary from its tasks' commit messages (None: a task that failed and reported nothing)."""
-    rows = delivered = duplicates = tasks = 0
+    rows = delivered = duplicates = tasks = skipped = 0
     discarded: dict[str, int] = {}
     first_error = ""
     for s in summaries:
@@ -90,15 +93,24 @@ def combine(summaries: Iterable[WriterCommitMessage | None], mode: str) -> Write
         rows += s.rows
         delivered += s.delivered
         duplicates += s.possible_duplicates
+        skipped += s.skipped
         first_error = first_error or s.first_error
         for reason, n in s.discarded.items():
             discarded[reason] = discarded.get(reason, 0) + n
-    return WriteSummary(mode, rows, delivered, discarded, duplicates, tasks, first_error)
+    return WriteSummary(mode, rows, delivered, discarded, duplicates, tasks, first_error, skipped)
 
 
 def deliver(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> WriteSummary:
-    """Deliver one task's rows; raises :class:`DeliveryFailed` unless every row was delivered."""
-    if options.socket:
+    """Deliver one task's rows; raises :class:`DeliveryFailed` unless every row was delivered (or, exactlyOnce,
+    skipped as already committed)."""
+    if options.marker_topic is not None:
+        from bruce.producer import run
+
+        from .direct import produce_batches
+        from .exactly_once import TaskTransaction, current_share
+
+        summary = run(produce_batches(batches, options, TaskTransaction(options, current_share())))
+    elif options.socket:
         from .daemon import send_to_daemon
 
         summary = send_to_daemon(batches, options)

@@ -17,6 +17,9 @@ Rules:
 - Fail fast: after the first discard no more input is taken (the task will fail anyway; fewer rows are sent twice
   when Spark retries it).
 - The producer's outcome sink counts every fate, so ``rows = delivered + discarded`` when the producer has closed.
+- With a :class:`~bruce.spark.exactly_once.TaskTransaction` (exactlyOnce) the producer is transactional: the
+  transaction is opened after the first cluster view (or the share skipped, every row counted as ``skipped``),
+  committed with its marker instead of the final flush, and aborted on any discard or failure.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from bruce.producer import DeliveryError, DiscardReason, Message, MessageTooLarg
 from bruce.producer.bulk import Bulk
 
 from .delivery import KafkaUnavailable, WriteSummary
+from .exactly_once import TaskTransaction, skipped_rows
 from .options import WriteOptions
 from .schema import BadRow, Rows, arrow_rows, bulk_send, row_sends
 
@@ -62,9 +66,12 @@ class Tally:
         self.duplicates += len(messages)
 
 
-async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> WriteSummary:
-    """Produce every row of ``batches``; the summary counts each row's fate (see the module rules)."""
-    config = options.producer
+async def produce_batches(
+    batches: Iterator[pa.RecordBatch], options: WriteOptions, txn: TaskTransaction | None = None
+) -> WriteSummary:
+    """Produce every row of ``batches``; the summary counts each row's fate (see the module rules). With ``txn``
+    (exactlyOnce), the rows are one transaction with its marker, or skipped when already committed."""
+    config = options.producer if txn is None else txn.config
     assert config is not None
     tally = Tally()
     timeout = options.delivery_timeout_ms / 1000
@@ -81,6 +88,9 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
                 f"no broker of {', '.join(config.bootstrap_servers)} answered Metadata within {timeout:.1f} s "
                 "(delivery.timeout.ms); no row was sent"
             ) from None
+        if txn is not None and not await txn.open(producer, timeout):
+            skipped = skipped_rows(batches)
+            return WriteSummary("direct", rows=skipped, skipped=skipped)
         for batch in batches:
             rows += batch.num_rows
             columns = arrow_rows(batch)
@@ -96,14 +106,20 @@ async def produce_batches(batches: Iterator[pa.RecordBatch], options: WriteOptio
             if tally.discards or not room:
                 break  # a discard (fail fast), or no room within the delivery timeout
             await asyncio.sleep(0)  # let the senders write what is ready while Spark prepares the next batch
-        if room:  # else the delivery timeout has already passed without progress
+        if txn is not None:
+            await (txn.commit(producer, timeout) if room and not tally.discards else txn.abort(producer, timeout))
+        elif room:  # else the delivery timeout has already passed without progress
             await producer.flush(timeout)
+    except BaseException:
+        if txn is not None:
+            await txn.abort(producer, timeout)
+        raise
     finally:
         await producer.close(0.0, DiscardReason.MESSAGE_TIMEOUT)
     return WriteSummary(
         "direct",
         rows=rows,
-        delivered=tally.delivered_count,
+        delivered=tally.delivered_count - (txn.markers if txn is not None else 0),
         discarded=dict(tally.discards, **_untaken(rows, producer.accepted)),
         possible_duplicates=tally.duplicates,
         first_error=tally.first_error,

@@ -32,6 +32,7 @@ from bruce.producer.settings import NAMES
 from bruce.wire.errors import BruceError
 
 from .client_options import SECURITY, ClientConfig, client_config, java_producer_names, security_config
+from .exactly_once import exactly_once_option
 from .option_values import (
     KAFKA,
     LABELS,
@@ -60,7 +61,14 @@ _READ_OPTIONS = {
     "maxrecordsperpartition",
 }
 _READ_OPTIONS |= set(SPARK_SOURCE_LABELS)
-_WRITE_OPTIONS = {"topic", "socket", "delivery.timeout.ms", "max.datagram.size"}
+_WRITE_OPTIONS = {
+    "topic",
+    "socket",
+    "delivery.timeout.ms",
+    "max.datagram.size",
+    "exactlyonce",
+    "exactlyonce.markertopic",
+}
 _IGNORED_WRITE_OPTIONS = {"includeheaders"}  # Spark's sink takes it (a source option) and writes headers regardless
 _COMMON = {"bootstrap.servers", "path", "checkpointlocation"}  # the last two are Spark's own, passed along; ignored
 
@@ -101,6 +109,7 @@ class WriteOptions:
     delivery_timeout_ms: int = 120_000
     max_datagram_size: int = 65536  # the daemon's max_input_msg_size
     partitioner: str = SPARK_PARTITIONER  # kafka.partitioner: where a keyed row goes (both modes)
+    marker_topic: str | None = None  # exactlyOnce=true: where the commit markers go (bruce.spark.exactly_once)
 
     @property
     def mode(self) -> str:
@@ -199,6 +208,7 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
     elif any(key.startswith(KAFKA) for key in opts):
         raise OptionError("kafka.* settings apply to direct writes; with 'socket' the daemon's config decides them")
     topic = opts.get("topic") or None
+    marker_topic = exactly_once_option(opts, producer)
     return WriteOptions(
         topic=topic,
         producer=producer,
@@ -206,6 +216,7 @@ def write_options(options: Mapping[str, str]) -> WriteOptions:
         delivery_timeout_ms=int_value(opts, "delivery.timeout.ms", 120_000, low=1),
         max_datagram_size=int_value(opts, "max.datagram.size", 65536, low=64),
         partitioner=partitioner,
+        marker_topic=marker_topic,
     )
 
 

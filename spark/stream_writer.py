@@ -1,8 +1,10 @@
 """Streaming writes: ``df.writeStream.format("bruce")...start()``, committed per micro-batch.
 
 Rules: each micro-batch is a batch write (:mod:`bruce.spark.writer`): every task delivers its rows or fails, and
-Spark retries a failed micro-batch from its checkpoint, so rows may be written again (at-least-once). The commit of
-each micro-batch reports its summary with the batch id (:func:`bruce.spark.delivery.report`).
+Spark retries a failed micro-batch from its checkpoint, so rows may be written again (at-least-once) — unless
+``exactlyOnce=true``: then each task's share is one transaction with a commit marker, and a replayed share that had
+committed is skipped (:mod:`bruce.spark.exactly_once`). The commit of each micro-batch reports its summary with the
+batch id (:func:`bruce.spark.delivery.report`).
 """
 
 from __future__ import annotations
