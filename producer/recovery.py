@@ -22,8 +22,9 @@ Rules:
   possible duplicates. Batches of an older identity that are not found fall back too (their sequence cannot be
   continued), as do those the caller cannot rebuild and those left when ``deadline`` passes (brokers unreachable).
 - Bounded: one Fetch of at most 1 MiB at a time (doubled up to 64 MiB while not even one batch fits), the read ends at
-  the high watermark of its first answer, transport failures are retried with the producer's backoff until
-  ``deadline``.
+  the high watermark of its first answer (an empty answer below it is asked again with a 5 s wait: tansu on object
+  storage answers nothing when reading its batches outlasts the wait), transport failures are retried with the
+  producer's backoff; everything until ``deadline``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ log = logging.getLogger("bruce.producer")
 
 FETCH_BYTES = 1 << 20
 MAX_FETCH_BYTES = 64 << 20
+EMPTY_WAIT_MS = 5000  # the Fetch wait after an empty answer below the high watermark
 _HEAD = struct.Struct(">qi")  # base offset, batch length
 _IDENTITY = struct.Struct(">iqqqhi")  # last offset delta, base/max timestamp, producer id, epoch, base sequence
 _IDENTITY_AT = 23
@@ -236,13 +238,14 @@ class Settler:
         found: dict[tuple[int, int, int], int] = {}
         end = None
         max_bytes = FETCH_BYTES
+        wait_ms = 1  # the first answer tells the high watermark; then an empty answer below it is asked again, longer
         while end is None or offset < end:
             if time.monotonic() >= self.deadline:
                 raise Unsettled("the deadline passed while reading the log")
             conn = await self._leader(tp)
             request = FetchRequest(
                 topics=(FetchTopic(tp[0], (FetchPartition(tp[1], offset, max_bytes),)),),
-                max_wait_ms=1,
+                max_wait_ms=wait_ms,
                 min_bytes=1,
                 max_bytes=max_bytes,
             )
@@ -262,6 +265,9 @@ class Settler:
             if after is None or after <= offset:
                 if part.records and max_bytes < MAX_FETCH_BYTES:
                     max_bytes *= 2
+                    continue
+                if not part.records and offset < end:
+                    wait_ms = EMPTY_WAIT_MS  # tansu on object storage: the read outlasted the wait, nothing sent
                     continue
                 break  # nothing more before the high watermark
             offset = after
