@@ -11,8 +11,10 @@ Rules:
   burst being parsed when it dies is the spool's documented window; neither is what this run measures. Discards are
   read from the daemon's discard log (reason per number).
 - Library: the worker notes its numbers when it hands them to ``send`` (*sent*) and when they are acknowledged
-  (*acked*), in a file flushed per line; ``kill -9`` can leave numbers sent and not acknowledged (the library keeps
-  no state across a crash), which are counted apart from losses: a loss is an acknowledged number not read back.
+  (*acked*), in a file flushed per line. Every worker runs with the same ``state_path`` (docs/producer.md, "Exactly
+  once across restarts"): the next worker settles the batches a killed one sent and did not see acknowledged. A
+  ``kill -9`` can leave numbers sent and not acknowledged (queued, never sent: the caller's), counted apart from
+  losses: a loss is an acknowledged number not read back.
 - Every wait is bounded; processes are stopped by their PID.
 """
 
@@ -215,10 +217,9 @@ class LibraryTarget:
     def start(self, brokers: str) -> None:
         self.starts += 1
         args = [sys.executable, __file__, "--worker", brokers, self.topic, str(self.rate), str(self.next)]
+        args += [str(self._journal(self.starts)), str(self.workdir / "producer-state")]
         with open(self.workdir / f"worker-{self.starts}.log", "wb") as out:
-            self.process = subprocess.Popen(
-                [*args, str(self._journal(self.starts))], stdin=subprocess.DEVNULL, stdout=out, stderr=out
-            )
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
 
     def kill(self, brokers: str) -> None:
         assert self.process is not None
@@ -267,7 +268,7 @@ class LibraryTarget:
         return sent, acked, discarded
 
 
-async def _worker(brokers: str, topic: str, rate: int, first: int, journal: Path) -> None:
+async def _worker(brokers: str, topic: str, rate: int, first: int, journal: Path, state: Path) -> None:
     from bruce.producer import Producer, ProducerConfig
 
     stop = asyncio.Event()
@@ -285,7 +286,7 @@ async def _worker(brokers: str, topic: str, rate: int, first: int, journal: Path
         def possible_duplicates(self, topic: str, messages: Sequence) -> None:
             pass
 
-    config = ProducerConfig(bootstrap_servers=tuple(brokers.split(",")), linger_ms=5)
+    config = ProducerConfig(bootstrap_servers=tuple(brokers.split(",")), linger_ms=5, state_path=str(state))
     async with Producer(config, sink=Sink()) as producer:
         n, tick = first, 0.01
         per_tick = max(1, round(rate * tick))
@@ -306,5 +307,5 @@ async def _worker(brokers: str, topic: str, rate: int, first: int, journal: Path
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
-    _brokers, _topic, _rate, _first, _journal_path = sys.argv[2:7]
-    asyncio.run(_worker(_brokers, _topic, int(_rate), int(_first), Path(_journal_path)))
+    _brokers, _topic, _rate, _first, _journal_path, _state = sys.argv[2:8]
+    asyncio.run(_worker(_brokers, _topic, int(_rate), int(_first), Path(_journal_path), Path(_state)))

@@ -93,6 +93,7 @@ class Batch:
     sends: int = 1
     records: Any = None
     offset: int = -1  # the base offset of its acknowledgement (-1: not acknowledged, or a duplicate's answer)
+    known: int = -1  # the partition's highest offset known as acknowledged when it was first sent (-1: none)
 
     @property
     def last_sequence(self) -> int:

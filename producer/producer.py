@@ -38,6 +38,7 @@ from .backoff import PauseBackoff
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
+from .duplicates import DuplicateCheck
 from .errors import ProducerClosed
 from .expiry import expire_loop
 from .journal import PartJournal
@@ -115,6 +116,9 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         self._group: asyncio.TaskGroup | None = None
         self._first_view: asyncio.Future[None] | None = None
         self._dispatcher = d = Dispatcher(config, self.counters, sink, cycle=AnyPartitionCycle(self._rng))
+        self._duplicates = DuplicateCheck(d, self, config, self._spawn)
+        if d.seq is not None:
+            d.seq.on_duplicate = self._duplicates
         self._trouble = BrokerTrouble()
         self._fetcher = fetcher = MetadataFetcher(
             config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics, trouble=self._trouble
@@ -237,6 +241,7 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
                 part.queue.busy = False
                 part.queue.in_flight = part.queue.staged = 0
                 d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
+        self._duplicates.close(reason)
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
         try:

@@ -12,17 +12,19 @@ Rules:
   after a missing one is a **gap** — logged as an error, and every missing batch of the partition falls back. Without
   a gap the missing batches are **resent**, in order, with the same producer id and epoch, the first at its original
   base sequence and each next one right after the previous one (a batch rebuilt with fewer records — messages that
-  were not spooled — shifts the next ones), to the same partition, one at a time (acks=all). An acknowledgement (or
-  DUPLICATE_SEQUENCE_NUMBER: an earlier send of it landed meanwhile) makes it delivered. An error answer
-  (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) makes the log be read again: found
-  now, delivered; else it and the partition's later batches fall back.
+  were not spooled — shifts the next ones), to the same partition, one at a time (acks=all). An acknowledgement
+  makes it delivered. An error answer (DUPLICATE_SEQUENCE_NUMBER too: a broker has said it for a batch it never
+  stored; UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) makes the log be read
+  again: found now, delivered; else it and the partition's later batches fall back.
+- :func:`find_batch` is the same log read for one batch, for the live producer's DUPLICATE_SEQUENCE_NUMBER answers.
 - **Fallback** batches go back to the caller, who sends them as new batches (a new producer id): they were not found
   in the log, so they are duplicates only if a send of the dead process lands after the read; they are reported as
   possible duplicates. Batches of an older identity that are not found fall back too (their sequence cannot be
   continued), as do those the caller cannot rebuild and those left when ``deadline`` passes (brokers unreachable).
 - Bounded: one Fetch of at most 1 MiB at a time (doubled up to 64 MiB while not even one batch fits), the read ends at
-  the high watermark of its first answer, transport failures are retried with the producer's backoff until
-  ``deadline``.
+  the high watermark of its first answer (an empty answer below it is asked again with a 5 s wait: tansu on object
+  storage answers nothing when reading its batches outlasts the wait), transport failures are retried with the
+  producer's backoff; everything until ``deadline``.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ log = logging.getLogger("bruce.producer")
 
 FETCH_BYTES = 1 << 20
 MAX_FETCH_BYTES = 64 << 20
-DUPLICATE_SEQUENCE_NUMBER = 46
+EMPTY_WAIT_MS = 5000  # the Fetch wait after an empty answer below the high watermark
 _HEAD = struct.Struct(">qi")  # base offset, batch length
 _IDENTITY = struct.Struct(">iqqqhi")  # last offset delta, base/max timestamp, producer id, epoch, base sequence
 _IDENTITY_AT = 23
@@ -182,11 +184,10 @@ class Settler:
                 todo.clear()
                 return
             code, offset = await self._produce(tp, entry, data, sequence)
-            if code in (0, DUPLICATE_SEQUENCE_NUMBER):
+            if code == 0:
                 todo.pop(0)
                 out.resent.append(entry)
-                if code == 0:
-                    out.acked[tp] = max(out.acked.get(tp, -1), offset)
+                out.acked[tp] = max(out.acked.get(tp, -1), offset)
                 sequence = (sequence + _count(data)) % 2**31
                 continue
             error = errorcodes.lookup(code)
@@ -237,13 +238,14 @@ class Settler:
         found: dict[tuple[int, int, int], int] = {}
         end = None
         max_bytes = FETCH_BYTES
+        wait_ms = 1  # the first answer tells the high watermark; then an empty answer below it is asked again, longer
         while end is None or offset < end:
             if time.monotonic() >= self.deadline:
                 raise Unsettled("the deadline passed while reading the log")
             conn = await self._leader(tp)
             request = FetchRequest(
                 topics=(FetchTopic(tp[0], (FetchPartition(tp[1], offset, max_bytes),)),),
-                max_wait_ms=1,
+                max_wait_ms=wait_ms,
                 min_bytes=1,
                 max_bytes=max_bytes,
             )
@@ -263,6 +265,9 @@ class Settler:
             if after is None or after <= offset:
                 if part.records and max_bytes < MAX_FETCH_BYTES:
                     max_bytes *= 2
+                    continue
+                if not part.records and offset < end:
+                    wait_ms = EMPTY_WAIT_MS  # tansu on object storage: the read outlasted the wait, nothing sent
                     continue
                 break  # nothing more before the high watermark
             offset = after
@@ -284,6 +289,29 @@ class Settler:
                 if p.index == tp[1]:
                     return p.error_code, p.base_offset
         raise Unsettled("the Produce answer does not mention the partition")
+
+
+async def find_batch(
+    views: ProducerViews, config: ProducerConfig, tp: TopicPartition, start: int, identity: tuple[int, int, int]
+) -> int | None:
+    """The base offset of the batch written with ``identity`` (producer id, epoch, base sequence) in ``tp``'s log,
+    read from ``start`` to the high watermark; None: not there. Transport failures and a leader moving are retried
+    (the producer's backoff) for up to ``request_timeout_ms``; then :class:`Unsettled` or the transport error."""
+    settler = Settler(views, config, lambda _: None, deadline=time.monotonic() + config.request_timeout_ms / 1000)
+    backoff = max(config.retry_backoff_ms, 10) / 1000
+    try:
+        while True:
+            try:
+                found = await settler._read_log(tp, max(start, 0), {identity[0]})
+                return found.get(identity)
+            except (Unsettled, TransportError):
+                if time.monotonic() + backoff >= settler.deadline:
+                    raise
+                settler._drop_connection(tp)
+                await asyncio.sleep(backoff)
+    finally:
+        for conn in settler._conns.values():
+            conn.close()
 
 
 def _count(batch: bytes) -> int:

@@ -19,10 +19,14 @@ Rules:
   stamped anew only after an epoch bump renumbered it. A new batch is cut as on the at-least-once path
   (:func:`bruce.producer.request.assemble`, ``encode_part``), then sequenced (``assign``) and stamped.
 - Answers: :func:`bruce.producer.acks.classify` on the idempotent path, then ``Idempotence.on_answer``; the result is
-  carried out here (deliver, discard, wait for a resend, pause). DUPLICATE_SEQUENCE_NUMBER is delivery (offset -1,
-  ``AckDuplicateSequence``). A transport failure leaves the batch waiting with its sequence: its messages are no
-  possible duplicates. A batch over ``max_failed_delivery_attempts``, expired, or whose partition lost its leader is
-  given up whole (``give_up``: an epoch bump follows); only batches given up, or renumbered by a bump after a fenced
+  carried out here (deliver, discard, wait for a resend, pause). DUPLICATE_SEQUENCE_NUMBER (``AckDuplicateSequence``)
+  is not trusted: a broker has answered it for a batch it never stored (tansu after a restart). The batch is done for
+  the sequence state, and its messages wait (held) while the partition's log is read for its identity from the offset
+  known when it was first sent (``on_duplicate``, :func:`bruce.producer.recovery.find_batch`): found, delivered at
+  that offset; not found, they go back to the front of their queue and are sent again as a new batch. A transport
+  failure leaves the batch waiting with its sequence: its messages are no possible duplicates. A batch over
+  ``max_failed_delivery_attempts``, expired, or whose partition lost its leader is given up whole (``give_up``: an
+  epoch bump follows); only batches given up, or renumbered by a bump after a fenced
   epoch, while their outcome is unknown are counted as possible duplicates.
 - Up to ``max_in_flight_requests_per_connection`` (≤ 5) requests per broker and batches per partition are in flight
   (one per partition until its first acknowledgement of the epoch); the broker keeps each partition's order.
@@ -66,6 +70,10 @@ class Sequencer:
         self.init_not_before = 0.0  # loop time: no InitProducerId before (retry backoff)
         self.init_refusals = 0  # InitProducerId requests in a row that got no producer id (error or no answer)
         self.txn: TransactionManager | None = None  # a transactional producer's: it owns the producer id
+        self.acked: dict[tuple[str, int], int] = {}  # per partition the highest base offset acknowledged
+        # a DUPLICATE_SEQUENCE_NUMBER answer: (queue, batch, messages, size, since) to verify in the log (set by the
+        # producer; None: delivered at once, offset -1)
+        self.on_duplicate: Callable[[PartitionQueue, Batch, list[Message], int, float], None] | None = None
 
     # ---------------------------------------------------------------- on or off
 
@@ -205,6 +213,7 @@ class Sequencer:
                 part = new[0]
                 part.data = encode(part, chosen[pq])
                 part.batch = batch = idem.assign(tp, len(part.messages), part)
+                batch.known = self.acked.get(tp, -1)
             identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
             if part.identity != identity:
                 part.data = with_producer_identity(
@@ -235,8 +244,12 @@ class Sequencer:
         n = len(messages)
         pq.in_flight -= n
         batch.offset = (base_offset if base_offset >= 0 else -2) if error_code == 0 else -1  # for the journal
-        if error_code == DUPLICATE_SEQUENCE_NUMBER:
+        duplicate = error_code == DUPLICATE_SEQUENCE_NUMBER
+        if duplicate and self.on_duplicate is None:
             batch.offset = -2  # acknowledged, offset not given
+        elif error_code == 0 and base_offset >= 0:
+            tp = (pq.topic, pq.partition)
+            self.acked[tp] = max(self.acked.get(tp, -1), base_offset)
         decision = idem.on_answer(batch, classify(error_code, legacy=False, idempotent=True))
         if self.txn is not None and decision.action is not Action.OK:
             self.txn.produce_failed(decision.name, decision.action is Action.DISCARD)
@@ -244,9 +257,12 @@ class Sequencer:
         cause = ""
         if decision.action is Action.OK:
             d.counters.inc("AckOk", n, labels)
-            if error_code == DUPLICATE_SEQUENCE_NUMBER:
+            if duplicate:
                 d.counters.inc("AckDuplicateSequence", n, labels)
-            d.deliver(pq, messages, base_offset if error_code == 0 else -1, part.size)
+            if duplicate and self.on_duplicate is not None:
+                self.on_duplicate(pq, batch, messages, part.size, part.since)  # held until the log is read
+            else:
+                d.deliver(pq, messages, base_offset if error_code == 0 else -1, part.size)
         else:
             d.counters.inc("AckError", n, (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:

@@ -234,6 +234,7 @@ class FakeCluster:
         self.topics: dict[str, dict[int, int]] = {}  # topic → partition → leader (-1: none)
         self.log: dict[tuple[str, int], list[Record]] = {}
         self.fetch_logs: dict[tuple[str, int], FetchLog] = {}  # what Fetch answers from (fetchlog.py)
+        self.fetch_produced = False  # True: the record batches produced are kept in fetch_logs too, Fetch served
         self.history: list[Seen] = []
         self.unexpected: list[Seen] = []
         self.metadata_faults: list[Fault] = []  # cluster-wide: one per Metadata request, whichever broker gets it
@@ -294,7 +295,7 @@ class FakeCluster:
     @property
     def served(self) -> set[int]:
         """The APIs answered: :data:`SERVED`, and Fetch once a test gave a partition a raw log."""
-        return SERVED | {fetch.KEY} if self.fetch_logs else SERVED
+        return SERVED | {fetch.KEY} if self.fetch_logs or self.fetch_produced else SERVED
 
     def api_versions_answer(self) -> api_versions.ApiVersionsResponse:
         ranges = tuple(
@@ -393,6 +394,8 @@ class FakeCluster:
                     for b in batches:
                         self.sequences.stored(t.name, p.index, b.producer_id, b.producer_epoch, *_span(b), offset)
                         offset += len(b.records)
+                    if self.fetch_produced and batches:
+                        self._keep_entries(t.name, p.index, data, spans, batches, base)
                 seen.produced.append((t.name, p.index, records))
                 codes.add(code)
                 parts.append(produce.PartitionProduceResponse(index=p.index, error_code=code, base_offset=base))
@@ -401,6 +404,19 @@ class FakeCluster:
         if seen.duplicates:
             seen.outcome += f" ({seen.duplicates} duplicate)"
         return produce.ProduceResponse(responses=tuple(topics))
+
+    def _keep_entries(
+        self, topic: str, partition: int, data: bytes, spans: list[Any], batches: list[RecordBatch], base: int
+    ) -> None:
+        """Keep the record batches just stored at ``base`` (their base offsets set) for Fetch answers."""
+        old = self.fetch_logs.get((topic, partition))
+        entries = list(old.entries) if old is not None else []
+        offset = base
+        for (start, end, _), b in zip(spans, batches, strict=True):
+            n = len(b.records)
+            entries.append((offset, offset + n - 1, offset.to_bytes(8, "big", signed=True) + data[start + 8 : end]))
+            offset += n
+        self.fetch_logs[(topic, partition)] = FetchLog(tuple(entries), last_stable=offset)
 
     def _check_sequences(self, topic: str, partition: int, batches: list[RecordBatch]) -> tuple[int, int]:
         """(error code, original base offset of a duplicate or -1) for a partition's idempotent batches."""

@@ -3,7 +3,8 @@ test built, transaction markers included), a last stable offset and an aborted-t
 
 Rules:
 - ``cluster.fetch_logs[(topic, partition)] = FetchLog(entries, last_stable, aborted)`` makes the partition's leader
-  answer Fetch from it; any other partition is UNKNOWN_TOPIC_OR_PARTITION (3), a partition another broker leads
+  answer Fetch from it (with ``cluster.fetch_produced``, the batches produced are added; a partition with none is an
+  empty log); any other partition is UNKNOWN_TOPIC_OR_PARTITION (3), a partition another broker leads
   NOT_LEADER_OR_FOLLOWER (6).
 - An answer holds the entries whose last offset is at or after the fetch offset: the first one whatever its size,
   then more while they fit in the partition's max bytes. Under read_committed (isolation level 1) only entries below
@@ -47,6 +48,8 @@ def fetch_answer(cluster: FakeCluster, node_id: int, request: FetchRequest) -> F
         parts = []
         for p in t.partitions:
             log = cluster.fetch_logs.get((t.topic, p.partition))
+            if log is None and cluster.fetch_produced:
+                log = FetchLog((), 0)  # nothing produced there yet
             leader = cluster.topics.get(t.topic, {}).get(p.partition)
             if log is None or leader is None:
                 parts.append(FetchPartitionResponse(p.partition, 3, -1))

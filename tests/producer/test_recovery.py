@@ -64,11 +64,19 @@ def test_a_refused_resend_not_in_the_log_falls_back_with_the_batches_after_it() 
 
 
 def test_resends_follow_each_other_from_the_first_missing_sequence() -> None:
-    settler = Scripted([{(9, 0, 0): 5}], [0, 46])
+    settler = Scripted([{(9, 0, 0): 5}, {(9, 0, 0): 5, (9, 0, 5): 9}], [0, 46])
     out = asyncio.run(settler.settle([_entry(1, 0, 3), _entry(2, 3, 2), _entry(3, 5)], {}))
     assert [e.batch_id for e in out.found] == [1]
-    assert settler.sent == [(2, 3), (3, 5)]  # the second answered DUPLICATE_SEQUENCE_NUMBER: stored already
+    assert settler.sent == [(2, 3), (3, 5)]  # the second answered DUPLICATE_SEQUENCE_NUMBER: found in the log
     assert [e.batch_id for e in out.resent] == [2, 3]
+
+
+def test_a_duplicate_answer_for_a_batch_not_in_the_log_falls_back() -> None:
+    """A broker has answered DUPLICATE_SEQUENCE_NUMBER for a batch it never stored: not trusted, the log is read."""
+    settler = Scripted([{}], [46])
+    out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
+    assert settler.sent == [(1, 0)]
+    assert out.resent == [] and [e.batch_id for e in out.fallback] == [1, 2]
 
 
 def test_an_unreachable_broker_ends_at_the_deadline_and_everything_falls_back() -> None:

@@ -100,18 +100,46 @@ def test_a_lost_acknowledgement_is_resent_with_its_sequence_stored_once_and_no_p
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         cluster.sequences.duplicate_error = kafka_0_11
+        cluster.fetch_produced = True  # a DUPLICATE_SEQUENCE_NUMBER answer is checked in the log
         outcomes = Outcomes()
         async with running(idempotent(cluster), sink=outcomes) as p:
             cluster.brokers[1].script(PRODUCE, Fault.disconnect(store=True))
             handle = p.send("t", b"once", partition=0)
-            assert await handle == (0, 0 if not kafka_0_11 else -1)  # the original offset; 0.11.0 does not say it
+            assert await handle == (0, 0)  # the original offset (0.11.0 does not say it: found in the log)
             assert not handle.possible_duplicate
             assert p.counters.get("PossibleDuplicateMsg") == 0 and outcomes.duplicate_count == 0
             assert p.counters.get("AckDuplicateSequence") == (1 if kafka_0_11 else 0)
+            assert p.counters.get("AckDuplicateFound") == (1 if kafka_0_11 else 0)
             assert_accounting(p, outcomes, held=0)
         assert cluster.values("t") == [b"once"]
         first, resent = cluster.requests("Produce")
         assert first.sequences == resent.sequences and resent.duplicates == 1
+
+    scenario(body, brokers=1)
+
+
+def test_a_duplicate_answer_for_a_batch_the_broker_does_not_hold_is_sent_again_not_counted_delivered() -> None:
+    """tansu on object storage has answered DUPLICATE_SEQUENCE_NUMBER for a batch it never stored: the producer reads
+    the partition's log for the batch's identity, does not find it, and sends the messages again as a new batch."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        cluster.fetch_produced = True
+        outcomes = Outcomes()
+        async with running(idempotent(cluster), sink=outcomes) as p:
+            assert await p.send("t", b"first", partition=0) == (0, 0)
+            # the broker's producer state claims sequence 1 while its log does not hold it: "already stored" (46)
+            pid = cluster.requests("Produce")[0].sequences[0][2]
+            cluster.sequences.stored("t", 0, pid, 0, 1, 1, 1)
+            cluster.sequences.duplicate_error = True
+            handle = p.send("t", b"second", partition=0)
+            assert await handle == (0, 1)  # stored by the second send, at its offset
+            assert p.counters.get("AckDuplicateSequence") == 1
+            assert p.counters.get("AckDuplicateNotStored") == 1 and p.counters.get("AckDuplicateFound") == 0
+            assert_accounting(p, outcomes, held=0)
+        assert cluster.values("t") == [b"first", b"second"]  # stored once
+        sequences = [s for seen in cluster.requests("Produce") for s in seen.sequences]
+        assert [s[-1] for s in sequences] == [0, 1, 2]  # sent again as a new batch: the next sequence
 
     scenario(body, brokers=1)
 

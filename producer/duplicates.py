@@ -1,0 +1,85 @@
+"""DUPLICATE_SEQUENCE_NUMBER answers checked against the partition's log before the batch counts as delivered.
+
+Rules:
+- Kafka answers DUPLICATE_SEQUENCE_NUMBER when a batch's sequence was stored already; a broker has answered it for a
+  batch it never stored (tansu on object storage, after a restart or a cut mid-request), so trusting it loses the
+  batch. The batch's messages stay held while its identity (producer id, epoch, base sequence) is looked for in the
+  log from the offset known when it was first sent (:func:`bruce.producer.recovery.find_batch`).
+- Found: delivered at the offset found (``AckDuplicateFound``). Not found, or the log cannot be read within
+  ``request_timeout_ms``: the messages go back to the front of their queue and are sent again as a new batch with new
+  sequences (``AckDuplicateNotStored``, one warning line); a read that failed may make them a duplicate, never a loss.
+- Bounded: one check per answered batch, so no more than the batches in flight; :meth:`DuplicateCheck.close`
+  discards what is still being checked when the producer closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from .config import ProducerConfig
+from .dispatcher import Dispatcher
+from .idempotence import Batch
+from .message import Message
+from .queues import PartitionQueue
+from .reasons import DiscardReason
+from .recovery import find_batch
+from .views import ProducerViews
+
+log = logging.getLogger("bruce.producer")
+
+
+class DuplicateCheck:
+    """The sequencer's ``on_duplicate``: each call reads the log in a task made by ``spawn``."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        views: ProducerViews,
+        config: ProducerConfig,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+    ) -> None:
+        self.d = dispatcher
+        self.views = views
+        self.config = config
+        self.spawn = spawn
+        self.pending: dict[int, tuple[PartitionQueue, list[Message], int]] = {}  # id(batch) → what it holds
+
+    def __call__(self, pq: PartitionQueue, batch: Batch, messages: list[Message], size: int, since: float) -> None:
+        self.pending[id(batch)] = (pq, messages, size)
+        self.spawn(self._check(pq, batch, since))
+
+    async def _check(self, pq: PartitionQueue, batch: Batch, since: float) -> None:
+        identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
+        tp = (pq.topic, pq.partition)
+        try:
+            offset = await find_batch(self.views, self.config, tp, batch.known, identity)
+            why = "it is not in the log"
+        except Exception as e:  # any failure: sent again (a duplicate at worst, never a loss)
+            offset, why = None, f"the log could not be read ({e})"
+        held = self.pending.pop(id(batch), None)
+        if held is None:
+            return  # the producer closed meanwhile
+        _, messages, size = held
+        labels = (("topic", pq.topic), ("partition", str(pq.partition)))
+        if offset is not None:
+            self.d.counters.inc("AckDuplicateFound", len(messages), labels)
+            self.d.deliver(pq, messages, offset, size)
+            return
+        self.d.counters.inc("AckDuplicateNotStored", len(messages), labels)
+        log.warning(
+            "%s/%d answered DUPLICATE_SEQUENCE_NUMBER for producer id %d epoch %d sequence %d but %s: its %d messages "
+            "are sent again as a new batch",
+            *tp,
+            *identity,
+            why,
+            len(messages),
+        )
+        self.d.give_back(pq, messages, since)
+
+    def close(self, reason: DiscardReason) -> None:
+        """Discard with ``reason`` the messages still being checked (the producer is closing)."""
+        pending, self.pending = self.pending, {}
+        for pq, messages, _ in pending.values():
+            self.d.discard(pq.topic, messages, reason, "its duplicate answer not checked by the close deadline")
