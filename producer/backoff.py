@@ -75,7 +75,8 @@ class ExponentialBackoff:
         if self._failures == 1:
             return 0.0
         base = min(self._maximum, self._initial * 2 ** min(self._failures - 2, 30))
-        return min(self._maximum, base * self._rng.uniform(0.8, 1.2))
+        delay: float = min(self._maximum, base * self._rng.uniform(0.8, 1.2))
+        return delay
 
     def reset(self) -> None:
         self._failures = 0

@@ -120,12 +120,12 @@ class Chunk:
             if type(stamps) is int:
                 members = [_Member(v, stamps, self) for v in values]
             else:
-                members = [_Member(v, ts, self) for v, ts in zip(values, stamps, strict=False)]  # type: ignore[arg-type]
+                members = [_Member(v, ts, self) for v, ts in zip(values, stamps, strict=False)]  # type: ignore[arg-type]  # not an int
             if self.tail is not None:
                 members.append(self.tail)
             self._members = members
             if self.offsets is not None:
-                for m, partition, offset in zip(members[: len(values)], self.partitions, self.offsets, strict=False):  # type: ignore[arg-type]
+                for m, partition, offset in zip(members[: len(values)], self.partitions, self.offsets, strict=False):  # type: ignore[arg-type]  # settled
                     m.partition, m._fate = partition, offset
                 for i, error in self.errors.items():
                     if i < len(values):
@@ -137,7 +137,7 @@ class Chunk:
         (they may have changed: the caller encodes those)."""
         if self._members is not None:
             return None
-        return build_value_batch(self.values, self.timestamp, codec=codec, level=level)  # type: ignore[arg-type]
+        return build_value_batch(self.values, self.timestamp, codec=codec, level=level)
 
     def settle_delivered(self, partition: int, base_offset: int) -> bool:
         """Delivered at consecutive offsets (-1: acks=0), in one step; False when messages were made (they settle)."""
@@ -160,7 +160,7 @@ class Chunk:
         self.offsets = array("q", [-1]) * n
         self.errors = dict.fromkeys(range(n), error)
         if self.tail is not None:
-            resolve_failed([self.tail], error.reason, error.topic, error.detail)
+            resolve_failed([self.tail], error.reason, error.topic, error.detail)  # type: ignore[arg-type]  # a DiscardReason
         self._done()
         return True
 
@@ -277,7 +277,7 @@ class Bulk:
             raise asyncio.InvalidStateError("not every value has a fate yet (await the Bulk first)")
         out: list[tuple[int, int] | DeliveryError] = []
         for chunk in self._chunks:
-            fates: list[Any] = list(zip(chunk.partitions, chunk.offsets, strict=True))  # type: ignore[arg-type]
+            fates: list[Any] = list(zip(chunk.partitions, chunk.offsets, strict=True))  # type: ignore[arg-type]  # settled
             for i, error in chunk.errors.items():
                 fates[i] = error
             out += fates
@@ -314,7 +314,11 @@ def measure(values: Sequence[bytes | None], keys: Sequence[bytes | None] | None)
         for v in values:
             if v is not None:
                 check_bytes(v, "value")
-    sizes = list(map(len, values)) if type(None) not in types else [len(v) if v else 0 for v in values]
+    sizes = (
+        list(map(len, values))  # type: ignore[arg-type]  # no None among them: `types`
+        if type(None) not in types
+        else [len(v) if v else 0 for v in values]
+    )
     size = sum(sizes)
     if keys is not None:
         if len(keys) != len(values):
@@ -374,7 +378,7 @@ def queue_chunks(
             continue
         pq = d.queue(topic, p)
         seal(pq)  # what send() queued there before goes first (the producer's seal: it keeps its own marks)
-        pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]
+        pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]  # a Chunk: a list of messages to the queue
         d.mark_ready(pq)
     return chunks
 

@@ -41,7 +41,6 @@ from operator import attrgetter
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
-from .journal import PartJournal
 from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from .queues import Pack, PartitionQueue
@@ -76,7 +75,6 @@ class Dispatcher(RequestOutcomes):
         self.refused: dict[int, str] = {}  # brokers whose last connect was refused authentication → why (senders')
         self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
         self.seq: Sequencer | None = Sequencer(self) if config.idempotence_wanted else None  # None: at-least-once
-        self.journal: PartJournal | None = None  # idempotent batches journaled before sending
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
         # [since, count] runs of the messages' queue times, oldest first)
         self.unknown: dict[str, tuple[list[Message], int, list[list[float | int]]]] = {}
@@ -207,7 +205,7 @@ class Dispatcher(RequestOutcomes):
             pq = self.queue(topic, p)
         if pq.append_ready(m, since) and self.pack is not None:
             self.compactable.add(pq)
-        ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]
+        ready = self.ready_by_broker.get(pq.leader)  # type: ignore[arg-type]  # None: no entry, as wanted
         if ready is None or pq not in ready:
             self.mark_ready(pq)
 
@@ -374,7 +372,7 @@ class Dispatcher(RequestOutcomes):
         for topic, (messages, _, ages) in list(self.unknown.items()):
             n = 0
             while ages and ages[0][0] <= cutoff:
-                n += ages.pop(0)[1]  # type: ignore[assignment]
+                n += ages.pop(0)[1]  # type: ignore[assignment]  # [since, count]: the count
             if not n:
                 continue
             if not ages:
@@ -427,8 +425,8 @@ def _keyed_partition(m: Message, info: Topic) -> int | None:
     """A keyed message's partition: its pinned partition if available, else PartitionKey's choice."""
     key = m.partition_key
     if m.pinned:
-        return explicit_partition(key, info)  # type: ignore[arg-type]
-    return partition_for_key(key, info)  # type: ignore[arg-type]
+        return explicit_partition(key, info)  # type: ignore[arg-type]  # keyed: not None
+    return partition_for_key(key, info)  # type: ignore[arg-type]  # keyed: not None
 
 
 def _no_partition_detail(info: Topic, m: Message | None = None) -> str:

@@ -38,7 +38,7 @@ class DuplicateCheck:
         dispatcher: Dispatcher,
         views: ProducerViews,
         config: ProducerConfig,
-        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        spawn: Callable[[Coroutine[Any, Any, None]], object],
     ) -> None:
         self.d = dispatcher
         self.views = views

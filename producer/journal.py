@@ -422,7 +422,7 @@ class Journal:
         self.delete_settled()
         if not self._open:  # every file went: keep an empty one as the mark
             self._roll()
-            os.close(self._fd)  # type: ignore[arg-type]
+            os.close(self._fd)  # type: ignore[arg-type]  # _roll opened it
             self._fd = None
             self._active = -1
 

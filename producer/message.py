@@ -97,7 +97,7 @@ class Message:
             raise fate
         if self.partition < 0:
             raise asyncio.InvalidStateError("message not yet delivered")
-        return self.partition, fate  # type: ignore[return-value]
+        return self.partition, fate  # type: ignore[return-value]  # done, not failed: the offset
 
     def __await__(self) -> Generator[Any, None, tuple[int, int]]:
         if not self.done:
@@ -105,7 +105,7 @@ class Message:
             if fate is None:
                 fate = self._fate = asyncio.get_running_loop().create_future()
             elif not isinstance(fate, asyncio.Future):
-                fate = fate.future()  # a group's (send_many): set once all of its messages have a fate
+                fate = fate.future()  # type: ignore[union-attr]  # a group (send_many): set once all of its messages have a fate
             yield from asyncio.shield(fate).__await__()
         return self.result()
 
@@ -154,7 +154,7 @@ def check_timestamp(timestamp: object) -> None:
 def check_headers(headers: object) -> None:
     """``send``'s check of headers: (str, bytes-like or None) pairs, each name encodable as UTF-8."""
     try:
-        for name, value in headers:  # type: ignore[attr-defined]
+        for name, value in headers:  # type: ignore[attr-defined]  # anything: checked here
             name.encode()
             if value is not None and not isinstance(value, _BYTES):
                 raise TypeError
@@ -250,4 +250,4 @@ def sent_hook(sink: object) -> Callable[[str, int, Sequence[Message]], None] | N
     hook = getattr(sink, "sent", None)
     if hook is None or getattr(type(sink), "sent", None) is OutcomeSink.sent:
         return None
-    return hook
+    return hook  # type: ignore[no-any-return]  # a sink's sent method, as OutcomeSink declares it

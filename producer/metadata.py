@@ -230,9 +230,10 @@ class MetadataFetcher:
             host, port, config.wire_client_id, self.timeouts, config.protocol, security=config.security
         )
         try:
-            version = conn.versions.version(METADATA)  # type: ignore[union-attr]
+            version = conn.versions.version(METADATA)  # type: ignore[union-attr]  # negotiated
             request = metadata_request(topics, version=version, allow_auto_topic_creation=allow_auto_topic_creation)
-            return await conn.request(request, version)
+            answer: MetadataResponse = await conn.request(request, version)
+            return answer
         finally:
             conn.close()
 

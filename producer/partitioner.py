@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import random
 import zlib
+from typing import Any
 
 from bruce.wire.plog import murmur2
 
@@ -93,7 +94,7 @@ class AnyPartitionCycle:
 
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
-        self._cycles: dict[str, list] = {}  # topic → [available partitions, shuffled order, next position]
+        self._cycles: dict[str, list[Any]] = {}  # topic → [available partitions, shuffled order, next position]
 
     def next(self, topic: Topic) -> int | None:
         """The next partition for a keyless batch of ``topic``, or None when none is available."""
@@ -110,4 +111,5 @@ class AnyPartitionCycle:
         order = cycle[1]
         position = cycle[2]
         cycle[2] = position + 1 if position + 1 < len(order) else 0
-        return order[position]
+        partition: int = order[position]
+        return partition

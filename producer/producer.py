@@ -28,6 +28,7 @@ import asyncio
 import gc
 import random
 from collections import deque
+from collections.abc import Coroutine
 from typing import Any
 
 from bruce.wire.compression import Codec
@@ -139,7 +140,18 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
         self._last_refusal = ""
         d.pack = pack
-        self._txn = TransactionManager(self) if config.transactional_id is not None else None
+        self._txn = None
+        if config.transactional_id is not None:
+            self._txn = TransactionManager(
+                config,
+                self.counters,
+                d,
+                self._timeouts,
+                running=lambda: self._group is not None,
+                accepting=self._accept,
+                flush=self.flush,
+                spawn=self._spawn,
+            )
         if d.seq is not None:
             d.seq.txn = self._txn
         if d.seq is None:
@@ -183,8 +195,10 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
             await self.state.settle(self)
 
     def journal_batches(self, journal: PartJournal) -> None:
-        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool)."""
-        self._dispatcher.journal = journal
+        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool); nothing
+        to journal when the producer is not idempotent."""
+        if self._dispatcher.seq is not None:
+            self._dispatcher.seq.journal = journal
 
     async def flush(self, timeout: float | None = None) -> int:
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
@@ -226,7 +240,8 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
             await self.flush(deadline)
         d = self._dispatcher
         # From here on nothing may start: no sender, pause, fetch or auto-creation (the task group is ending).
-        d.wake_broker = d.on_unknown_topic = d.on_autocreate = lambda _: None
+        d.wake_broker = lambda broker: None
+        d.on_unknown_topic = d.on_autocreate = lambda topic: None
         d.on_pause = lambda cause, answered: None
         for task in self._tasks:
             task.cancel()
@@ -280,10 +295,15 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
 
     # ---------------------------------------------------------------- internals
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         assert self._group is not None
         self._tasks = [t for t in self._tasks if not t.done()]
-        self._tasks.append(self._group.create_task(coro))
+        task = self._group.create_task(coro)
+        self._tasks.append(task)
+        return task
+
+    def _accept(self, on: bool) -> None:
+        self._accepting = on
 
     def _tasks_alive(self) -> bool:
         return not any(t.done() for t in self._core)

@@ -135,8 +135,8 @@ class PartitionQueue:
                 if not taken and size <= budget and whole is not None and alone:
                     ready.popleft()
                     self.ready_count -= len(batch)
-                    return batch, size, since  # type: ignore[return-value]
-                batch = batch.unpack()
+                    return batch, size, since  # type: ignore[return-value]  # Packed, travels whole
+                batch = batch.unpack()  # type: ignore[union-attr]  # not a list: Packed
                 ready[0] = (batch, size, since)
             if total + size <= budget:
                 ready.popleft()
@@ -170,7 +170,7 @@ class PartitionQueue:
         ready = self.ready
         while ready and ready[0][2] <= cutoff:
             batch = ready.popleft()[0]
-            out += batch if type(batch) is list else batch.unpack()
+            out += batch if type(batch) is list else batch.unpack()  # type: ignore[union-attr]  # not a list: Packed
         self.ready_count -= len(out)
         if not ready and self.open and self.open_since <= cutoff:
             out += self.open
@@ -189,7 +189,7 @@ class PartitionQueue:
         """Remove and return every queued message (not the in-flight ones), oldest first."""
         out: list[Message] = []
         for batch, _, _ in self.ready:
-            out += batch if type(batch) is list else batch.unpack()
+            out += batch if type(batch) is list else batch.unpack()  # type: ignore[union-attr]  # not a list: Packed
         out += self.open
         self.ready.clear()
         self.ready_count = 0

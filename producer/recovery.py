@@ -35,6 +35,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from bruce.wire import errorcodes
 from bruce.wire.protocol.fetch import FetchPartition, FetchRequest, FetchTopic
@@ -42,14 +43,21 @@ from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, To
 from bruce.wire.recordbatch import with_producer_identity
 from bruce.wire.versions import FETCH, PRODUCE
 
+from .cluster import ClusterView
 from .config import ProducerConfig
 from .errors import TransportError
 from .idempotence import next_sequence
 from .journal import JournalEntry, TopicPartition
 from .transport import BrokerConnection, Timeouts, open_connection
-from .views import ProducerViews
 
 log = logging.getLogger("bruce.producer")
+
+
+class ClusterSource(Protocol):
+    """Where settling finds the current cluster view (:meth:`~bruce.producer.views.ProducerViews.cluster`)."""
+
+    def cluster(self) -> ClusterView | None: ...
+
 
 FETCH_BYTES = 1 << 20
 MAX_FETCH_BYTES = 64 << 20
@@ -100,7 +108,7 @@ def log_identities(data: bytes, producer_ids: set[int]) -> tuple[dict[tuple[int,
 class Settler:
     """Settles a :class:`JournalState` through the cluster ``views`` sees (see the module rules)."""
 
-    def __init__(self, views: ProducerViews, config: ProducerConfig, rebuild: Rebuild, *, deadline: float) -> None:
+    def __init__(self, views: ClusterSource, config: ProducerConfig, rebuild: Rebuild, *, deadline: float) -> None:
         self.views = views
         self.config = config
         self.rebuild = rebuild
@@ -250,7 +258,7 @@ class Settler:
                 min_bytes=1,
                 max_bytes=max_bytes,
             )
-            answer = await conn.request(request, conn.versions.version(FETCH))  # type: ignore[union-attr]
+            answer = await conn.request(request, conn.versions.version(FETCH))  # type: ignore[union-attr]  # negotiated
             part = next((p for t in answer.responses for p in t.partitions if p.partition_index == tp[1]), None)
             if part is None:
                 raise Unsettled("the Fetch answer does not mention the partition")
@@ -284,7 +292,7 @@ class Settler:
             acks=-1,
             timeout_ms=self.config.request_timeout_ms,
         )
-        answer = await conn.request(request, conn.versions.version(PRODUCE))  # type: ignore[union-attr]
+        answer = await conn.request(request, conn.versions.version(PRODUCE))  # type: ignore[union-attr]  # negotiated
         for t in answer.responses:
             for p in t.partition_responses:
                 if p.index == tp[1]:
@@ -293,7 +301,7 @@ class Settler:
 
 
 async def find_batch(
-    views: ProducerViews, config: ProducerConfig, tp: TopicPartition, start: int, identity: tuple[int, int, int]
+    views: ClusterSource, config: ProducerConfig, tp: TopicPartition, start: int, identity: tuple[int, int, int]
 ) -> int | None:
     """The base offset of the batch written with ``identity`` (producer id, epoch, base sequence) in ``tp``'s log,
     read from ``start`` to the high watermark; None: not there. Transport failures and a leader moving are retried

@@ -29,7 +29,7 @@ from bruce.wire.compression import Codec
 from bruce.wire.messageset import MESSAGE_OVERHEAD, build_message_set
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.recordbatch import build_record_batch
-from bruce.wire.recordbatch_schema import HEADER_SIZE
+from bruce.wire.recordbatch_schema import HEADER_SIZE, RecordInput
 
 from .message import Message
 from .queues import PartitionQueue
@@ -189,15 +189,17 @@ def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: 
         encode = getattr(messages, "encode", None) if type(messages) is not list and not empty else None
         data = encode(codec, level) if encode is not None else None  # send_many's values, column by column
         if data is not None:
-            return data
-        return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)
-    return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)
+            return data  # type: ignore[no-any-return]  # a Bulk's encode: bytes
+        records = _Records(messages, empty)
+        return build_record_batch(records, codec=codec, compression_level=level)  # type: ignore[arg-type]  # see _Records
+    return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)  # type: ignore[arg-type]  # see _Records
 
 
 class _Records:
     """``messages`` seen as the encoders' ``(key, value, timestamp, headers)`` tuples, made one by one as the encoder
     iterates (a generator: faster per message than a ``zip`` of four ``attrgetter`` maps); with
-    ``empty_as_null`` an empty key or value reads as None."""
+    ``empty_as_null`` an empty key or value reads as None. A sequence, though no ``Sequence`` subclass (hence the
+    encoders' ignores)."""
 
     __slots__ = ("_empty_as_null", "_messages")
 
@@ -208,13 +210,13 @@ class _Records:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def __getitem__(self, index: int) -> tuple:
+    def __getitem__(self, index: int) -> RecordInput:
         m = self._messages[index]
         if self._empty_as_null:
             return m.key or None, m.value or None, m.timestamp, m.headers
         return m.key, m.value, m.timestamp, m.headers
 
-    def __iter__(self) -> Iterator[tuple]:
+    def __iter__(self) -> Iterator[RecordInput]:
         ms = self._messages
         if self._empty_as_null:
             return ((m.key or None, m.value or None, m.timestamp, m.headers) for m in ms)

@@ -18,7 +18,6 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from .acks import Action, Failure, classify
 from .config import ProducerConfig
@@ -27,9 +26,7 @@ from .message import Message, OutcomeSink
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Part
-
-if TYPE_CHECKING:
-    from .sequencing import Sequencer
+from .sequencing import Sequencer
 
 
 class RequestOutcomes:
@@ -47,6 +44,9 @@ class RequestOutcomes:
     on_pause: Callable[[str, bool], None]
     on_progress: Callable[[bool], None]
     # and the dispatcher's deliver, discard and give_back, where every outcome ends
+    deliver: Callable[[PartitionQueue, list[Message], int, int], None]
+    discard: Callable[[str, Sequence[Message], DiscardReason, str], None]
+    give_back: Callable[[PartitionQueue, list[Message], float], None]
 
     def started(self, broker: int, parts: Sequence[Part], expect_ack: bool) -> None:
         """A request with ``parts`` was written. Rotate the broker's queues (fairness), mark partitions busy and tell
@@ -77,7 +77,7 @@ class RequestOutcomes:
     def on_response(self, broker: int, parts: Sequence[Part], response: object, legacy: bool) -> None:
         """Apply a Produce response to the request's parts."""
         answers = {}
-        for topic in response.responses:  # type: ignore[attr-defined]
+        for topic in response.responses:  # type: ignore[attr-defined]  # a ProduceResponse
             for p in topic.partition_responses:
                 answers[(topic.name, p.index)] = p
         missing: list[Part] = []
@@ -104,7 +104,7 @@ class RequestOutcomes:
                 continue
             self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
-                self.discard(pq.topic, part.messages, decision.reason, decision.name)  # type: ignore[arg-type]
+                self.discard(pq.topic, part.messages, decision.reason, decision.name)  # type: ignore[arg-type]  # set for DISCARD
                 continue
             retry = self._count_attempt(pq.topic, part.messages, decision.name)
             if decision.action is Action.RESEND:

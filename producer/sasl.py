@@ -15,7 +15,8 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 from scramp import ScramClient, ScramException
 
@@ -23,15 +24,23 @@ from bruce.wire.protocol.sasl_authenticate import KEY as SASL_AUTHENTICATE
 from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from bruce.wire.protocol.sasl_handshake import KEY as SASL_HANDSHAKE
 from bruce.wire.protocol.sasl_handshake import SaslHandshakeRequest
+from bruce.wire.versions import ProtocolChoice
 
 from .acks import Failure
 from .errors import TransportError
 from .security import SecurityConfig
 
-if TYPE_CHECKING:
-    from .transport import BrokerConnection
-
 REAUTH_FRACTION = 0.85
+
+
+class SaslChannel(Protocol):
+    """What authentication asks of a connection (:class:`~bruce.producer.transport.BrokerConnection` is one): its
+    broker's name, the versions it negotiated, and one request/response round."""
+
+    node: str
+    versions: ProtocolChoice | None
+
+    def request(self, body: Any, version: int) -> Awaitable[Any]: ...
 
 
 class AuthenticationFailed(TransportError):
@@ -43,7 +52,7 @@ class AuthenticationFailed(TransportError):
         self.method = method
 
 
-async def authenticate(conn: BrokerConnection, security: SecurityConfig, *, nonce: str | None = None) -> float | None:
+async def authenticate(conn: SaslChannel, security: SecurityConfig, *, nonce: str | None = None) -> float | None:
     """Authenticate ``conn`` with ``security``'s mechanism; the loop time by which to re-authenticate, or None.
     ``nonce``: SCRAM's client nonce, for test vectors only (random otherwise)."""
     mechanism = security.sasl_mechanism
@@ -78,7 +87,7 @@ async def authenticate(conn: BrokerConnection, security: SecurityConfig, *, nonc
     return started + lifetime_ms / 1000 * REAUTH_FRACTION if lifetime_ms > 0 else None
 
 
-async def _round(conn: BrokerConnection, mechanism: str, version: int, token: bytes) -> SaslAuthenticateResponse:
+async def _round(conn: SaslChannel, mechanism: str, version: int, token: bytes) -> SaslAuthenticateResponse:
     """One SaslAuthenticate exchange; a refusal is :class:`AuthenticationFailed` with the broker's message."""
     answer: SaslAuthenticateResponse = await conn.request(SaslAuthenticateRequest(token), version)
     if answer.error_code != 0:

@@ -125,16 +125,16 @@ class SecurityConfig:
         set_(self, "ssl_endpoint_identification_algorithm", algorithm)
         if algorithm not in ("https", "none"):
             raise ConfigError(f"ssl.endpoint.identification.algorithm: {algorithm!r} is not https or none")
-        verify = self.enable_ssl_certificate_verification
+        verify: object = self.enable_ssl_certificate_verification  # as given: a str from a configuration file too
         if isinstance(verify, str) and verify.lower() in ("true", "false"):
             set_(self, "enable_ssl_certificate_verification", verify.lower() == "true")
         elif not isinstance(verify, bool):
             raise ConfigError(f"enable.ssl.certificate.verification: {verify!r} must be true or false")
-        if self.sasl and not self.sasl_username:
-            raise ConfigError(f"sasl.username: required with security.protocol={protocol}")
-        if self.sasl and self.sasl_password is None:
-            raise ConfigError(f"sasl.password: required with security.protocol={protocol}")
         if self.sasl:
+            if not self.sasl_username:
+                raise ConfigError(f"sasl.username: required with security.protocol={protocol}")
+            if self.sasl_password is None:
+                raise ConfigError(f"sasl.password: required with security.protocol={protocol}")
             _check_credentials(mechanism, self.sasl_username, self.sasl_password.reveal())
         if self.ssl_key_location and not self.ssl_certificate_location:
             raise ConfigError("ssl.key.location: needs ssl.certificate.location")

@@ -237,7 +237,7 @@ class ProducerSending:
         if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
             chunk = chunk_of_unheld(pq.open, pq.open_bytes)
             if chunk is not None:
-                pq.open = chunk  # type: ignore[assignment]
+                pq.open = chunk  # type: ignore[assignment]  # a Chunk is a list of messages to the queue
         self._dispatcher.seal(pq)
 
     def _too_large(self, size: int) -> None:

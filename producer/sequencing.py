@@ -36,39 +36,72 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from bruce.wire import errorcodes
 from bruce.wire.recordbatch import with_producer_identity
 from bruce.wire.versions import INIT_PRODUCER_ID, ProtocolChoice
 
 from .acks import DUPLICATE_SEQUENCE_NUMBER, Action, classify
+from .config import ProducerConfig
+from .counters import Counters
 from .idempotence import Batch, BatchState, Idempotence, PidState
-from .message import Message
+from .journal import PartJournal
+from .message import Message, OutcomeSink
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy, Part, assemble
-
-if TYPE_CHECKING:
-    from .config import ProducerConfig
-    from .dispatcher import Dispatcher
-    from .transactions import TransactionManager
 
 log = logging.getLogger("bruce.producer")
 Encode = Callable[[Part, Compression], bytes]
 
 
+class Owner(Protocol):
+    """What the sequencer asks of the dispatcher that owns it (:class:`~bruce.producer.dispatcher.Dispatcher` is
+    one): its settings, accounting and queues, and its switch to at-least-once (``seq = None``)."""
+
+    config: ProducerConfig
+    counters: Counters
+    sink: OutcomeSink | None
+    clock: Callable[[], float]
+    seq: Sequencer | None
+
+    def route(
+        self, topic: str, messages: list[Message], *, hold_unknown: bool = True, since: float | None = None
+    ) -> None: ...
+
+    def mark_ready(self, pq: PartitionQueue) -> None: ...
+
+    def all_queues(self) -> list[PartitionQueue]: ...
+
+    def deliver(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None: ...
+
+    def discard(self, topic: str, messages: Sequence[Message], reason: DiscardReason, detail: str = "") -> None: ...
+
+
+class Transaction(Protocol):
+    """What the sequencer tells a transactional producer's transaction
+    (:class:`~bruce.producer.transactions.TransactionManager` is one)."""
+
+    def admit(self, pq: PartitionQueue) -> bool: ...
+
+    def produce_failed(self, name: str, given_up: bool) -> None: ...
+
+    def idempotence_ended(self, name: str, why: str) -> None: ...
+
+
 class Sequencer:
     """The idempotent producer's side of one :class:`~bruce.producer.dispatcher.Dispatcher` (its ``seq``)."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
+    def __init__(self, dispatcher: Owner) -> None:
         self.d = dispatcher
         self.idem: Idempotence | None = None  # None until the first produce connection settles it
         self.ending = ""  # why idempotence ends (fatal), while in-flight batches settle
         self.init_not_before = 0.0  # loop time: no InitProducerId before (retry backoff)
         self.init_refusals = 0  # InitProducerId requests in a row that got no producer id (error or no answer)
-        self.txn: TransactionManager | None = None  # a transactional producer's: it owns the producer id
+        self.journal: PartJournal | None = None  # idempotent batches journaled before sending
+        self.txn: Transaction | None = None  # a transactional producer's: it owns the producer id
         self.acked: dict[tuple[str, int], int] = {}  # per partition the highest base offset acknowledged
         # a DUPLICATE_SEQUENCE_NUMBER answer: (queue, batch, messages, size, since) to verify in the log (set by the
         # producer; None: delivered at once, offset -1)
@@ -101,8 +134,8 @@ class Sequencer:
         level = logging.ERROR if explicit else logging.INFO
         log.log(level, "idempotent producer off: %s; at-least-once delivery (Bruce's)", why)
         self.d.seq = None
-        if self.d.journal is not None:
-            self.d.journal.off()
+        if self.journal is not None:
+            self.journal.off()
 
     @property
     def max_in_flight(self) -> int:
@@ -116,8 +149,8 @@ class Sequencer:
         if self.txn is not None:
             self.txn.idempotence_ended(name, why)
         self.ending = why
-        if self.d.journal is not None:
-            self.d.journal.off()
+        if self.journal is not None:
+            self.journal.off()
         self.d.counters.inc("IdempotenceFatal", labels=(("reason", name),))
         log.error("idempotent producer ends: %s; going on at-least-once (a resend may store a message twice)", why)
         self.settle()
@@ -223,7 +256,7 @@ class Sequencer:
                     transactional=self.txn is not None,
                 )
                 part.identity = identity
-                journal = self.d.journal
+                journal = self.journal
                 if journal is not None:  # durable before it is sent (bruce.producer.journal)
                     journal.sent(part, batch)
                     idem.on_done = journal.finished
@@ -265,7 +298,7 @@ class Sequencer:
         else:
             d.counters.inc("AckError", n, (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
-                d.discard(pq.topic, messages, decision.reason, decision.name)  # type: ignore[arg-type]
+                d.discard(pq.topic, messages, decision.reason, decision.name)  # type: ignore[arg-type]  # set for DISCARD
                 if idem.state is PidState.FATAL:
                     self.fatal(decision.name, idem.fatal_reason)
             elif decision.counts_attempt and _over_limit(messages, d.config.max_failed_delivery_attempts):

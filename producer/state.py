@@ -25,20 +25,44 @@ import fcntl
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from bruce.wire.errors import UsageError
 from bruce.wire.recordbatch import decode_record_batch
 
+from .cluster import ClusterView
+from .config import ProducerConfig
+from .counters import Counters
 from .journal import Journal, PartJournal, read_journal
 from .recovery import Settlement, Settler
 
-if TYPE_CHECKING:
-    from .producer import Producer
-
 log = logging.getLogger("bruce.producer")
 MIN_SETTLE_S = 30.0
+
+
+class Settling(Protocol):
+    """What settling asks of the producer it starts (:class:`~bruce.producer.producer.Producer` is one)."""
+
+    config: ProducerConfig
+    counters: Counters
+
+    def cluster(self) -> ClusterView | None: ...
+
+    def journal_batches(self, journal: PartJournal) -> None: ...
+
+    async def ready(self, timeout: float | None = None) -> ClusterView: ...
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+    ) -> Any: ...
 
 
 class StateInUse(UsageError):
@@ -62,11 +86,10 @@ class ProducerState:
         self.journal.open(old=self.state.files)
         self.settlement: Settlement | None = None
 
-    async def settle(self, producer: Producer) -> Settlement:
+    async def settle(self, producer: Settling) -> Settlement:
         """Settle the earlier producer's batches, then journal this one's (see the module rules)."""
         config = producer.config
-        if producer._dispatcher.seq is not None:  # before any send, the fallbacks' included
-            producer.journal_batches(PartJournal(self.journal, payload=True))
+        producer.journal_batches(PartJournal(self.journal, payload=True))  # before any send, the fallbacks' included
         unsettled = [e for e in self.state.entries if e.finished is None]
         out = Settlement()
         if unsettled:

@@ -42,7 +42,7 @@ class TopicCreator:
         dispatcher: Dispatcher,
         fetcher: MetadataFetcher,
         apply_view: Callable[[ClusterView, int], None],
-        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        spawn: Callable[[Coroutine[Any, Any, None]], object],
     ) -> None:
         self.config = config
         self.counters = counters

@@ -23,8 +23,9 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bruce.wire import errorcodes
 from bruce.wire.errors import BruceError, UsageError
@@ -33,13 +34,14 @@ from bruce.wire.protocol.end_txn import EndTxnRequest
 from bruce.wire.protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from bruce.wire.versions import ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID
 
+from .config import ProducerConfig
 from .coordinator import CoordinatorLink, CoordinatorTimeout
+from .counters import Counters
+from .dispatcher import Dispatcher
 from .idempotence import Idempotence, PidState
+from .queues import PartitionQueue
 from .reasons import DiscardReason
-
-if TYPE_CHECKING:
-    from .producer import Producer
-    from .queues import PartitionQueue
+from .transport import Timeouts
 
 TopicPartition = tuple[str, int]
 _FATAL = frozenset(
@@ -86,9 +88,27 @@ class TransactionError(BruceError):
 class TransactionManager:
     """One transactional producer's transaction state and coordinator requests; see the module's rules."""
 
-    def __init__(self, producer: Producer) -> None:
-        self.p = producer
-        config = producer.config
+    def __init__(
+        self,
+        config: ProducerConfig,
+        counters: Counters,
+        dispatcher: Dispatcher,
+        timeouts: Timeouts,
+        *,
+        running: Callable[[], bool],
+        accepting: Callable[[bool], None],
+        flush: Callable[[float], Awaitable[int]],
+        spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
+    ) -> None:
+        """``running``: the producer is started; ``accepting(on)``: ``send`` accepts messages or not; ``flush(s)``:
+        the producer's :meth:`~bruce.producer.producer.Producer.flush`; ``spawn``: a task in the producer's group."""
+        self.config = config
+        self.counters = counters
+        self.d = dispatcher
+        self._running = running
+        self._accept = accepting
+        self._flush = flush
+        self._spawn = spawn
         assert config.transactional_id is not None
         self.tid = config.transactional_id
         self.timeout_ms = config.transaction_timeout_ms
@@ -99,14 +119,14 @@ class TransactionManager:
         self._adding: asyncio.Task[Any] | None = None
         self._discarded_at_begin = 0
         self.new_id_due = False  # the brokers refuse our producer id or epoch: renewed by abort_transaction
-        d = producer._dispatcher
+        d = dispatcher
 
         def brokers() -> list[tuple[str, int]]:
             view = d.view
             known = [(b.host, b.port) for b in view.brokers.values()] if view is not None else []
             return known or list(config.brokers)
 
-        self.link = CoordinatorLink(config, producer._timeouts, brokers, producer.counters)
+        self.link = CoordinatorLink(config, timeouts, brokers, counters)
 
     # ---------------------------------------------------------------- the API
 
@@ -115,7 +135,7 @@ class TransactionManager:
             raise self._raised()
         if self.state is not TxnState.INIT:
             raise UsageError("init_transactions: already done (call it once per producer)")
-        if self.p._group is None:
+        if not self._running():
             raise UsageError("init_transactions: start the producer first (async with Producer(...))")
         await self._init_producer_id(self._deadline(timeout), renew=False)
         self.state = TxnState.READY
@@ -128,37 +148,37 @@ class TransactionManager:
         if self.state is not TxnState.READY:
             raise self._raised()
         self.state = TxnState.IN_TRANSACTION
-        self._discarded_at_begin = self.p._dispatcher.discarded
-        self.p._accepting = True
+        self._discarded_at_begin = self.d.discarded
+        self._accept(True)
 
     async def commit(self, timeout: float | None) -> None:
         self._check_open("commit_transaction")
         deadline = self._deadline(timeout)
-        self.p._accepting = False
+        self._accept(False)
         await self._drain(deadline)
-        failed = self.p._dispatcher.discarded - self._discarded_at_begin
+        failed = self.d.discarded - self._discarded_at_begin
         if failed:
             self._abortable("TRANSACTION_ABORTABLE", f"{failed} messages of the transaction were not delivered")
             raise self._raised()
         await self._wait_adding(deadline)
         if self.added:
             await self._end(True, deadline)
-        self.p.counters.inc("TransactionCommitted")
+        self.counters.inc("TransactionCommitted")
         self._finished()
 
     async def abort(self, timeout: float | None) -> None:
         if self.state is not TxnState.ABORTABLE:
             self._check_open("abort_transaction")
         deadline = self._deadline(timeout)
-        self.p._accepting = False
-        d = self.p._dispatcher
+        self._accept(False)
+        d = self.d
         while True:  # discard what is not written; await what is (a failed one comes back: discarded next round)
             d.discard_everything(DiscardReason.TRANSACTION_ABORTED, "the transaction was aborted")
             if not d.held_messages:
                 break
             if asyncio.get_running_loop().time() >= deadline:
                 raise TransactionError("abort_transaction: timed out", code="TIMED_OUT", retriable=True)
-            await self.p.flush(_POLL)
+            await self._flush(_POLL)
         self.wanted.clear()
         await self._wait_adding(deadline)
         idem = self._idem()
@@ -167,7 +187,7 @@ class TransactionManager:
         if self.new_id_due or idem.state is not PidState.ASSIGNED or idem.bump_needed:
             await self._init_producer_id(deadline, renew=True)
         self.error = None
-        self.p.counters.inc("TransactionAborted")
+        self.counters.inc("TransactionAborted")
         self._finished()
 
     def refuse(self) -> None:
@@ -191,8 +211,7 @@ class TransactionManager:
         if self.state is TxnState.IN_TRANSACTION and tp not in self.wanted:
             self.wanted.add(tp)
             if self._adding is None or self._adding.done():
-                self.p._spawn(self._add_partitions())  # in the producer's task group: a bug ends the producer
-                self._adding = self.p._tasks[-1]
+                self._adding = self._spawn(self._add_partitions())  # in the producer's group: a bug ends it
         return False
 
     def produce_failed(self, name: str, given_up: bool) -> None:
@@ -231,22 +250,22 @@ class TransactionManager:
     def _abortable(self, code: str, why: str) -> None:
         if self.state is TxnState.IN_TRANSACTION:
             self.state = TxnState.ABORTABLE
-            self.p.counters.inc("TransactionAbortable", labels=(("reason", code),))
+            self.counters.inc("TransactionAbortable", labels=(("reason", code),))
             self.error = TransactionError(f"transaction must be aborted: {why}", code=code, txn_requires_abort=True)
 
     def _fatal(self, code: str, why: str) -> None:
         if self.state is TxnState.FATAL:
             return
         self.state = TxnState.FATAL
-        self.p.counters.inc("TransactionFatal", labels=(("reason", code),))
+        self.counters.inc("TransactionFatal", labels=(("reason", code),))
         why = f"transactional producer {self.tid!r} failed for good: {why}"
         self.error = TransactionError(why, code=code, fatal=True)
-        self.p._accepting = False
-        d = self.p._dispatcher  # not now: a produce answer may be being carried out
+        self._accept(False)
+        d = self.d  # not now: a produce answer may be being carried out
         asyncio.get_running_loop().call_soon(d.discard_everything, DiscardReason.TRANSACTION_ABORTED, why)
 
     def _idem(self) -> Idempotence:
-        seq = self.p._dispatcher.seq
+        seq = self.d.seq
         if seq is None:
             self._fatal("UNSUPPORTED", "the broker cannot take idempotent batches")
             raise self._raised()
@@ -258,7 +277,7 @@ class TransactionManager:
     async def _drain(self, deadline: float) -> None:
         """Until every message has a fate; raises when the transaction fails meanwhile, or at the deadline."""
         loop = asyncio.get_running_loop()
-        while await self.p.flush(min(_POLL, max(deadline - loop.time(), 0))):
+        while await self._flush(min(_POLL, max(deadline - loop.time(), 0))):
             if self.state is not TxnState.IN_TRANSACTION:
                 raise self._raised()
             if loop.time() >= deadline:
@@ -296,7 +315,7 @@ class TransactionManager:
             name = errorcodes.lookup(answer.error_code).name
             self._fatal(name, f"InitProducerId answered {name}")
             raise self._raised()
-        seq = self.p._dispatcher.seq
+        seq = self.d.seq
         assert seq is not None
         idem.state = PidState.REQUESTING
         seq.on_init(InitProducerIdResponse(0, answer.producer_id, answer.producer_epoch), failed=False)
@@ -348,11 +367,11 @@ class TransactionManager:
                     why = f"AddPartitionsToTxn answered {name} for {tp[0]}/{tp[1]}"
                     self._fatal(name, why) if name in _FATAL else self._abortable(name, why)
                     return
-            seq = self.p._dispatcher.seq
+            seq = self.d.seq
             if seq is not None:
                 seq.wake_all()
             if self.wanted.intersection(asked):  # refused for now (retriable): ask again after the backoff
-                await asyncio.sleep(max(self.p.config.retry_backoff_ms, 10) / 1000)
+                await asyncio.sleep(max(self.config.retry_backoff_ms, 10) / 1000)
 
 
 def _builder(request: Any, api_key: int) -> Any:
@@ -364,7 +383,7 @@ def _retried_code(answer: Any) -> int:
     """AddPartitionsToTxn's coordinator-level error: a partition's code the coordinator link retries, else 0."""
     for code in answer.errors().values():
         if code in (14, 15, 16, 51):
-            return code
+            return int(code)
     return 0
 
 

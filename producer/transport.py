@@ -75,7 +75,7 @@ class BrokerConnection(asyncio.Protocol):
     # ---------------------------------------------------------------- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
+        self._transport = transport  # type: ignore[assignment]  # a stream connection's
 
     def data_received(self, data: bytes) -> None:
         if self.failure is not None:
@@ -292,4 +292,4 @@ async def _api_versions(conn: BrokerConnection, version: int) -> ApiVersionsResp
     if answer.error_code != 0:
         conn.close()
         raise TransportError(f"{conn.node}: ApiVersions error {answer.error_code}", reason=Failure.PROTOCOL_ERROR)
-    return answer
+    return answer  # type: ignore[no-any-return]  # the ApiVersions request's answer

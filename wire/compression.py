@@ -196,7 +196,8 @@ def _snappy_decode(data: bytes, max_size: int) -> bytes:
         return b"".join(out)
     if _snappy_raw_length(data) > max_size:
         raise _too_big(Codec.SNAPPY, max_size)
-    return snappy.uncompress(data)
+    whole: bytes = snappy.uncompress(data)
+    return whole
 
 
 def _snappy_raw_length(block: bytes) -> int:
@@ -216,7 +217,7 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
 def _lz4_encode(data: Buffer, *, legacy: bool, level: int | None) -> bytes:
-    frame = lz4.frame.compress(
+    frame: bytes = lz4.frame.compress(
         data,
         compression_level=0 if level is None else level,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
@@ -249,7 +250,7 @@ def _lz4_decode(data: bytes, max_size: int, *, legacy: bool) -> bytes:
             raise _corrupt(Codec.LZ4, "bad frame header checksum")
         data = data[: n - 1] + bytes([correct]) + data[n:]
     d = lz4.frame.LZ4FrameDecompressor()
-    out = d.decompress(data, max_length=max_size + 1)
+    out: bytes = d.decompress(data, max_length=max_size + 1)
     if len(out) > max_size or not d.needs_input:
         raise _too_big(Codec.LZ4, max_size)
     if not d.eof:

@@ -33,7 +33,7 @@ from construct import this
 from .compression import MAX_DECOMPRESSED_SIZE, Codec, DecompressionBudget, compress
 from .errors import MalformedInput, UsageError
 from .primitives import Int8, Int32, Int64, NullableBytes, UInt32
-from .records import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record, new_record
+from .record import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record, new_record
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -134,11 +134,12 @@ def build_message_set(
         raise UsageError(f"cannot encode message set: {e}") from None
 
 
-def _timestamp_of(message: Sequence, default: int) -> int:
-    return message[2] if len(message) > 2 else default
+def _timestamp_of(message: Sequence[Any], default: int) -> int:
+    timestamp: int = message[2] if len(message) > 2 else default
+    return timestamp
 
 
-def _build_plain(messages: Sequence, magic: int, timestamp: int, empty_as_null: bool, offset: int) -> bytes:
+def _build_plain(messages: Sequence[Any], magic: int, timestamp: int, empty_as_null: bool, offset: int) -> bytes:
     """One pass, one CRC call per message: a message's bytes before its value (magic, attributes, [timestamp], key,
     value length) depend only on its key, value length and timestamp, which repeat from one message to the next, so
     they are built, CRC'd and given a ``struct`` (entry head + those bytes) once per change of layout; each message
@@ -165,9 +166,9 @@ def _build_plain(messages: Sequence, magic: int, timestamp: int, empty_as_null: 
             entry_size = len(prefix) + 4 + max(size, 0)
             pack = _head_and(len(prefix))
         if value is None:
-            append(pack(offset, entry_size, prefix_crc, prefix))  # type: ignore[misc]
+            append(pack(offset, entry_size, prefix_crc, prefix))  # type: ignore[misc]  # pack: set at the first message
         else:
-            append(pack(offset, entry_size, crc32(value, prefix_crc), prefix))  # type: ignore[misc]
+            append(pack(offset, entry_size, crc32(value, prefix_crc), prefix))  # type: ignore[misc, arg-type]  # as above
             append(value)
         offset += 1
     return b"".join(parts)
@@ -193,7 +194,7 @@ _LENGTH = struct.Struct(">i")
 
 
 def decode_message_set(
-    data: bytes, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
+    data: bytes | memoryview, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
 ) -> list[Record]:
     """Every record in a fetched message set (magic 0/1), compressed wrappers expanded, a partial tail ignored.
 
@@ -228,7 +229,9 @@ def _decode(
     return records
 
 
-def _decode_message(data: bytes, pos: int, end: int, offset: int, wrapper, budget: DecompressionBudget) -> list[Record]:
+def _decode_message(
+    data: bytes, pos: int, end: int, offset: int, wrapper: tuple[int, int, int, int] | None, budget: DecompressionBudget
+) -> list[Record]:
     crc, magic, attributes = _CRC_MAGIC_ATTR.unpack_from(data, pos)
     if crc != _crc32(memoryview(data)[pos + 4 : end]):
         raise MalformedInput(f"message set: CRC mismatch in the message at offset {offset}", reason="CRC")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any, BinaryIO
 
 import construct as c
 import mmh3
@@ -154,7 +155,7 @@ def plog_partition_key(key: bytes) -> int:
 # ---------------------------------------------------------------- schemas (the spec)
 
 
-class _Rejected(c.ConstructError):
+class _Rejected(c.ConstructError):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """A construct failure that already names its reason."""
 
     def __init__(self, message: str, reason: str, path: str | None = None) -> None:
@@ -162,14 +163,14 @@ class _Rejected(c.ConstructError):
         self.reason = reason
 
 
-class _Reasoned(c.Subconstruct):
+class _Reasoned(c.Subconstruct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """Any failure inside ``subcon`` that has no reason yet gets ``reason``."""
 
     def __init__(self, subcon: c.Construct, reason: str) -> None:
         super().__init__(subcon)
         self.reason = reason
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         try:
             return self.subcon._parsereport(stream, context, path)
         except _Rejected:
@@ -178,43 +179,43 @@ class _Reasoned(c.Subconstruct):
             raise _Rejected(str(e), self.reason, path=path) from None
 
 
-class _Reject(c.Construct):
+class _Reject(c.Construct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """Always fails with ``reason``."""
 
     def __init__(self, reason: str) -> None:
         super().__init__()
         self.reason = reason
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         raise _Rejected(self.reason, self.reason, path=path)
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         raise c.ConstructError(f"cannot build a {self.reason} packet", path=path)
 
 
-class _FirstByte(c.Construct):
+class _FirstByte(c.Construct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """The first byte, left in the stream (an unboxed message starts with it)."""
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         data = c.stream_read(stream, 1, path)
         c.stream_seek(stream, -1, 1, path)
         return data[0]
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         return obj
 
 
-class _Tags(c.Adapter):
+class _Tags(c.Adapter):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """``\\0``-separated UTF-8 tags; empty ones are skipped."""
 
-    def _decode(self, obj, context, path):
+    def _decode(self, obj: Any, context: Any, path: str) -> Any:
         try:
             text = obj.decode("utf-8")
         except UnicodeDecodeError as e:
             raise _Rejected(f"tags are not UTF-8: {e}", PLOG_BAD_TAGS, path=path) from None
         return tuple(t for t in text.split("\0") if t)
 
-    def _encode(self, obj, context, path):
+    def _encode(self, obj: Any, context: Any, path: str) -> Any:
         return "\0".join(obj).encode("utf-8")
 
 
@@ -303,7 +304,7 @@ def build_packet_schema(packet: Packet) -> bytes:
         first = packet.message[0] if packet.message else -1
         return build(PACKET, {"first": first, "packet": {"message": packet.message}}, "plog packet")
     if isinstance(packet, Command):
-        body: dict = {"name": packet.name.encode("latin-1"), "trail": packet.trail}
+        body: dict[str, Any] = {"name": packet.name.encode("latin-1"), "trail": packet.trail}
         kind = TYPE_COMMAND
     else:
         header = {

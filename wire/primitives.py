@@ -13,7 +13,7 @@ Rules:
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, BinaryIO
 
 import construct as c
 
@@ -30,8 +30,8 @@ Uuid = c.Bytes(16)
 
 def _remaining(stream: Any) -> int:
     """Bytes left in a seekable stream (construct always parses from BytesIO here)."""
-    pos = stream.tell()
-    end = stream.seek(0, io.SEEK_END)
+    pos: int = stream.tell()
+    end: int = stream.seek(0, io.SEEK_END)
     stream.seek(pos)
     return end - pos
 
@@ -39,7 +39,7 @@ def _remaining(stream: Any) -> int:
 # ---------------------------------------------------------------- varints
 
 
-class _UnsignedVarint(c.Construct):
+class _UnsignedVarint(c.Construct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """Unsigned LEB128, at most ``max_bytes`` bytes (5 for 32-bit, 10 for 64-bit values)."""
 
     def __init__(self, max_bytes: int) -> None:
@@ -47,7 +47,7 @@ class _UnsignedVarint(c.Construct):
         self.max_bytes = max_bytes
         self.limit = 1 << (32 if max_bytes == 5 else 64)
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         result = 0
         shift = 0
         for _ in range(self.max_bytes):
@@ -60,26 +60,26 @@ class _UnsignedVarint(c.Construct):
             shift += 7
         raise c.ValidationError(f"varint longer than {self.max_bytes} bytes", path=path)
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         if not isinstance(obj, int) or obj < 0 or obj >= self.limit:
             raise c.IntegerError(f"value {obj!r} does not fit an unsigned varint", path=path)
         data = encode_unsigned_varint(obj)
         c.stream_write(stream, data, len(data), path)
         return obj
 
-    def _sizeof(self, context, path):
+    def _sizeof(self, context: Any, path: str) -> int:
         raise c.SizeofError("varints have a variable size", path=path)
 
 
-class _ZigZag(c.Adapter):
+class _ZigZag(c.Adapter):  # type: ignore[misc]  # construct is untyped: its classes are Any
     def __init__(self, subcon: c.Construct, bits: int) -> None:
         super().__init__(subcon)
         self.bits = bits
 
-    def _decode(self, obj, context, path):
+    def _decode(self, obj: Any, context: Any, path: str) -> Any:
         return (obj >> 1) ^ -(obj & 1)
 
-    def _encode(self, obj, context, path):
+    def _encode(self, obj: Any, context: Any, path: str) -> Any:
         if not isinstance(obj, int) or not -(1 << (self.bits - 1)) <= obj < (1 << (self.bits - 1)):
             raise c.IntegerError(f"value {obj!r} does not fit a {self.bits}-bit signed varint", path=path)
         return (obj << 1) ^ (obj >> (self.bits - 1))
@@ -109,7 +109,7 @@ def encode_varint(value: int) -> bytes:
 # ---------------------------------------------------------------- strings, bytes and arrays
 
 
-class _LengthPrefixed(c.Construct):
+class _LengthPrefixed(c.Construct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """What strings, bytes and arrays share: a length (or count) prefix, checked against the bytes that remain before
     anything is read. ``compact`` prefixes hold length + 1; null is -1 (compact: 0) and allowed when ``nullable``."""
 
@@ -119,10 +119,10 @@ class _LengthPrefixed(c.Construct):
         self.compact = compact
         self.nullable = nullable
 
-    def _parse_length(self, stream, context, path) -> int | None:
+    def _parse_length(self, stream: BinaryIO, context: Any, path: str) -> int | None:
         """The length that follows, or None for null. Every element takes at least one byte, so a length above the
         remaining bytes is rejected here."""
-        n = self.prefix._parsereport(stream, context, path)
+        n: int = self.prefix._parsereport(stream, context, path)
         if self.compact:
             n -= 1
         if n < 0:
@@ -133,14 +133,14 @@ class _LengthPrefixed(c.Construct):
             raise c.StreamError(f"length {n} exceeds the remaining bytes", path=path)
         return n
 
-    def _build_length(self, n: int | None, stream, context, path) -> None:
+    def _build_length(self, n: int | None, stream: BinaryIO, context: Any, path: str) -> None:
         if n is None:
             if not self.nullable:
                 raise c.ConstructError("null is not allowed here", path=path)
             n = -1
         self.prefix._build(n + 1 if self.compact else n, stream, context, path)
 
-    def _sizeof(self, context, path):
+    def _sizeof(self, context: Any, path: str) -> int:
         raise c.SizeofError("variable size", path=path)
 
 
@@ -151,7 +151,7 @@ class _Sized(_LengthPrefixed):
         super().__init__(prefix, compact=compact, nullable=nullable)
         self.text = text
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         n = self._parse_length(stream, context, path)
         if n is None:
             return None
@@ -163,7 +163,7 @@ class _Sized(_LengthPrefixed):
         except UnicodeDecodeError as e:
             raise c.ValidationError(f"invalid UTF-8: {e}", path=path) from None
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         if obj is None:
             data = None
         elif self.text and isinstance(obj, str):
@@ -185,13 +185,13 @@ class _Array(_LengthPrefixed):
         super().__init__(prefix, compact=compact, nullable=nullable)
         self.subcon = subcon
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         n = self._parse_length(stream, context, path)
         if n is None:
             return None
         return c.ListContainer(self.subcon._parsereport(stream, context, f"{path} -> [{i}]") for i in range(n))
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         self._build_length(None if obj is None else len(obj), stream, context, path)
         for i, item in enumerate(obj or ()):
             self.subcon._build(item, stream, context, f"{path} -> [{i}]")
@@ -239,14 +239,14 @@ def VarintArray(subcon: c.Construct) -> c.Construct:
 # ---------------------------------------------------------------- tagged fields
 
 
-class _TaggedFields(c.Construct):
+class _TaggedFields(c.Construct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """KIP-482 tagged fields: unsigned varint count, then (tag, size, bytes) with strictly increasing tags.
 
     Parsed as ``{tag: raw bytes}``, or ``None`` when there are none (the dataclasses' default, so round trips are
     exact); unknown tags are kept raw so they survive a round trip. Builds from a dict or ``None`` (= no tagged fields).
     """
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         count = UnsignedVarint._parsereport(stream, context, path)
         if count > _remaining(stream):
             raise c.StreamError(f"tagged field count {count} exceeds the remaining bytes", path=path)
@@ -263,7 +263,7 @@ class _TaggedFields(c.Construct):
             fields[tag] = c.stream_read(stream, size, path)
         return fields or None
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         fields = dict(sorted((obj or {}).items()))
         out = bytearray(encode_unsigned_varint(len(fields)))
         for tag, raw in fields.items():
@@ -273,14 +273,14 @@ class _TaggedFields(c.Construct):
         c.stream_write(stream, bytes(out), len(out), path)
         return obj
 
-    def _sizeof(self, context, path):
+    def _sizeof(self, context: Any, path: str) -> int:
         raise c.SizeofError("variable size", path=path)
 
 
 TaggedFields = _TaggedFields()
 
 
-class _TaggedStruct(c.Adapter):
+class _TaggedStruct(c.Adapter):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """A flexible-version struct whose *known* tagged fields are decoded into named fields; unknown tags stay raw in
     ``tags``. An absent tagged field parses as ``None``, and ``None`` is not written (Kafka omits default values)."""
 
@@ -289,7 +289,7 @@ class _TaggedStruct(c.Adapter):
         self.tagged = tagged
         self._exact = {tag: c.FocusedSeq("value", "value" / sub, c.Terminated) for tag, (_, sub) in tagged.items()}
 
-    def _decode(self, obj, context, path):
+    def _decode(self, obj: Any, context: Any, path: str) -> Any:
         tags = dict(obj.tags or {})
         for tag, (name, _) in self.tagged.items():
             raw = tags.pop(tag, None)
@@ -297,7 +297,7 @@ class _TaggedStruct(c.Adapter):
         obj.tags = tags or None
         return obj
 
-    def _encode(self, obj, context, path):
+    def _encode(self, obj: Any, context: Any, path: str) -> Any:
         obj = dict(obj)
         tags = dict(obj.get("tags") or {})
         for tag, (name, _) in self.tagged.items():
@@ -331,6 +331,7 @@ def parse(schema: c.Construct, data: bytes, what: str) -> Any:
 def build(schema: c.Construct, obj: Any, what: str) -> bytes:
     """Build ``obj`` with ``schema``; a value that does not fit is the caller's :class:`UsageError`."""
     try:
-        return schema.build(obj)
+        data: bytes = schema.build(obj)
     except (c.ConstructError, UnicodeEncodeError, OverflowError, TypeError, KeyError) as e:
         raise UsageError(f"cannot encode {what}: {e}") from None
+    return data

@@ -18,22 +18,30 @@ Rules:
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import add, itemgetter, sub
+from typing import Any
 
-from .compression import Codec, DecompressionBudget, compress
+from .compression import MAX_DECOMPRESSED_SIZE, Codec, DecompressionBudget, compress
 from .crc import crc32c
 from .errors import MalformedInput, UsageError
 from .primitives import encode_varint
-from .recordbatch_schema import (
+from .record import (
     CODEC_MASK,
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    TIMESTAMP_TYPE_BIT,
+    Record,
+    decompression_limit,
+    entry_spans,
+    new_record,
+)
+from .recordbatch_schema import (
     CONTROL_BIT,
     HEADER_SIZE,
     MAGIC,
-    MAX_DECOMPRESSED_SIZE,
     RECORD_BATCH,
-    TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
     RecordBatch,
     RecordInput,
@@ -41,7 +49,6 @@ from .recordbatch_schema import (
     build_record_batch_with_schema,
     decode_record_batch_with_schema,
 )
-from .records import CREATE_TIME, LOG_APPEND_TIME, Record, decompression_limit, entry_spans, new_record
 
 __all__ = [
     "CODEC_MASK",
@@ -123,7 +130,7 @@ def build_record_batch(
     table = _VARINT
     size = len(table)
     attributes_ts, delta_null_key = _ATTRIBUTES_TS, _DELTA_NULL_KEY
-    parts: list[bytes] = []
+    parts: list[bytes | bytearray] = []
     extend = parts.extend
     try:
         base_ts = min_ts = max_ts = records[0][2]
@@ -222,8 +229,8 @@ _DELTA_NULL_KEY_SIZE = tuple(len(middle) for middle in _DELTA_NULL_KEY)
 def _one_by_one(
     values: Sequence[bytes | bytearray | None], timestamps: int | Sequence[int], codec: int, level: int | None
 ) -> bytes:
-    stamps = repeat(timestamps) if type(timestamps) is int else timestamps
-    records = [(None, v, ts, None) for v, ts in zip(values, stamps)]  # noqa: B905 (repeat is endless)
+    stamps: Iterable[int] = repeat(timestamps) if isinstance(timestamps, int) else timestamps
+    records: list[RecordInput] = [(None, v, ts, None) for v, ts in zip(values, stamps)]  # noqa: B905 (repeat is endless)
     return build_record_batch(records, codec=codec, compression_level=level)
 
 
@@ -241,21 +248,21 @@ def build_value_batch(
     :class:`UsageError` for bad input (``compression_level``: ``level``)."""
     count = len(values)
     one = type(timestamps) is int
-    if not 1 < count <= len(_ALONE) or (not one and len(timestamps) != count):  # type: ignore[arg-type]
+    if not 1 < count <= len(_ALONE) or (not one and len(timestamps) != count):  # type: ignore[arg-type]  # not an int: `one`
         return _one_by_one(values, timestamps, codec, level)
     table = _VARINT
     try:
-        base_ts = max_ts = timestamps if one else timestamps[0]  # type: ignore[index]
-        by_length = itemgetter(*map(len, values))  # one C call looks up every value's row of a table
+        base_ts = max_ts = timestamps if isinstance(timestamps, int) else timestamps[0]
+        by_length = itemgetter(*map(len, values))  # type: ignore[arg-type]  # a None: TypeError, below
         value_lengths = by_length(table)
         if one:
             records = itemgetter(*map(add, _ALONE_EXTRA[:count], by_length(_WITH_LENGTH)))(table)
-            parts = [_NO_HEADERS] * (5 * count)
+            parts: list[Any] = [_NO_HEADERS] * (5 * count)  # a None value makes join raise TypeError (below)
             parts[1::5] = _ALONE[:count]
             parts[2::5] = value_lengths
             parts[3::5] = values
         else:
-            deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]
+            deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]  # not an int: `one`
             if min(deltas) < 0 or max(deltas) >= _TABLED:
                 return _one_by_one(values, timestamps, codec, level)
             max_ts = base_ts + max(deltas)
@@ -360,7 +367,7 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
     end_of_buffer = len(buf)
     if count > end_of_buffer - pos:  # every record takes at least one byte
         raise MalformedInput(f"{count} records cannot fit in {end_of_buffer - pos} bytes")
-    out = []
+    out: list[Record] = []
     append = out.append
     for _ in range(count):
         b = buf[pos]  # record length
@@ -434,7 +441,7 @@ def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int])
 
 
 def decode_record_batch(
-    data: bytes, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
+    data: bytes | memoryview, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
 ) -> RecordBatch:
     """Decode exactly one complete batch (no bytes after it); :class:`MalformedInput` if it is not one. A compressed
     batch may expand to ``max_decompressed_size`` bytes (or draw from a shared budget)."""
@@ -482,7 +489,7 @@ def decode_record_batch(
 
 def decode_record_batches(data: bytes, *, max_decompressed_size: int | None = None) -> list[RecordBatch]:
     """Every complete batch in ``data``, in order; an incomplete batch at the end is ignored. All of them together
-    may expand to ``max_decompressed_size`` bytes (default: :func:`~bruce.wire.records.decompression_limit`)."""
+    may expand to ``max_decompressed_size`` bytes (default: :func:`~bruce.wire.record.decompression_limit`)."""
     budget = DecompressionBudget(decompression_limit(data) if max_decompressed_size is None else max_decompressed_size)
     out = []
     for start, end, magic in entry_spans(data):

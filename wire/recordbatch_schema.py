@@ -23,6 +23,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, BinaryIO
 
 import construct as c
 from construct import this
@@ -42,22 +43,22 @@ from .primitives import (
     VarintString,
     Varlong,
 )
-from .records import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record
+from .record import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record
 
 MAGIC = 2
 HEADER_SIZE = 61  # bytes before the first record
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 
-RecordInput = tuple[bytes | None, bytes | None, int, Sequence[tuple[str, bytes | None]] | None]
+RecordInput = tuple[bytes | None, bytes | bytearray | None, int, Sequence[tuple[str, bytes | None]] | None]
 
 # ---------------------------------------------------------------- schema (the spec)
 
 
-class _Crc32cChecked(c.Subconstruct):
+class _Crc32cChecked(c.Subconstruct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """A CRC-32C (uint32) followed by the rest of the stream, which it covers and which ``subcon`` parses."""
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         expected = UInt32._parsereport(stream, context, path)
         data = c.stream_read_entire(stream, path)
         actual = crc32c(data)
@@ -67,7 +68,7 @@ class _Crc32cChecked(c.Subconstruct):
         obj.crc = expected
         return obj
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         inner = io.BytesIO()
         self.subcon._build(obj, inner, context, path)
         data = inner.getvalue()
@@ -116,7 +117,7 @@ BATCH_BODY = c.Struct(  # the bytes the CRC-32C covers
     "records"
     / c.Switch(
         this.attributes & CODEC_MASK,
-        {Codec.NONE: _RECORD_LIST, **{codec: _compressed(codec) for codec in Codec if codec != Codec.NONE}},
+        {codec: _RECORD_LIST if codec == Codec.NONE else _compressed(codec) for codec in Codec},
         default=c.Error,
     ),
 )
@@ -280,7 +281,8 @@ def build_record_batch_with_schema(
                 ),
             ),
         )
-        return RECORD_BATCH.build(value)
+        data: bytes = RECORD_BATCH.build(value)
+        return data
     except UsageError:
         raise
     except (c.ConstructError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:

@@ -122,7 +122,7 @@ def response_header_version(api_key: int, version: int) -> int:
 
 def _nested_dataclass(hint: Any) -> type | None:
     """The dataclass a type hint holds, directly or inside tuples and optionals (``tuple[X, ...] | None`` -> X)."""
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return hint
     for arg in typing.get_args(hint):
         found = _nested_dataclass(arg)
@@ -159,7 +159,7 @@ def from_container(cls: type, obj: Any) -> Any:
 
 def to_buildable(obj: Any) -> Any:
     """Convert a dataclass (recursively) to the dicts and lists construct builds from."""
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {name: to_buildable(getattr(obj, name)) for name, _ in _field_plan(type(obj))}
     if isinstance(obj, (tuple, list)):
         return [to_buildable(v) for v in obj]
@@ -224,7 +224,8 @@ def response_correlation_id(frame: bytes) -> int:
     """The correlation id that starts every response frame (without its size prefix)."""
     if len(frame) < 4:
         raise MalformedInput(f"response frame of {len(frame)} bytes has no correlation id")
-    return _CORRELATION.unpack_from(frame)[0]
+    correlation_id: int = _CORRELATION.unpack_from(frame)[0]
+    return correlation_id
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
