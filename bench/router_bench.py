@@ -3,8 +3,8 @@
 Messages (100-byte values, created beforehand: their cost is the intake's) go through ``Router.route`` →
 ``Batcher.add`` → a complete batch handed to ``submit``. Each row is run for AnyPartition messages and for
 PartitionKey messages (a key per message). ``submit`` is either a no-op (router + batcher alone) or the producer's
-own routing of the batch onto partition queues (``Dispatcher.admit`` + ``route``: what ``Producer.submit`` does, with
-no sockets), so the last rows are the daemon's whole routing cost per message inside the event loop. Each figure is
+own routing of the batch onto partition queues (``Ledger.admit`` + ``Dispatcher.route``: what ``Producer.submit`` does,
+with no sockets), so the last rows are the daemon's whole routing cost per message inside the event loop. Each figure is
 also given as a ratio to an empty method call per message measured in the same run, and as a share of the daemon's
 5 µs per-message CPU budget (200,000 messages/s end to end).
 
@@ -111,7 +111,7 @@ def _run_router(messages: list[Message], cfg: Config, submit_kind: str, limited:
     if submit_kind == "producer":
         dispatcher = Dispatcher(ProducerConfig(), Counters(), None)
         dispatcher.apply_view(view, 0.0)
-        admit, route = dispatcher.admit, dispatcher.route
+        admit, route = dispatcher.ledger.admit, dispatcher.route
 
         def submit(topic: str, batch: list) -> None:
             admit(batch)

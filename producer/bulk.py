@@ -374,7 +374,7 @@ def queue_chunks(
         p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)
         if p is None:
             detail = f"partition {partition} unavailable" if partition is not None else "no partition available"
-            d.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
+            d.ledger.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
             continue
         pq = d.queue(topic, p)
         seal(pq)  # what send() queued there before goes first (the producer's seal: it keeps its own marks)

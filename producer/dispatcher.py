@@ -1,13 +1,13 @@
-"""The producer's state: routing messages to partition queues, which broker has what ready, ACK and failure outcomes,
-rerouting on a new cluster view, and the accounting of every message's fate.
+"""The producer's partition queues: routing messages onto them, which broker has what ready, rerouting on a new
+cluster view, message timeouts.
 
 Rules:
-- Every message the producer accepts is *held* until it has a fate: delivered (ACK, or written with acks=0) or
-  discarded with a :class:`DiscardReason`. ``accepted = delivered + discarded + held`` at every moment.
-- A request's start and outcomes (ACKs through :func:`bruce.producer.acks.classify`, the only decision point; error
-  ACKs; a failed connection's messages back to the front of their queues) are applied by
-  :mod:`bruce.producer.responses`, a part of this class; they end in :meth:`deliver`, :meth:`discard` or
-  :meth:`give_back`.
+- Every message the producer accepts is *held* until it has a fate; the counts and the fates are the
+  :class:`~bruce.producer.ledger.Ledger`'s (``ledger``), which every outcome ends in.
+- What the dispatcher asks of the producer around it (wake a broker's sender, pause, fetch metadata, auto-create a
+  topic, drained, progress) is one :class:`DispatchHooks`, given at construction.
+- A request's start and outcomes (ACKs, error ACKs, a failed connection's messages back to the front of their queues)
+  are :class:`bruce.producer.responses.RequestOutcomes`'s; they end in the ledger or in :meth:`Dispatcher.give_back`.
 - A pause is requested here and carried out by :mod:`bruce.producer.pause`; while ``paused`` no request starts.
 - Rerouting after a new view: a partition whose leader changed keeps its messages (they follow the new leader); the
   messages of a partition that became unavailable are routed again (AnyPartition: the next partition of the cycle,
@@ -35,35 +35,70 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
-from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink, resolve_delivered, resolve_failed, sent_hook
+from .ledger import Ledger
+from .message import TIMESTAMP_MAX, TIMESTAMP_MIN, Message, OutcomeSink
 from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
-from .responses import RequestOutcomes
 from .sequencing import Sequencer
 from .topic_name import topic_name_problem
 
 
-class Dispatcher(RequestOutcomes):
+def _no_broker(broker: int) -> None:
+    pass
+
+
+def _no_pause(cause: str, answered: bool) -> None:
+    pass
+
+
+def _no_topic(topic: str) -> None:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchHooks:
+    """What the dispatcher asks of the producer around it, given at construction; each does nothing by default."""
+
+    wake_broker: Callable[[int], None] = _no_broker  # the broker has ready partitions: its sender runs
+    pause: Callable[[str, bool], None] = _no_pause  # (cause, answered: the broker said so)
+    unknown_topic: Callable[[str], None] = _no_topic  # a metadata fetch is wanted
+    autocreate: Callable[[str], None] = _no_topic  # topic_autocreate: ask brokers to create it
+    drained: Callable[[], None] = lambda: None  # nothing is held any more
+    progress: Callable[[bool], None] = lambda answered: None  # a request was answered (True) or failed
+    fetches_begun: Callable[[], int] = lambda: 0  # metadata fetches begun so far (the last one's number)
+
+    def stopping(self) -> DispatchHooks:
+        """These hooks less every one that starts work (a sender, a pause, a fetch, an auto-creation): a closing
+        producer's."""
+        return replace(self, wake_broker=_no_broker, pause=_no_pause, unknown_topic=_no_topic, autocreate=_no_topic)
+
+
+class Dispatcher:
+    """Partition queues and the routing of messages onto them, for the senders (see the module's rules)."""
+
     def __init__(
         self,
         config: ProducerConfig,
         counters: Counters,
         sink: OutcomeSink | None,
         *,
+        hooks: DispatchHooks | None = None,
         cycle: AnyPartitionCycle | None = None,
         clock: Callable[[], float] = lambda: 0.0,
+        pack: Pack | None = None,
     ) -> None:
         self.config = config
         self.counters = counters
-        self.sink = sink
-        self.on_sent = sent_hook(sink)  # the sink's optional ``sent``, looked up once
+        self.hooks = hooks = hooks or DispatchHooks()
+        self.ledger = Ledger(counters, sink, hooks.drained)
         self.cycle = cycle or AnyPartitionCycle()
         self.clock = clock  # loop time in seconds
         self.view: ClusterView | None = None
@@ -73,35 +108,17 @@ class Dispatcher(RequestOutcomes):
         self.compactable: set[PartitionQueue] = set()  # queues given ready batches since the last compact()
         self.unreachable: set[int] = set()  # brokers whose last connect failed (their senders keep it)
         self.refused: dict[int, str] = {}  # brokers whose last connect was refused authentication → why (senders')
-        self.pack: Pack | None = None  # the daemon's compact form for batches that must wait (see route)
-        self.seq: Sequencer | None = Sequencer(self) if config.idempotence_wanted else None  # None: at-least-once
+        self.pack = pack  # the daemon's compact form for batches that must wait (see route)
+        self.seq: Sequencer | None = None  # None: at-least-once
+        if config.idempotence_wanted:
+            self.seq = Sequencer(self, self.ledger)
         # topic → (messages, fetches begun when the topic became wanted: only a later fetch can answer for it, and
         # [since, count] runs of the messages' queue times, oldest first)
         self.unknown: dict[str, tuple[list[Message], int, list[list[float | int]]]] = {}
         self.stamp = 0.0  # queue time given to messages (loop time of the last expiry tick; 0.0 without a timeout)
         self.paused = False
-        self.accepted = 0
-        self.delivered = 0
-        self.discarded = 0
-        self.held_messages = 0
-        self.held_bytes = 0
-        # Callbacks set by the producer
-        self.wake_broker: Callable[[int], None] = lambda broker: None
-        self.on_pause: Callable[[str, bool], None] = lambda cause, answered: None  # answered: the broker said so
-        self.on_unknown_topic: Callable[[str], None] = lambda topic: None  # a metadata fetch is wanted
-        self.on_autocreate: Callable[[str], None] = lambda topic: None  # topic_autocreate: ask brokers to create it
-        self.on_drained: Callable[[], None] = lambda: None
-        self.on_progress: Callable[[bool], None] = lambda answered: None  # a request was answered (True) or failed
-        self.fetches_begun: Callable[[], int] = lambda: 0  # metadata fetches begun so far (the last one's number)
 
     # ---------------------------------------------------------------- intake
-
-    def admit(self, messages: Sequence[Message]) -> None:
-        """Count messages as held (accepted); every one must later reach a fate."""
-        n = len(messages)
-        self.accepted += n
-        self.held_messages += n
-        self.held_bytes += messages[0].size if n == 1 else sum(map(_size, messages))
 
     def discard_bad_timestamps(self, topic: str, messages: list[Message]) -> list[Message]:
         """Discard the admitted messages whose timestamp is out of range (MALFORMED); return the others."""
@@ -109,7 +126,7 @@ class Dispatcher(RequestOutcomes):
         bad: list[Message] = []
         for m in messages:
             (good if TIMESTAMP_MIN <= m.timestamp <= TIMESTAMP_MAX else bad).append(m)
-        self.discard(topic, bad, DiscardReason.MALFORMED, "timestamp outside ±2**62 ms")
+        self.ledger.discard(topic, bad, DiscardReason.MALFORMED, "timestamp outside ±2**62 ms")
         return good
 
     def queue(self, topic: str, partition: int) -> PartitionQueue:
@@ -131,7 +148,7 @@ class Dispatcher(RequestOutcomes):
             return None
         p = _keyed_partition(m, info)
         if p is None:
-            self.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info, m))
+            self.ledger.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info, m))
             return None
         return self.queue(topic, p)
 
@@ -159,7 +176,7 @@ class Dispatcher(RequestOutcomes):
             if hold_unknown:
                 self._hold_unknown(topic, messages, since)
             else:
-                self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic no longer in metadata")
+                self.ledger.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic no longer in metadata")
             return
         if len(messages) == 1:
             self._route_one(topic, info, messages[0], since)
@@ -190,14 +207,14 @@ class Dispatcher(RequestOutcomes):
             self.compactable.add(pq)
             self.mark_ready(pq)
         if lost:
-            self.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
+            self.ledger.discard(topic, lost, DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info))
 
     def _route_one(self, topic: str, info: Topic, m: Message, since: float) -> None:
         """:meth:`route` for a lone message (a topic not batched by the daemon): the same choice, nothing allocated,
         no wake-up when its partition is already marked ready (its broker's sender will look at it anyway)."""
         p = self.cycle.next(info) if m.partition_key is None else _keyed_partition(m, info)
         if p is None:
-            self.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info, m))
+            self.ledger.discard(topic, [m], DiscardReason.NO_AVAILABLE_PARTITIONS, _no_partition_detail(info, m))
             return
         queues = self.queues.get(topic)
         pq = queues.get(p) if queues is not None else None
@@ -213,10 +230,11 @@ class Dispatcher(RequestOutcomes):
         held = self.unknown.get(topic)
         if held is None:
             if (problem := topic_name_problem(topic)) is not None:  # no broker could have it: say so at once
-                self.discard(topic, messages, DiscardReason.BAD_TOPIC_NAME, f"not a valid Kafka topic name: {problem}")
+                why = f"not a valid Kafka topic name: {problem}"
+                self.ledger.discard(topic, messages, DiscardReason.BAD_TOPIC_NAME, why)
                 return
-            self.unknown[topic] = (list(messages), self.fetches_begun(), [[since, len(messages)]])
-            self.on_unknown_topic(topic)
+            self.unknown[topic] = (list(messages), self.hooks.fetches_begun(), [[since, len(messages)]])
+            self.hooks.unknown_topic(topic)
         else:
             held[0].extend(messages)
             ages = held[2]
@@ -240,7 +258,7 @@ class Dispatcher(RequestOutcomes):
             ready = self.ready_by_broker[leader] = {}
         if pq not in ready:
             ready[pq] = None
-        self.wake_broker(leader)
+        self.hooks.wake_broker(leader)
 
     # ---------------------------------------------------------------- request assembly support
 
@@ -262,36 +280,6 @@ class Dispatcher(RequestOutcomes):
             else:
                 out.append(pq)
         return out, later
-
-    # ---------------------------------------------------------------- accounting (a request's start and outcomes are
-    # in :mod:`bruce.producer.responses`: they end here)
-
-    def deliver(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None:
-        resolve_delivered(messages, pq.partition, base_offset)
-        self.held_messages -= len(messages)
-        self.held_bytes -= size
-        self.delivered += len(messages)
-        if self.sink is not None:
-            self.sink.delivered(pq.topic, pq.partition, base_offset, messages)
-        if not self.held_messages:
-            self.on_drained()
-
-    def discard(self, topic: str, messages: Sequence[Message], reason: DiscardReason, detail: str = "") -> None:
-        """Give up on ``messages`` with ``reason`` (counted, resolved, reported)."""
-        if not messages:
-            return
-        resolve_failed(messages, reason, topic, detail)
-        self._release(messages)
-        self.discarded += len(messages)
-        self.counters.inc("MsgDiscard", len(messages), (("reason", str(reason)), ("topic", topic)))
-        if self.sink is not None:
-            self.sink.discarded(topic, messages, reason)
-        if not self.held_messages:
-            self.on_drained()
-
-    def _release(self, messages: Sequence[Message]) -> None:
-        self.held_messages -= len(messages)
-        self.held_bytes -= sum(map(_size, messages))
 
     # ---------------------------------------------------------------- views
 
@@ -326,17 +314,26 @@ class Dispatcher(RequestOutcomes):
                 del self.unknown[topic]
                 self.route(topic, messages, since=max(since for since, _ in ages))
             elif fetch <= wanted_after:  # begun before the topic was wanted: it cannot tell
-                self.on_unknown_topic(topic)
+                self.hooks.unknown_topic(topic)
             elif self.config.topic_autocreate:
-                self.on_autocreate(topic)
+                self.hooks.autocreate(topic)
             else:
                 del self.unknown[topic]
-                self.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
+                self.ledger.discard(topic, messages, DiscardReason.BAD_TOPIC, "topic not in metadata")
 
     def fail_unknown(self, topic: str, reason: DiscardReason, detail: str) -> None:
         held = self.unknown.pop(topic, None)
         if held is not None:
-            self.discard(topic, held[0], reason, detail)
+            self.ledger.discard(topic, held[0], reason, detail)
+
+    def request_pause(self, cause: str, *, answered: bool = False) -> None:
+        """Stop dispatching and have the pause run. ``answered``: the broker answered (an error ACK, a response that
+        makes no sense): Bruce's pause backoff applies; else (no answer: lost connection, timeout)
+        the broker is probed (see :mod:`bruce.producer.pause`)."""
+        if not self.paused:
+            self.paused = True
+            self.counters.inc("PauseRequested")
+        self.hooks.pause(cause, answered)
 
     def resume(self) -> None:
         """End of a pause: dispatch again from every queue that has ready messages."""
@@ -368,7 +365,7 @@ class Dispatcher(RequestOutcomes):
                 if pq.ready or pq.open:
                     why = refused.get(pq.leader) if refused and pq.leader is not None else None
                     reason = DiscardReason.AUTHENTICATION_FAILED if why else DiscardReason.MESSAGE_TIMEOUT
-                    self.discard(pq.topic, pq.pop_expired(cutoff), reason, why or detail)
+                    self.ledger.discard(pq.topic, pq.pop_expired(cutoff), reason, why or detail)
         for topic, (messages, _, ages) in list(self.unknown.items()):
             n = 0
             while ages and ages[0][0] <= cutoff:
@@ -379,7 +376,7 @@ class Dispatcher(RequestOutcomes):
                 del self.unknown[topic]
             expired = messages[:n]
             del messages[:n]
-            self.discard(topic, expired, DiscardReason.MESSAGE_TIMEOUT, detail)
+            self.ledger.discard(topic, expired, DiscardReason.MESSAGE_TIMEOUT, detail)
 
     # ---------------------------------------------------------------- inspection and shutdown
 
@@ -413,7 +410,7 @@ class Dispatcher(RequestOutcomes):
         if self.seq is not None:
             self.seq.discard_waiting(reason, detail)
         for pq in self.all_queues():
-            self.discard(pq.topic, pq.drain(), reason, detail)
+            self.ledger.discard(pq.topic, pq.drain(), reason, detail)
         for topic in list(self.unknown):
             self.fail_unknown(topic, reason, detail)
 

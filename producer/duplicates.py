@@ -65,7 +65,7 @@ class DuplicateCheck:
         labels = (("topic", pq.topic), ("partition", str(pq.partition)))
         if offset is not None:
             self.d.counters.inc("AckDuplicateFound", len(messages), labels)
-            self.d.deliver(pq, messages, offset, size)
+            self.d.ledger.deliver(pq, messages, offset, size)
             return
         self.d.counters.inc("AckDuplicateNotStored", len(messages), labels)
         log.warning(
@@ -82,4 +82,4 @@ class DuplicateCheck:
         """Discard with ``reason`` the messages still being checked (the producer is closing)."""
         pending, self.pending = self.pending, {}
         for pq, messages, _ in pending.values():
-            self.d.discard(pq.topic, messages, reason, "its duplicate answer not checked by the close deadline")
+            self.d.ledger.discard(pq.topic, messages, reason, "its duplicate answer not checked by the close deadline")

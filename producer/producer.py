@@ -38,7 +38,7 @@ from bruce.wire.recordbatch_schema import HEADER_SIZE
 from .backoff import PauseBackoff
 from .config import ProducerConfig
 from .counters import Counters
-from .dispatcher import Dispatcher
+from .dispatcher import Dispatcher, DispatchHooks
 from .duplicates import DuplicateCheck
 from .errors import ProducerClosed
 from .expiry import expire_loop
@@ -50,6 +50,7 @@ from .pause import PauseController
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, Compression, CompressionPolicy
+from .responses import RequestOutcomes
 from .security import client_context
 from .sender import Sender
 from .sending import ProducerSending
@@ -116,30 +117,35 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         self._core: list[asyncio.Task[Any]] = []  # the refresh loop and the pause: alive as long as the producer
         self._group: asyncio.TaskGroup | None = None
         self._first_view: asyncio.Future[None] | None = None
-        self._dispatcher = d = Dispatcher(config, self.counters, sink, cycle=AnyPartitionCycle(self._rng))
-        self._duplicates = DuplicateCheck(d, self, config, self._spawn)
-        if d.seq is not None:
-            d.seq.on_duplicate = self._duplicates
         self._trouble = BrokerTrouble()
         self._fetcher = fetcher = MetadataFetcher(
             config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics, trouble=self._trouble
         )
+        hooks = DispatchHooks(  # the pause and the topic creator need the dispatcher: reached once they exist
+            wake_broker=self._wake_broker,
+            pause=lambda cause, answered: self._pause.request(cause, answered),
+            unknown_topic=lambda topic: fetcher.request(),
+            autocreate=lambda topic: self._topics.start(topic),
+            drained=self._drained,
+            progress=lambda answered: self._pause.progress(answered),
+            fetches_begun=lambda: fetcher.begun,
+        )
+        self._dispatcher = d = Dispatcher(
+            config, self.counters, sink, hooks=hooks, cycle=AnyPartitionCycle(self._rng), pack=pack
+        )
+        self._ledger = d.ledger
+        self._outcomes = RequestOutcomes(d)
+        self._duplicates = DuplicateCheck(d, self, config, self._spawn)
+        if d.seq is not None:
+            d.seq.on_duplicate = self._duplicates
         backoff = PauseBackoff(
             config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
         )
         self._pause = PauseController(d, fetcher, self._senders.values, self._apply_view, self.counters, backoff)
-        d.wake_broker = self._wake_broker
-        d.on_pause = self._pause.request
-        d.on_unknown_topic = lambda topic: fetcher.request()
         self._topics = TopicCreator(config, self.counters, d, fetcher, self._apply_view, self._spawn)
-        d.on_autocreate = self._topics.start
-        d.on_drained = self._drained
-        d.on_progress = self._pause.progress
-        d.fetches_begun = lambda: fetcher.begun
         fetcher.on_refused = self._refused
         self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
         self._last_refusal = ""
-        d.pack = pack
         self._txn = None
         if config.transactional_id is not None:
             self._txn = TransactionManager(
@@ -182,7 +188,8 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         d = self._dispatcher
-        waiting = lambda: d.view is None or d.held_messages > 0  # noqa: E731
+        ledger = self._ledger
+        waiting = lambda: d.view is None or ledger.held_messages > 0  # noqa: E731
         self._spawn(self._fetcher.refresh_loop(self._apply_view, lambda: self._pause.pausing, waiting))
         self._spawn(self._pause.run())
         if self.config.message_timeout_ms:
@@ -204,9 +211,8 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         """Send every batch now and wait (up to ``timeout`` s) until nothing is held; returns how many messages are
         still held (0 = everything has a fate). Without ``timeout`` the wait still ends: within ``message_timeout_ms``
         (plus ``request_timeout_ms`` for a request under way) every message is delivered or has failed."""
-        d = self._dispatcher
-        d.seal_all()
-        if d.held_messages:
+        self._dispatcher.seal_all()
+        if self._ledger.held_messages:
             if self._drained_future is None:
                 self._drained_future = self._loop.create_future()
             try:
@@ -214,7 +220,7 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
                     await asyncio.shield(self._drained_future)
             except TimeoutError:
                 pass
-        return d.held_messages
+        return self._ledger.held_messages
 
     async def close(
         self,
@@ -240,9 +246,7 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
             await self.flush(deadline)
         d = self._dispatcher
         # From here on nothing may start: no sender, pause, fetch or auto-creation (the task group is ending).
-        d.wake_broker = lambda broker: None
-        d.on_unknown_topic = d.on_autocreate = lambda topic: None
-        d.on_pause = lambda cause, answered: None
+        d.hooks = d.hooks.stopping()
         for task in self._tasks:
             task.cancel()
         if self._linger_timer is not None:
@@ -255,7 +259,7 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
             for part in left:
                 part.queue.busy = False
                 part.queue.in_flight = part.queue.staged = 0
-                d.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
+                self._ledger.discard(part.queue.topic, part.messages, reason, "not acknowledged by the close deadline")
         self._duplicates.close(reason)
         d.discard_everything(reason, "not sent by the close deadline")
         self._group = None
@@ -312,7 +316,13 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         sender = self._senders.get(broker)
         if sender is None:
             sender = Sender(
-                broker, self._dispatcher, self._policy, self._timeouts, self._trouble, self._fetcher.request
+                broker,
+                self._dispatcher,
+                self._outcomes,
+                self._policy,
+                self._timeouts,
+                self._trouble,
+                self._fetcher.request,
             )
             self._senders[broker] = sender
             self._spawn(sender.run())

@@ -83,6 +83,19 @@ class PartitionQueue:
         """Messages held here and not in flight."""
         return len(self.open) + self.ready_count
 
+    def start_open(self, m: Message, size: int, since: float) -> int:
+        """Open a batch with ``m`` (``size`` bytes of key and value) at loop time ``since``; returns its bytes."""
+        self.open_since = since
+        self.open.append(m)
+        self.open_bytes = held = self.open_bytes + size
+        return held
+
+    def append_open(self, m: Message, size: int) -> int:
+        """Add ``m`` (``size`` bytes) to the open batch; returns the batch's bytes."""
+        self.open.append(m)
+        self.open_bytes = held = self.open_bytes + size
+        return held
+
     def seal(self) -> bool:
         """Move the open batch to the ready queue; True if there was one."""
         if not self.open:

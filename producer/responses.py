@@ -1,57 +1,47 @@
-"""A request's life once a sender has written it, on the dispatcher's side: :class:`RequestOutcomes`, a part of
-:class:`~bruce.producer.dispatcher.Dispatcher`.
+"""A request's life once a sender has written it: :class:`RequestOutcomes`, the dispatcher's senders' side.
 
 Rules:
-- A mixin of ``Dispatcher``: it reads and updates the dispatcher's state (queues, accounting, the sequencer, the
-  callbacks) and holds none of its own; synchronous, in the event loop's thread, never awaits.
+- It holds no state of its own: it reads and updates the dispatcher's queues and sequencer, and ends every outcome in
+  the :class:`~bruce.producer.ledger.Ledger` (deliver, discard) or back in the queues (``give_back``); synchronous,
+  in the event loop's thread, never awaits.
 - ``started``: a written request rotates its broker's queues (fairness), marks its partitions busy (or, sequenced,
   adds to their in-flight count) and tells the sink's ``sent`` hook.
 - Outcomes are applied per request part through :func:`bruce.producer.acks.classify` (the only decision point);
   sequenced parts are the sequencer's (:mod:`bruce.producer.sequencing`). Resend and pause count a failed attempt per
   message; beyond ``max_failed_delivery_attempts`` a message is discarded with DELIVERY_ATTEMPT_LIMIT.
 - A failed connection gives its messages back to the front of their queues, as possible duplicates when their request
-  had been written; then a pause (requested here, carried out by :mod:`bruce.producer.pause`).
+  had been written; then a pause (requested from the dispatcher, carried out by :mod:`bruce.producer.pause`).
 - A response that answers for partitions it was not sent, or leaves some out, is a protocol error: counted, the
   missing parts fail as a transport failure would, and the broker's answers for the others stand.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from .acks import Action, Failure, classify
-from .config import ProducerConfig
-from .counters import Counters
-from .message import Message, OutcomeSink
+from .dispatcher import Dispatcher
+from .message import Message, sent_hook
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Part
-from .sequencing import Sequencer
 
 
 class RequestOutcomes:
-    """A request's start and outcome in :class:`~bruce.producer.dispatcher.Dispatcher` (see the module's rules)."""
+    """A request's start and outcome, for the senders of one :class:`~bruce.producer.dispatcher.Dispatcher` (see the
+    module's rules)."""
 
-    config: ProducerConfig
-    counters: Counters
-    sink: OutcomeSink | None
-    on_sent: Callable[[str, int, Sequence[Message]], None] | None
-    ready_by_broker: dict[int, dict[PartitionQueue, None]]
-    seq: Sequencer | None
-    clock: Callable[[], float]
-    paused: bool
-    wake_broker: Callable[[int], None]
-    on_pause: Callable[[str, bool], None]
-    on_progress: Callable[[bool], None]
-    # and the dispatcher's deliver, discard and give_back, where every outcome ends
-    deliver: Callable[[PartitionQueue, list[Message], int, int], None]
-    discard: Callable[[str, Sequence[Message], DiscardReason, str], None]
-    give_back: Callable[[PartitionQueue, list[Message], float], None]
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.d = dispatcher
+        self.ledger = ledger = dispatcher.ledger
+        self.config = dispatcher.config
+        self.counters = dispatcher.counters
+        self.on_sent = sent_hook(ledger.sink)  # the sink's optional ``sent``, looked up once
 
     def started(self, broker: int, parts: Sequence[Part], expect_ack: bool) -> None:
         """A request with ``parts`` was written. Rotate the broker's queues (fairness), mark partitions busy and tell
         the sink's ``sent`` hook."""
-        ready = self.ready_by_broker.get(broker, {})
+        ready = self.d.ready_by_broker.get(broker, {})
         on_sent = self.on_sent
         for part in parts:
             pq = part.queue
@@ -72,7 +62,7 @@ class RequestOutcomes:
         """acks=0: a message is done once written (Bruce's AckNotRequired)."""
         for part in parts:
             self.counters.inc("AckNotRequired", len(part.messages), _labels(broker, part.queue))
-            self.deliver(part.queue, part.messages, -1, part.size)
+            self.ledger.deliver(part.queue, part.messages, -1, part.size)
 
     def on_response(self, broker: int, parts: Sequence[Part], response: object, legacy: bool) -> None:
         """Apply a Produce response to the request's parts."""
@@ -82,8 +72,8 @@ class RequestOutcomes:
                 answers[(topic.name, p.index)] = p
         missing: list[Part] = []
         pause_cause = ""
-        now = self.clock()
-        seq = self.seq
+        now = self.d.clock()
+        seq = self.d.seq
         for part in parts:
             pq = part.queue
             answer = answers.pop((pq.topic, pq.partition), None)
@@ -100,11 +90,11 @@ class RequestOutcomes:
             labels = _labels(broker, pq)
             if decision.action is Action.OK:
                 self.counters.inc("AckOk", len(part.messages), labels)
-                self.deliver(pq, part.messages, answer.base_offset, part.size)
+                self.ledger.deliver(pq, part.messages, answer.base_offset, part.size)
                 continue
             self.counters.inc("AckError", len(part.messages), (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
-                self.discard(pq.topic, part.messages, decision.reason, decision.name)  # type: ignore[arg-type]  # set for DISCARD
+                self.ledger.discard(pq.topic, part.messages, decision.reason, decision.name)  # type: ignore[arg-type]  # set for DISCARD
                 continue
             retry = self._count_attempt(pq.topic, part.messages, decision.name)
             if decision.action is Action.RESEND:
@@ -112,14 +102,14 @@ class RequestOutcomes:
                 if retry:
                     if not legacy:
                         pq.not_before = now + self.config.retry_backoff_ms / 1000
-                    self.give_back(pq, retry, part.since)
+                    self.d.give_back(pq, retry, part.since)
             else:
                 self.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
-                self.give_back(pq, retry, part.since)
+                self.d.give_back(pq, retry, part.since)
                 pause_cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
         if seq is not None:
             seq.settle()
-        self.on_progress(True)
+        self.d.hooks.progress(True)
         if answers:
             self.counters.inc("ProduceResponseUnexpectedPartition", len(answers), (("broker", str(broker)),))
             pause_cause = pause_cause or f"broker {broker} answered for partitions it was not sent"
@@ -128,14 +118,14 @@ class RequestOutcomes:
             self.on_failure(broker, missing, Failure.PROTOCOL_ERROR, written=True)
             return
         if pause_cause:
-            self.request_pause(pause_cause, answered=True)
+            self.d.request_pause(pause_cause, answered=True)
         else:
-            self.wake_broker(broker)
+            self.d.hooks.wake_broker(broker)
 
     def on_failure(self, broker: int, parts: Sequence[Part], failure: Failure, *, written: bool) -> None:
         """A request failed in transport: its messages go back to the front of their queues, as possible duplicates
         if it had been written; then a pause (Bruce's other pause triggers, docs/bruce-compatibility.md#error-acks)."""
-        seq = self.seq
+        seq = self.d.seq
         for part in parts:
             pq = part.queue
             if part.batch is not None:
@@ -145,25 +135,12 @@ class RequestOutcomes:
             pq.busy = False
             pq.in_flight = 0
             if written:
-                for m in part.messages:
-                    m.possible_duplicate = True
-                self.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", pq.topic),))
-                if self.sink is not None:
-                    self.sink.possible_duplicates(pq.topic, part.messages)
-            self.give_back(pq, part.messages, part.since)
+                self.ledger.possible_duplicates(pq.topic, part.messages)
+            self.d.give_back(pq, part.messages, part.since)
         if seq is not None:
             seq.settle()
-        self.on_progress(False)
-        self.request_pause(f"{failure.value} on broker {broker}", answered=failure is Failure.PROTOCOL_ERROR)
-
-    def request_pause(self, cause: str, *, answered: bool = False) -> None:
-        """Stop dispatching and have the pause run. ``answered``: the broker answered (an error ACK, a response that
-        makes no sense): Bruce's pause backoff applies; else (no answer: lost connection, timeout)
-        the broker is probed (see :mod:`bruce.producer.pause`)."""
-        if not self.paused:
-            self.paused = True
-            self.counters.inc("PauseRequested")
-        self.on_pause(cause, answered)
+        self.d.hooks.progress(False)
+        self.d.request_pause(f"{failure.value} on broker {broker}", answered=failure is Failure.PROTOCOL_ERROR)
 
     def _count_attempt(self, topic: str, messages: list[Message], name: str) -> list[Message]:
         limit = self.config.max_failed_delivery_attempts
@@ -173,7 +150,7 @@ class RequestOutcomes:
             m.attempts += 1
             (over if m.attempts > limit else retry).append(m)
         if over:
-            self.discard(topic, over, DiscardReason.DELIVERY_ATTEMPT_LIMIT, f"last error {name}")
+            self.ledger.discard(topic, over, DiscardReason.DELIVERY_ATTEMPT_LIMIT, f"last error {name}")
         return retry
 
 

@@ -12,7 +12,7 @@ Rules:
   ``reconnect_backoff_max_ms`` between attempts while it has work). A connect failure does not pause the producer
   (nothing was written; the other brokers keep sending): the broker is probed again after the backoff, a metadata
   refresh is requested (rate-limited) in case its partitions moved, and the failure goes to the trouble log.
-- Each request's outcome (response or transport failure) goes to the dispatcher exactly once, from the connection's
+- Each request's outcome (response or transport failure) goes to its RequestOutcomes exactly once, from the connection's
   token; with acks=0 the messages are done once written (a response some brokers send anyway is tolerated).
 - SASL sessions are renewed before the broker's lifetime runs out (KIP-368): before the next request, once nothing is
   outstanding on the connection; a staged request is not written past that point.
@@ -43,6 +43,7 @@ from .errors import TransportError
 from .health import AUTH_FAILED, CONNECT_FAILED, CONNECTED, DISCONNECTED, BrokerHealth
 from .queues import PartitionQueue
 from .request import Compression, CompressionPolicy, Part, assemble, build_request, encode_part
+from .responses import RequestOutcomes
 from .sasl import AuthenticationFailed
 from .transport import BrokerConnection, Timeouts, open_connection, reauthenticate
 from .trouble import BrokerTrouble
@@ -62,6 +63,7 @@ class Sender:
         self,
         broker: int,
         dispatcher: Dispatcher,
+        outcomes: RequestOutcomes,
         policy: CompressionPolicy,
         timeouts: Timeouts,
         trouble: BrokerTrouble | None = None,
@@ -72,6 +74,7 @@ class Sender:
         self._connect_failing = False  # a connect failed since the last connection: later ones are one episode
         self.refresh = refresh  # asks for a metadata refresh
         self.dispatcher = dispatcher
+        self.outcomes = outcomes  # where each request's start and outcome go
         self.policy = policy
         self.timeouts = timeouts
         self.config = dispatcher.config
@@ -309,9 +312,10 @@ class Sender:
 
         # conn is alive (checked by the caller, nothing awaited since): send cannot fail
         conn.send(prepared.request, choice.version(PRODUCE), on_result, expect_response=expect_ack)
-        d.started(self.broker, parts, expect_ack)
+        outcomes = self.outcomes
+        outcomes.started(self.broker, parts, expect_ack)
         if not expect_ack:
-            d.on_written_no_ack(self.broker, parts)
+            outcomes.on_written_no_ack(self.broker, parts)
         elif self._stage and self.staged is None and d.seq is None:
             self._stage_next(conn, parts)
 
@@ -331,11 +335,11 @@ class Sender:
             if self.connection is conn:
                 self.connection = None
                 self.health.note(DISCONNECTED, f"connection lost: {result.value}")
-            d.on_failure(self.broker, parts, result, written=True)
+            self.outcomes.on_failure(self.broker, parts, result, written=True)
             return
         if self.staged is not None and not _all_acknowledged(parts, result):
             self.unstage()
-        d.on_response(self.broker, parts, result, legacy)
+        self.outcomes.on_response(self.broker, parts, result, legacy)
         staged, self.staged = self.staged, None
         if staged is None:
             return

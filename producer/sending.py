@@ -30,6 +30,7 @@ from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import MessageTooLarge, ProducerClosed, QueueFull
+from .ledger import Ledger
 from .message import (
     Message,
     check_bytes,
@@ -55,6 +56,7 @@ class ProducerSending:
     config: ProducerConfig
     counters: Counters
     _dispatcher: Dispatcher
+    _ledger: Ledger
     _accepting: bool
     _txn: TransactionManager | None
     _group: asyncio.TaskGroup | None
@@ -91,8 +93,9 @@ class ProducerSending:
         argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
         raises :class:`UsageError` and queues nothing."""
         d = self._dispatcher
-        if d.held_messages >= self._max_messages or not self._accepting:
-            self._refuse(f"{d.held_messages} messages held (queue_buffering_max_messages)")
+        ledger = self._ledger
+        if ledger.held_messages >= self._max_messages or not self._accepting:
+            self._refuse(f"{ledger.held_messages} messages held (queue_buffering_max_messages)")
         if type(topic) is not str:
             check_topic(topic)
         if type(value) is not bytes and value is not None:
@@ -125,8 +128,8 @@ class ProducerSending:
             check_timestamp(timestamp)
         if headers is not None:
             check_headers(headers)
-        if d.held_bytes + size > self._max_bytes:
-            self._refuse(f"{d.held_bytes} bytes held (queue_buffering_max_kbytes)")
+        if ledger.held_bytes + size > self._max_bytes:
+            self._refuse(f"{ledger.held_bytes} bytes held (queue_buffering_max_kbytes)")
         # Message(key, value, timestamp, headers, pkey, pinned): every slot set as __init__ sets it, without the call
         m = _new(Message)
         m.key = key
@@ -140,9 +143,7 @@ class ProducerSending:
         m.possible_duplicate = False
         m.partition = -1
         m._fate = None
-        d.accepted += 1
-        d.held_messages += 1
-        d.held_bytes += size
+        ledger.admit_one(size)
         if pkey is None:
             pq = d.sticky.get(topic) or d.next_sticky(topic)
             if pq is None:
@@ -155,19 +156,17 @@ class ProducerSending:
             if pq is None:
                 return m  # held or discarded by keyed_queue
             self._mixed.add(pq)
-        open_batch = pq.open
-        if not open_batch:
-            pq.open_since = since = self._loop.time()
+        if pq.open:
+            held = pq.append_open(m, size)
+        else:
+            since = self._loop.time()
+            held = pq.start_open(m, size, since)
             self._lingering.append((since, pq))
             if self._linger_timer is None:
                 self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
-        open_batch.append(m)
-        pq.open_bytes = held = pq.open_bytes + size
         # Full at batch_num_messages, or when one more message like this one would not fit (see _chunk_bytes).
-        if (
-            len(open_batch) >= self._batch_messages
-            or held + (len(open_batch) + 1) * RECORD_OVERHEAD + size > self._chunk_bytes
-        ):
+        count = len(pq.open)
+        if count >= self._batch_messages or held + (count + 1) * RECORD_OVERHEAD + size > self._chunk_bytes:
             self._seal(pq, True)
         return m
 
@@ -189,9 +188,10 @@ class ProducerSending:
         :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
         that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
         d = self._dispatcher
+        ledger = self._ledger
         count = len(values)
-        if d.held_messages + count > self._max_messages or not self._accepting:
-            self._refuse(f"{d.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
+        if ledger.held_messages + count > self._max_messages or not self._accepting:
+            self._refuse(f"{ledger.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
         if type(topic) is not str:
             check_topic(topic)
         sizes, size = measure(values, keys)
@@ -204,8 +204,8 @@ class ProducerSending:
             timestamp = time.time_ns() // 1_000_000
         else:
             check_timestamp(timestamp)
-        if d.held_bytes + size > self._max_bytes:
-            self._refuse(f"{d.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
+        if ledger.held_bytes + size > self._max_bytes:
+            self._refuse(f"{ledger.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
         if not count:
             return Bulk([], 0)
         info = d.topic_info(topic)
@@ -214,9 +214,7 @@ class ProducerSending:
             chunk = Chunk.of(messages)
             self.submit(topic, messages)
             return Bulk([chunk], count)
-        d.accepted += count
-        d.held_messages += count
-        d.held_bytes += size
+        ledger.admit_many(count, size)
         limits = (self._batch_messages, self._chunk_bytes)
         chunks = queue_chunks(d, topic, info, values, sizes, timestamp, partition, *limits, self._seal_open)
         return Bulk(chunks, count)
@@ -264,7 +262,7 @@ class ProducerSending:
         if not self._accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         d = self._dispatcher
-        d.admit(messages)
+        self._ledger.admit(messages)
         if not timestamps_in_range(messages):
             messages = d.discard_bad_timestamps(topic, messages)
         if messages:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from bruce.wire import errorcodes
@@ -45,10 +45,10 @@ from bruce.wire.versions import INIT_PRODUCER_ID, ProtocolChoice
 
 from .acks import DUPLICATE_SEQUENCE_NUMBER, Action, classify
 from .config import ProducerConfig
-from .counters import Counters
 from .idempotence import Batch, BatchState, Idempotence, PidState
 from .journal import PartJournal
-from .message import Message, OutcomeSink
+from .ledger import Ledger
+from .message import Message
 from .queues import PartitionQueue
 from .reasons import DiscardReason
 from .request import Compression, CompressionPolicy, Part, assemble
@@ -59,11 +59,9 @@ Encode = Callable[[Part, Compression], bytes]
 
 class Owner(Protocol):
     """What the sequencer asks of the dispatcher that owns it (:class:`~bruce.producer.dispatcher.Dispatcher` is
-    one): its settings, accounting and queues, and its switch to at-least-once (``seq = None``)."""
+    one): its settings, clock and queues, and its switch to at-least-once (``seq = None``)."""
 
     config: ProducerConfig
-    counters: Counters
-    sink: OutcomeSink | None
     clock: Callable[[], float]
     seq: Sequencer | None
 
@@ -74,10 +72,6 @@ class Owner(Protocol):
     def mark_ready(self, pq: PartitionQueue) -> None: ...
 
     def all_queues(self) -> list[PartitionQueue]: ...
-
-    def deliver(self, pq: PartitionQueue, messages: list[Message], base_offset: int, size: int) -> None: ...
-
-    def discard(self, topic: str, messages: Sequence[Message], reason: DiscardReason, detail: str = "") -> None: ...
 
 
 class Transaction(Protocol):
@@ -94,8 +88,9 @@ class Transaction(Protocol):
 class Sequencer:
     """The idempotent producer's side of one :class:`~bruce.producer.dispatcher.Dispatcher` (its ``seq``)."""
 
-    def __init__(self, dispatcher: Owner) -> None:
+    def __init__(self, dispatcher: Owner, ledger: Ledger) -> None:
         self.d = dispatcher
+        self.ledger = ledger  # where every outcome ends
         self.idem: Idempotence | None = None  # None until the first produce connection settles it
         self.ending = ""  # why idempotence ends (fatal), while in-flight batches settle
         self.init_not_before = 0.0  # loop time: no InitProducerId before (retry backoff)
@@ -151,7 +146,7 @@ class Sequencer:
         self.ending = why
         if self.journal is not None:
             self.journal.off()
-        self.d.counters.inc("IdempotenceFatal", labels=(("reason", name),))
+        self.ledger.counters.inc("IdempotenceFatal", labels=(("reason", name),))
         log.error("idempotent producer ends: %s; going on at-least-once (a resend may store a message twice)", why)
         self.settle()
 
@@ -181,7 +176,7 @@ class Sequencer:
             what = f"answered {name}"
             if idem.state is PidState.ASSIGNED:
                 self.init_refusals = 0
-                self.d.counters.inc("ProducerIdAssigned")
+                self.ledger.counters.inc("ProducerIdAssigned")
                 log.info("producer id %d, epoch %d", idem.producer_id, idem.producer_epoch)
                 self._possible_duplicates(duplicates)
                 self.wake_all()
@@ -193,7 +188,7 @@ class Sequencer:
         if self.init_refusals > self.d.config.max_failed_delivery_attempts:  # bounded, as a message's attempts
             self.fatal(name, f"InitProducerId {what} {self.init_refusals} times in a row")
             return
-        self.d.counters.inc("ProducerIdRetry")
+        self.ledger.counters.inc("ProducerIdRetry")
         delay = max(self.d.config.retry_backoff_ms, 10) / 1000
         self.init_not_before = self.d.clock() + delay
         asyncio.get_running_loop().call_later(delay, self.wake_all)
@@ -288,17 +283,17 @@ class Sequencer:
         labels = (("broker", str(broker)), ("topic", pq.topic), ("partition", str(pq.partition)))
         cause = ""
         if decision.action is Action.OK:
-            d.counters.inc("AckOk", n, labels)
+            self.ledger.counters.inc("AckOk", n, labels)
             if duplicate:
-                d.counters.inc("AckDuplicateSequence", n, labels)
+                self.ledger.counters.inc("AckDuplicateSequence", n, labels)
             if duplicate and self.on_duplicate is not None:
                 self.on_duplicate(pq, batch, messages, part.size, part.since)  # held until the log is read
             else:
-                d.deliver(pq, messages, base_offset if error_code == 0 else -1, part.size)
+                self.ledger.deliver(pq, messages, base_offset if error_code == 0 else -1, part.size)
         else:
-            d.counters.inc("AckError", n, (("code", decision.name), *labels))
+            self.ledger.counters.inc("AckError", n, (("code", decision.name), *labels))
             if decision.action is Action.DISCARD:
-                d.discard(pq.topic, messages, decision.reason, decision.name)  # type: ignore[arg-type]  # set for DISCARD
+                self.ledger.discard(pq.topic, messages, decision.reason, decision.name)  # type: ignore[arg-type]  # set for DISCARD
                 if idem.state is PidState.FATAL:
                     self.fatal(decision.name, idem.fatal_reason)
             elif decision.counts_attempt and _over_limit(messages, d.config.max_failed_delivery_attempts):
@@ -307,11 +302,11 @@ class Sequencer:
             else:
                 pq.waiting += n
                 if decision.action is Action.RESEND:
-                    d.counters.inc("MsgResend", n, labels)
+                    self.ledger.counters.inc("MsgResend", n, labels)
                     if decision.counts_attempt:
                         pq.not_before = d.clock() + d.config.retry_backoff_ms / 1000
                 else:
-                    d.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
+                    self.ledger.counters.inc("GotPauseAck", 1, (("broker", str(broker)),))
                     cause = f"{decision.name} from broker {broker} for {pq.topic}/{pq.partition}"
         if batch.state is BatchState.DONE:
             part.batch = None  # the batch holds its part: left linked, every message waits for the collector
@@ -353,7 +348,7 @@ class Sequencer:
         if idem.bump_ready:
             duplicates = idem.bump()
             if idem.state is PidState.ASSIGNED:
-                self.d.counters.inc("IdempotenceEpochBump")
+                self.ledger.counters.inc("IdempotenceEpochBump")
                 log.info("producer id %d: epoch bumped to %d", idem.producer_id, idem.producer_epoch)
             self._possible_duplicates(duplicates)
             self.wake_all()
@@ -410,17 +405,11 @@ class Sequencer:
             self._possible_duplicates([part.batch])
         if waiting:
             part.queue.waiting -= len(part.messages)
-        self.d.discard(part.queue.topic, part.messages, reason, detail)
+        self.ledger.discard(part.queue.topic, part.messages, reason, detail)
 
     def _possible_duplicates(self, batches: list[Batch]) -> None:
-        d = self.d
         for batch in batches:
-            part = batch.records
-            for m in part.messages:
-                m.possible_duplicate = True
-            d.counters.inc("PossibleDuplicateMsg", len(part.messages), (("topic", part.queue.topic),))
-            if d.sink is not None:
-                d.sink.possible_duplicates(part.queue.topic, part.messages)
+            self.ledger.possible_duplicates(batch.records.queue.topic, batch.records.messages)
 
 
 def log_idempotence_off(config: ProducerConfig) -> None:

@@ -148,7 +148,7 @@ class TransactionManager:
         if self.state is not TxnState.READY:
             raise self._raised()
         self.state = TxnState.IN_TRANSACTION
-        self._discarded_at_begin = self.d.discarded
+        self._discarded_at_begin = self.d.ledger.discarded
         self._accept(True)
 
     async def commit(self, timeout: float | None) -> None:
@@ -156,7 +156,7 @@ class TransactionManager:
         deadline = self._deadline(timeout)
         self._accept(False)
         await self._drain(deadline)
-        failed = self.d.discarded - self._discarded_at_begin
+        failed = self.d.ledger.discarded - self._discarded_at_begin
         if failed:
             self._abortable("TRANSACTION_ABORTABLE", f"{failed} messages of the transaction were not delivered")
             raise self._raised()
@@ -174,7 +174,7 @@ class TransactionManager:
         d = self.d
         while True:  # discard what is not written; await what is (a failed one comes back: discarded next round)
             d.discard_everything(DiscardReason.TRANSACTION_ABORTED, "the transaction was aborted")
-            if not d.held_messages:
+            if not d.ledger.held_messages:
                 break
             if asyncio.get_running_loop().time() >= deadline:
                 raise TransactionError("abort_transaction: timed out", code="TIMED_OUT", retriable=True)

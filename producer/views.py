@@ -164,17 +164,17 @@ class ProducerViews:
 
     @property
     def accepted(self) -> int:
-        return self._dispatcher.accepted
+        return self._dispatcher.ledger.accepted
 
     @property
     def delivered(self) -> int:
-        return self._dispatcher.delivered
+        return self._dispatcher.ledger.delivered
 
     @property
     def discarded(self) -> int:
-        return self._dispatcher.discarded
+        return self._dispatcher.ledger.discarded
 
     @property
     def held(self) -> int:
         """Messages accepted and not yet delivered or discarded."""
-        return self._dispatcher.held_messages
+        return self._dispatcher.ledger.held_messages

@@ -12,6 +12,7 @@ from bruce.producer.bulk import Bulk, Chunk, split
 from bruce.producer.message import Message, resolve_delivered
 from bruce.producer.reasons import DiscardReason
 from bruce.producer.request import NO_COMPRESSION, encode_part
+from bruce.producer.responses import RequestOutcomes
 from bruce.wire.recordbatch import build_record_batch
 
 from .test_producer_dispatcher import check, make, response, send_request
@@ -42,8 +43,8 @@ def test_a_queued_chunk_costs_the_collector_one_object_whatever_its_length() -> 
     gc.collect()
     before = len(gc.get_objects())
     chunk = Chunk(values[:], sum(map(len, values)), 0)
-    d.accepted += len(chunk)
-    d.held_messages += len(chunk)
+    d.ledger.accepted += len(chunk)
+    d.ledger.held_messages += len(chunk)
     pq.add_ready(chunk, chunk.size)  # type: ignore[arg-type]
     gc.collect()
     assert len(gc.get_objects()) - before <= 3  # the chunk, its values list and the ready entry: no object per value
@@ -53,9 +54,9 @@ def test_a_queued_chunk_costs_the_collector_one_object_whatever_its_length() -> 
 def queued(d, *chunks: Chunk, since: float = 0.0):
     pq = d.queue("t", 0)
     for chunk in chunks:
-        d.accepted += len(chunk)
-        d.held_messages += len(chunk)
-        d.held_bytes += chunk.size
+        d.ledger.accepted += len(chunk)
+        d.ledger.held_messages += len(chunk)
+        d.ledger.held_bytes += chunk.size
         pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]
     d.mark_ready(pq)
     return pq
@@ -71,9 +72,9 @@ def test_a_chunk_travels_whole_encoded_column_by_column_and_settles_in_one_step(
     data, _ = encode_part(parts[0], NO_COMPRESSION, magic=2, zstd=True, max_bytes=10**6, empty_as_null=False)
     records = [(None, v, 1_700_000_000_000, None) for v in (b"a", b"bb", b"ccc")]
     assert data == build_record_batch(records)
-    d.on_response(1, parts, response(parts, 0, base=40), legacy=False)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 0, base=40), legacy=False)
     check(d)
-    assert d.held_messages == 0 and d.delivered == 3 and not chunk.made
+    assert d.ledger.held_messages == 0 and d.ledger.delivered == 3 and not chunk.made
     assert bulk.done and bulk.results() == [(0, 40), (0, 41), (0, 42)] and bulk.failures() == []
     assert [m.result() for m in chunk] == [(0, 40), (0, 41), (0, 42)]  # read as messages: made with their fates
 
@@ -84,7 +85,8 @@ def test_a_resent_chunk_becomes_messages_that_report_to_it() -> None:
     bulk = Bulk([chunk], 2)
     queued(d, chunk)
     parts = send_request(d, 1)
-    d.on_response(1, parts, response(parts, 7), legacy=False)  # REQUEST_TIMED_OUT: resent, an attempt counted
+    # REQUEST_TIMED_OUT: resent, an attempt counted
+    RequestOutcomes(d).on_response(1, parts, response(parts, 7), legacy=False)
     check(d)
     assert chunk.made and [m.attempts for m in chunk] == [1, 1] and not bulk.done
     plain = Message(None, b"a", 5)  # a chunk's message is a Message like any other
@@ -94,7 +96,7 @@ def test_a_resent_chunk_becomes_messages_that_report_to_it() -> None:
     d.queue("t", 0).not_before = 0.0
     parts = send_request(d, 1)
     assert type(parts[0].messages) is list and len(parts[0].messages) == 2
-    d.on_response(1, parts, response(parts, 0, base=9), legacy=False)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 0, base=9), legacy=False)
     check(d)
     assert bulk.results() == [(0, 9), (0, 10)] and not chunk.made  # settled: the messages let go
 
@@ -105,10 +107,10 @@ def test_a_full_chunk_travels_alone_even_with_more_ready_after_it() -> None:
     queued(d, full, rest)
     parts = send_request(d, 1)
     assert parts[0].messages is full and not full.made
-    d.on_response(1, parts, response(parts, 0, base=0), legacy=False)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 0, base=0), legacy=False)
     parts = send_request(d, 1)
     assert parts[0].messages is rest  # the last one: nothing after it to join
-    d.on_response(1, parts, response(parts, 0, base=2), legacy=False)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 0, base=2), legacy=False)
     check(d)
     assert Bulk([full, rest], 3).results() == [(0, 0), (0, 1), (0, 2)]
 
@@ -119,7 +121,7 @@ def test_a_small_chunk_joins_the_batches_after_it_in_one_request() -> None:
     queued(d, first, second)
     parts = send_request(d, 1)
     assert [m.value for m in parts[0].messages] == [b"a", b"b", b"c"]  # one record batch, made of messages
-    d.on_response(1, parts, response(parts, 0, base=0), legacy=False)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 0, base=0), legacy=False)
     assert Bulk([first, second], 3).results() == [(0, 0), (0, 1), (0, 2)]
 
 
@@ -130,7 +132,7 @@ def test_a_chunk_that_expires_fails_every_value_in_order() -> None:
     queued(d, *chunks, since=1.0)
     d.expire(1.0, "too old")
     check(d)
-    assert d.held_messages == 0 and d.held_bytes == 0 and d.discarded == 3
+    assert d.ledger.held_messages == 0 and d.ledger.held_bytes == 0 and d.ledger.discarded == 3
     assert [(i, e.reason, e.detail) for i, e in bulk.failures()] == [
         (i, DiscardReason.MESSAGE_TIMEOUT, "too old") for i in range(3)
     ]

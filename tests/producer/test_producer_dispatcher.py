@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import random
+from dataclasses import replace
 from types import SimpleNamespace as NS
 
 import pytest
@@ -15,11 +16,12 @@ from bruce.producer.acks import Failure
 from bruce.producer.cluster import build_view
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.dispatcher import Dispatcher
+from bruce.producer.dispatcher import Dispatcher, DispatchHooks
 from bruce.producer.message import Message, OutcomeSink
 from bruce.producer.partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
 from bruce.producer.reasons import DiscardReason
 from bruce.producer.request import NO_COMPRESSION, Part, assemble
+from bruce.producer.responses import RequestOutcomes
 
 
 def view(leaders: dict[str, list[int | None]]):
@@ -53,24 +55,23 @@ class Sink:
 
 
 def make(leaders=None, **config):
-    d = Dispatcher(ProducerConfig(**config), Counters(), sink := Sink())
-    d.apply_view(view(leaders or {"t": [1, 2]}), 0)
     woken, pauses = [], []
-    d.wake_broker = woken.append
-    d.on_pause = lambda cause, answered: pauses.append(cause)
+    hooks = DispatchHooks(wake_broker=woken.append, pause=lambda cause, answered: pauses.append(cause))
+    d = Dispatcher(ProducerConfig(**config), Counters(), sink := Sink(), hooks=hooks)
+    d.apply_view(view(leaders or {"t": [1, 2]}), 0)
     return d, sink, woken, pauses
 
 
 def check(d: Dispatcher) -> None:
-    assert d.accepted == d.delivered + d.discarded + d.held_messages
-    assert d.held_messages == sum(pq.queued + pq.in_flight + pq.staged for pq in d.all_queues()) + sum(
+    assert d.ledger.accepted == d.ledger.delivered + d.ledger.discarded + d.ledger.held_messages
+    assert d.ledger.held_messages == sum(pq.queued + pq.in_flight + pq.staged for pq in d.all_queues()) + sum(
         len(ms) for ms, _, _ in d.unknown.values()
     )
 
 
 def submit(d: Dispatcher, n: int, partition: int = 0) -> list[Message]:
     messages = [Message(None, b"v%d" % i, 0, partition_key=partition, pinned=True) for i in range(n)]
-    d.admit(messages)
+    d.ledger.admit(messages)
     d.route("t", messages)
     check(d)
     return messages
@@ -81,7 +82,7 @@ def send_request(d: Dispatcher, broker: int):
     parts, _ = assemble(
         candidates, data_limit=10**6, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION, magic=2
     )
-    d.started(broker, parts, expect_ack=True)
+    RequestOutcomes(d).started(broker, parts, expect_ack=True)
     check(d)
     return parts
 
@@ -101,10 +102,10 @@ def test_ok_delivers_with_consecutive_offsets() -> None:
     assert woken == [1]
     parts = send_request(d, 1)
     assert parts[0].queue.busy and d.candidates(1, 0.0) == ([], None)  # one in-flight batch per partition
-    d.on_response(1, parts, response(parts, 0, base=40), legacy=False)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 0, base=40), legacy=False)
     check(d)
     assert [(m.partition, m.offset) for m in messages] == [(0, 40), (0, 41), (0, 42)]
-    assert sink.events == [("delivered", "t", 0, 40, 3)] and d.held_messages == 0
+    assert sink.events == [("delivered", "t", 0, 40, 3)] and d.ledger.held_messages == 0
 
 
 @pytest.mark.parametrize(("code", "legacy"), [(2, True), (7, False)])
@@ -113,7 +114,7 @@ def test_resend_requeues_in_front_and_counts_an_attempt(code: int, legacy: bool)
     first = submit(d, 2)
     parts = send_request(d, 1)
     later = submit(d, 1)
-    d.on_response(1, parts, response(parts, code), legacy=legacy)
+    RequestOutcomes(d).on_response(1, parts, response(parts, code), legacy=legacy)
     check(d)
     assert not pauses and all(m.attempts == 1 for m in first) and later[0].attempts == 0
     queue = d.queue("t", 0)
@@ -126,7 +127,7 @@ def test_discard_codes(code: int) -> None:
     d, sink, _, _ = make()
     messages = submit(d, 2)
     parts = send_request(d, 1)
-    d.on_response(1, parts, response(parts, code), legacy=True)
+    RequestOutcomes(d).on_response(1, parts, response(parts, code), legacy=True)
     check(d)
     assert all(m.error is not None and m.error.reason == DiscardReason.KAFKA_ERROR_ACK for m in messages)
     assert sink.events == [("discarded", "t", DiscardReason.KAFKA_ERROR_ACK, 2)]
@@ -136,7 +137,7 @@ def test_pause_code_requests_a_pause_and_keeps_messages() -> None:
     d, _, _, pauses = make()
     messages = submit(d, 2)
     parts = send_request(d, 1)
-    d.on_response(1, parts, response(parts, 6), legacy=True)
+    RequestOutcomes(d).on_response(1, parts, response(parts, 6), legacy=True)
     check(d)
     assert d.paused and pauses and all(m.attempts == 1 for m in messages)
     assert d.queue("t", 0).ready_count == 2
@@ -147,7 +148,7 @@ def test_attempt_limit() -> None:
     (message,) = submit(d, 1)
     for _ in range(3):
         parts = send_request(d, 1)
-        d.on_response(1, parts, response(parts, 2), legacy=True)
+        RequestOutcomes(d).on_response(1, parts, response(parts, 2), legacy=True)
         check(d)
     assert message.attempts == 3 and message.error.reason == DiscardReason.DELIVERY_ATTEMPT_LIMIT
     assert sink.events[-1] == ("discarded", "t", DiscardReason.DELIVERY_ATTEMPT_LIMIT, 1)
@@ -158,7 +159,7 @@ def test_transport_failure_requeues_possible_duplicates_and_pauses(written: bool
     d, sink, _, pauses = make()
     messages = submit(d, 2)
     parts = send_request(d, 1)
-    d.on_failure(1, parts, Failure.BROKER_CLOSE, written=written)
+    RequestOutcomes(d).on_failure(1, parts, Failure.BROKER_CLOSE, written=written)
     check(d)
     assert pauses and all(m.possible_duplicate is written and m.attempts == 0 for m in messages)
     assert (("dup", "t", 2) in sink.events) is written
@@ -169,7 +170,7 @@ def test_short_and_unexpected_responses_are_protocol_failures() -> None:
     submit(d, 1, partition=0)
     parts = send_request(d, 1)
     wrong = NS(responses=[NS(name="t", partition_responses=[NS(index=1, error_code=0, base_offset=0)])])
-    d.on_response(1, parts, wrong, legacy=False)
+    RequestOutcomes(d).on_response(1, parts, wrong, legacy=False)
     check(d)
     assert pauses and d.counters.get("ProduceResponseShort") == 1
     assert d.counters.get("ProduceResponseUnexpectedPartition") == 1
@@ -182,7 +183,7 @@ def test_reroute_on_a_new_view() -> None:
     pinned = [Message(None, b"p", 0, partition_key=0, pinned=True)]
     doomed = [Message(None, b"g", 0)]
     for topic, ms in (("t", keyless), ("t", keyed), ("t", pinned), ("gone", doomed)):
-        d.admit(ms)
+        d.ledger.admit(ms)
         d.route(topic, ms)
     check(d)
     keyless_partition = next(
@@ -206,11 +207,10 @@ def test_unknown_topics_wait_for_a_fetch_that_began_after_them() -> None:
     d, _sink, _, _ = make()
     d.clock = lambda: 100.0  # type: ignore[assignment]  # a frozen clock: every time reading is equal
     begun = [1]
-    d.fetches_begun = lambda: begun[0]
     asked = []
-    d.on_unknown_topic = asked.append
+    d.hooks = replace(d.hooks, fetches_begun=lambda: begun[0], unknown_topic=asked.append)
     (m,) = [Message(None, b"x", 0)]
-    d.admit([m])
+    d.ledger.admit([m])
     d.route("new", [m])
     check(d)
     assert asked == ["new"]
@@ -221,7 +221,7 @@ def test_unknown_topics_wait_for_a_fetch_that_began_after_them() -> None:
     check(d)
     assert d.queue("new", 0).ready_count == 1 and not d.unknown
     (m2,) = [Message(None, b"y", 0)]
-    d.admit([m2])
+    d.ledger.admit([m2])
     d.route("other", [m2])
     begun[0] = 3
     d.apply_view(view({"t": [1]}), 3)
@@ -236,10 +236,10 @@ def test_a_fetch_begun_at_the_same_clock_reading_as_the_arrival_settles_an_unkno
     d, _sink, _, _ = make()
     d.clock = lambda: 100.0  # type: ignore[assignment]
     begun = [0]
-    d.fetches_begun = lambda: begun[0]
-    d.on_unknown_topic = lambda topic: begun.__setitem__(0, begun[0] + 1)  # the fetch begins at once
+    fetch_now = lambda topic: begun.__setitem__(0, begun[0] + 1)  # noqa: E731 (the fetch begins at once)
+    d.hooks = replace(d.hooks, fetches_begun=lambda: begun[0], unknown_topic=fetch_now)
     m = Message(None, b"x", 0)
-    d.admit([m])
+    d.ledger.admit([m])
     d.route("missing", [m])
     assert begun == [1] and m.error is None
     d.apply_view(view({"t": [1]}), 1)
@@ -253,8 +253,8 @@ def test_acks_zero_delivers_on_write() -> None:
     messages = submit(d, 2)
     candidates, _ = d.candidates(1, 0.0)
     parts, _ = assemble(candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION, magic=2)
-    d.started(1, parts, expect_ack=False)
-    d.on_written_no_ack(1, parts)
+    RequestOutcomes(d).started(1, parts, expect_ack=False)
+    RequestOutcomes(d).on_written_no_ack(1, parts)
     check(d)
     assert [(m.partition, m.offset) for m in messages] == [(0, -1), (0, -1)]
 
@@ -271,15 +271,15 @@ def test_the_sent_hook_hears_each_written_request_before_its_outcome(acks: int) 
     submit(d, 2)
     parts = send_request(d, 1) if acks else None
     if acks:
-        d.on_failure(1, parts, Failure.BROKER_CLOSE, written=True)  # resent later: heard again
-        d.on_response(1, send_request(d, 1), response(parts, 0), legacy=False)
+        RequestOutcomes(d).on_failure(1, parts, Failure.BROKER_CLOSE, written=True)  # resent later: heard again
+        RequestOutcomes(d).on_response(1, send_request(d, 1), response(parts, 0), legacy=False)
     else:
         candidates, _ = d.candidates(1, 0.0)
         parts, _ = assemble(
             candidates, data_limit=10, message_max_bytes=10**6, policy=lambda t, m: NO_COMPRESSION, magic=2
         )
-        d.started(1, parts, expect_ack=False)
-        d.on_written_no_ack(1, parts)
+        RequestOutcomes(d).started(1, parts, expect_ack=False)
+        RequestOutcomes(d).on_written_no_ack(1, parts)
     check(d)
     kinds = [e[0] for e in sink.events]
     assert kinds == (["sent", "dup", "sent", "delivered"] if acks else ["sent", "delivered"])
@@ -292,11 +292,11 @@ def test_a_sink_without_the_sent_hook_or_with_the_protocols_no_op_is_not_called(
         def discarded(self, topic, messages, reason): ...
         def possible_duplicates(self, topic, messages): ...
 
-    assert Dispatcher(ProducerConfig(), Counters(), Sink()).on_sent is None
-    assert Dispatcher(ProducerConfig(), Counters(), Plain()).on_sent is None
-    assert Dispatcher(ProducerConfig(), Counters(), None).on_sent is None
+    assert RequestOutcomes(Dispatcher(ProducerConfig(), Counters(), Sink())).on_sent is None
+    assert RequestOutcomes(Dispatcher(ProducerConfig(), Counters(), Plain())).on_sent is None
+    assert RequestOutcomes(Dispatcher(ProducerConfig(), Counters(), None)).on_sent is None
     sink = SendingSink()
-    assert Dispatcher(ProducerConfig(), Counters(), sink).on_sent == sink.sent
+    assert RequestOutcomes(Dispatcher(ProducerConfig(), Counters(), sink)).on_sent == sink.sent
 
 
 # ---------------------------------------------------------------- lone messages (topics the daemon does not batch)
@@ -327,13 +327,13 @@ def test_lone_messages_go_where_the_partitioning_rules_say_in_order(sequence, se
             m = Message(None, b"%d" % i, 0, partition_key=partition, pinned=True)
             p = explicit_partition(partition, info)
         (lost if p is None else expected.setdefault(p, [])).append(m)
-        d.admit([m])
+        d.ledger.admit([m])
         d.route("t", [m])
         check(d)
     got = {pq.partition: [m for batch, _, _ in pq.ready for m in batch] for pq in d.all_queues() if pq.ready_count}
     assert got == expected
     assert all(m.error.reason == DiscardReason.NO_AVAILABLE_PARTITIONS for m in lost)
-    assert d.held_bytes == sum(m.size for ms in expected.values() for m in ms)
+    assert d.ledger.held_bytes == sum(m.size for ms in expected.values() for m in ms)
 
 
 def test_lone_messages_join_the_last_ready_batch_and_wake_the_broker_once() -> None:
@@ -341,7 +341,7 @@ def test_lone_messages_join_the_last_ready_batch_and_wake_the_broker_once() -> N
     first = submit(d, 3)  # a batch of three
     lone = [Message(None, b"x%d" % i, 0) for i in range(4)]
     for m in lone:
-        d.admit([m])
+        d.ledger.admit([m])
         d.route("t", [m])
     check(d)
     pq = d.queue("t", 0)
@@ -349,9 +349,9 @@ def test_lone_messages_join_the_last_ready_batch_and_wake_the_broker_once() -> N
     assert woken == [1]  # the partition was already marked ready for broker 1: its sender will look anyway
     messages, size, _ = pq.take(10**6, True)
     assert messages == [*first, *lone] and size == sum(m.size for m in messages)
-    d.started(1, [Part(pq, messages, size)], expect_ack=True)
+    RequestOutcomes(d).started(1, [Part(pq, messages, size)], expect_ack=True)
     later = Message(None, b"later", 0)
-    d.admit([later])
+    d.ledger.admit([later])
     d.route("t", [later])
     assert woken == [1, 1]  # not marked any more: woken again
     assert list(pq.ready) == [([later], 5, 0.0)]
@@ -365,15 +365,15 @@ def test_a_queued_message_costs_one_gc_tracked_object(batch: int) -> None:
     messages = [Message(None, b"v", 0) for _ in range(2000)]
     groups = [messages[i : i + batch] for i in range(0, len(messages), batch)]
     for group in groups[:2]:  # the queues exist from here on
-        d.admit(group)
+        d.ledger.admit(group)
         d.route("t", group)
     gc.collect()
     before = len(gc.get_objects())
     for group in groups[2:]:
-        d.admit(group)
+        d.ledger.admit(group)
         d.route("t", group)
     del group
     gc.collect()
-    assert d.held_messages == 2000
+    assert d.ledger.held_messages == 2000
     per_batch = 2 if batch > 1 else 0
     assert len(gc.get_objects()) - before <= 2 + per_batch * (len(groups) - 2)

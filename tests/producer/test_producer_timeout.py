@@ -4,6 +4,7 @@ the accounting after each step) and the broker trouble log (one line per episode
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from bruce.producer.errors import ConfigError
 from bruce.producer.message import Message
 from bruce.producer.queues import PartitionQueue
 from bruce.producer.reasons import DiscardReason
+from bruce.producer.responses import RequestOutcomes
 from bruce.producer.trouble import BrokerTrouble
 
 from .test_producer_dispatcher import check, make, send_request, submit
@@ -60,12 +62,12 @@ def test_expire_discards_queued_and_unknown_topic_messages_oldest_first() -> Non
     d.stamp = 1.0
     old = submit(d, 2)
     lost = [Message(None, b"u1", 0)]
-    d.admit(lost)
+    d.ledger.admit(lost)
     d.route("unknown", lost)
     d.stamp = 2.0
     young = submit(d, 2)
     later = [Message(None, b"u2", 0)]
-    d.admit(later)
+    d.ledger.admit(later)
     d.route("unknown", later)
     d.expire(1.0, "test timeout")
     check(d)
@@ -75,7 +77,7 @@ def test_expire_discards_queued_and_unknown_topic_messages_oldest_first() -> Non
     assert d.unknown["unknown"][0] == later and d.counters.get("MsgDiscard") == 3
     d.expire(2.0, "test timeout")
     check(d)
-    assert d.held_messages == 0 and not d.unknown and all(m.error is not None for m in young + later)
+    assert d.ledger.held_messages == 0 and not d.unknown and all(m.error is not None for m in young + later)
 
 
 def test_messages_in_a_request_are_not_expired_until_they_come_back() -> None:
@@ -86,20 +88,20 @@ def test_messages_in_a_request_are_not_expired_until_they_come_back() -> None:
     d.expire(10.0, "test timeout")
     check(d)
     assert all(not m.done for m in sent)  # in flight: the request's until it is answered or fails
-    d.on_failure(1, parts, Failure.BROKER_CLOSE, written=True)
+    RequestOutcomes(d).on_failure(1, parts, Failure.BROKER_CLOSE, written=True)
     d.expire(10.0, "test timeout")
     check(d)
-    assert [m.error.reason for m in sent] == [DiscardReason.MESSAGE_TIMEOUT] * 3 and d.held_messages == 0
+    assert [m.error.reason for m in sent] == [DiscardReason.MESSAGE_TIMEOUT] * 3 and d.ledger.held_messages == 0
 
 
 def test_a_pause_says_whether_a_broker_answered() -> None:
     d, _, _, _ = make({"t": [1]})
     asked: list[tuple[str, bool]] = []
-    d.on_pause = lambda cause, answered: asked.append((cause, answered))
+    d.hooks = replace(d.hooks, pause=lambda cause, answered: asked.append((cause, answered)))
     submit(d, 1)
-    d.on_failure(1, send_request(d, 1), Failure.BROKER_CLOSE, written=True)
+    RequestOutcomes(d).on_failure(1, send_request(d, 1), Failure.BROKER_CLOSE, written=True)
     d.resume()
-    d.on_failure(1, send_request(d, 1), Failure.PROTOCOL_ERROR, written=True)
+    RequestOutcomes(d).on_failure(1, send_request(d, 1), Failure.PROTOCOL_ERROR, written=True)
     assert asked == [("SocketBrokerClose on broker 1", False), ("ProtocolError on broker 1", True)]
 
 

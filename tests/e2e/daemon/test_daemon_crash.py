@@ -52,7 +52,7 @@ def test_a_crashed_producer_task_stops_the_daemon_and_accounts(
     topic = new_topic(partitions=1)
 
     async def broken(self: sender.Sender) -> None:
-        while not self.dispatcher.held_messages:  # an idempotent producer starts a sender before any message
+        while not self.dispatcher.ledger.held_messages:  # an idempotent producer starts a sender before any message
             await asyncio.sleep(0.01)
         raise RuntimeError("sender failed on purpose")
 

@@ -38,7 +38,7 @@ def test_only_the_dead_partitions_keys_move_new_and_queued() -> None:
     assert d.view is not None and d.view.topics["t"].partition_count == 4
     for key in KEYS:
         m = msg("t", b"%d" % key, pk=key)
-        d.admit([m])
+        d.ledger.admit([m])
         d.route("t", [m])
     before = queued(d, "t")
     assert {p: {k % 4 for k in ks} for p, ks in before.items()} == {0: {0}, 1: {1}, 2: {2}, 3: {3}}
@@ -53,7 +53,7 @@ def test_only_the_dead_partitions_keys_move_new_and_queued() -> None:
 
     for key in KEYS:  # new messages during the outage
         m = msg("t", b"%d" % key, pk=key)
-        d.admit([m])
+        d.ledger.admit([m])
         d.route("t", [m])
     during = queued(d, "t")
     assert {p: {k % 4 for k in ks[len(after[p]) :]} for p, ks in during.items() if ks[len(after[p]) :]} == {
@@ -61,7 +61,7 @@ def test_only_the_dead_partitions_keys_move_new_and_queued() -> None:
         2: {1, 2},
         3: {3},
     }
-    assert d.accepted == d.held_messages == 2 * len(KEYS)
+    assert d.ledger.accepted == d.ledger.held_messages == 2 * len(KEYS)
 
 
 def landed(cluster: FakeCluster, tag: bytes) -> dict[int, list[int]]:
