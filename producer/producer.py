@@ -18,8 +18,8 @@ Rules:
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
 - Queueing (``send``, ``send_many``, the daemon's ``submit``, sealing and linger) and its rules are
-  :mod:`bruce.producer.sending`; the cluster view's side (``ready``, new views, refusals, the daemon's queries) is
-  :mod:`bruce.producer.views`.
+  :mod:`bruce.producer.sending`; the cluster view's side (``ready``, new views, refusals, the daemon's queries) is a
+  :class:`~bruce.producer.views.ProducerViews`, which the methods of the same names here hand over to.
 """
 
 from __future__ import annotations
@@ -36,12 +36,14 @@ from bruce.wire.errors import UsageError
 from bruce.wire.recordbatch_schema import HEADER_SIZE
 
 from .backoff import PauseBackoff
+from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher, DispatchHooks
 from .duplicates import DuplicateCheck
 from .errors import ProducerClosed
 from .expiry import expire_loop
+from .health import BootstrapState, BrokerState, QueueStats
 from .journal import PartJournal
 from .message import OutcomeSink
 from .metadata import MetadataFetcher
@@ -63,7 +65,7 @@ from .trouble import BrokerTrouble
 from .views import ProducerViews
 
 
-class Producer(ProducerSending, ProducerViews, TransactionalApi):
+class Producer(ProducerSending, TransactionalApi):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -116,7 +118,6 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         self._tasks: list[asyncio.Task[Any]] = []
         self._core: list[asyncio.Task[Any]] = []  # the refresh loop and the pause: alive as long as the producer
         self._group: asyncio.TaskGroup | None = None
-        self._first_view: asyncio.Future[None] | None = None
         self._trouble = BrokerTrouble()
         self._fetcher = fetcher = MetadataFetcher(
             config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics, trouble=self._trouble
@@ -134,18 +135,17 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
             config, self.counters, sink, hooks=hooks, cycle=AnyPartitionCycle(self._rng), pack=pack
         )
         self._ledger = d.ledger
+        self._views = views = ProducerViews(config, d, fetcher, self._senders, self._wake_broker)
+        fetcher.on_refused = views.refused
         self._outcomes = RequestOutcomes(d)
-        self._duplicates = DuplicateCheck(d, self, config, self._spawn)
+        self._duplicates = DuplicateCheck(d, views, config, self._spawn)
         if d.seq is not None:
             d.seq.on_duplicate = self._duplicates
         backoff = PauseBackoff(
             config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
         )
-        self._pause = PauseController(d, fetcher, self._senders.values, self._apply_view, self.counters, backoff)
-        self._topics = TopicCreator(config, self.counters, d, fetcher, self._apply_view, self._spawn)
-        fetcher.on_refused = self._refused
-        self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
-        self._last_refusal = ""
+        self._pause = PauseController(d, fetcher, self._senders.values, views.apply, self.counters, backoff)
+        self._topics = TopicCreator(config, self.counters, d, fetcher, views.apply, self._spawn)
         self._txn = None
         if config.transactional_id is not None:
             self._txn = TransactionManager(
@@ -184,13 +184,13 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
             gc.freeze()
         self._loop = loop = asyncio.get_running_loop()
         self._dispatcher.clock = loop.time
-        self._first_view = loop.create_future()
+        self._views.start(loop)
         self._group = asyncio.TaskGroup()
         await self._group.__aenter__()
         d = self._dispatcher
         ledger = self._ledger
         waiting = lambda: d.view is None or ledger.held_messages > 0  # noqa: E731
-        self._spawn(self._fetcher.refresh_loop(self._apply_view, lambda: self._pause.pausing, waiting))
+        self._spawn(self._fetcher.refresh_loop(self._views.apply, lambda: self._pause.pausing, waiting))
         self._spawn(self._pause.run())
         if self.config.message_timeout_ms:
             self._dispatcher.stamp = loop.time()
@@ -286,7 +286,7 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         broker agreed, TOPIC_CREATE_TIMEOUT when the deadline passed first (the cluster was asked, or could not be
         reached, and the topic has not appeared). Never raises for a broker failure; counted as
         ``TopicAutocreateOk/Fail/NoAnswer/Timeout``."""
-        if self._first_view is None or self._group is None:
+        if self._views.first_view is None or self._group is None:
             raise ProducerClosed("the producer is not running")
         return await self._topics.create(topic)
 
@@ -296,6 +296,81 @@ class Producer(ProducerSending, ProducerViews, TransactionalApi):
         when its memory budget runs short); they are unpacked when sent or rerouted. Returns how many messages were
         packed (0 without ``pack``)."""
         return self._dispatcher.compact()
+
+    # ---------------------------------------------------------------- the cluster view (bruce.producer.views)
+
+    async def ready(self, timeout: float | None = None) -> ClusterView:
+        """Wait (up to ``timeout`` s; None: ``message_timeout_ms``, if set) for the first cluster view; raises
+        ``TimeoutError``, or a :class:`DeliveryError` (AUTHENTICATION_FAILED) when every bootstrap broker refused
+        authentication."""
+        return await self._views.ready(timeout)
+
+    @property
+    def keep_on_auth_failure(self) -> bool:
+        """The daemon's choice: keep the messages (within its budget) while every broker refuses authentication."""
+        return self._views.keep_on_auth_failure
+
+    @keep_on_auth_failure.setter
+    def keep_on_auth_failure(self, keep: bool) -> None:
+        self._views.keep_on_auth_failure = keep
+
+    @property
+    def authentication_failure(self) -> str | None:
+        """Why brokers refuse us (TLS or SASL), while they do: names the broker and the mechanism; else None."""
+        return self._views.authentication_failure
+
+    def cluster(self) -> ClusterView | None:
+        """The current cluster view (None before the first metadata)."""
+        return self._views.cluster()
+
+    def available_partitions(self, topic: str) -> tuple[int, ...] | None:
+        """The topic's available partitions; None if the topic is unknown (BAD_TOPIC), () if none is available."""
+        return self._views.available_partitions(topic)
+
+    def request_metadata_refresh(self) -> None:
+        """Refresh metadata soon (POST /metadata_update); merged and rate-limited."""
+        self._views.request_metadata_refresh()
+
+    def metadata_times(self) -> tuple[int, int]:
+        """(last updated, last modified) in epoch ms; 0 before the first metadata."""
+        return self._views.metadata_times()
+
+    def connected_brokers(self) -> int:
+        """Brokers with an open produce connection (metadata connections are short-lived and not counted)."""
+        return self._views.connected_brokers()
+
+    def broker_states(self) -> tuple[BrokerState, ...]:
+        """Every broker of the current metadata (and any sender left from an earlier one), by node id."""
+        return self._views.broker_states()
+
+    def bootstrap_states(self) -> tuple[BootstrapState, ...]:
+        """Each configured bootstrap broker with the last error in reaching it (what the log said)."""
+        return self._views.bootstrap_states()
+
+    def requests_in_flight(self) -> int:
+        """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
+        return self._views.requests_in_flight()
+
+    def queue_stats(self) -> dict[str, QueueStats]:
+        """Held messages per topic and state (Bruce's ``/queues``)."""
+        return self._views.queue_stats()
+
+    @property
+    def accepted(self) -> int:
+        return self._ledger.accepted
+
+    @property
+    def delivered(self) -> int:
+        return self._ledger.delivered
+
+    @property
+    def discarded(self) -> int:
+        return self._ledger.discarded
+
+    @property
+    def held(self) -> int:
+        """Messages accepted and not yet delivered or discarded."""
+        return self._ledger.held_messages
 
     # ---------------------------------------------------------------- internals
 
