@@ -71,7 +71,7 @@ class DispatchHooks:
     pause: Callable[[str, bool], None] = _no_pause  # (cause, answered: the broker said so)
     unknown_topic: Callable[[str], None] = _no_topic  # a metadata fetch is wanted
     autocreate: Callable[[str], None] = _no_topic  # topic_autocreate: ask brokers to create it
-    drained: Callable[[], None] = lambda: None  # nothing is held any more
+    drained: Callable[[], None] = lambda: None  # nothing is held any more (the ledger keeps the first one given)
     progress: Callable[[bool], None] = lambda answered: None  # a request was answered (True) or failed
     fetches_begun: Callable[[], int] = lambda: 0  # metadata fetches begun so far (the last one's number)
 
