@@ -30,7 +30,7 @@ from e2e.daemon.harness import counters_json, start_bruce, wait_for
 from readback import read_back
 
 from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 PARTITIONS = 4
 KEYS = 7

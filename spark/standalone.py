@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bruce.proxy.embedded import free_port
+from bruce.proxy.config.ports import free_port
 from bruce.wire.errors import BruceError
 
 _MASTER = "org.apache.spark.deploy.master.Master"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from e2e.daemon.harness import BruceProcess, consume_topic, wait_for
 
-from bruce.proxy.version import package_version
+from bruce.proxy.config.version import package_version
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ["wire", "producer", "proxy", "spark"]

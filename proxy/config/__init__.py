@@ -26,6 +26,7 @@ from .model import (
     TopicBatching,
 )
 from .options import Options, option_specs
+from .producer_settings import producer_config
 from .startup import EXIT_CONFIG, EXIT_USAGE, configure, default_config, load_config, load_config_file
 from .toml_config import load_toml, to_toml
 from .xml_config import load_xml
@@ -59,5 +60,6 @@ __all__ = [
     "load_xml",
     "option_specs",
     "parse_command_line",
+    "producer_config",
     "to_toml",
 ]

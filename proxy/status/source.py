@@ -22,7 +22,7 @@ from typing import Protocol
 
 from bruce.producer import BootstrapState, BrokerState
 from bruce.producer.counters import Labels
-from bruce.proxy.discards import DiscardReport
+from bruce.proxy.accounting.discards import DiscardReport
 
 from .history import RateSample
 

@@ -1,21 +1,20 @@
-"""How the daemon's parts are set up from its :class:`~bruce.proxy.config.Options` and
-:class:`~bruce.proxy.config.Config`: the producer's settings, the legacy output rewrite, the plog listeners, the
-timer task's tick. Pure functions: nothing here opens, starts or reads anything.
+"""The producer's settings from the daemon's :class:`Options` and :class:`Config` (Bruce's names on both sides).
+
+Rules: pure functions, nothing opened or started. Topic creation is the router's (it holds a new topic's messages
+meanwhile), so the producer's own is off. ``--enable_idempotence`` turned on explicitly needs ``--required_acks -1``
+and not the 0.8 protocol; each refusal is a :class:`ConfigError` naming the option.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from bruce.producer.config import ProducerConfig
 from bruce.producer.settings import NAMES
 
-from .config import Config, ConfigError, Options
-from .message import Message
-from .plog.config import PlogConfigError, check_unique
+from .errors import ConfigError
+from .model import Config
+from .options import Options
 
 WHERE = "--enable_idempotence"
-MAX_TICK_S = 0.05  # the timer task's longest sleep (see Daemon._timers)
 
 
 def producer_config(options: Options, config: Config) -> ProducerConfig:
@@ -61,38 +60,3 @@ def enable_idempotence(options: Options, config: Config) -> bool | None:
     if wanted and options.kafka_protocol == "v0":
         raise ConfigError("the 0.8 protocol (--kafka_protocol v0) has no idempotent produce", where=WHERE)
     return wanted
-
-
-def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> Callable[[Message], None]:
-    """``--use_old_output_format``: each value becomes ``"<ts> <topic> <value>"`` (``"<topic> <value>"`` with
-    ``--omit_timestamp``) before routing. The budget charge stays what was reserved."""
-
-    def rewrite(msg: Message) -> None:
-        topic = msg.topic.encode("utf-8", "surrogateescape")
-        prefix = topic if omit_timestamp else b"%d %s" % (msg.timestamp, topic)
-        msg.value = prefix + b" " + (msg.value or b"")
-        msg.size = len(msg.key or b"") + len(msg.value)
-        route(msg)
-
-    return rewrite
-
-
-def plog_listeners(options: Options, config: Config) -> tuple:
-    """The config file's plog listeners, then the command line's; no two may share a port or a name."""
-    listeners = (*config.plog_listeners, *options.plog_udp, *options.plog_tcp)
-    places = [
-        *(f"plog.listener[{i + 1}]" for i in range(len(config.plog_listeners))),
-        *(["--plog_udp"] * len(options.plog_udp)),
-        *(["--plog_tcp"] * len(options.plog_tcp)),
-    ]
-    try:
-        check_unique(listeners, places)
-    except PlogConfigError as error:
-        raise ConfigError(str(error)) from None
-    return listeners
-
-
-def tick_for(config: Config) -> float:
-    """The timer task's longest sleep: the shortest batch time of the config, at most :data:`MAX_TICK_S`."""
-    times = [limits.time_ms for limits in config.batching.named_configs.values() if limits.time_ms]
-    return min([MAX_TICK_S, *(t / 1000 for t in times)])

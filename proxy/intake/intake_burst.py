@@ -1,14 +1,15 @@
 """A burst of input datagrams turned into messages or discards: parsing, the spool, the budget, the intake counters.
 
-:class:`IntakeBursts` is the hot path of :class:`~bruce.proxy.intake.DatagramIntake`: whichever the reader, each
+:class:`IntakeBursts` is the hot path of :class:`~bruce.proxy.intake.intake.DatagramIntake`: whichever the reader, each
 wake-up's datagrams arrive here as one burst (:meth:`IntakeBursts.feed`).
 
 Rules:
 - Each datagram is parsed as :func:`bruce.wire.datagram.parse_datagram` parses it: failures are discarded as
   MALFORMED, API_KEY(n) or VERSION(n); one longer than ``max_input_msg_size`` (it arrives truncated to the limit + 1)
-  as LONG_MSG, never as malformed; a message whose charge does not fit the :class:`~bruce.proxy.budget.MessageBudget`
-  as NO_MEM. Every outcome reaches the :class:`IntakeSink` exactly once, in the datagrams' order, and is counted with
-  Bruce's ``InputAgent*`` names, once per burst rather than per datagram.
+  as LONG_MSG, never as malformed; a message whose charge does not fit the
+  :class:`~bruce.proxy.intake.budget.MessageBudget` as NO_MEM. Every outcome reaches the :class:`IntakeSink` exactly
+  once, in the datagrams' order, and is counted with Bruce's ``InputAgent*`` names, once per burst rather than per
+  datagram.
 - Cheap per datagram: clients repeat their datagrams' layout (topic, key and value sizes), so each AnyPartition layout
   seen is kept by datagram length (:func:`bruce.wire.datagram.any_partition_layout`; at most
   :data:`LAYOUT_LENGTHS` lengths, topics up to :data:`LAYOUT_TOPIC_MAX` bytes): a datagram of a known length that
@@ -29,7 +30,7 @@ Rules:
   before the budget sees them; each gets its sequence (``spool_seq``). A burst the spool refuses (full, with the
   discard policy) is discarded as SPOOL_FULL; one it does not hold (full with the memory policy, degraded) goes on
   memory-only. A spooled message that finds no room in the budget (or arrives while others are) is held on disk
-  only (``spool.cursor.hold``: :mod:`bruce.proxy.spooling` routes it later) instead of NO_MEM.
+  only (``spool.cursor.hold``: :mod:`bruce.proxy.daemon.spooling` routes it later) instead of NO_MEM.
 - The sink failing (an exception from it) is raised to the caller (``serve()`` raises it). The datagrams of the burst
   after the one the sink failed on still get a fate: their discards are reported as they are, their messages
   discarded as SERVER_SHUTDOWN (the daemon is stopping); the one the sink failed on holds its reservation (its fate is
@@ -46,9 +47,9 @@ from bruce.producer.reasons import DiscardReason
 from bruce.wire.datagram import DatagramKind, any_partition_layout, parse_datagram
 from bruce.wire.errors import MalformedInput, UnsupportedApiKey, UnsupportedVersion
 
+from ..routing.message import Message
+from ..spool import SPOOL_FULL, Spool, SpoolMessage
 from .budget import MessageBudget
-from .message import Message
-from .spool import SPOOL_FULL, Spool, SpoolMessage
 
 TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
 LAYOUT_LENGTHS = 4096  # datagram lengths whose AnyPartition layout is kept (cleared when full)
@@ -215,7 +216,7 @@ class IntakeBursts:
                         and msg.spool_seq >= 0
                         and (cursor.start is not None or not reserve(msg.charge))
                     ):
-                        on_disk += 1  # no room, or others are on disk: held there only (bruce.proxy.spooling)
+                        on_disk += 1  # no room, or others are on disk: held there only (bruce.proxy.daemon.spooling)
                         cursor.hold(msg.spool_seq)
                     elif msg.spool_seq >= 0 or reserve(msg.charge):  # a spooled one here is reserved already
                         created += 1

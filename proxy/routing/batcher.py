@@ -33,7 +33,7 @@ import itertools
 import sys
 from collections.abc import Callable
 
-from .config.model import BatchingPolicy, BatchLimits, TopicAction
+from ..config.model import BatchingPolicy, BatchLimits, TopicAction
 from .message import Message
 
 Submit = Callable[[str, list[Message]], None]

@@ -2,16 +2,16 @@
 
 Why a process: the kernel queues only ~11 datagrams per UNIX datagram socket, so whenever the daemon's event loop is
 busy for more than a few dozen microseconds (building a batch, compressing, parsing a response) clients block or get
-EAGAIN. The child (:mod:`bruce.proxy.intake_reader`) does nothing but read: it is back in ``recv`` within
+EAGAIN. The child (:mod:`bruce.proxy.intake.intake_reader`) does nothing but read: it is back in ``recv`` within
 microseconds, and its pipe (1 MiB where the system allows) holds thousands of datagrams until the loop gets to them.
 The loop then reads the pipe in 64 KiB chunks, hundreds of datagrams per wake-up instead of ~11, each burst one
-unpickled list (figures in :mod:`bruce.proxy.intake`, from bench/intake_bench.py and bench/proxy_bench.py).
+unpickled list (figures in :mod:`bruce.proxy.intake.intake`, from bench/intake_bench.py and bench/proxy_bench.py).
 
 Rules:
 - At most 64 KiB is read per wake-up (about a millisecond of processing) so other work in the loop keeps its turn; a
   frame split across reads is joined once complete.
 - End of the pipe before :meth:`ReaderProcess.wait_finished` asked for it means the child died: an
-  :class:`~bruce.proxy.intake.IntakeError` goes to ``on_error`` (``serve()`` raises it).
+  :class:`~bruce.proxy.intake.intake.IntakeError` goes to ``on_error`` (``serve()`` raises it).
 - Shutdown: after the socket is shut for reading, the child forwards what was queued and exits; the parent reads the
   pipe to its end. A child that does not finish in time is killed (by its PID) and what it left in the pipe is read.
 - Bounded: one burst in the child, the pipe, one read plus one partial frame here.
@@ -66,7 +66,7 @@ class ReaderProcess:
             sock_fd = self.intake.fileno
             args = [str(sock_fd), str(w), str(self.intake.max_input_msg_size + 1), str(os.getpid())]
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "bruce.proxy.intake_reader", *args],
+                [sys.executable, "-m", "bruce.proxy.intake.intake_reader", *args],
                 pass_fds=(sock_fd, w),
                 stdin=subprocess.DEVNULL,
             )

@@ -4,7 +4,7 @@ Rules:
 - :func:`spool_config` turns the ``--spool_*`` options into a :class:`~bruce.proxy.spool.SpoolConfig` (None: no
   spool, Bruce's behaviour). Opening is the daemon's (``Spool.open`` raises only ``SpoolLocked``).
 - :class:`Replay` hands what earlier runs left in the spool to the router, before new input is read: each record
-  becomes a :class:`~bruce.proxy.message.Message` with its ``spool_seq``. A record the batch journal settled as
+  becomes a :class:`~bruce.proxy.routing.message.Message` with its ``spool_seq``. A record the batch journal settled as
   delivered is marked done and not sent (``SpoolSettled``); one it cannot vouch for (no journal, or sent before the
   crash and not settled) is reported as a possible duplicate (``SpoolReplayedPossibleDuplicate``; the discard
   report's ``possible_duplicate_topic`` and the discard log, where Bruce reports resends; the message's own flag stays
@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING
 from bruce.producer.counters import Counters, Labels
 from bruce.producer.reasons import DiscardReason
 
-from .budget import MessageBudget
-from .config import Options
-from .intake_burst import TOPIC_CACHE_SIZE
-from .message import Message
-from .outcomes import Outcomes
-from .spool import FullPolicy, Spool, SpoolConfig
-from .status.source import Gauge
+from ..accounting.outcomes import Outcomes
+from ..config import Options
+from ..intake.budget import MessageBudget
+from ..intake.intake_burst import TOPIC_CACHE_SIZE
+from ..routing.message import Message
+from ..spool import FullPolicy, Spool, SpoolConfig
+from ..status.source import Gauge
 
 if TYPE_CHECKING:
     from .exactly_once import Verdict
@@ -109,7 +109,9 @@ class Replay:
         self.received = 0
         self.possible_duplicates = 0  # replayed records that may have been delivered before the restart
         self.settled = 0  # records not replayed: settled by the batch journal (delivered before the restart)
-        self.settle: Callable[[], Awaitable[Verdict]] | None = None  # the batch journal's (bruce.proxy.exactly_once)
+        self.settle: Callable[[], Awaitable[Verdict]] | None = (
+            None  # the batch journal's (bruce.proxy.daemon.exactly_once)
+        )
         spool.on_corrupt = self._on_corrupt
 
     def _on_corrupt(self, file: str, offset: int, count: int, detail: str) -> None:

@@ -15,8 +15,8 @@ Rules:
 - :meth:`Packer.pack` turns a batch of loose messages into one; it packs only what it can restore exactly: fresh
   messages (no failed attempt, not a possible duplicate, no headers, not pinned) whose packing saves budget, and
   releases the difference between their loose charges and the packed charge from the budget at once.
-- :meth:`PackedBatch.unpack` gives the messages back as loose :class:`~bruce.proxy.message.Message` objects, equal
-  field by field to what was packed (``received`` aside: the batch's), whose charges add up to the packed charge:
+- :meth:`PackedBatch.unpack` gives the messages back as loose :class:`~bruce.proxy.routing.message.Message` objects,
+  equal field by field to what was packed (``received`` aside: the batch's), whose charges add up to the packed charge:
   so whoever settles them releases exactly what the batch held. The producer's queues unpack a batch when it is
   about to be sent or rerouted (see :mod:`bruce.producer.queues`).
 """
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from bruce.producer.message import Message as ProducerMessage
 
-from .budget import MessageBudget
+from ..intake.budget import MessageBudget
 from .message import Message
 
 INDEX_BYTES = 12  # per message: end offset, key length and timestamp offset, 4 bytes each

@@ -3,11 +3,11 @@
 Rules:
 - Every discarded message passes through :class:`DiscardTracker` exactly once (``record`` for messages that parsed,
   ``record_unparsed`` for datagrams that did not). Each call increments ``Discard{reason=<NAME>}``, updates the
-  current report, writes the discard log line (when a :class:`~bruce.proxy.discard_log.DiscardLog` is attached) and
-  logs a warning at most once per 30 s per reason. The warning and the discard log line say why where there is more
-  to say: LONG_MSG the size and the limit (``message_limit`` for key + value, set by the daemon; an oversized
-  datagram's limit comes as ``detail``, its topic and size are read from its first bytes), BAD_TOPIC_NAME what is
-  wrong with the name. Possible duplicates go through ``record_possible_duplicate``
+  current report, writes the discard log line (when a :class:`~bruce.proxy.accounting.discard_log.DiscardLog` is
+  attached) and logs a warning at most once per 30 s per reason. The warning and the discard log line say why where
+  there is more to say: LONG_MSG the size and the limit (``message_limit`` for key + value, set by the daemon; an
+  oversized datagram's limit comes as ``detail``, its topic and size are read from its first bytes), BAD_TOPIC_NAME what
+  is wrong with the name. Possible duplicates go through ``record_possible_duplicate``
   (the report and a ``DUP`` log line; the producer counts ``PossibleDuplicateMsg``). Call sites must not increment
   ``Discard{reason}`` themselves.
 - Reports cover periods of ``interval_s`` seconds on the injected wall clock (``start + n·interval``). A query sees

@@ -6,7 +6,7 @@ Rules:
   the input socket (it accepts at once, before Kafka is reachable: messages wait in the router, bounded by the budget),
   starts the producer (the first metadata is fetched in the background, with backoff, until it succeeds or the daemon
   stops), the plog listeners (a port that cannot be bound stops the start with
-  :class:`~bruce.proxy.plog.inputs.PlogStartError`), the router and the status server. Unlike Bruce, the status
+  :class:`~bruce.proxy.daemon.plog_inputs.PlogStartError`), the router and the status server. Unlike Bruce, the status
   server does not wait for the first metadata: a daemon that cannot reach Kafka is visible on its pages.
 - Every long-lived task (the datagram intake, the plog listeners' watch, the timers, topic creations) lives in one
   ``asyncio.TaskGroup``; the producer's tasks live in its own group, entered by the same task. A task that crashes (an
@@ -19,25 +19,25 @@ Rules:
   it within the deadline, like any held message; stderr says how many are held and how long the wait may last) → wait
   for ACKs until ``shutdown_max_delay`` after the request → count what is left as SERVER_SHUTDOWN → close the broker
   connections → stop the status server. A second request skips the waiting but still drains and accounts. The stop
-  and the crash path's settling are :mod:`bruce.proxy.shutdown`.
-- Accounting: :class:`~bruce.proxy.outcomes.Outcomes` settles every message; ``received = delivered + discarded +
-  in flight`` holds between callbacks (:meth:`Daemon.accounting`).
+  and the crash path's settling are :mod:`bruce.proxy.daemon.shutdown`.
+- Accounting: :class:`~bruce.proxy.accounting.outcomes.Outcomes` settles every message; ``received = delivered +
+  discarded + in flight`` holds between callbacks (:meth:`Daemon.accounting`).
 - Memory: every held message holds its charge in the budget (``--msg_buffer_max``). A batch that must wait in the
-  producer's queues for a broker (paused, or no leader) is packed (:mod:`bruce.proxy.packed`: ~12 bytes per message
-  beside its key and value, instead of a few hundred as loose objects), which gives back most of its charge; when a
-  new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
-- Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.plog.inputs.PlogInputs`: the config
+  producer's queues for a broker (paused, or no leader) is packed (:mod:`bruce.proxy.routing.packed`: ~12 bytes per
+  message beside its key and value, instead of a few hundred as loose objects), which gives back most of its charge;
+  when a new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
+- Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.daemon.plog_inputs.PlogInputs`: the config
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
   budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
   read count with ``outcomes.add_input``.
-- The durable spool (``--spool_dir``, :mod:`bruce.proxy.spooling`): opened first in :meth:`Daemon.run` (another
+- The durable spool (``--spool_dir``, :mod:`bruce.proxy.daemon.spooling`): opened first in :meth:`Daemon.run` (another
   daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
-  SERVER_SHUTDOWN (:mod:`bruce.proxy.outcomes`), ticked by the timer task (its fsync policy) and closed last. What
-  the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at a
-  stop too, after the inputs are drained, until the deadline). A spooled message a stop leaves undelivered is kept,
+  SERVER_SHUTDOWN (:mod:`bruce.proxy.accounting.outcomes`), ticked by the timer task (its fsync policy) and closed last.
+  What the inputs hold on disk only (no room in the budget) is routed by the ``DiskBacklog`` task as room comes back (at
+  a stop too, after the inputs are drained, until the deadline). A spooled message a stop leaves undelivered is kept,
   not discarded: it stays in the spool for the next start (``MsgKeptInSpool``, the exit summary).
-- Under systemd (``$NOTIFY_SOCKET``, :mod:`bruce.proxy.systemd`): a task of the group pings the watchdog and says
+- Under systemd (``$NOTIFY_SOCKET``, :mod:`bruce.proxy.daemon.systemd`): a task of the group pings the watchdog and says
   READY once the input socket is open and the first metadata arrived (:attr:`Daemon.metadata_ready`), with the
   counts in STATUS; :meth:`Daemon.request_shutdown` says STOPPING.
 - With the embedded broker (no broker configured), tansu has no topics yet: unknown topics are created on first use
@@ -58,32 +58,32 @@ from bruce.producer.errors import ProducerClosed
 from bruce.producer.producer import Producer
 from bruce.producer.reasons import DiscardReason
 
-from .assembly import legacy_output, plog_listeners, producer_config, tick_for
-from .batcher import Batcher
-from .budget import MessageBudget
-from .compression_policy import TopicCompression
-from .config import Config, ConfigError, Options
-from .discard_log import DiscardLog
-from .discards import DiscardTracker
+from ..accounting.discard_log import DiscardLog
+from ..accounting.discards import DiscardTracker
+from ..accounting.msg_debug import MessageDebugLog
+from ..accounting.outcomes import Accounting, Outcomes
+from ..config import Config, ConfigError, Options, producer_config
+from ..intake.budget import MessageBudget
+from ..intake.intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
+from ..intake.socket_path import default_socket_path
+from ..plog.config import check_descriptors
+from ..routing.batcher import Batcher
+from ..routing.compression_policy import TopicCompression
+from ..routing.message import Message
+from ..routing.packed import Packer
+from ..routing.ratelimit import RateLimiter
+from ..routing.router import Router, message_overhead
+from ..spool import Spool
+from ..status import StatusServer, check_status_port
+from .assembly import legacy_output, plog_listeners, tick_for
 from .exactly_once import SpoolJournal, why_at_least_once
-from .intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
-from .message import Message
-from .msg_debug import MessageDebugLog
-from .outcomes import Accounting, Outcomes
-from .packed import Packer
-from .plog.config import check_descriptors
-from .plog.inputs import PlogInputs
-from .ratelimit import RateLimiter
-from .router import Router, message_overhead
+from .plog_inputs import PlogInputs
 from .shutdown import NOTICE, DaemonShutdown, logged
-from .socket_path import default_socket_path
-from .spool import Spool
 from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
-from .status import StatusServer, check_status_port
 from .status_source import DaemonStatus
 from .systemd import from_environment, supervise
 
-log = logging.getLogger("bruce.proxy.daemon")
+log = logging.getLogger("bruce.proxy.daemon.daemon")
 
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -209,8 +209,8 @@ class Daemon(DaemonShutdown):
 
     def preflight(self) -> None:
         """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
-        (:class:`~bruce.proxy.intake.IntakeError`), is the socket path usable (its private directory, no live socket
-        there: :class:`~bruce.proxy.socket_path.SocketPathError`), and is the status port free
+        (:class:`~bruce.proxy.intake.intake.IntakeError`), is the socket path usable (its private directory, no live
+        socket there: :class:`~bruce.proxy.intake.socket_path.SocketPathError`), and is the status port free
         (``StatusBindError``: another daemon is probably running)."""
         options = self.options
         if options.use_old_input_format:

@@ -41,9 +41,9 @@ from bruce.producer.topic_name import topic_name_problem
 from bruce.wire.messageset import MESSAGE_OVERHEAD
 from bruce.wire.recordbatch_schema import HEADER_SIZE
 
+from ..accounting.msg_debug import MessageDebugLog
 from .batcher import Batcher
 from .message import Message
-from .msg_debug import MessageDebugLog
 from .ratelimit import RateLimiter
 
 # Bytes a single message adds beyond its key and value, by the message format it is written in. Magic 0 (Bruce):

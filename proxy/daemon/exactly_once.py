@@ -34,8 +34,8 @@ from bruce.producer.producer import Producer
 from bruce.producer.recovery import Settler
 from bruce.wire.recordbatch import build_record_batch
 
+from ..spool import Spool, SpoolRecord
 from .shutdown import NOTICE
-from .spool import Spool, SpoolRecord
 
 log = logging.getLogger("bruce.spool")
 

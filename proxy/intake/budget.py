@@ -1,8 +1,8 @@
 """The memory budget for held messages (Bruce's ``--msg_buffer_max``, given in KiB; counted here in bytes).
 
 Rules:
-- Every message the daemon holds has a *charge* (:func:`bruce.proxy.message.message_charge`: key + value + a fixed
-  per-message overhead that covers its Python objects), reserved when the message is created and released exactly
+- Every message the daemon holds has a *charge* (:func:`bruce.proxy.routing.message.message_charge`: key + value + a
+  fixed per-message overhead that covers its Python objects), reserved when the message is created and released exactly
   once when its fate is known (delivered, or discarded with a reason). So the memory held by messages stays within
   the budget. Bruce counts 128-byte blocks of key + value instead; the overhead plays the role of its block rounding.
 - Full means full: :meth:`MessageBudget.try_reserve` refuses a charge that does not fit, and the input discards that
@@ -13,7 +13,7 @@ Rules:
   :meth:`MessageBudget.notify_when_free`; the callbacks run once, from :meth:`release`, when usage falls to the resume
   level (7/8 of the capacity by default), so a paused input does not flap at the boundary.
 - When a reservation does not fit, ``on_full`` (if set) is called first: it may make room by storing held messages
-  more compactly (the daemon packs its ready batches, :mod:`bruce.proxy.packed`) and gives back the bytes saved
+  more compactly (the daemon packs its ready batches, :mod:`bruce.proxy.routing.packed`) and gives back the bytes saved
   with :meth:`MessageBudget.shrink`; then the reservation is tried again. Nothing is evicted.
 - Releasing more than is held is a bug and raises :class:`BudgetError` at once.
 - Counters: ``release`` counts Bruce's ``MsgDestroy``; the inputs count ``MsgCreate`` once per read burst (a counter

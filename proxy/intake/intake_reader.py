@@ -1,7 +1,7 @@
 """The reader process's program: empty the daemon's input socket into a pipe, so clients never wait for its loop.
 
-Run by :class:`bruce.proxy.intake_process.ReaderProcess` as ``python -m bruce.proxy.intake_reader SOCKET_FD PIPE_FD
-BUFSIZE PARENT_PID``; it imports almost nothing, so it starts fast and stays small.
+Run by :class:`bruce.proxy.intake.intake_process.ReaderProcess` as ``python -m bruce.proxy.intake.intake_reader
+SOCKET_FD PIPE_FD BUFSIZE PARENT_PID``; it imports almost nothing, so it starts fast and stays small.
 
 Rules:
 - Blocking ``recv`` of one datagram (truncated at ``max_input_msg_size + 1`` bytes, so the parent still sees too-long
@@ -82,7 +82,8 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bruce.proxy.intake_reader SOCKET_FD PIPE_FD BUFSIZE PARENT_PID`` (started by ReaderProcess)."""
+    """``python -m bruce.proxy.intake.intake_reader SOCKET_FD PIPE_FD BUFSIZE PARENT_PID`` (started by
+    ReaderProcess)."""
     sock_fd, pipe_fd, bufsize, parent_pid = (int(a) for a in (argv if argv is not None else sys.argv[1:]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -3,9 +3,9 @@
 Rules: binds 127.0.0.1 only; in-memory storage unless told otherwise (the tests' durable cluster gives an ``s3://``
 engine and its environment); the process is ours, stopped by its PID (terminate, then kill after a
 deadline), and it dies with the thread that started it even when that is killed outright; every wait is bounded.
-Used by ``bruce`` when no broker is configured, on Kafka's usual port :data:`KAFKA_PORT` when that is free (so
-examples naming ``127.0.0.1:9092`` run as written), else on a free port; the test suite's brokers take free ports
-(``EmbeddedBroker()`` without a port), so they never compete with a ``bruce`` for 9092.
+Used by ``bruce`` when no broker is configured, on the port :func:`bruce.proxy.config.ports.broker_port` picks
+(Kafka's usual 9092 when free); the test suite's brokers take free ports (``EmbeddedBroker()`` without a port), so
+they never compete with a ``bruce`` for 9092.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bruce.wire.errors import BruceError
+
+from ..config.ports import free_port
 
 
 class EmbeddedBrokerError(BruceError):
@@ -45,33 +47,6 @@ def die_with_parent(signal_name: str = "TERM") -> list[str]:
     util-linux ``setpriv --pdeathsig`` where installed (Linux), else nothing."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", signal_name, "--"] if setpriv else []
-
-
-KAFKA_PORT = 9092
-"""Kafka's usual port: the embedded broker of ``bruce`` listens there when it is free."""
-
-
-def port_is_free(port: int) -> bool:
-    """Whether a listener could bind 127.0.0.1:``port`` now (as tansu binds: a port in TIME_WAIT counts as free)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def broker_port() -> int:
-    """The port for ``bruce``'s embedded broker: :data:`KAFKA_PORT` when free, else a free one."""
-    return KAFKA_PORT if port_is_free(KAFKA_PORT) else free_port()
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class EmbeddedBroker:

@@ -1,10 +1,10 @@
-"""The plog listeners as one input of the daemon: the daemon's :class:`~.sink.PlogSink`, the listeners' lifecycle and
-their counters.
+"""The plog listeners as one input of the daemon: the daemon's :class:`~bruce.proxy.plog.sink.PlogSink`, the
+listeners' lifecycle and their counters.
 
 Rules:
-- :meth:`PlogInputs.submit` makes a daemon :class:`~bruce.proxy.message.Message` exactly as the datagram intake does:
-  its charge (key + value + overhead) is reserved in the same :class:`~bruce.proxy.budget.MessageBudget`, it counts
-  ``MsgCreate`` and goes to ``outcomes.on_message`` (the router). A message that does not fit is discarded as
+- :meth:`PlogInputs.submit` makes a daemon :class:`~bruce.proxy.routing.message.Message` exactly as the datagram intake
+  does: its charge (key + value + overhead) is reserved in the same :class:`~bruce.proxy.intake.budget.MessageBudget`,
+  it counts ``MsgCreate`` and goes to ``outcomes.on_message`` (the router). A message that does not fit is discarded as
   NO_MEM through ``outcomes.on_discard``. The timestamp is the receive time (plog's producer stamps records on send);
   a message without ``pk:`` has a null key, as in plog. With the durable spool (``outcomes.spool``) each message is
   appended before it is routed, as the datagram intake's bursts are (SPOOL_FULL when the full spool discards), and
@@ -38,13 +38,13 @@ from bruce.producer.counters import Counters, Labels
 from bruce.producer.reasons import DiscardReason
 from bruce.wire.errors import BruceError
 
-from ..budget import MessageBudget
-from ..message import MESSAGE_OVERHEAD, Message
-from ..outcomes import Outcomes
+from ..accounting.outcomes import Outcomes
+from ..intake.budget import MessageBudget
+from ..plog.config import ListenerConfig
+from ..plog.listeners import Listener, TcpListener, UdpListener, make_listener
+from ..routing.message import MESSAGE_OVERHEAD, Message
 from ..spool import SPOOL_FULL, SpoolMessage
 from ..status.source import Gauge
-from .config import ListenerConfig
-from .listeners import Listener, TcpListener, UdpListener, make_listener
 
 log = logging.getLogger("bruce.proxy.plog")
 
@@ -161,7 +161,7 @@ class PlogInputs:
             if seq < 0:
                 msg.spool_seq = -1
             elif spool.cursor.start is not None or not self.budget.try_reserve(msg.charge):
-                spool.cursor.hold(seq)  # held on disk only, routed in order later (bruce.proxy.spooling)
+                spool.cursor.hold(seq)  # held on disk only, routed in order later (bruce.proxy.daemon.spooling)
                 return True
         if msg.spool_seq < 0 and not self.budget.try_reserve(msg.charge):  # (a spooled one is reserved already)
             self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)  # type: ignore[arg-type]

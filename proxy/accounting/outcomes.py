@@ -1,14 +1,14 @@
 """Settling every message's fate: the one place the daemon's accounting happens.
 
 Rules:
-- :class:`Outcomes` is at once the intake's :class:`~bruce.proxy.intake.IntakeSink`, the router's ``discard``
+- :class:`Outcomes` is at once the intake's :class:`~bruce.proxy.intake.intake.IntakeSink`, the router's ``discard``
   callback and the producer's :class:`~bruce.producer.message.OutcomeSink`. Every datagram read ends here exactly
   once: as a discard at intake (no budget held), as a discard by the router or the producer, or as a delivery.
 - A message's budget charge is released exactly once, when its fate is known (delivered or discarded); discards are
-  counted, reported and logged only through the :class:`~bruce.proxy.discards.DiscardTracker` (``Discard{reason}``),
-  possible duplicates through ``record_possible_duplicate``. When message debugging is on, messages written in a
-  produce request go to the ``msg_send`` debug file (the producer's ``sent`` hook) and acknowledged ones to
-  ``msg_got_ack``.
+  counted, reported and logged only through the :class:`~bruce.proxy.accounting.discards.DiscardTracker`
+  (``Discard{reason}``), possible duplicates through ``record_possible_duplicate``. When message debugging is on,
+  messages written in a produce request go to the ``msg_send`` debug file (the producer's ``sent`` hook) and
+  acknowledged ones to ``msg_got_ack``.
 - The accounting invariant (docs/architecture.md#p5-one-fate-per-message) — ``received = delivered + discarded + in
   flight`` — holds whenever the event loop is between callbacks: ``received`` is what the inputs read
   (:meth:`Outcomes.add_input`), ``in flight`` is what holds a budget reservation plus what the inputs hold on disk only
@@ -35,11 +35,11 @@ from bruce.producer.counters import Labels
 from bruce.producer.message import Message
 from bruce.producer.reasons import DiscardReason
 
-from . import message
-from .budget import MessageBudget
+from ..intake.budget import MessageBudget
+from ..routing import message
+from ..spool import Spool
 from .discards import DiscardTracker
 from .msg_debug import MessageDebugLog
-from .spool import Spool
 
 _SHUTDOWN = DiscardReason.SERVER_SHUTDOWN
 

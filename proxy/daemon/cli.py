@@ -45,12 +45,13 @@ from bruce.producer.aio import run
 from bruce.producer.errors import ConfigError as ProducerConfigError
 from bruce.wire.errors import BruceError
 
-from .config import EXIT_USAGE, ConfigError, Options, configure
+from ..config import EXIT_USAGE, ConfigError, Options, configure
+from ..config.ports import KAFKA_PORT
+from ..status import StatusBindError
 from .daemon import NOTICE, Daemon
-from .embedded import KAFKA_PORT, EmbeddedBroker
-from .status import StatusBindError
+from .embedded import EmbeddedBroker
 
-log = logging.getLogger("bruce.proxy.cli")
+log = logging.getLogger("bruce.proxy.daemon.cli")
 
 EXIT_OK, EXIT_FAILED = 0, 1
 DAEMON_READY_TIMEOUT_S = 60.0

@@ -21,15 +21,15 @@ from collections.abc import Callable, Iterable, Sequence
 
 from bruce.producer.counters import Counters
 from bruce.producer.producer import Producer
-from bruce.proxy.discards import DiscardReport, DiscardTracker
+from bruce.proxy.accounting.discards import DiscardReport, DiscardTracker
 
-from .batcher import Batcher
-from .msg_debug import MessageDebugLog
-from .outcomes import AccountingCounters, Outcomes
-from .router import Router
-from .status.history import RateHistory, RateSample
-from .status.source import BrokerState, CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
-from .version import package_version
+from ..accounting.msg_debug import MessageDebugLog
+from ..accounting.outcomes import AccountingCounters, Outcomes
+from ..config.version import package_version
+from ..routing.batcher import Batcher
+from ..routing.router import Router
+from ..status.history import RateHistory, RateSample
+from ..status.source import BrokerState, CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
 
 
 class DaemonStatus:

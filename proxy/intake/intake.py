@@ -3,7 +3,7 @@
 Rules:
 - The socket: a stale socket file at the path is unlinked before ``bind``; a live one (another process answers) and
   anything else at the path are errors, never deleted; with ``private_dir`` (the default path) its directory is
-  created 0700 and verified first (:mod:`bruce.proxy.socket_path`). The mode is applied with ``chmod`` when
+  created 0700 and verified first (:mod:`bruce.proxy.intake.socket_path`). The mode is applied with ``chmod`` when
   configured (else the umask rules); the path is unlinked on stop and on close, only while it is still our socket.
 - Reading: the kernel queues only ~11 datagrams for all clients together (``net.unix.max_dgram_qlen`` + 1; SO_RCVBUF
   does not change it), so clients block (or get EAGAIN) whenever the reader is away for longer than ~11 datagrams'
@@ -13,7 +13,7 @@ Rules:
   loop, 340-400k/s, and when the loop is busy 5 ms in every 10, 290-330k/s against 215k/s with the clients off-CPU
   half as long. At a moderate paced rate (100k/s) the reader process costs more in all (both sides wake for a few
   datagrams each time). Stock asyncio costs ~20% more than uvloop; a reader thread is the slowest (the GIL hands it
-  the CPU only between the loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake_process`) is the
+  the CPU only between the loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake.intake_process`) is the
   default on Linux: clients wait only for the reader process's ``recv`` loop, never for the event loop. The loop
   reader (``add_reader``, then bursts of non-blocking reads) remains for other systems and for low-rate hosts that
   prefer the least CPU. docs/client.md tells operators when to raise ``net.unix.max_dgram_qlen``.
@@ -21,15 +21,15 @@ Rules:
   more arrives truncated to limit + 1 and is discarded as LONG_MSG (too long), never as malformed (Bruce's off-by-one,
   fixed).
 - What becomes of each datagram (parsing, LONG_MSG, the spool, the budget, the ``InputAgent*`` counters, the order of
-  the outcomes) is :mod:`bruce.proxy.intake_burst`'s: whichever the reader, each wake-up's datagrams go to
-  ``DatagramIntake.feed`` (:meth:`IntakeBursts.feed <bruce.proxy.intake_burst.IntakeBursts.feed>`) as one burst.
+  the outcomes) is :mod:`bruce.proxy.intake.intake_burst`'s: whichever the reader, each wake-up's datagrams go to
+  ``DatagramIntake.feed`` (:meth:`IntakeBursts.feed <bruce.proxy.intake.intake_burst.IntakeBursts.feed>`) as one burst.
 - Shutdown: :meth:`DatagramIntake.stop_accepting` unlinks the path (new clients get ENOENT) and shuts the socket for
   reading (connected clients get EPIPE; blocked ones get EPIPE as soon as there is room), then
   :meth:`DatagramIntake.drain` processes everything the kernel had already accepted. So every ``send`` that succeeded
   is read and accounted for (Bruce loses these silently).
 - An exception while reading (or from the sink) stops reading and is raised by :meth:`DatagramIntake.serve`: it is a
   bug or a broken socket, and the daemon's task group must see it (the rest of that burst still gets its fate:
-  :mod:`bruce.proxy.intake_burst`).
+  :mod:`bruce.proxy.intake.intake_burst`).
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ from time import monotonic
 
 from bruce.producer.counters import Counters
 
+from ..spool import Spool
 from .budget import MessageBudget
 from .intake_burst import TOPIC_CACHE_SIZE, IntakeBursts, IntakeSink
 from .intake_process import ReaderProcess
 from .socket_path import SocketPathError, check_not_live, ensure_private_dir
-from .spool import Spool
 
 __all__ = [
     "DATAGRAM_SIZE_LIMIT",
@@ -142,8 +142,8 @@ def _max_dgram_qlen() -> int | None:
 class DatagramIntake:
     """Bruce's input socket: bind it, read it (see ``reader``), hand each datagram's outcome to ``sink``.
 
-    ``reader="process"`` (the default on Linux) reads through a child process (:mod:`bruce.proxy.intake_process`);
-    ``reader="loop"`` reads in the event loop itself (``add_reader``).
+    ``reader="process"`` (the default on Linux) reads through a child process
+    (:mod:`bruce.proxy.intake.intake_process`); ``reader="loop"`` reads in the event loop itself (``add_reader``).
 
     Lifecycle: ``open()`` → ``await serve()`` (returns after ``close()``); shutdown is ``stop_accepting()``, then
     ``await drain()``, then ``close()``. ``open`` / ``close`` also work as a context manager.
@@ -213,7 +213,7 @@ class DatagramIntake:
 
     @property
     def spool(self) -> Spool | None:
-        """The durable spool, when it is on (set by the daemon; :mod:`bruce.proxy.intake_burst` uses it)."""
+        """The durable spool, when it is on (set by the daemon; :mod:`bruce.proxy.intake.intake_burst` uses it)."""
         return self.bursts.spool
 
     @spool.setter
@@ -253,7 +253,7 @@ class DatagramIntake:
 
     def check_path(self) -> None:
         """Can the socket be created at ``path``? Its private directory verified (``private_dir``), no live socket
-        there (:class:`~bruce.proxy.socket_path.SocketPathError` otherwise). Also done by :meth:`open`."""
+        there (:class:`~bruce.proxy.intake.socket_path.SocketPathError` otherwise). Also done by :meth:`open`."""
         if self.private_dir:
             ensure_private_dir(str(self.path.parent))
         check_not_live(str(self.path))

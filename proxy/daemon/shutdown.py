@@ -1,4 +1,4 @@
-"""The daemon's stop: :class:`DaemonShutdown`, a part of :class:`~bruce.proxy.daemon.Daemon`, and what it closes.
+"""The daemon's stop: :class:`DaemonShutdown`, a part of :class:`~bruce.proxy.daemon.daemon.Daemon`, and what it closes.
 
 Rules:
 - A mixin of ``Daemon``: it uses the daemon's parts (inputs, router, batcher, producer, status server, spool, logs)
@@ -12,7 +12,7 @@ Rules:
 - After a crash (:meth:`DaemonShutdown._settle_held`): input is refused, the router's messages are SERVER_SHUTDOWN,
   the batcher's go to the producer, whose shutdown discards what it cannot deliver. With the spool, a spooled
   message left so (and what is held on disk only) is *kept*, not discarded: it stays in the spool for the next start
-  (:mod:`bruce.proxy.outcomes`), said in the log and in the exit summary. A further failure while stopping is
+  (:mod:`bruce.proxy.accounting.outcomes`), said in the log and in the exit summary. A further failure while stopping is
   logged, never hides the first one (:func:`logged`).
 - The exit summary logs every message's fate; an accounting that does not balance is logged as an error.
 """
@@ -29,25 +29,25 @@ from typing import Any
 from bruce.producer.producer import Producer
 from bruce.producer.reasons import DiscardReason
 
-from .batcher import Batcher
-from .config import Options
-from .discard_log import DiscardLog
-from .intake import DatagramIntake
-from .msg_debug import MessageDebugLog
-from .outcomes import Outcomes
-from .plog.inputs import PlogInputs
-from .router import Router
-from .spool import Spool
+from ..accounting.discard_log import DiscardLog
+from ..accounting.msg_debug import MessageDebugLog
+from ..accounting.outcomes import Outcomes
+from ..config import Options
+from ..intake.intake import DatagramIntake
+from ..routing.batcher import Batcher
+from ..routing.router import Router
+from ..spool import Spool
+from ..status import StatusServer
+from .plog_inputs import PlogInputs
 from .spooling import DiskBacklog
-from .status import StatusServer
 
-log = logging.getLogger("bruce.proxy.daemon")
+log = logging.getLogger("bruce.proxy.daemon.daemon")
 
 NOTICE = 25  # the logging level of Bruce's LOG_NOTICE (between INFO and WARNING)
 
 
 class DaemonShutdown:
-    """The stopping side of :class:`~bruce.proxy.daemon.Daemon` (see the module's rules)."""
+    """The stopping side of :class:`~bruce.proxy.daemon.daemon.Daemon` (see the module's rules)."""
 
     options: Options
     intake: DatagramIntake

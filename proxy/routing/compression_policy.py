@@ -26,7 +26,7 @@ from bruce.producer.request import NO_COMPRESSION, Compression
 from bruce.wire.compression import Codec
 from bruce.wire.messageset import MESSAGE_OVERHEAD
 
-from .config.model import CompressionType, Config
+from ..config.model import CompressionType, Config
 
 PER_MESSAGE_OVERHEAD = MESSAGE_OVERHEAD[0]  # Bruce counts each message as key + value + 26 against min_size
 DEFAULT_MAX_TOPICS = 10_000
