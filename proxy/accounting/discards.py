@@ -41,9 +41,9 @@ from dataclasses import dataclass
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.producer.topic_name import topic_name_problem
 from bruce.wire.datagram import peek_topic
 from bruce.wire.errors import UsageError
+from bruce.wire.topic_name import topic_name_problem
 
 from .discard_log import DiscardLog, topic_bytes
 

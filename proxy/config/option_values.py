@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from bruce.client import default_socket_path
 from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
 from bruce.producer.security import REDACTED, SECRETS, Secret
 from bruce.producer.settings import is_secret
-from bruce.proxy.intake.socket_path import default_socket_path
 from bruce.proxy.plog.config import listeners_from_option
 from bruce.wire.errors import BruceError
 

@@ -53,6 +53,7 @@ import signal
 import time
 from typing import Any
 
+from bruce.client import default_socket_path
 from bruce.producer.counters import Counters
 from bruce.producer.errors import ProducerClosed
 from bruce.producer.producer import Producer
@@ -65,7 +66,6 @@ from ..accounting.outcomes import Accounting, Outcomes
 from ..config import Config, ConfigError, Options, producer_config
 from ..intake.budget import MessageBudget
 from ..intake.intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
-from ..intake.socket_path import default_socket_path
 from ..plog.config import check_descriptors
 from ..routing.batcher import Batcher
 from ..routing.compression_policy import TopicCompression

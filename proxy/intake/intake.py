@@ -102,7 +102,7 @@ def check_large_datagrams(max_input_msg_size: int, *, allow_large_unix_datagrams
         raise IntakeError(
             f"max_input_msg_size={max_input_msg_size}: UNIX datagrams of {size} bytes need SO_SNDBUF >= {sndbuf} on "
             "the client side (the default send buffer is too small); pass allow_large_unix_datagrams to accept that "
-            "(clients must raise SO_SNDBUF; bruce.proxy.client does it) or lower max_input_msg_size"
+            "(clients must raise SO_SNDBUF; bruce.client.client does it) or lower max_input_msg_size"
         )
     log.warning(
         "datagrams up to max_input_msg_size=%d bytes need SO_SNDBUF >= %d on the client side",

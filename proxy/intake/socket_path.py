@@ -2,12 +2,12 @@
 taken over.
 
 Rules:
-- The default path (:func:`default_socket_path`) is ``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else
-  ``/tmp/bruce-<uid>/bruce.socket`` (``$TMPDIR`` instead of ``/tmp`` when set, as tmux does). Its directory is
-  created with mode ``0700`` when missing (:func:`ensure_private_dir`) and then verified — a real directory (not a
-  symlink), owned by this user, no access for group or others — so another local user can neither bind the name
-  first nor read what clients send. Any problem is one :class:`SocketPathError` line naming the path and the fix;
-  nothing is deleted or chmod-ed.
+- The default path (:func:`bruce.client.default_socket_path`, shared with the clients) is
+  ``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else ``/tmp/bruce-<uid>/bruce.socket`` (``$TMPDIR``
+  instead of ``/tmp`` when set, as tmux does). Its directory is created with mode ``0700`` when missing
+  (:func:`ensure_private_dir`) and then verified — a real directory (not a symlink), owned by this user, no access for
+  group or others — so another local user can neither bind the name first nor read what clients send. Any problem is one
+  :class:`SocketPathError` line naming the path and the fix; nothing is deleted or chmod-ed.
 - An explicit ``--receive_socket_name`` keeps Bruce's behaviour: its directory is the operator's and is not checked.
 - Whatever the path, a socket file there is only replaced when nobody answers on it (:func:`check_not_live`): a
   ``connect`` that succeeds (or hits a socket of another type) means another process serves it, and the daemon
@@ -23,7 +23,6 @@ import stat
 
 from bruce.wire.errors import BruceError
 
-SOCKET_NAME = "bruce.socket"
 PRIVATE_MODE = 0o700
 
 
@@ -31,14 +30,6 @@ class SocketPathError(BruceError):
     """The input socket's path cannot be used safely (the message names the path and the fix)."""
 
     reason = "INTAKE"
-
-
-def default_socket_path() -> str:
-    """``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else ``${TMPDIR:-/tmp}/bruce-<uid>/bruce.socket``
-    (the directory is created and checked by :func:`ensure_private_dir`)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = runtime if runtime else os.path.join(os.environ.get("TMPDIR") or "/tmp", f"bruce-{os.geteuid()}")
-    return os.path.join(base, SOCKET_NAME)
 
 
 def ensure_private_dir(directory: str) -> None:

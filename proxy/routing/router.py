@@ -37,9 +37,9 @@ from collections.abc import Callable
 from bruce.producer.cluster import ClusterView
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.producer.topic_name import topic_name_problem
 from bruce.wire.messageset import MESSAGE_OVERHEAD
 from bruce.wire.recordbatch_schema import HEADER_SIZE
+from bruce.wire.topic_name import topic_name_problem
 
 from ..accounting.msg_debug import MessageDebugLog
 from .batcher import Batcher

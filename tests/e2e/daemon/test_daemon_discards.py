@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy import to_bruce
+from bruce.client import to_bruce
 from bruce.proxy.config import Broker, RateLimit, RateLimitingConfig
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.proxy.routing.message import message_charge

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bruce.proxy.client import (
+from bruce.client.client import (
     BruceClient,
     DaemonUnavailableError,
     MessageTooLargeError,

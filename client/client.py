@@ -30,11 +30,20 @@ import time
 from bruce.wire.datagram import TOPIC_MAX, build_any_partition, build_partition_key
 from bruce.wire.errors import BruceError, UsageError
 
+SOCKET_NAME = "bruce.socket"
 DEFAULT_MAX_DATAGRAM_SIZE = 65536  # the daemon's default max_input_msg_size
 MAX_POLL_MS = 60_000  # one wait for room; a longer timeout polls again
 
 _GONE = (errno.ENOENT, errno.ECONNREFUSED, errno.EPIPE, errno.ENOTCONN, errno.EDESTADDRREQ)
 _FULL = (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS)
+
+
+def default_socket_path() -> str:
+    """The daemon's default input socket: ``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else
+    ``${TMPDIR:-/tmp}/bruce-<uid>/bruce.socket`` (the daemon creates and checks that directory)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = runtime if runtime else os.path.join(os.environ.get("TMPDIR") or "/tmp", f"bruce-{os.geteuid()}")
+    return os.path.join(base, SOCKET_NAME)
 
 
 class SocketFullError(BruceError):

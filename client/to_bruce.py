@@ -15,7 +15,7 @@ Rules:
 - ``--nonblocking``: a full socket does not wait; the message is dropped and counted (EAGAIN), and the count is
   reported at the end.
 - Refused before anything is sent (exit 2, the reason named): a ``--topic`` Kafka would refuse
-  (:mod:`bruce.producer.topic_name`), and a datagram larger than the daemon's ``--max_input_msg_size`` (65536 bytes,
+  (:mod:`bruce.wire.topic_name`), and a datagram larger than the daemon's ``--max_input_msg_size`` (65536 bytes,
   its default; ``--max_input_msg_size`` here when the daemon has another). ``--unchecked`` sends them anyway, to test
   the daemon's own checks (BAD_TOPIC_NAME, LONG_MSG).
 - A failure after some messages were sent says how many of ``--count`` were.
@@ -37,12 +37,11 @@ import struct
 import sys
 import time
 
-from bruce.producer.topic_name import LEGAL, topic_name_problem
 from bruce.wire.datagram import build_any_partition, build_partition_key
 from bruce.wire.errors import BruceError
+from bruce.wire.topic_name import LEGAL, topic_name_problem
 
-from .client import DEFAULT_MAX_DATAGRAM_SIZE, BruceClient, SocketFullError, now_ms
-from .config.option_values import default_receive_socket_name
+from .client import DEFAULT_MAX_DATAGRAM_SIZE, BruceClient, SocketFullError, default_socket_path, now_ms
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_DROPPED = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's status for SIGINT
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.unchecked and (refusal := _refusal(args, topic, key, value)):
             print(f"to_bruce: {refusal}", file=sys.stderr)
             return EXIT_USAGE
-        socket_path = args.socket_path or default_receive_socket_name()
+        socket_path = args.socket_path or default_socket_path()
         due = time.monotonic()
         with BruceClient(socket_path, blocking=not args.nonblocking, max_datagram_size=None) as client:
             for n in range(1, args.count + 1):
