@@ -27,8 +27,7 @@ import select
 import socket
 import time
 
-from bruce.wire.datagram import TOPIC_MAX, build_any_partition, build_partition_key
-from bruce.wire.errors import BruceError, UsageError
+from bruce.wire import TOPIC_MAX, BruceError, UsageError, build_any_partition, build_partition_key
 
 SOCKET_NAME = "bruce.socket"
 DEFAULT_MAX_DATAGRAM_SIZE = 65536  # the daemon's default max_input_msg_size

@@ -37,9 +37,7 @@ import struct
 import sys
 import time
 
-from bruce.wire.datagram import build_any_partition, build_partition_key
-from bruce.wire.errors import BruceError
-from bruce.wire.topic_name import LEGAL, topic_name_problem
+from bruce.wire import LEGAL, BruceError, build_any_partition, build_partition_key, topic_name_problem
 
 from .client import DEFAULT_MAX_DATAGRAM_SIZE, BruceClient, SocketFullError, default_socket_path, now_ms
 

@@ -10,4 +10,21 @@
 - ``daemon``: the composition root that wires the others together, and the ``bruce`` command.
 
 Rule: the subsystems never import ``daemon``; ``daemon`` imports them all (tests/test_layering.py checks it).
+Exported for other packages: :func:`free_port` (spark's local cluster), loaded on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["free_port"]
+
+
+def __getattr__(name: str) -> object:
+    """Load an exported name on first use: importing a subsystem (the intake's reader process imports almost nothing)
+    does not load the others."""
+    if name != "free_port":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = importlib.import_module(f"{__name__}.config.ports").free_port
+    globals()[name] = value
+    return value

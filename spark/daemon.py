@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from bruce.client import BruceClient, SocketFullError
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from .delivery import WriteSummary
 from .options import WriteOptions

@@ -2,6 +2,9 @@
 (the client library and ``to_bruce`` need nothing of the producer or the daemon).
 
 - A package imports only the packages below it (``ALLOWED``); wire imports nothing of ours.
+- A package uses another through its public face only: ``from bruce.producer import Counters``, names its
+  ``__init__`` exports (``__all__``), never ``bruce.producer.counters`` (checked in proxy, client and spark; tests and
+  benchmarks may reach inside).
 - Inside proxy, the subsystems (every subpackage but ``daemon``) never import ``bruce.proxy.daemon``: the daemon is the
   composition root that wires them together, never a dependency of one.
 """
@@ -85,3 +88,62 @@ def test_proxy_subsystems_never_import_the_daemon() -> None:
 def test_proxy_top_level_holds_only_subpackages() -> None:
     modules = sorted(p.name for p in (ROOT / "proxy").glob("*.py"))
     assert modules == ["__init__.py"]
+
+
+FACE_CHECKED = ["client", "proxy", "spark"]
+
+
+def _exports(package: str) -> set[str]:
+    """The names in ``package/__init__.py``'s ``__all__`` (read from the source)."""
+    tree = ast.parse((ROOT / package / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _face_problems(path: Path, own: str) -> list[str]:
+    problems = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+            problems += [f"import {m}" for m in modules if _package_of(m) not in (None, own) and m.count(".") > 1]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            other = _package_of(node.module)
+            if other in (None, own):
+                continue
+            if node.module != f"bruce.{other}":
+                problems.append(f"from {node.module} import ...")
+            else:
+                exported = _exports(other)
+                problems += [f"{node.module}.{a.name} (not exported)" for a in node.names if a.name not in exported]
+    return problems
+
+
+@pytest.mark.parametrize("package", FACE_CHECKED)
+def test_other_packages_are_used_through_their_public_face(package: str) -> None:
+    bad = {}
+    for f in sorted((ROOT / package).rglob("*.py")):
+        problems = _face_problems(f, package)
+        if problems:
+            bad[str(f.relative_to(ROOT))] = problems
+    assert bad == {}
+
+
+def test_wire_exports_load_on_first_use() -> None:
+    """wire's face is lazy (so that the client does not build every schema): each exported name resolves, to the
+    object its module defines, and the ``TYPE_CHECKING`` imports name the same set."""
+    import importlib
+
+    wire = importlib.import_module("bruce.wire")
+    assert sorted(wire.__all__) == sorted(wire._EXPORTS)
+    for name, (module, attribute) in wire._EXPORTS.items():
+        loaded = importlib.import_module(f"bruce.wire.{module}")
+        assert getattr(wire, name) is (loaded if attribute is None else getattr(loaded, attribute)), name
+    checked = set()
+    for node in ast.parse((ROOT / "wire" / "__init__.py").read_text()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            checked = {a.asname or a.name for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert checked == set(wire._EXPORTS)

@@ -42,8 +42,8 @@ from collections import deque
 from collections.abc import Callable
 from itertools import accumulate, repeat
 
-from bruce.producer.counters import Counters
-from bruce.wire.errors import UsageError
+from bruce.producer import Counters
+from bruce.wire import UsageError
 
 log = logging.getLogger(__name__)
 

@@ -39,11 +39,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bruce.producer.counters import Counters
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.datagram import peek_topic
-from bruce.wire.errors import UsageError
-from bruce.wire.topic_name import topic_name_problem
+from bruce.producer import Counters, DiscardReason
+from bruce.wire import UsageError, peek_topic, topic_name_problem
 
 from .discard_log import DiscardLog, topic_bytes
 

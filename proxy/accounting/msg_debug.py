@@ -34,8 +34,8 @@ from binascii import b2a_base64
 from collections.abc import Callable
 from typing import BinaryIO
 
-from bruce.producer.counters import Counters
-from bruce.wire.errors import UsageError
+from bruce.producer import Counters
+from bruce.wire import UsageError
 
 from .discard_log import topic_bytes
 

@@ -31,9 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from bruce.producer.counters import Labels
-from bruce.producer.message import Message
-from bruce.producer.reasons import DiscardReason
+from bruce.producer import DiscardReason, Labels, Message
 
 from ..intake.budget import MessageBudget
 from ..routing import message

@@ -13,11 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bruce.client import default_socket_path
-from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.producer.security import REDACTED, SECRETS, Secret
-from bruce.producer.settings import is_secret
+from bruce.producer import REDACTED, SECRETS, SECURITY_PROPERTIES, Secret, is_secret
 from bruce.proxy.plog.config import listeners_from_option
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from .model import DEFAULT_BROKER_PORT, PRODUCER_PROPERTIES, Broker
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bruce.producer.config import PROTOCOLS
+from bruce.producer import PROTOCOLS
 from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError

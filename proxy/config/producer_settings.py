@@ -7,8 +7,8 @@ and not the 0.8 protocol; each refusal is a :class:`ConfigError` naming the opti
 
 from __future__ import annotations
 
-from bruce.producer.config import ProducerConfig
-from bruce.producer.settings import NAMES
+from bruce.producer import SETTING_NAMES as NAMES
+from bruce.producer import ProducerConfig
 
 from .errors import ConfigError
 from .model import Config

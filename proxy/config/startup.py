@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from .build import IDEMPOTENCE, kafka_security, split_producer
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line

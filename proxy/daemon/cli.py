@@ -41,9 +41,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bruce.producer.aio import run
-from bruce.producer.errors import ConfigError as ProducerConfigError
-from bruce.wire.errors import BruceError
+from bruce.producer import ConfigError as ProducerConfigError
+from bruce.producer import run
+from bruce.wire import BruceError
 
 from ..config import EXIT_USAGE, ConfigError, Options, configure
 from ..config.ports import KAFKA_PORT

@@ -54,10 +54,7 @@ import time
 from typing import Any
 
 from bruce.client import default_socket_path
-from bruce.producer.counters import Counters
-from bruce.producer.errors import ProducerClosed
-from bruce.producer.producer import Producer
-from bruce.producer.reasons import DiscardReason
+from bruce.producer import Counters, DiscardReason, Producer, ProducerClosed
 
 from ..accounting.discard_log import DiscardLog
 from ..accounting.discards import DiscardTracker

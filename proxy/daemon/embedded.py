@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from ..config.ports import free_port
 

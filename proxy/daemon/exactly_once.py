@@ -27,12 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bruce.producer.config import ProducerConfig
-from bruce.producer.counters import Counters
-from bruce.producer.journal import Journal, JournalEntry, PartJournal, read_journal
-from bruce.producer.producer import Producer
-from bruce.producer.recovery import Settler
-from bruce.wire.recordbatch import build_record_batch
+from bruce.producer import Counters, Journal, JournalEntry, PartJournal, Producer, ProducerConfig, Settler, read_journal
+from bruce.wire import build_record_batch
 
 from ..spool import Spool, SpoolRecord
 from .shutdown import NOTICE

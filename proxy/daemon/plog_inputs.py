@@ -34,9 +34,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from bruce.producer.counters import Counters, Labels
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.errors import BruceError
+from bruce.producer import Counters, DiscardReason, Labels
+from bruce.wire import BruceError
 
 from ..accounting.outcomes import Outcomes
 from ..intake.budget import MessageBudget

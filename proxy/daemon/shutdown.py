@@ -26,8 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bruce.producer.producer import Producer
-from bruce.producer.reasons import DiscardReason
+from bruce.producer import DiscardReason, Producer
 
 from ..accounting.discard_log import DiscardLog
 from ..accounting.msg_debug import MessageDebugLog

@@ -37,8 +37,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bruce.producer.counters import Counters, Labels
-from bruce.producer.reasons import DiscardReason
+from bruce.producer import Counters, DiscardReason, Labels
 
 from ..accounting.outcomes import Outcomes
 from ..config import Options

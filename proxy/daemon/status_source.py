@@ -19,8 +19,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from bruce.producer.counters import Counters
-from bruce.producer.producer import Producer
+from bruce.producer import Counters, Producer
 from bruce.proxy.accounting.discards import DiscardReport, DiscardTracker
 
 from ..accounting.msg_debug import MessageDebugLog

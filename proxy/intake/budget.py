@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bruce.producer.counters import Counters
-from bruce.wire.errors import BruceError
+from bruce.producer import Counters
+from bruce.wire import BruceError
 
 
 class BudgetError(BruceError):

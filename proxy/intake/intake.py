@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from time import monotonic
 
-from bruce.producer.counters import Counters
+from bruce.producer import Counters
 
 from ..spool import Spool
 from .budget import MessageBudget

@@ -42,10 +42,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from bruce.producer.counters import Counters
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.datagram import DatagramKind, any_partition_layout, parse_datagram
-from bruce.wire.errors import MalformedInput, UnsupportedApiKey, UnsupportedVersion
+from bruce.producer import Counters, DiscardReason
+from bruce.wire import (
+    DatagramKind,
+    MalformedInput,
+    UnsupportedApiKey,
+    UnsupportedVersion,
+    any_partition_layout,
+    parse_datagram,
+)
 
 from ..routing.message import Message
 from ..spool import SPOOL_FULL, Spool, SpoolMessage

@@ -21,7 +21,7 @@ import os
 import socket
 import stat
 
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 PRIVATE_MODE = 0o700
 

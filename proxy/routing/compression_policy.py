@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bruce.producer.message import Message
-from bruce.producer.request import NO_COMPRESSION, Compression
-from bruce.wire.compression import Codec
-from bruce.wire.messageset import MESSAGE_OVERHEAD
+from bruce.producer import NO_COMPRESSION, Compression, Message
+from bruce.wire import MESSAGE_OVERHEAD, Codec
 
 from ..config.model import CompressionType, Config
 

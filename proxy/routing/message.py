@@ -23,7 +23,7 @@ Rules:
 
 from __future__ import annotations
 
-from bruce.producer.message import Message as ProducerMessage
+from bruce.producer import Message as ProducerMessage
 
 # The memory a held message occupies besides its key and value bytes, on 64-bit CPython 3.11: the Message object
 # (14 slots with its GC header), the headers and 16-byte rounding of the key and value ``bytes`` (up to 48 B each),

@@ -26,7 +26,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
-from bruce.producer.message import Message as ProducerMessage
+from bruce.producer import Message as ProducerMessage
 
 from ..intake.budget import MessageBudget
 from .message import Message

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from ..config.model import RateLimit
 

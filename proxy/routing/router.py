@@ -34,12 +34,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from bruce.producer.cluster import ClusterView
-from bruce.producer.counters import Counters
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.messageset import MESSAGE_OVERHEAD
-from bruce.wire.recordbatch_schema import HEADER_SIZE
-from bruce.wire.topic_name import topic_name_problem
+from bruce.producer import ClusterView, Counters, DiscardReason
+from bruce.wire import MESSAGE_OVERHEAD, topic_name_problem
+from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 
 from ..accounting.msg_debug import MessageDebugLog
 from .batcher import Batcher

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from .cursor import Cursor
 from .donefile import DONE_SUFFIX, sync_directory, write_done_files

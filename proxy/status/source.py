@@ -20,8 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bruce.producer import BootstrapState, BrokerState
-from bruce.producer.counters import Labels
+from bruce.producer import BootstrapState, BrokerState, Labels
 from bruce.proxy.accounting.discards import DiscardReport
 
 from .history import RateSample
