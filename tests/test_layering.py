@@ -5,6 +5,8 @@
 - A package uses another through its public face only: ``from bruce.producer import Counters``, names its
   ``__init__`` exports (``__all__``), never ``bruce.producer.counters`` (checked in proxy, client and spark; tests and
   benchmarks may reach inside).
+- No import circle among the modules of ``CYCLE_CHECKED``: every import counts, inside a function or under
+  ``TYPE_CHECKING`` too, so a circle cannot be hidden by moving one of its imports.
 - Inside proxy, the subsystems (every subpackage but ``daemon``) never import ``bruce.proxy.daemon``: the daemon is the
   composition root that wires them together, never a dependency of one.
 """
@@ -147,3 +149,73 @@ def test_wire_exports_load_on_first_use() -> None:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             checked = {a.asname or a.name for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}
     assert checked == set(wire._EXPORTS)
+
+
+CYCLE_CHECKED = ["client", "proxy"]
+
+
+def import_graph(packages: list[str]) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports, anywhere in it. ``from X import a`` is an edge to ``X.a`` when
+    that is a module, else to ``X``; a package is its ``__init__``."""
+    files = {module_name(f): f for p in packages for f in sorted((ROOT / p).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join([*base, node.module] if node.module else base)
+                else:
+                    source = node.module or ""
+                for a in node.names:
+                    edges.add(f"{source}.{a.name}" if f"{source}.{a.name}" in files else source)
+        graph[name] = {e for e in edges if e in files and e != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles(import_graph(CYCLE_CHECKED)) == []
+
+
+def test_the_cycle_check_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c"]]

@@ -45,10 +45,10 @@ from bruce.producer import ConfigError as ProducerConfigError
 from bruce.producer import run
 from bruce.wire import BruceError
 
-from ..config import EXIT_USAGE, ConfigError, Options, configure
+from ..config import EXIT_USAGE, NOTICE, ConfigError, Options, configure
 from ..config.ports import KAFKA_PORT
 from ..status import StatusBindError
-from .daemon import NOTICE, Daemon
+from .daemon import Daemon
 from .embedded import EmbeddedBroker
 
 log = logging.getLogger("bruce.proxy.daemon.cli")

@@ -60,7 +60,7 @@ from ..accounting.discard_log import DiscardLog
 from ..accounting.discards import DiscardTracker
 from ..accounting.msg_debug import MessageDebugLog
 from ..accounting.outcomes import Accounting, Outcomes
-from ..config import Config, ConfigError, Options, producer_config
+from ..config import NOTICE, Config, ConfigError, Options, producer_config
 from ..intake.budget import MessageBudget
 from ..intake.intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
 from ..plog.config import check_descriptors
@@ -75,7 +75,7 @@ from ..status import StatusServer, check_status_port
 from .assembly import legacy_output, plog_listeners, tick_for
 from .exactly_once import SpoolJournal, why_at_least_once
 from .plog_inputs import PlogInputs
-from .shutdown import NOTICE, DaemonShutdown, logged
+from .shutdown import DaemonShutdown, logged
 from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
 from .status_source import DaemonStatus
 from .systemd import from_environment, supervise
@@ -206,8 +206,8 @@ class Daemon(DaemonShutdown):
 
     def preflight(self) -> None:
         """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
-        (:class:`~bruce.proxy.intake.intake.IntakeError`), is the socket path usable (its private directory, no live
-        socket there: :class:`~bruce.proxy.intake.socket_path.SocketPathError`), and is the status port free
+        (:class:`~bruce.proxy.intake.socket_path.IntakeError`), is the socket path usable (its private directory, no
+        live socket there: :class:`~bruce.proxy.intake.socket_path.SocketPathError`), and is the status port free
         (``StatusBindError``: another daemon is probably running)."""
         options = self.options
         if options.use_old_input_format:

@@ -30,8 +30,8 @@ from pathlib import Path
 from bruce.producer import Counters, Journal, JournalEntry, PartJournal, Producer, ProducerConfig, Settler, read_journal
 from bruce.wire import build_record_batch
 
+from ..config import NOTICE
 from ..spool import Spool, SpoolRecord
-from .shutdown import NOTICE
 
 log = logging.getLogger("bruce.spool")
 

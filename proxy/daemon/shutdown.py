@@ -31,7 +31,7 @@ from bruce.producer import DiscardReason, Producer
 from ..accounting.discard_log import DiscardLog
 from ..accounting.msg_debug import MessageDebugLog
 from ..accounting.outcomes import Outcomes
-from ..config import Options
+from ..config import NOTICE, Options
 from ..intake.intake import DatagramIntake
 from ..routing.batcher import Batcher
 from ..routing.router import Router
@@ -41,8 +41,6 @@ from .plog_inputs import PlogInputs
 from .spooling import DiskBacklog
 
 log = logging.getLogger("bruce.proxy.daemon.daemon")
-
-NOTICE = 25  # the logging level of Bruce's LOG_NOTICE (between INFO and WARNING)
 
 
 class DaemonShutdown:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from bruce.producer import Counters, DiscardReason, Labels
 
 from ..accounting.outcomes import Outcomes
-from ..config import Options
+from ..config import NOTICE, Options
 from ..intake.budget import MessageBudget
 from ..intake.intake_burst import TOPIC_CACHE_SIZE
 from ..routing.message import Message
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bruce.spool")
 
-NOTICE = 25  # the log level of Bruce's LOG_NOTICE, the daemon's default
 ROOM_WAIT_S = 0.01  # replay's pause while the budget has no room for the next message
 BACKLOG_BURST = 256  # records the disk backlog routes before it lets the loop run
 BACKLOG_ROOM_WAIT_S = 0.05  # the disk backlog waits for a release this long at most before it tries again

@@ -51,7 +51,7 @@ from ..spool import Spool
 from .budget import MessageBudget
 from .intake_burst import TOPIC_CACHE_SIZE, IntakeBursts, IntakeSink
 from .intake_process import ReaderProcess
-from .socket_path import SocketPathError, check_not_live, ensure_private_dir
+from .socket_path import IntakeError, check_not_live, ensure_private_dir
 
 __all__ = [
     "DATAGRAM_SIZE_LIMIT",
@@ -72,10 +72,6 @@ DEFAULT_BURST = 256  # datagrams read per wake-up before yielding to the rest of
 DRAIN_TIMEOUT_S = 5.0  # how long drain() waits for the reader process to forward what it holds
 READERS = ("process", "loop")
 DEFAULT_READER = "process" if sys.platform == "linux" else "loop"
-
-
-class IntakeError(SocketPathError):
-    """The input socket cannot be set up as configured (the message says what to change)."""
 
 
 # -------------------------------------------------------------------------------------------- the large-datagram check

@@ -11,7 +11,7 @@ Rules:
 - At most 64 KiB is read per wake-up (about a millisecond of processing) so other work in the loop keeps its turn; a
   frame split across reads is joined once complete.
 - End of the pipe before :meth:`ReaderProcess.wait_finished` asked for it means the child died: an
-  :class:`~bruce.proxy.intake.intake.IntakeError` goes to ``on_error`` (``serve()`` raises it).
+  :class:`~bruce.proxy.intake.socket_path.IntakeError` goes to ``on_error`` (``serve()`` raises it).
 - Shutdown: after the socket is shut for reading, the child forwards what was queued and exits; the parent reads the
   pipe to its end. A child that does not finish in time is killed (by its PID) and what it left in the pipe is read.
 - Bounded: one burst in the child, the pipe, one read plus one partial frame here.
@@ -25,25 +25,36 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .intake_reader import FRAME
-
-if TYPE_CHECKING:
-    from .intake import DatagramIntake
+from .socket_path import IntakeError
 
 READ_SIZE = 64 * 1024  # bytes read from the pipe per wake-up
 PIPE_SIZE = 1024 * 1024  # requested pipe capacity (Linux caps it at /proc/sys/fs/pipe-max-size for non-root)
 STOP_TIMEOUT_S = 5.0
 
 
+class ReaderTarget(Protocol):
+    """What the reader process needs of the intake it feeds (:class:`~.intake.DatagramIntake`)."""
+
+    max_input_msg_size: int
+
+    @property
+    def fileno(self) -> int: ...
+
+    def clock(self) -> float: ...
+
+    def feed(self, datagrams: Iterable[bytes], now: float) -> int: ...
+
+
 class ReaderProcess:
     """The parent side: starts the child on the intake's socket and feeds what arrives on the pipe to the intake."""
 
     def __init__(
-        self, intake: DatagramIntake, loop: asyncio.AbstractEventLoop, on_error: Callable[[BaseException], None]
+        self, intake: ReaderTarget, loop: asyncio.AbstractEventLoop, on_error: Callable[[BaseException], None]
     ) -> None:
         self.intake = intake
         self.loop = loop
@@ -127,8 +138,6 @@ class ReaderProcess:
     def _end(self, error: BaseException | None) -> None:
         self._close_pipe()
         if error is None and not self.stopping:
-            from .intake import IntakeError  # intake imports this module
-
             code = self.process.poll() if self.process is not None else None
             error = IntakeError(f"the intake reader process ended unexpectedly (exit status {code})")
         if not self.finished.done():

@@ -32,6 +32,10 @@ class SocketPathError(BruceError):
     reason = "INTAKE"
 
 
+class IntakeError(SocketPathError):
+    """The input socket cannot be set up as configured (the message says what to change)."""
+
+
 def ensure_private_dir(directory: str) -> None:
     """Create ``directory`` (mode 0700) if missing, then verify it is a directory of this user that nobody else can
     enter. Raises :class:`SocketPathError` naming the directory and the fix."""

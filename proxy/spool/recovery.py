@@ -21,16 +21,13 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans
 from .format import HEADER_SIZE, SpoolRecord, parse_header
 from .manifest import Lost, Manifest, missing_segments
 from .scan import Corrupt, TornTail, read_head, walk_segment
+from .settings import SpoolConfig
 from .tracker import Segment, Tracker
-
-if TYPE_CHECKING:
-    from .spool import SpoolConfig
 
 __all__ = ["SEGMENT_NAME", "Recovery"]
 

@@ -45,8 +45,6 @@ import os
 import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from bruce.wire import UsageError
@@ -58,6 +56,7 @@ from .lock import acquire
 from .manifest import Lost, Manifest
 from .recovery import Recovery
 from .scan import Corrupt
+from .settings import FullPolicy, SpoolConfig
 from .syncer import Syncer
 from .tracker import Segment, Tracker
 
@@ -69,34 +68,6 @@ NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
 _LENGTH = struct.Struct(">I")  # a record's length field
-
-
-class FullPolicy(StrEnum):
-    """What ``append`` does when the spool holds ``max_bytes``."""
-
-    MEMORY = "memory"  # hold new messages in memory only (the memory budget still applies), counted
-    DISCARD = "discard"  # discard new messages as SPOOL_FULL
-
-
-@dataclass(frozen=True, slots=True)
-class SpoolConfig:
-    directory: Path
-    segment_bytes: int = 16 * 1024 * 1024
-    fsync_ms: int = 100
-    max_bytes: int = 1024 * 1024 * 1024
-    full_policy: FullPolicy = FullPolicy.MEMORY
-    replay_burst: int = 1024  # records per burst handed out by replay()
-    done_every_ms: int = 1000  # tick() saves the done bitmaps of partly done segments this often (0: at close only)
-
-    def __post_init__(self) -> None:
-        if (
-            self.segment_bytes <= HEADER_SIZE
-            or self.max_bytes <= 0
-            or self.fsync_ms < 0
-            or self.replay_burst <= 0
-            or self.done_every_ms < 0
-        ):
-            raise UsageError(f"invalid spool settings: {self}")
 
 
 def segment_name(base: int) -> str:

@@ -14,10 +14,9 @@ import pytest
 from dashboard_check import parse_dashboard
 
 from bruce.client.client import BruceClient
-from bruce.proxy.config import Broker
+from bruce.proxy.config import NOTICE, Broker
 from bruce.proxy.config.ports import free_port
 from bruce.proxy.daemon.embedded import EmbeddedBroker
-from bruce.proxy.daemon.shutdown import NOTICE
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
 
 from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, make_config, wait_for
