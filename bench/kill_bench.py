@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from e2e.daemon.harness import counters_json, start_bruce, wait_for
 from readback import read_back
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 PARTITIONS = 4

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from outage import OutageBroker
 from proxy_bench import wait_serving
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.producer import Message, Producer, ProducerConfig
 
 TOPIC = "recovery"

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import proxy_bench
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 VALUE = b"v" * 90

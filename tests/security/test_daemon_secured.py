@@ -13,7 +13,7 @@ import pytest
 from config_files import PER_TOPIC_CONF
 from e2e.daemon.harness import daemon_starter, http_get, make_config, wait_for
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.producer import SecurityConfig
 from bruce.proxy.config import Broker
 from bruce.proxy.config.startup import default_config

@@ -33,7 +33,7 @@ from dashboard_check import metric_counters
 from prometheus_client.parser import text_string_to_metric_families
 from readback import read_back
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.producer.aio import new_event_loop
 from bruce.proxy.accounting.outcomes import Accounting
 from bruce.proxy.config import (

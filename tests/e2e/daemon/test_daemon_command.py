@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from config_files import COMBINED_CONF, PER_TOPIC_CONF
 
-from bruce.client.client import BruceClient, SocketFullError
+from bruce.client import BruceClient, SocketFullError
 from bruce.proxy.config.ports import KAFKA_PORT, port_is_free
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from netproxy import ThreadedProxy, tansu_behind_proxy
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.config import Broker
 from bruce.proxy.config.toml_config import to_toml
 from bruce.proxy.daemon.embedded import EmbeddedBroker

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from dashboard_check import parse_dashboard
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.config import NOTICE, Broker
 from bruce.proxy.config.ports import free_port
 from bruce.proxy.daemon.embedded import EmbeddedBroker

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bruce.client.client import (
+from bruce.client import (
     BruceClient,
     DaemonUnavailableError,
     MessageTooLargeError,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bruce.client.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.intake.intake import DATAGRAM_SIZE_LIMIT, DatagramIntake, IntakeError, check_large_datagrams
 
 from .conftest import wait_until

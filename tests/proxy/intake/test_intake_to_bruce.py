@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from bruce.client import to_bruce
-from bruce.client.client import DaemonUnavailableError, now_ms
+from bruce.client import DaemonUnavailableError, now_ms, to_bruce
 from bruce.client.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.intake.intake import DatagramIntake
