@@ -75,7 +75,7 @@ from ..status import StatusServer, check_status_port
 from .assembly import legacy_output, plog_listeners, tick_for
 from .exactly_once import SpoolJournal, why_at_least_once
 from .plog_inputs import PlogInputs
-from .shutdown import DaemonShutdown, logged
+from .shutdown import Shutdown, logged
 from .spooling import DiskBacklog, Replay, SpoolStatus, spool_config
 from .status_source import DaemonStatus
 from .systemd import from_environment, supervise
@@ -85,7 +85,7 @@ log = logging.getLogger("bruce.proxy.daemon.daemon")
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-class Daemon(DaemonShutdown):
+class Daemon:
     """One bruce daemon. ``Daemon(options, config)``; ``preflight()``; ``await run()`` until shut down."""
 
     def __init__(self, options: Options, config: Config, *, reader: str = DEFAULT_READER) -> None:
@@ -201,6 +201,21 @@ class Daemon(DaemonShutdown):
         self._group: asyncio.TaskGroup | None = None
         self._creations: set[asyncio.Task[Any]] = set()
         self._tick = tick_for(config)
+        self._stopping = Shutdown(
+            options,
+            intake=self.intake,
+            plog=self.plog,
+            router=self.router,
+            batcher=self.batcher,
+            producer=self.producer,
+            status=self.status,
+            debug=self.debug,
+            discard_log=self.discard_log,
+            outcomes=self.outcomes,
+            creations=self._creations,
+            force=self._force,
+            close_spool=self._close_spool,
+        )
 
     # -- public --------------------------------------------------------------------------------------------------------
 
@@ -283,15 +298,15 @@ class Daemon(DaemonShutdown):
         try:
             await self.producer.start()
         except BaseException:
-            await self._close_local()
+            await self._stopping.close_local()
             raise
         try:
             await self.plog.start()
             await self.status.start(self.options.status_bind_host, self.options.status_port)
         except BaseException:
-            self._settle_held()
+            self._stopping.settle_held()
             await self.producer.shutdown(0)
-            await self._close_local()
+            await self._stopping.close_local()
             raise
         try:
             async with asyncio.TaskGroup() as group:
@@ -308,26 +323,26 @@ class Daemon(DaemonShutdown):
                     tasks.append(group.create_task(notify, name="bruce-systemd"))
                 self.ready.set()
                 await self._stop.wait()
-                await self._shutdown(loop_time=asyncio.get_running_loop().time)
+                await self._stopping.stop(loop_time=asyncio.get_running_loop().time)
                 for task in (*tasks, *self._creations):
                     task.cancel()
         except asyncio.CancelledError as cancelled:
             # A producer task crashed (its group cancels this task), or this task was cancelled: the producer's
             # group raises the crash, if there is one, once it is handed the cancellation.
-            self._settle_held()
+            self._stopping.settle_held()
             try:
                 await self.producer.close(0.0, DiscardReason.SERVER_SHUTDOWN, error=cancelled)
             finally:
-                await self._close_local()
-                self._log_accounting(failed=True)
+                await self._stopping.close_local()
+                self._stopping.log_accounting(failed=True)
             raise
         except BaseException as error:
             log.error("a daemon task failed; stopping", exc_info=error)
-            self._settle_held()
+            self._stopping.settle_held()
             with logged("the producer"):
                 await self.producer.shutdown(0)
-            await self._close_local()
-            self._log_accounting(failed=True)
+            await self._stopping.close_local()
+            self._stopping.log_accounting(failed=True)
             raise
         finally:
             self._group = None
@@ -344,6 +359,7 @@ class Daemon(DaemonShutdown):
         )
         self._replay.settle = self._journal.settle
         self._backlog = DiskBacklog(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        self._stopping.spool_opened(self._backlog)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
 
     def _close_spool(self) -> None:

@@ -1,15 +1,16 @@
-"""The daemon's stop: :class:`DaemonShutdown`, a part of :class:`~bruce.proxy.daemon.daemon.Daemon`, and what it closes.
+"""The daemon's stop: :class:`Shutdown`, owned by :class:`~bruce.proxy.daemon.daemon.Daemon`, and what it closes.
 
 Rules:
-- A mixin of ``Daemon``: it uses the daemon's parts (inputs, router, batcher, producer, status server, spool, logs)
-  and holds no state of its own; it runs in the daemon's task, in the event loop's thread.
+- Given the daemon's parts when the daemon is built (inputs, router, batcher, producer, status server, logs, the
+  accounting, the force event, the running topic creations, how to close the spool) and the disk backlog when the
+  spool opens; it holds no state of its own and runs in the daemon's task, in the event loop's thread.
 - The orderly shutdown follows docs/architecture.md#p7-shutdown-order, in order: stop accepting input → drain what the
   kernel still holds (the datagram socket, then the plog listeners) → route what the inputs hold on disk only, as room
   comes back → flush (the router's messages wait for the first metadata and their topic's creation) → wait for ACKs →
   count what is left as SERVER_SHUTDOWN → close the broker connections → stop the status server → close the daemon's own
   parts, the spool last. Every wait ends at ``shutdown_max_delay`` after the request, or at once on a forced stop (a
   second request); draining and accounting still happen.
-- After a crash (:meth:`DaemonShutdown._settle_held`): input is refused, the router's messages are SERVER_SHUTDOWN,
+- After a crash (:meth:`Shutdown.settle_held`): input is refused, the router's messages are SERVER_SHUTDOWN,
   the batcher's go to the producer, whose shutdown discards what it cannot deliver. With the spool, a spooled
   message left so (and what is held on disk only) is *kept*, not discarded: it stays in the spool for the next start
   (:mod:`bruce.proxy.accounting.outcomes`), said in the log and in the exit summary. A further failure while stopping is
@@ -35,7 +36,6 @@ from ..config import NOTICE, Options
 from ..intake.intake import DatagramIntake
 from ..routing.batcher import Batcher
 from ..routing.router import Router
-from ..spool import Spool
 from ..status import StatusServer
 from .plog_inputs import PlogInputs
 from .spooling import DiskBacklog
@@ -43,26 +43,46 @@ from .spooling import DiskBacklog
 log = logging.getLogger("bruce.proxy.daemon.daemon")
 
 
-class DaemonShutdown:
-    """The stopping side of :class:`~bruce.proxy.daemon.daemon.Daemon` (see the module's rules)."""
+class Shutdown:
+    """How the daemon stops, orderly or after a failure (see the module's rules)."""
 
-    options: Options
-    intake: DatagramIntake
-    plog: PlogInputs
-    router: Router
-    batcher: Batcher
-    producer: Producer
-    status: StatusServer
-    debug: MessageDebugLog
-    discard_log: DiscardLog | None
-    spool: Spool | None
-    outcomes: Outcomes
-    _backlog: DiskBacklog | None
-    _creations: set[asyncio.Task[Any]]
-    _force: asyncio.Event
-    # and the daemon's accounting() and _close_spool()
+    def __init__(
+        self,
+        options: Options,
+        *,
+        intake: DatagramIntake,
+        plog: PlogInputs,
+        router: Router,
+        batcher: Batcher,
+        producer: Producer,
+        status: StatusServer,
+        debug: MessageDebugLog,
+        discard_log: DiscardLog | None,
+        outcomes: Outcomes,
+        creations: set[asyncio.Task[Any]],
+        force: asyncio.Event,
+        close_spool: Callable[[], None],
+    ) -> None:
+        self.options = options
+        self.intake = intake
+        self.plog = plog
+        self.router = router
+        self.batcher = batcher
+        self.producer = producer
+        self.status = status
+        self.debug = debug
+        self.discard_log = discard_log
+        self.outcomes = outcomes
+        self._creations = creations  # the daemon's running topic creations (the same set)
+        self._force = force  # set by a second stop request
+        self._close_spool = close_spool
+        self._backlog: DiskBacklog | None = None  # with a spool: what the inputs hold on disk only
 
-    async def _shutdown(self, *, loop_time: Callable[[], float]) -> None:
+    def spool_opened(self, backlog: DiskBacklog) -> None:
+        """The spool is open: what the inputs hold on disk only is routed at a stop, or kept after a failure."""
+        self._backlog = backlog
+
+    async def stop(self, *, loop_time: Callable[[], float]) -> None:
         """The shutdown order (see the module rules)."""
         deadline = loop_time() + self.options.shutdown_max_delay / 1000
         kept_before = self.outcomes.kept_total
@@ -92,14 +112,14 @@ class DaemonShutdown:
             log.warning(
                 "%d messages were not acknowledged in time%s",
                 left,
-                ": discarded as SERVER_SHUTDOWN" if self.spool is None else " (the spooled ones stay in the spool)",
+                ": discarded as SERVER_SHUTDOWN" if self._backlog is None else " (the spooled ones stay in the spool)",
             )
         kept = self.outcomes.kept_total - kept_before
         if kept:
             log.warning("%d undelivered messages stay in the spool: the next start delivers them (not discarded)", kept)
         await self.status.stop()  # 7. stop the status server
-        await self._close_local()
-        self._log_accounting(failed=False)
+        await self.close_local()
+        self.log_accounting(failed=False)
 
     async def _router_settled(self) -> None:
         """Until the router holds nothing: the first metadata has come and every topic creation has ended (each
@@ -110,10 +130,10 @@ class DaemonShutdown:
         while self._creations:
             await asyncio.wait(set(self._creations))
 
-    def _log_accounting(self, *, failed: bool) -> None:
+    def log_accounting(self, *, failed: bool) -> None:
         """The exit summary: every message's fate. After a failure, messages still in flight are those whose
         fate the failure made unknown (a message the crashed code was handling)."""
-        a = self.accounting()
+        a = self.outcomes.snapshot()
         summary = f"{a.received} received, {a.delivered} delivered, {a.discarded} discarded, {a.in_flight} in flight"
         if a.kept:
             summary += f", {a.kept} kept in the spool (not discarded: the next start delivers them)"
@@ -137,7 +157,7 @@ class DaemonShutdown:
                 t.cancel()
             await asyncio.gather(task, force, return_exceptions=True)
 
-    def _settle_held(self) -> None:
+    def settle_held(self) -> None:
         """After a crash: the router's messages are discarded (SERVER_SHUTDOWN), the batcher's go to the producer,
         whose shutdown discards what it cannot deliver (see :meth:`_submit`)."""
         self.intake.stop_accepting()
@@ -151,7 +171,7 @@ class DaemonShutdown:
         if self._backlog is not None:
             self._backlog.settle()
 
-    async def _close_local(self) -> None:
+    async def close_local(self) -> None:
         """Close what is the daemon's own: the sockets, the status server, the debug files, the discard log."""
         self.intake.close()
         with logged("the plog listeners"):
