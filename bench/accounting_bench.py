@@ -24,11 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bruce.producer.reasons import DiscardReason
+from bruce.proxy.accounting.discard_log import DiscardLog, DiscardLogFile, format_discard_line
+from bruce.proxy.accounting.discards import DiscardTracker
+from bruce.proxy.accounting.msg_debug import MessageDebugLog
 from bruce.proxy.config.model import RateLimit
-from bruce.proxy.discard_log import DiscardLog, DiscardLogFile, format_discard_line
-from bruce.proxy.discards import DiscardTracker
-from bruce.proxy.msg_debug import MessageDebugLog
-from bruce.proxy.ratelimit import RateLimiter
+from bruce.proxy.routing.ratelimit import RateLimiter
 
 CHUNK = 500
 

@@ -48,7 +48,7 @@ from chaos_targets import KEYS, DaemonTarget, LibraryTarget, number
 from durable_cluster import READ_PROPS, durable_cluster
 from proxy_bench import read_topic
 
-from bruce.proxy.embedded import free_port
+from bruce.proxy.config.ports import free_port
 
 TOPIC = "chaos"
 PARTITIONS = 4

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from proxy_bench import counters, gauge, wait_for, wait_serving
 
-from bruce.proxy.client import BruceClient
+from bruce.client import BruceClient
 from bruce.wire.errors import BruceError
 
 VALUE_BYTES = 100

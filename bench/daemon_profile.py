@@ -26,19 +26,19 @@ from pathlib import Path
 READER = "intake reader process"
 INTAKE = "parse, intake (datagram → message, budget, counters)"
 RULES: list[tuple[str, str, str]] = [
-    ("proxy/intake_process.py", "", "hand-off (pipe read, unpickle)"),
+    ("proxy/intake/intake_process.py", "", "hand-off (pipe read, unpickle)"),
     ("wire/datagram.py", "parse_datagram", INTAKE),
-    ("proxy/intake.py", "_spool", "spool"),
-    ("proxy/intake.py", "", INTAKE),
-    ("proxy/intake_burst.py", "_spool", "spool"),
-    ("proxy/intake_burst.py", "", INTAKE),
-    ("proxy/message.py", "", INTAKE),
-    ("proxy/budget.py", "try_reserve", INTAKE),
-    ("proxy/budget.py", "release", "ACK handling, outcomes"),
-    ("proxy/router.py", "", "route"),
-    ("proxy/ratelimit.py", "", "route"),
-    ("proxy/batcher.py", "", "batch"),
-    ("proxy/daemon.py", "_submit", "producer queues (submit, partition)"),
+    ("proxy/intake/intake.py", "_spool", "spool"),
+    ("proxy/intake/intake.py", "", INTAKE),
+    ("proxy/intake/intake_burst.py", "_spool", "spool"),
+    ("proxy/intake/intake_burst.py", "", INTAKE),
+    ("proxy/routing/message.py", "", INTAKE),
+    ("proxy/intake/budget.py", "try_reserve", INTAKE),
+    ("proxy/intake/budget.py", "release", "ACK handling, outcomes"),
+    ("proxy/routing/router.py", "", "route"),
+    ("proxy/routing/ratelimit.py", "", "route"),
+    ("proxy/routing/batcher.py", "", "batch"),
+    ("proxy/daemon/daemon.py", "_submit", "producer queues (submit, partition)"),
     ("producer/producer.py", "submit", "producer queues (submit, partition)"),
     ("producer/dispatcher.py", "route", "producer queues (submit, partition)"),
     ("producer/dispatcher.py", "_route_one", "producer queues (submit, partition)"),
@@ -52,8 +52,8 @@ RULES: list[tuple[str, str, str]] = [
     ("producer/responses.py", "", "ACK handling, outcomes"),
     ("producer/ledger.py", "", "ACK handling, outcomes"),
     ("producer/acks.py", "", "ACK handling, outcomes"),
-    ("proxy/outcomes.py", "", "ACK handling, outcomes"),
-    ("proxy/discards.py", "", "ACK handling, outcomes"),
+    ("proxy/accounting/outcomes.py", "", "ACK handling, outcomes"),
+    ("proxy/accounting/discards.py", "", "ACK handling, outcomes"),
     ("producer/dispatcher.py", "", "producer queues (submit, partition)"),
     ("producer/queues.py", "", "producer queues (submit, partition)"),
     ("producer/request.py", "", "encode (record batches, request)"),
@@ -71,9 +71,9 @@ RULES: list[tuple[str, str, str]] = [
     ("producer/sender.py", "_outcome", "ACK handling, outcomes"),
     ("producer/sender.py", "on_result", "ACK handling, outcomes"),
     ("producer/sender.py", "", "send (frames, socket writes)"),
-    ("proxy/packed.py", "", "packing"),
+    ("proxy/routing/packed.py", "", "packing"),
     ("proxy/status", "", "status pages (the bench polls them)"),
-    ("proxy/status_source.py", "", "status pages (the bench polls them)"),
+    ("proxy/daemon/status_source.py", "", "status pages (the bench polls them)"),
     ("producer/health.py", "", "status pages (the bench polls them)"),
     ("producer/counters.py", "", "counters"),
 ]
@@ -105,7 +105,7 @@ def reader_stage(stack: list[list]) -> str:
     if stack[0][1] == "_on_gc":
         return GC
     for filename, func, line, _ in stack:
-        if filename.endswith("proxy/intake_reader.py") and func == "forward":
+        if filename.endswith("proxy/intake/intake_reader.py") and func == "forward":
             text = linecache.getline(filename, line)
             if "recv(" in text:
                 return "reader: recv (system calls)"
@@ -135,7 +135,7 @@ def daemon_stage(stack: list[list]) -> str:
         for suffix, prefix, stage in RULES:
             if suffix in filename and func.startswith(prefix):
                 return stage
-        if filename.endswith(("proxy/daemon.py", "proxy/cli.py", "producer/aio.py")):
+        if filename.endswith(("proxy/daemon/daemon.py", "proxy/daemon/cli.py", "producer/aio.py")):
             break  # the daemon's tasks themselves: what they call matched no rule
         ours = True
     return "other daemon code" if ours else LOOP

@@ -22,7 +22,7 @@ from netproxy import proxy_in_thread
 
 from bruce.producer.acks import Action, classify
 from bruce.producer.idempotence import Idempotence
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.protocol.init_producer_id import InitProducerIdRequest
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.recordbatch import build_record_batch

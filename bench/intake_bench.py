@@ -10,7 +10,8 @@ Designs:
   asyncio  DatagramIntake in the stock asyncio loop: add_reader, read a burst non-blocking, then process it
   uvloop   the same in uvloop (the daemon's loop)
   thread   a reader thread (blocking recv) handing bursts to the loop with call_soon_threadsafe
-  process  DatagramIntake with its reader process (bruce.proxy.intake_process): a child reads the socket and forwards
+  process  DatagramIntake with its reader process (bruce.proxy.intake.intake_process): a child reads the socket and
+  forwards
            each burst as one pickled list over a pipe that the loop reads (the daemon's default)
 
 ``--stall-ms X`` makes the loop busy for X ms every ``--stall-every-ms`` ms, the way batching, compression and produce
@@ -41,8 +42,8 @@ from pathlib import Path
 from _common import max_dgram_qlen, own_cpu_s, proc_cpu_s
 
 from bruce.producer.counters import Counters
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.intake import DEFAULT_BURST, DatagramIntake
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.intake.intake import DEFAULT_BURST, DatagramIntake
 from bruce.wire.datagram import build_any_partition, build_partition_key
 
 DESIGNS = ("asyncio", "uvloop", "thread", "process")

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from e2e.daemon.harness import counters_json, start_bruce, wait_for
 from readback import read_back
 
-from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.client import BruceClient
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 PARTITIONS = 4
 KEYS = 7

@@ -3,7 +3,7 @@
 Every message carries its send time in its value (8 bytes, ``time.perf_counter()``: CLOCK_MONOTONIC on Linux, one
 clock for every process of the machine). Each run sends at a fixed rate (paced every half millisecond from the
 clock, so the rate holds on average and bursts stay under a millisecond's worth) for ``--seconds``; the first
-half-second is warm-up and not counted. Against one tansu started here (proxy/embedded.py), a fresh one-partition
+half-second is warm-up and not counted. Against one tansu started here (proxy/daemon/embedded.py), a fresh one-partition
 topic (four for the daemon) per run.
 
 - bruce.producer: ``send`` per message; delivery = when the producer hands the acknowledged batch to its outcome
@@ -52,8 +52,8 @@ from _common import machine
 
 from bruce.producer import Producer, ProducerConfig, new_event_loop
 from bruce.proxy.config import configure
-from bruce.proxy.daemon import Daemon
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.daemon import Daemon
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.datagram import build_any_partition
 
 SIZE = 100  # value bytes

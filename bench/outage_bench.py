@@ -55,7 +55,8 @@ from proxy_bench import (
     wait_serving,
 )
 
-from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.datagram import build_any_partition
 
 BEFORE_S = 3.0  # steady sending before the outage

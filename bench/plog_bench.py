@@ -29,12 +29,12 @@ from collections.abc import Callable
 import uvloop
 
 from bruce.producer.counters import Counters
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.discards import DiscardTracker
-from bruce.proxy.outcomes import Outcomes
+from bruce.proxy.accounting.discards import DiscardTracker
+from bruce.proxy.accounting.outcomes import Outcomes
+from bruce.proxy.daemon.plog_inputs import PlogInputs
+from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.plog.config import ListenerConfig
 from bruce.proxy.plog.defrag import Defragmenter
-from bruce.proxy.plog.inputs import PlogInputs
 from bruce.proxy.plog.listeners import TcpListener, UdpListener
 from bruce.proxy.plog.stats import PlogStats
 from bruce.wire import plog

@@ -8,7 +8,7 @@ Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat
        python bench/producer_bench.py --latency 20 [--messages 200000] [--repeat 1] [--quick]
 
 Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
-send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/embedded.py).
+send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/daemon/embedded.py).
 The best of --repeat runs counts. Targets (issue 16): per-message ``send`` at least 0.8x confluent-kafka's
 ``produce`` and 4x aiokafka's; ``send_many`` (all values in one call, awaited once) at least 1.5x confluent-kafka.
 Each of our rows prints the garbage collector's share of its time (``gc.callbacks`` timing the collections, target
@@ -48,7 +48,7 @@ from pathlib import Path
 from _common import machine
 
 from bruce.producer import Producer, ProducerConfig, new_event_loop
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 _topics = itertools.count(1)
 

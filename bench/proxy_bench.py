@@ -61,7 +61,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from daemon_profile import print_table, stage_table
 from fake08 import FakeBroker08
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.datagram import build_any_partition
 
 CONFIGS = {

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from outage import OutageBroker
 from proxy_bench import wait_serving
 
+from bruce.client import BruceClient
 from bruce.producer import Message, Producer, ProducerConfig
-from bruce.proxy.client import BruceClient
 
 TOPIC = "recovery"
 SEND_EVERY = 0.002

@@ -28,7 +28,6 @@ from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.batcher import Batcher
 from bruce.proxy.config.model import (
     BatchingConfig,
     BatchLimits,
@@ -43,9 +42,10 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.message import Message
-from bruce.proxy.ratelimit import RateLimiter
-from bruce.proxy.router import Router
+from bruce.proxy.routing.batcher import Batcher
+from bruce.proxy.routing.message import Message
+from bruce.proxy.routing.ratelimit import RateLimiter
+from bruce.proxy.routing.router import Router
 
 BUDGET_NS = 5000  # the daemon's CPU budget per message, all stages together
 TOPICS = [f"topic-{i}" for i in range(8)]

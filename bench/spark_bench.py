@@ -51,7 +51,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader, local_session, register
 from bruce.spark.options import ClientConfig
 from bruce.spark.schema import ARROW_READ_SCHEMA_NO_HEADERS, READ_SCHEMA_DDL

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from spark.eos_runs import KINDS, committed_values, fill, kill_run
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import local_session
 
 _topics = itertools.count(1)

@@ -146,7 +146,7 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
 
     import proxy_bench
 
-    from bruce.proxy.embedded import EmbeddedBroker
+    from bruce.proxy.daemon.embedded import EmbeddedBroker
 
     print(f"\ndaemon: {messages:,} x 100 B from 2 senders, plain configuration, without and with the spool")
     with tempfile.TemporaryDirectory(prefix="spool-daemon-", dir=directory) as tmp, EmbeddedBroker() as broker:
@@ -192,10 +192,10 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
 def path(quick: bool, directory: Path | None) -> None:
     """The intake's burst path and the done marking, spool off and on, alternating (see the module docstring)."""
     from bruce.producer.counters import Counters
-    from bruce.proxy.budget import MessageBudget
-    from bruce.proxy.discards import DiscardTracker
-    from bruce.proxy.intake import DatagramIntake
-    from bruce.proxy.outcomes import Outcomes
+    from bruce.proxy.accounting.discards import DiscardTracker
+    from bruce.proxy.accounting.outcomes import Outcomes
+    from bruce.proxy.intake.budget import MessageBudget
+    from bruce.proxy.intake.intake import DatagramIntake
 
     burst, total = 256, 20_000 if quick else 400_000
     stamp = 1_700_000_000_000

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import proxy_bench
 
-from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.client import BruceClient
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 VALUE = b"v" * 90
 

@@ -16,28 +16,47 @@ view of a Metadata answer (:func:`build_view`, :class:`ClusterView`, :class:`Bad
 from __future__ import annotations
 
 from .aio import new_event_loop, run
+from .bulk import Bulk
 from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_view
-from .config import ProducerConfig, parse_host_port
-from .counters import Counters
+from .config import PROTOCOLS, ProducerConfig, parse_host_port, servers
+from .counters import Counters, Labels
 from .errors import ConfigError, DeliveryError, MessageTooLarge, ProducerClosed, QueueFull, TransportError
-from .health import BootstrapState, BrokerState, QueueStats
+from .health import CONNECTED, IDLE, BootstrapState, BrokerState, QueueStats
+from .journal import Journal, JournalEntry, PartJournal, read_journal
 from .message import Message, OutcomeSink
-from .partitioner import key_to_partition_key, partition_for_key
+from .partitioner import PARTITIONERS, key_to_partition_key, partition_for_key
 from .producer import Producer
 from .reasons import DiscardReason
-from .request import Compression, CompressionPolicy
+from .recovery import Settler
+from .request import NO_COMPRESSION, Compression, CompressionPolicy
 from .sasl import AuthenticationFailed
-from .security import Secret, SecurityConfig
+from .security import PLAINTEXT, REDACTED, SECRETS, Secret, SecurityConfig, client_context
+from .security import PROPERTIES as SECURITY_PROPERTIES
+from .settings import NAMES as SETTING_NAMES
+from .settings import SETTINGS, is_secret
+from .settings import read as read_setting
 from .transactions import TransactionError
 from .transport import BrokerConnection, Timeouts, open_connection
 
 __all__ = [
+    "CONNECTED",
+    "IDLE",
+    "NO_COMPRESSION",
+    "PARTITIONERS",
+    "PLAINTEXT",
+    "PROTOCOLS",
+    "REDACTED",
+    "SECRETS",
+    "SECURITY_PROPERTIES",
+    "SETTINGS",
+    "SETTING_NAMES",
     "AuthenticationFailed",
     "BadMetadata",
     "BootstrapState",
     "Broker",
     "BrokerConnection",
     "BrokerState",
+    "Bulk",
     "ClusterView",
     "Compression",
     "CompressionPolicy",
@@ -45,9 +64,13 @@ __all__ = [
     "Counters",
     "DeliveryError",
     "DiscardReason",
+    "Journal",
+    "JournalEntry",
+    "Labels",
     "Message",
     "MessageTooLarge",
     "OutcomeSink",
+    "PartJournal",
     "Partition",
     "Producer",
     "ProducerClosed",
@@ -56,15 +79,21 @@ __all__ = [
     "QueueStats",
     "Secret",
     "SecurityConfig",
+    "Settler",
     "Timeouts",
     "Topic",
     "TransactionError",
     "TransportError",
     "build_view",
+    "client_context",
+    "is_secret",
     "key_to_partition_key",
     "new_event_loop",
     "open_connection",
     "parse_host_port",
     "partition_for_key",
+    "read_journal",
+    "read_setting",
     "run",
+    "servers",
 ]

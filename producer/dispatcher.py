@@ -17,7 +17,7 @@ Rules:
 - A topic not in the view is held until a metadata fetch *begun after* it was first wanted answers (fetches are
   numbered as they begin, so equal clock readings cannot confuse the order): present ⇒ routed, absent ⇒ BAD_TOPIC (or
   auto-creation). The answer of a fetch begun earlier asks for another fetch. A name Kafka refuses is not held: its
-  messages are discarded at once as BAD_TOPIC_NAME (:mod:`~bruce.producer.topic_name`).
+  messages are discarded at once as BAD_TOPIC_NAME (:mod:`~bruce.wire.topic_name`).
 - Message timeout (``message_timeout_ms``, 0 = none): :meth:`Dispatcher.expire`, called from the producer's
   periodic tick, discards as MESSAGE_TIMEOUT the queued and unknown-topic messages queued at or before a cutoff
   (as AUTHENTICATION_FAILED, with the refusal, those whose leader refused authentication: :attr:`Dispatcher.refused`),
@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from operator import attrgetter
 
+from bruce.wire.topic_name import topic_name_problem
+
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig
 from .counters import Counters
@@ -48,7 +50,6 @@ from .partitioner import AnyPartitionCycle, explicit_partition, partition_for_ke
 from .queues import Pack, PartitionQueue
 from .reasons import DiscardReason
 from .sequencing import Sequencer
-from .topic_name import topic_name_problem
 
 
 def _no_broker(broker: int) -> None:

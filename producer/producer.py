@@ -291,7 +291,7 @@ class Producer(ProducerSending, TransactionalApi):
         return await self._topics.create(topic)
 
     def compact(self) -> int:
-        """With a ``pack`` function (the daemon's :meth:`~bruce.proxy.packed.Packer.pack`): store the loose ready
+        """With a ``pack`` function (the daemon's :meth:`bruce.proxy.routing.packed.Packer.pack`): store the loose ready
         batches waiting in the partition queues in its compact form where it accepts them (the daemon calls this
         when its memory budget runs short); they are unpacked when sent or rerouted. Returns how many messages were
         packed (0 without ``pack``)."""

@@ -21,7 +21,7 @@ class DiscardReason(StrEnum):
     SPOOL_CORRUPT = "SPOOL_CORRUPT"  # a spooled record failed its CRC at replay (docs/spool.md)
     # Routing
     BAD_TOPIC = "BAD_TOPIC"
-    BAD_TOPIC_NAME = "BAD_TOPIC_NAME"  # a name Kafka refuses (bruce.producer.topic_name); never sent to a broker
+    BAD_TOPIC_NAME = "BAD_TOPIC_NAME"  # a name Kafka refuses (bruce.wire.topic_name); never sent to a broker
     NO_AVAILABLE_PARTITIONS = "NO_AVAILABLE_PARTITIONS"
     RATE_LIMIT = "RATE_LIMIT"
     TOPIC_AUTOCREATE_FAIL = "TOPIC_AUTOCREATE_FAIL"  # no broker agreed to create the topic

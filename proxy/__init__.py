@@ -1,1 +1,30 @@
-"""placeholder"""
+"""bruce.proxy — the bruce daemon, one subpackage per concern (docs/architecture.md).
+
+- ``intake``: the input socket and its reader process, datagrams into messages, the memory budget.
+- ``routing``: routing checks, rate limits, batching, compression policy, packed storage of held messages.
+- ``accounting``: every message's fate settled once; discard reports, the discard log, message debug logs.
+- ``spool``: the durable on-disk spool.
+- ``status``: the status pages, /metrics, and ``bruce-check`` (the Nagios-style check of those pages).
+- ``plog``: plog's UDP/TCP listeners.
+- ``config``: options, the config file, the producer's settings from them.
+- ``daemon``: the composition root that wires the others together, and the ``bruce`` command.
+
+Rule: the subsystems never import ``daemon``; ``daemon`` imports them all (tests/test_layering.py checks it).
+Exported for other packages: :func:`free_port` (spark's local cluster), loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["free_port"]
+
+
+def __getattr__(name: str) -> object:
+    """Load an exported name on first use: importing a subsystem (the intake's reader process imports almost nothing)
+    does not load the others."""
+    if name != "free_port":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = importlib.import_module(f"{__name__}.config.ports").free_port
+    globals()[name] = value
+    return value

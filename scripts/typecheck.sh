@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tree=build/typecheck/bruce
 mkdir -p "$tree"
-for package in wire producer proxy spark; do
+for package in wire producer proxy spark client; do
     ln -sfn "../../../$package" "$tree/$package"
 done
 exec .venv/bin/python -m mypy "$@"

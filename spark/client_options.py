@@ -20,11 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.producer import SecurityConfig
-from bruce.producer.config import PROTOCOLS
-from bruce.producer.security import PLAINTEXT
-from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.wire.errors import BruceError
+from bruce.producer import PLAINTEXT, PROTOCOLS, SECURITY_PROPERTIES, SecurityConfig
+from bruce.wire import BruceError
 
 from .option_values import KAFKA, LABELS, OptionError, int_value, servers_option
 

@@ -22,12 +22,16 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bruce.wire.compression import DecompressionBudget
-from bruce.wire.errors import MalformedInput
-from bruce.wire.messageset import decode_message_set
-from bruce.wire.protocol.fetch import AbortedTransaction
-from bruce.wire.recordbatch import decode_record_batch
-from bruce.wire.records import Record, decompression_limit, entry_spans
+from bruce.wire import (
+    AbortedTransaction,
+    DecompressionBudget,
+    MalformedInput,
+    Record,
+    decode_message_set,
+    decode_record_batch,
+    decompression_limit,
+    entry_spans,
+)
 
 _CONTROL_KEY = struct.Struct(">hh")  # version, type (0 abort, 1 commit)
 COMMIT, ABORT = 1, 0

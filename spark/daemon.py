@@ -1,7 +1,7 @@
 """Delivery through the local bruce daemon: one task's rows written as datagrams to the daemon's UNIX socket.
 
 Rules:
-- One datagram per row, through the client library (``bruce.proxy.client.BruceClient``), routed as a direct write
+- One datagram per row, through the client library (``bruce.client.client.BruceClient``), routed as a direct write
   routes it (:func:`bruce.spark.schema.row_sends`): a row with a ``partition_key``, or with a key (through
   ``kafka.partitioner``), is a PartitionKey datagram, so keyed rows land where a direct write would put them; any
   other row is an AnyPartition datagram. The record key travels as the datagram's key (a null key arrives as an
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from bruce.proxy.client import BruceClient, SocketFullError
-from bruce.wire.errors import BruceError
+from bruce.client import BruceClient, SocketFullError
+from bruce.wire import BruceError
 
 from .delivery import WriteSummary
 from .options import WriteOptions

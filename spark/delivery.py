@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from .options import WriteOptions
 

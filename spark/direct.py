@@ -33,8 +33,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from bruce.producer import DeliveryError, DiscardReason, Message, MessageTooLarge, Producer, QueueFull
-from bruce.producer.bulk import Bulk
+from bruce.producer import Bulk, DeliveryError, DiscardReason, Message, MessageTooLarge, Producer, QueueFull
 
 from .delivery import KafkaUnavailable, WriteSummary
 from .exactly_once import TaskTransaction, skipped_rows

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bruce.producer import Producer, ProducerConfig
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from .committed import COMMIT, Markers, decode_batches
 from .kafka_reader import KafkaReader, KafkaReadError

@@ -38,32 +38,35 @@ from bruce.producer import (
     Timeouts,
     TransportError,
     build_view,
+    client_context,
     new_event_loop,
     open_connection,
     parse_host_port,
 )
-from bruce.producer.security import client_context
-from bruce.wire import errorcodes
-from bruce.wire.errors import BruceError, MalformedInput
-from bruce.wire.protocol.fetch import (
+from bruce.wire import (
+    EARLIEST,
+    FETCH,
+    LATEST,
+    LIST_OFFSETS,
+    METADATA,
     READ_COMMITTED,
     READ_UNCOMMITTED,
+    BruceError,
     FetchPartition,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
     FetchTopic,
-)
-from bruce.wire.protocol.list_offsets import (
-    EARLIEST,
-    LATEST,
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
+    MalformedInput,
+    Record,
+    decode_records,
+    entry_spans,
+    errorcodes,
+    metadata_request,
 )
-from bruce.wire.protocol.metadata import metadata_request
-from bruce.wire.records import Record, decode_records, entry_spans
-from bruce.wire.versions import FETCH, LIST_OFFSETS, METADATA
 
 from .committed import Markers, by_aborted_list, decode_batches
 from .options import ClientConfig

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bruce.producer.config import servers
-from bruce.wire.errors import BruceError, UsageError
+from bruce.producer import servers
+from bruce.wire import BruceError, UsageError
 
 KAFKA = "kafka."
 

@@ -26,10 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.producer import ProducerConfig
-from bruce.producer.partitioner import PARTITIONERS
-from bruce.producer.settings import NAMES
-from bruce.wire.errors import BruceError
+from bruce.producer import PARTITIONERS, ProducerConfig
+from bruce.producer import SETTING_NAMES as NAMES
+from bruce.wire import BruceError
 
 from .client_options import SECURITY, ClientConfig, client_config, java_producer_names, security_config
 from .exactly_once import exactly_once_option

@@ -47,8 +47,7 @@ from pyspark.sql.types import (
 )
 
 from bruce.producer import key_to_partition_key
-from bruce.wire.errors import UsageError
-from bruce.wire.records import Record
+from bruce.wire import Record, UsageError
 
 from .options import OptionError
 

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bruce.proxy.embedded import free_port
-from bruce.wire.errors import BruceError
+from bruce.proxy import free_port
+from bruce.wire import BruceError
 
 _MASTER = "org.apache.spark.deploy.master.Master"
 _WORKER = "org.apache.spark.deploy.worker.Worker"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from durable_cluster import DurableCluster, MotoS3
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 _topic_numbers = itertools.count(1)
 

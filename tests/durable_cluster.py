@@ -36,7 +36,8 @@ from pathlib import Path
 
 from netproxy import ThreadedProxy, proxy_in_thread
 
-from bruce.proxy.embedded import EmbeddedBroker, die_with_parent, free_port
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker, die_with_parent
 
 TIMEOUT = 30.0
 READ_PROPS = {"fetch.wait.max.ms": 5000}  # consumer settings for reading a durable cluster back (see the rules)

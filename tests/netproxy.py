@@ -208,9 +208,10 @@ def proxy_in_thread(
 
 @contextlib.contextmanager
 def tansu_behind_proxy(*, delay_ms: float = 0.0) -> Iterator[tuple[Any, ThreadedProxy]]:
-    """A tansu (``bruce.proxy.embedded.EmbeddedBroker``) that advertises a :func:`proxy_in_thread` in front of it, so
-    every client connection (metadata's too) goes through the proxy: ``(broker, proxy)``."""
-    from bruce.proxy.embedded import EmbeddedBroker, free_port
+    """A tansu (``bruce.proxy.daemon.embedded.EmbeddedBroker``) that advertises a :func:`proxy_in_thread` in front of
+    it, so every client connection (metadata's too) goes through the proxy: ``(broker, proxy)``."""
+    from bruce.proxy.config.ports import free_port
+    from bruce.proxy.daemon.embedded import EmbeddedBroker
 
     port = free_port()
     with EmbeddedBroker(advertised_port=port) as broker:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from netproxy import proxy_in_thread
 
-from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 
 class Forwarder:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bruce.proxy.embedded import EmbeddedBroker, EmbeddedBrokerError
+from bruce.proxy.daemon.embedded import EmbeddedBroker, EmbeddedBrokerError
 
 
 def _alive(pid: int) -> bool:
@@ -39,7 +39,7 @@ def test_broker_listens_on_loopback_and_stops() -> None:
 
 def test_broker_dies_with_a_killed_parent() -> None:
     code = (
-        "from bruce.proxy.embedded import EmbeddedBroker; import time\n"
+        "from bruce.proxy.daemon.embedded import EmbeddedBroker; import time\n"
         "b = EmbeddedBroker().start(); print(b.process.pid, flush=True); time.sleep(60)"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -1,4 +1,15 @@
-"""The layers import one way only: wire <- producer <- proxy <- spark. wire imports nothing of ours."""
+"""The packages import one way only, read from the source (AST): wire <- producer <- proxy <- spark; client <- wire
+(the client library and ``to_bruce`` need nothing of the producer or the daemon).
+
+- A package imports only the packages below it (``ALLOWED``); wire imports nothing of ours.
+- A package uses another through its public face only: ``from bruce.producer import Counters``, names its
+  ``__init__`` exports (``__all__``), never ``bruce.producer.counters`` (checked in proxy, client and spark; tests and
+  benchmarks may reach inside).
+- No import circle among the modules of ``CYCLE_CHECKED``: every import counts, inside a function or under
+  ``TYPE_CHECKING`` too, so a circle cannot be hidden by moving one of its imports.
+- Inside proxy, the subsystems (every subpackage but ``daemon``) never import ``bruce.proxy.daemon``: the daemon is the
+  composition root that wires them together, never a dependency of one.
+"""
 
 from __future__ import annotations
 
@@ -8,37 +19,210 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["wire", "producer", "proxy", "spark"]
+PACKAGES = ["wire", "producer", "client", "proxy", "spark"]
+ALLOWED = {
+    "wire": {"wire"},
+    "producer": {"wire", "producer"},
+    "client": {"wire", "client"},
+    "proxy": {"wire", "producer", "client", "proxy"},
+    "spark": {"wire", "producer", "client", "proxy", "spark"},
+}
 
 
-def _imports(path: Path) -> set[str]:
-    """The bruce layers a module imports (absolute `bruce.x` or relative imports that climb out of its folder)."""
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """``proxy/intake/budget.py`` -> ``bruce.proxy.intake.budget``; a package's ``__init__.py`` is the package."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(("bruce", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
+def imported(path: Path) -> set[str]:
+    """The dotted names a module imports, anywhere in it (function-local imports too): for ``from X import a`` both
+    ``X`` and ``X.a`` (``a`` may be a submodule), relative imports resolved."""
     tree = ast.parse(path.read_text(), str(path))
-    package = ".".join(("bruce", *path.relative_to(ROOT).parent.parts)).split(".")
-    found = set()
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
     for node in ast.walk(tree):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package[: len(package) - node.level + 1]
-                names = [".".join([*base, node.module] if node.module else base)]
-            elif node.module:
-                names = [node.module]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "bruce" and len(parts) > 1:
-                found.add(parts[1])
-            elif parts[0] in LAYERS:
-                found.add(f"top-level {parts[0]}")
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            found.add(source)
+            found.update(f"{source}.{a.name}" for a in node.names)
     return found
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_layer_imports_only_lower_layers(layer: str) -> None:
-    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
-    files = sorted((ROOT / layer).rglob("*.py"))
-    assert files, f"layer {layer} has no modules"
-    bad = {str(f.relative_to(ROOT)): sorted(_imports(f) - allowed) for f in files}
-    assert {f: b for f, b in bad.items() if b} == {}
+def _package_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if parts[0] == "bruce" and len(parts) > 1 else None
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_package_imports_only_lower_packages(package: str) -> None:
+    files = sorted((ROOT / package).rglob("*.py"))
+    assert files, f"package {package} has no modules"
+    bad = {}
+    for f in files:
+        names = imported(f)
+        wrong = {n for n in names if _package_of(n) and _package_of(n) not in ALLOWED[package]}
+        wrong |= {f"top-level {n}" for n in names if n.split(".")[0] in PACKAGES}  # not installed under that name
+        if wrong:
+            bad[str(f.relative_to(ROOT))] = sorted(wrong)
+    assert bad == {}
+
+
+def test_proxy_subsystems_never_import_the_daemon() -> None:
+    subsystems = [d for d in sorted((ROOT / "proxy").iterdir()) if (d / "__init__.py").exists() and d.name != "daemon"]
+    assert {d.name for d in subsystems} >= {"intake", "routing", "accounting", "config", "spool", "status", "plog"}
+    bad = {}
+    for folder in subsystems:
+        for f in sorted(folder.rglob("*.py")):
+            wrong = {n for n in imported(f) if n == "bruce.proxy.daemon" or n.startswith("bruce.proxy.daemon.")}
+            if wrong:
+                bad[str(f.relative_to(ROOT))] = sorted(wrong)
+    assert bad == {}
+
+
+def test_proxy_top_level_holds_only_subpackages() -> None:
+    modules = sorted(p.name for p in (ROOT / "proxy").glob("*.py"))
+    assert modules == ["__init__.py"]
+
+
+FACE_CHECKED = ["client", "proxy", "spark"]
+
+
+def _exports(package: str) -> set[str]:
+    """The names in ``package/__init__.py``'s ``__all__`` (read from the source)."""
+    tree = ast.parse((ROOT / package / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _face_problems(path: Path, own: str) -> list[str]:
+    problems = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+            problems += [f"import {m}" for m in modules if _package_of(m) not in (None, own) and m.count(".") > 1]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            other = _package_of(node.module)
+            if other in (None, own):
+                continue
+            if node.module != f"bruce.{other}":
+                problems.append(f"from {node.module} import ...")
+            else:
+                exported = _exports(other)
+                problems += [f"{node.module}.{a.name} (not exported)" for a in node.names if a.name not in exported]
+    return problems
+
+
+@pytest.mark.parametrize("package", FACE_CHECKED)
+def test_other_packages_are_used_through_their_public_face(package: str) -> None:
+    bad = {}
+    for f in sorted((ROOT / package).rglob("*.py")):
+        problems = _face_problems(f, package)
+        if problems:
+            bad[str(f.relative_to(ROOT))] = problems
+    assert bad == {}
+
+
+def test_wire_exports_load_on_first_use() -> None:
+    """wire's face is lazy (so that the client does not build every schema): each exported name resolves, to the
+    object its module defines, and the ``TYPE_CHECKING`` imports name the same set."""
+    import importlib
+
+    wire = importlib.import_module("bruce.wire")
+    assert sorted(wire.__all__) == sorted(wire._EXPORTS)
+    for name, (module, attribute) in wire._EXPORTS.items():
+        loaded = importlib.import_module(f"bruce.wire.{module}")
+        assert getattr(wire, name) is (loaded if attribute is None else getattr(loaded, attribute)), name
+    checked = set()
+    for node in ast.parse((ROOT / "wire" / "__init__.py").read_text()).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            checked = {a.asname or a.name for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert checked == set(wire._EXPORTS)
+
+
+CYCLE_CHECKED = ["client", "proxy"]
+
+
+def import_graph(packages: list[str], root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of ``packages`` it imports, anywhere in it. ``from X import a`` is an edge to ``X.a`` when
+    that is a module, else to ``X``; a package is its ``__init__``."""
+    files = {module_name(f, root): f for p in packages for f in sorted((root / p).rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join([*base, node.module] if node.module else base)
+                else:
+                    source = node.module or ""
+                for a in node.names:
+                    edges.add(f"{source}.{a.name}" if f"{source}.{a.name}" in files else source)
+        graph[name] = {e for e in edges if e in files and e != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles(import_graph(CYCLE_CHECKED)) == []
+
+
+def test_the_cycle_check_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import B\n")
+    (package / "b.py").write_text("class B:\n    def f(self):\n        from . import a\n")
+    (package / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import B\n")
+    graph = import_graph(["pkg"], tmp_path)
+    assert graph["bruce.pkg.c"] == {"bruce.pkg.a"}
+    assert import_cycles(graph) == [["bruce.pkg.a", "bruce.pkg.b"]]

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from e2e.daemon.harness import BruceProcess, consume_topic, wait_for
 
-from bruce.proxy.version import package_version
+from bruce.proxy.config.version import package_version
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["wire", "producer", "proxy", "spark"]
+LAYERS = ["wire", "producer", "client", "proxy", "spark"]
 BUILD_TIMEOUT_S = 120
 INSTALL_TIMEOUT_S = 300
 
@@ -69,7 +69,7 @@ def test_wheel_and_sdist_build_and_install_only_under_bruce(dist: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"bruce"}
-    for layer in ("wire", "producer", "proxy", "spark"):
+    for layer in LAYERS:
         assert f"bruce/{layer}/__init__.py" in names
     (sdist,) = dist.glob("bruce_kafka-*.tar.gz")
     with tarfile.open(sdist) as archive:

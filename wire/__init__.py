@@ -4,4 +4,182 @@ Rules: bytes in, values out, no sockets, clocks or threads; nothing imported fro
 :class:`~bruce.wire.errors.MalformedInput` (or a subclass) for any bad input and nothing else; every builder raises
 :class:`~bruce.wire.errors.UsageError` for what cannot be encoded. construct schemas are the specification of each
 format; a hand-written fast path sits next to its schema only with a differential test proving them equal.
+
+The names other packages use are exported here (``from bruce.wire import BruceError``). They load on first use
+(:func:`__getattr__`), so a client that needs the datagram format and the errors does not pay for building every
+Kafka schema; the ``TYPE_CHECKING`` imports below give type checkers the same names.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from . import errorcodes, plog
+    from .compression import Codec, DecompressionBudget
+    from .crc import crc32c
+    from .datagram import (
+        TOPIC_MAX,
+        DatagramKind,
+        any_partition_layout,
+        build_any_partition,
+        build_partition_key,
+        parse_datagram,
+        peek_topic,
+    )
+    from .errors import BruceError, MalformedInput, UnsupportedApiKey, UnsupportedVersion, UsageError
+    from .messageset import MESSAGE_OVERHEAD, decode_message_set
+    from .plog import (
+        KEY_TAG,
+        TOPIC_TAG,
+        Command,
+        Fragment,
+        Unboxed,
+        last_tag,
+        murmur3_32,
+        parse_packet,
+        plog_partition_key,
+    )
+    from .protocol.fetch import (
+        READ_COMMITTED,
+        READ_UNCOMMITTED,
+        AbortedTransaction,
+        FetchPartition,
+        FetchPartitionResponse,
+        FetchRequest,
+        FetchResponse,
+        FetchTopic,
+    )
+    from .protocol.list_offsets import EARLIEST, LATEST, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+    from .protocol.metadata import metadata_request
+    from .recordbatch import build_record_batch, decode_record_batch
+    from .recordbatch_schema import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
+    from .records import Record, decode_records, decompression_limit, entry_spans
+    from .topic_name import LEGAL, topic_name_problem
+    from .versions import FETCH, LIST_OFFSETS, METADATA
+
+_EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name there; None: the module itself)
+    "BruceError": ("errors", "BruceError"),
+    "MalformedInput": ("errors", "MalformedInput"),
+    "UnsupportedApiKey": ("errors", "UnsupportedApiKey"),
+    "UnsupportedVersion": ("errors", "UnsupportedVersion"),
+    "UsageError": ("errors", "UsageError"),
+    "TOPIC_MAX": ("datagram", "TOPIC_MAX"),
+    "DatagramKind": ("datagram", "DatagramKind"),
+    "any_partition_layout": ("datagram", "any_partition_layout"),
+    "build_any_partition": ("datagram", "build_any_partition"),
+    "build_partition_key": ("datagram", "build_partition_key"),
+    "parse_datagram": ("datagram", "parse_datagram"),
+    "peek_topic": ("datagram", "peek_topic"),
+    "LEGAL": ("topic_name", "LEGAL"),
+    "topic_name_problem": ("topic_name", "topic_name_problem"),
+    "crc32c": ("crc", "crc32c"),
+    "Codec": ("compression", "Codec"),
+    "DecompressionBudget": ("compression", "DecompressionBudget"),
+    "MESSAGE_OVERHEAD": ("messageset", "MESSAGE_OVERHEAD"),
+    "decode_message_set": ("messageset", "decode_message_set"),
+    "build_record_batch": ("recordbatch", "build_record_batch"),
+    "decode_record_batch": ("recordbatch", "decode_record_batch"),
+    "Record": ("records", "Record"),
+    "decode_records": ("records", "decode_records"),
+    "decompression_limit": ("records", "decompression_limit"),
+    "entry_spans": ("records", "entry_spans"),
+    "KEY_TAG": ("plog", "KEY_TAG"),
+    "TOPIC_TAG": ("plog", "TOPIC_TAG"),
+    "Command": ("plog", "Command"),
+    "Fragment": ("plog", "Fragment"),
+    "Unboxed": ("plog", "Unboxed"),
+    "last_tag": ("plog", "last_tag"),
+    "murmur3_32": ("plog", "murmur3_32"),
+    "parse_packet": ("plog", "parse_packet"),
+    "plog_partition_key": ("plog", "plog_partition_key"),
+    "FETCH": ("versions", "FETCH"),
+    "LIST_OFFSETS": ("versions", "LIST_OFFSETS"),
+    "METADATA": ("versions", "METADATA"),
+    "READ_COMMITTED": ("protocol.fetch", "READ_COMMITTED"),
+    "READ_UNCOMMITTED": ("protocol.fetch", "READ_UNCOMMITTED"),
+    "AbortedTransaction": ("protocol.fetch", "AbortedTransaction"),
+    "FetchPartition": ("protocol.fetch", "FetchPartition"),
+    "FetchPartitionResponse": ("protocol.fetch", "FetchPartitionResponse"),
+    "FetchRequest": ("protocol.fetch", "FetchRequest"),
+    "FetchResponse": ("protocol.fetch", "FetchResponse"),
+    "FetchTopic": ("protocol.fetch", "FetchTopic"),
+    "EARLIEST": ("protocol.list_offsets", "EARLIEST"),
+    "LATEST": ("protocol.list_offsets", "LATEST"),
+    "ListOffsetsPartition": ("protocol.list_offsets", "ListOffsetsPartition"),
+    "ListOffsetsRequest": ("protocol.list_offsets", "ListOffsetsRequest"),
+    "ListOffsetsTopic": ("protocol.list_offsets", "ListOffsetsTopic"),
+    "metadata_request": ("protocol.metadata", "metadata_request"),
+    "RECORD_BATCH_HEADER_SIZE": ("recordbatch_schema", "HEADER_SIZE"),
+    "errorcodes": ("errorcodes", None),
+    "plog": ("plog", None),
+}
+__all__ = [
+    "EARLIEST",
+    "FETCH",
+    "KEY_TAG",
+    "LATEST",
+    "LEGAL",
+    "LIST_OFFSETS",
+    "MESSAGE_OVERHEAD",
+    "METADATA",
+    "READ_COMMITTED",
+    "READ_UNCOMMITTED",
+    "RECORD_BATCH_HEADER_SIZE",
+    "TOPIC_MAX",
+    "TOPIC_TAG",
+    "AbortedTransaction",
+    "BruceError",
+    "Codec",
+    "Command",
+    "DatagramKind",
+    "DecompressionBudget",
+    "FetchPartition",
+    "FetchPartitionResponse",
+    "FetchRequest",
+    "FetchResponse",
+    "FetchTopic",
+    "Fragment",
+    "ListOffsetsPartition",
+    "ListOffsetsRequest",
+    "ListOffsetsTopic",
+    "MalformedInput",
+    "Record",
+    "Unboxed",
+    "UnsupportedApiKey",
+    "UnsupportedVersion",
+    "UsageError",
+    "any_partition_layout",
+    "build_any_partition",
+    "build_partition_key",
+    "build_record_batch",
+    "crc32c",
+    "decode_message_set",
+    "decode_record_batch",
+    "decode_records",
+    "decompression_limit",
+    "entry_spans",
+    "errorcodes",
+    "last_tag",
+    "metadata_request",
+    "murmur3_32",
+    "parse_datagram",
+    "parse_packet",
+    "peek_topic",
+    "plog",
+    "plog_partition_key",
+    "topic_name_problem",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Load an exported name from its module on first use, then keep it here."""
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    loaded = importlib.import_module(f"{__name__}.{module}")
+    value = loaded if attribute is None else getattr(loaded, attribute)
+    globals()[name] = value
+    return value

@@ -17,7 +17,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader
 from bruce.spark.options import ClientConfig
 from bruce.spark.standalone import StandaloneCluster

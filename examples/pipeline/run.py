@@ -27,7 +27,7 @@ from pathlib import Path
 from job import latest_counts, start
 from sender import send_events
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader, local_session
 from bruce.spark.options import ClientConfig
 

@@ -13,7 +13,7 @@ import argparse
 import json
 import time
 
-from bruce.proxy.client import BruceClient
+from bruce.client import BruceClient
 
 PAGES = ("/", "/docs", "/pricing", "/blog", "/signup")
 

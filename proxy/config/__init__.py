@@ -25,7 +25,8 @@ from .model import (
     TopicAction,
     TopicBatching,
 )
-from .options import Options, option_specs
+from .options import NOTICE, Options, option_specs
+from .producer_settings import producer_config
 from .startup import EXIT_CONFIG, EXIT_USAGE, configure, default_config, load_config, load_config_file
 from .toml_config import load_toml, to_toml
 from .xml_config import load_xml
@@ -33,6 +34,7 @@ from .xml_config import load_xml
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_USAGE",
+    "NOTICE",
     "BatchLimits",
     "BatchingConfig",
     "BatchingPolicy",
@@ -59,5 +61,6 @@ __all__ = [
     "load_xml",
     "option_specs",
     "parse_command_line",
+    "producer_config",
     "to_toml",
 ]

@@ -35,12 +35,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from bruce.producer.security import PLAINTEXT, SecurityConfig
-from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.producer.settings import NAMES, SETTINGS
-from bruce.producer.settings import read as read_setting
+from bruce.producer import PLAINTEXT, SECURITY_PROPERTIES, SETTINGS, SecurityConfig, read_setting
+from bruce.producer import SETTING_NAMES as NAMES
 from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from .errors import ConfigError, Path
 from .model import (

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..version import package_version
 from .errors import ConfigError
 from .options import Options, option_specs
+from .version import package_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ Rules:
 
 from __future__ import annotations
 
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 Path = tuple[str | int, ...]
 """A format-neutral location: section and key names (TOML spelling), named-item names, list indexes."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from bruce.producer.security import PLAINTEXT, SecurityConfig
+from bruce.producer import PLAINTEXT, SecurityConfig
 from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError, Path

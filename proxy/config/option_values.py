@@ -12,12 +12,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.producer.security import REDACTED, SECRETS, Secret
-from bruce.producer.settings import is_secret
+from bruce.client import default_socket_path
+from bruce.producer import REDACTED, SECRETS, SECURITY_PROPERTIES, Secret, is_secret
 from bruce.proxy.plog.config import listeners_from_option
-from bruce.proxy.socket_path import default_socket_path
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 from .model import DEFAULT_BROKER_PORT, PRODUCER_PROPERTIES, Broker
 
@@ -153,7 +151,7 @@ def plog_listeners(protocol: str) -> Reader:
 
 def default_receive_socket_name() -> str:
     """``$XDG_RUNTIME_DIR/bruce.socket`` when that variable is set, else ``/tmp/bruce-<uid>/bruce.socket`` (a private
-    directory the daemon creates and verifies: :mod:`bruce.proxy.socket_path`)."""
+    directory the daemon creates and verifies: :mod:`bruce.proxy.intake.socket_path`)."""
     return default_socket_path()
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bruce.producer.config import PROTOCOLS
+from bruce.producer import PROTOCOLS
 from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError
@@ -49,6 +49,7 @@ MAX_DATAGRAM = 16 * 1024 * 1024  # Bruce's datagram size test fails above this
 MAX_SOCKET_PATH = 107  # bytes: sun_path holds 108 with the terminating NUL
 LOG_LEVELS = {"LOG_ERR": 40, "LOG_WARNING": 30, "LOG_NOTICE": 25, "LOG_INFO": 20, "LOG_DEBUG": 10}
 """Bruce's log levels and the :mod:`logging` level each one maps to (NOTICE sits between INFO and WARNING)."""
+NOTICE = LOG_LEVELS["LOG_NOTICE"]  # the logging level of Bruce's LOG_NOTICE, the daemon's default
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from bruce.proxy.embedded import broker_port
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from .build import IDEMPOTENCE, kafka_security, split_producer
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
@@ -42,6 +41,8 @@ from .model import (
     TopicBatching,
 )
 from .options import Options
+from .ports import broker_port
+from .producer_settings import producer_config
 from .toml_config import load_toml, to_toml
 from .xml_config import load_xml
 
@@ -78,8 +79,6 @@ def configure(
 def _check_producer_settings(options: Options, config: Config) -> None:
     """The producer's own checks of what the command line and config file give it (SASL with ``--kafka_protocol v0``,
     ...), so that the daemon refuses them at start like any other setting."""
-    from ..assembly import producer_config  # the daemon's assembly imports this package
-
     try:
         producer_config(options, config)
     except UsageError as error:

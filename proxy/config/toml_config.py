@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
 
-from bruce.producer.security import Secret, SecurityConfig
+from bruce.producer import Secret, SecurityConfig
 from bruce.proxy.plog.config import ListenerConfig
 
 from .build import build_config

@@ -1,7 +1,7 @@
 """plog input: Airbnb plog's UDP and TCP protocol as an input of the daemon (see docs/plog.md).
 
 A listener (:func:`make_listener`, one per :class:`ListenerConfig`) hands what it reads to a :class:`PlogSink`;
-:class:`bruce.proxy.plog.inputs.PlogInputs` is the daemon's sink and runs its listeners (``start()`` at startup,
+:class:`bruce.proxy.daemon.plog_inputs.PlogInputs` is the daemon's sink and runs its listeners (``start()`` at startup,
 ``stop()`` at shutdown, before the batches are flushed). ``inputs`` is not imported here: the configuration reads
 :mod:`.config` without pulling in the daemon's parts.
 """

@@ -17,9 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.errors import UsageError
-from bruce.wire.plog import plog_partition_key
+from bruce.producer import DiscardReason
+from bruce.wire import UsageError, plog_partition_key
 
 from .config import ListenerConfig
 from .sink import PlogSink

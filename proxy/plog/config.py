@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 PROTOCOLS = ("udp", "tcp")
 

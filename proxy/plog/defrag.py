@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bruce.wire.plog import KEY_TAG, TOPIC_TAG, Fragment, last_tag, murmur3_32
+from bruce.wire import KEY_TAG, TOPIC_TAG, Fragment, last_tag, murmur3_32
 
 from .stats import PlogStats
 

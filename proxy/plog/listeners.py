@@ -23,9 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.errors import MalformedInput, UsageError
-from bruce.wire.plog import Command, Fragment, Unboxed, parse_packet
+from bruce.producer import DiscardReason
+from bruce.wire import Command, Fragment, MalformedInput, Unboxed, UsageError, parse_packet
 
 from .base import BaseListener
 from .config import ListenerConfig

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from bruce.producer.reasons import DiscardReason
+from bruce.producer import DiscardReason
 
 
 class PlogSink(Protocol):

@@ -28,8 +28,8 @@ import os
 import time
 from collections.abc import Callable
 
-from bruce.producer.reasons import DiscardReason
-from bruce.wire.errors import UsageError
+from bruce.producer import DiscardReason
+from bruce.wire import UsageError
 
 from .base import REJECT_SAMPLE, BaseListener
 from .config import ListenerConfig

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .format import SpoolMessage, SpoolRecord
 from .lock import SpoolLocked
-from .spool import NOT_SPOOLED, SPOOL_FULL, FullPolicy, Spool, SpoolConfig
+from .settings import FullPolicy, SpoolConfig
+from .spool import NOT_SPOOLED, SPOOL_FULL, Spool
 
 __all__ = [
     "NOT_SPOOLED",

@@ -22,14 +22,12 @@ import os
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from pathlib import Path
+from typing import NamedTuple, Protocol
 
 from .format import HEADER_SIZE, FrameError, SpoolRecord, decode_frame
 from .scan import resync
-
-if TYPE_CHECKING:
-    from .spool import Spool
-    from .tracker import Segment
+from .tracker import Segment
 
 __all__ = ["CHUNK", "Cursor"]
 
@@ -44,10 +42,23 @@ class _Lost(NamedTuple):
     count: int
 
 
+class SpoolView(Protocol):
+    """What the cursor reads and updates of the spool that owns it (:class:`~.spool.Spool`)."""
+
+    directory: Path
+    next_sequence: int
+    corrupt: int
+    last_burst: tuple[int, int]  # the last burst appended: its first sequence and its offset in its segment
+
+    def segment_of(self, seq: int) -> Segment | None: ...
+
+    def done_run(self, first: int, count: int) -> None: ...
+
+
 class Cursor:
     """See the module rules. Owned by its :class:`~.spool.Spool` (``spool.cursor``)."""
 
-    def __init__(self, spool: Spool) -> None:
+    def __init__(self, spool: SpoolView) -> None:
         self._spool = spool
         self.start: int | None = None  # the next sequence to take; None: caught up
         self.held_total = 0  # records ever held on disk only (a counter)

@@ -35,8 +35,7 @@ from typing import NamedTuple
 import construct as c
 from construct import this
 
-from bruce.wire.crc import crc32c
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError, crc32c
 
 __all__ = [
     "FORMAT_VERSION",

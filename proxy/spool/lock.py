@@ -16,7 +16,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from bruce.wire.errors import BruceError
+from bruce.wire import BruceError
 
 __all__ = ["LOCK_NAME", "SpoolLocked", "acquire"]
 

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import construct as c
 from construct import this
 
-from bruce.wire.crc import crc32c
+from bruce.wire import crc32c
 
 from .format import FORMAT_VERSION
 

@@ -1,8 +1,9 @@
 """Recovery at open: what earlier runs left in the spool directory, checked against the manifest, replayed
-(docs/spool.md "Recovery" and "The manifest"). A part of :class:`~.spool.Spool`, kept apart for its size.
+(docs/spool.md "Recovery" and "The manifest"). :class:`Recovery` is owned by the :class:`~.spool.Spool`, which hands
+it the tracker and manifest they share, how to delete segments that became fully done, and where losses go.
 
 Rules:
-- :meth:`Recovery._load` lists the segments in base order, compares them with the manifest (:mod:`.manifest`: a
+- :meth:`Recovery.load` lists the segments in base order, compares them with the manifest (:mod:`.manifest`: a
   listed segment whose file is gone is *missing*), loads the done files, reads the newest segment at once (a torn
   tail is truncated there) and continues the sequence after the highest one ever used — never the sequences of a
   lost record or segment again. It saves the manifest (synced).
@@ -21,16 +22,13 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .donefile import DONE_SUFFIX, is_done, load_done, remove_orphans
 from .format import HEADER_SIZE, SpoolRecord, parse_header
 from .manifest import Lost, Manifest, missing_segments
 from .scan import Corrupt, TornTail, read_head, walk_segment
+from .settings import SpoolConfig
 from .tracker import Segment, Tracker
-
-if TYPE_CHECKING:
-    from .spool import SpoolConfig
 
 __all__ = ["SEGMENT_NAME", "Recovery"]
 
@@ -45,28 +43,37 @@ def _not_done(bitmap: bytes, base: int, first: int, end: int) -> int:
 
 
 class Recovery:
-    """The opening half of :class:`~.spool.Spool` (see the module rules)."""
+    """What earlier runs left in a spool's directory: found by :meth:`load`, handed out once by :meth:`replay` (see
+    the module rules)."""
 
-    directory: Path
-    config: SpoolConfig
-    next_sequence: int
-    replayed: int
-    skipped_done: int
-    corrupt: int
-    bad_headers: int
-    on_corrupt: Callable[[str, int, int, str], None] | None
-    _tracker: Tracker
-    _manifest: Manifest
-    _missing: list[Lost]
-    _torn: Corrupt | None
-    _to_replay: list[Segment]
-    _done_files: dict[str, bytes]
-    _last_name: str | None
-    _bytes: int
-    _left_in_place: int
-    _unlink: Callable[[list[Segment]], None]  # the spool's: deletes segments that became fully done
+    def __init__(
+        self,
+        config: SpoolConfig,
+        tracker: Tracker,
+        manifest: Manifest,
+        *,
+        unlink: Callable[[list[Segment]], None],
+        report: Callable[[Path, Corrupt], None],
+    ) -> None:
+        self.directory = Path(config.directory)
+        self.config = config
+        self._tracker = tracker
+        self._manifest = manifest
+        self._unlink = unlink  # the spool's: deletes segments that became fully done
+        self._report = report  # the spool's: counts a loss, logs it and hands it to its on_corrupt
+        self._missing: list[Lost] = []  # listed segments found gone, reported by replay()
+        self._torn: Corrupt | None = None  # the newest segment's torn tail, cut at load, reported by replay()
+        self._to_replay: list[Segment] = []
+        self._done_files: dict[str, bytes] = {}  # segment name -> done bitmap from the last clean close
+        self._last_name: str | None = None  # the newest segment found (the only one that may be torn)
+        self.next_sequence = 0  # after the highest sequence earlier runs used
+        self.bytes = 0  # the size of the segment files found
+        self.left_in_place = 0  # segment files that could not be read: not replayed, not tracked
+        self.replayed = 0
+        self.skipped_done = 0
+        self.bad_headers = 0
 
-    def _load(self) -> None:
+    def load(self) -> None:
         names = os.listdir(self.directory)
         found = sorted((int(m.group(1)), m.group(0)) for m in map(SEGMENT_NAME.match, names) if m)
         listed = self._manifest.load()
@@ -88,7 +95,7 @@ class Recovery:
             if name + DONE_SUFFIX in names:
                 self._done_files[name] = load_done(self.directory, name, base, header)
             segment.nbytes = nbytes
-            self._bytes += nbytes
+            self.bytes += nbytes
             segment.awaiting_replay = True
             self._to_replay.append(segment)
             end = (listed or {}).get(base)
@@ -116,7 +123,7 @@ class Recovery:
                 end = item.sequence + 1
             elif isinstance(item, TornTail) and item.offset < len(data):
                 os.truncate(path, item.offset)
-                self._bytes -= segment.nbytes - item.offset
+                self.bytes -= segment.nbytes - item.offset
                 segment.nbytes = item.offset
                 if item.offset >= HEADER_SIZE:  # else a crash while creating it: nothing was written to it
                     cut = len(data) - item.offset
@@ -149,7 +156,7 @@ class Recovery:
             why = head.unreadable
         if why:
             log.error("spool: %s cannot be read (%s); it is left in place and not replayed", path, why)
-            self._left_in_place += 1
+            self.left_in_place += 1
             self._tracker.forget(segment)
             return
         if head is not None and not head.header_ok:
@@ -221,15 +228,3 @@ class Recovery:
         self._tracker.extend(segment, (r.sequence for r in chunk))
         self.replayed += len(chunk)
         return chunk
-
-    def _report(self, path: Path, region: Corrupt) -> None:
-        self.corrupt += region.count
-        log.error(
-            "spool: %s offset %d: %s; %d message(s) lost, discarded as SPOOL_CORRUPT",
-            path,
-            region.offset,
-            region.detail,
-            region.count,
-        )
-        if self.on_corrupt is not None and region.count:
-            self.on_corrupt(str(path), region.offset, region.count, region.detail)

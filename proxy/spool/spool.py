@@ -44,20 +44,19 @@ import logging
 import os
 import struct
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from .cursor import Cursor
 from .donefile import DONE_SUFFIX, sync_directory, write_done_files
-from .format import HEADER_SIZE, SpoolMessage, encode_burst, encode_header
+from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header
 from .lock import acquire
-from .manifest import Lost, Manifest
+from .manifest import Manifest
 from .recovery import Recovery
 from .scan import Corrupt
+from .settings import FullPolicy, SpoolConfig
 from .syncer import Syncer
 from .tracker import Segment, Tracker
 
@@ -71,34 +70,6 @@ CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in th
 _LENGTH = struct.Struct(">I")  # a record's length field
 
 
-class FullPolicy(StrEnum):
-    """What ``append`` does when the spool holds ``max_bytes``."""
-
-    MEMORY = "memory"  # hold new messages in memory only (the memory budget still applies), counted
-    DISCARD = "discard"  # discard new messages as SPOOL_FULL
-
-
-@dataclass(frozen=True, slots=True)
-class SpoolConfig:
-    directory: Path
-    segment_bytes: int = 16 * 1024 * 1024
-    fsync_ms: int = 100
-    max_bytes: int = 1024 * 1024 * 1024
-    full_policy: FullPolicy = FullPolicy.MEMORY
-    replay_burst: int = 1024  # records per burst handed out by replay()
-    done_every_ms: int = 1000  # tick() saves the done bitmaps of partly done segments this often (0: at close only)
-
-    def __post_init__(self) -> None:
-        if (
-            self.segment_bytes <= HEADER_SIZE
-            or self.max_bytes <= 0
-            or self.fsync_ms < 0
-            or self.replay_burst <= 0
-            or self.done_every_ms < 0
-        ):
-            raise UsageError(f"invalid spool settings: {self}")
-
-
 def segment_name(base: int) -> str:
     return f"{base:020d}.seg"
 
@@ -107,7 +78,7 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Spool(Recovery):
+class Spool:
     """See the module rules. Create with :meth:`open`."""
 
     def __init__(self, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> None:
@@ -118,9 +89,6 @@ class Spool(Recovery):
         self._lock_fd: int | None = None
         self._fd: int | None = None  # the active segment's
         self._active: Segment | None = None
-        self._to_replay: list[Segment] = []
-        self._done_files: dict[str, bytes] = {}  # segment name -> done bitmap from the last clean close
-        self._last_name: str | None = None  # the newest segment found at open (the only one that may be torn)
         self._bytes = 0  # every segment file's size
         self._left_in_place = 0  # segment files not tracked: unreadable, or their deletion failed
         self._dirty = False
@@ -133,8 +101,6 @@ class Spool(Recovery):
         self.on_corrupt: Callable[[str, int, int, str], None] | None = None  # (file, offset, messages, detail)
         # counters
         self.appended = 0
-        self.replayed = 0
-        self.skipped_done = 0
         self.corrupt = 0
         self.not_spooled = 0
         self.full = 0
@@ -143,9 +109,7 @@ class Spool(Recovery):
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
         self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
         self._manifest = Manifest(self.directory)
-        self._missing: list[Lost] = []  # listed segments found gone at open, reported by replay()
-        self._torn: Corrupt | None = None  # the newest segment's torn tail, cut at open, reported by replay()
-        self.bad_headers = 0
+        self._recovery = Recovery(config, self._tracker, self._manifest, unlink=self._unlink, report=self._report)
 
     # -------------------------------------------------------------------------------------------------- opening
 
@@ -160,6 +124,36 @@ class Spool(Recovery):
         except OSError as e:
             spool._degrade(e, "opening the spool")
         return spool
+
+    def _load(self) -> None:
+        """What earlier runs left (:class:`~.recovery.Recovery`); the sequence continues after theirs."""
+        try:
+            self._recovery.load()
+        finally:
+            self.next_sequence = max(self.next_sequence, self._recovery.next_sequence)
+            self._bytes += self._recovery.bytes
+
+    def replay(self) -> Iterator[list[SpoolRecord]]:
+        """Every record left by earlier runs, oldest first (:meth:`.recovery.Recovery.replay`)."""
+        return self._recovery.replay()
+
+    def peek_records(self, wanted: set[int]) -> dict[int, SpoolRecord]:
+        """Records of ``wanted`` sequences still to be replayed, read without changing anything
+        (:meth:`.recovery.Recovery.peek_records`)."""
+        return self._recovery.peek_records(wanted)
+
+    def _report(self, path: Path, region: Corrupt) -> None:
+        """A loss found by recovery: counted, logged, handed to :attr:`on_corrupt`."""
+        self.corrupt += region.count
+        log.error(
+            "spool: %s offset %d: %s; %d message(s) lost, discarded as SPOOL_CORRUPT",
+            path,
+            region.offset,
+            region.detail,
+            region.count,
+        )
+        if self.on_corrupt is not None and region.count:
+            self.on_corrupt(str(path), region.offset, region.count, region.detail)
 
     def continue_after(self, sequence: int) -> None:
         """Hand out only sequences above ``sequence`` from now on (before the first append: the batch journal names
@@ -415,7 +409,22 @@ class Spool(Recovery):
     @property
     def segments(self) -> int:
         """Segment files in the directory (tracked or left in place)."""
-        return len(self._tracker) + self._left_in_place
+        return len(self._tracker) + self._left_in_place + self._recovery.left_in_place
+
+    @property
+    def replayed(self) -> int:
+        """Records handed out by :meth:`replay`."""
+        return self._recovery.replayed
+
+    @property
+    def skipped_done(self) -> int:
+        """Records :meth:`replay` skipped: a done file marked them delivered."""
+        return self._recovery.skipped_done
+
+    @property
+    def bad_headers(self) -> int:
+        """Segments whose header was damaged (their records read anyway)."""
+        return self._recovery.bad_headers
 
     @property
     def pending(self) -> int:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
 
-from bruce.producer.health import CONNECTED, IDLE
+from bruce.producer import CONNECTED, IDLE
 
 from .charts import sparkline
 from .history import WINDOW_S, RateSample, rate, series, window_span

@@ -35,7 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bruce.producer.counters import Counters
+from bruce.producer import Counters
 
 log = logging.getLogger("bruce.proxy.status")
 

@@ -21,7 +21,7 @@ import time
 from base64 import b64encode
 from collections.abc import Iterable
 
-from bruce.proxy.discards import DiscardReport, PeriodReport, TopicInterval
+from bruce.proxy.accounting.discards import DiscardReport, PeriodReport, TopicInterval
 
 from .bruce_counters import LOCATION, bruce_counters
 from .source import CounterSet, MetadataTimes, QueueStats, ServerInfo

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from .source import CounterSet, Gauge, Labels, MetadataTimes, QueueStats, ServerInfo
 

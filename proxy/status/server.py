@@ -34,8 +34,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from bruce.producer.counters import Counters
-from bruce.wire.errors import BruceError, UsageError
+from bruce.producer import Counters
+from bruce.wire import BruceError, UsageError
 
 from . import dashboard, pages
 from .guard import ConnectionGate, GatedSite, HostPolicy, RequestErrorLog, connection_cap

@@ -20,9 +20,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bruce.producer import BootstrapState, BrokerState
-from bruce.producer.counters import Labels
-from bruce.proxy.discards import DiscardReport
+from bruce.producer import BootstrapState, BrokerState, Labels
+from bruce.proxy.accounting.discards import DiscardReport
 
 from .history import RateSample
 

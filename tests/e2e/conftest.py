@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kafkaclient import KafkaClient
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 
 @dataclass(frozen=True, slots=True)

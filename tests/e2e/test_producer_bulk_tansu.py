@@ -10,7 +10,7 @@ import pytest
 from readback import read_back
 
 from bruce.producer import Producer, ProducerConfig
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ import pytest
 from kafkaclient import KafkaClient
 
 from bruce.producer import Producer, ProducerConfig
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.records import entry_spans
 
 pytestmark = pytest.mark.e2e

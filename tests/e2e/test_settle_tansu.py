@@ -15,7 +15,7 @@ from readback import read_back
 from bruce.producer import Producer, ProducerConfig
 from bruce.producer.journal import JournalEntry
 from bruce.producer.recovery import Settlement, Settler
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.recordbatch import build_record_batch
 
 pytestmark = pytest.mark.e2e

@@ -14,15 +14,15 @@ import pytest
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.discards import DiscardTracker
-from bruce.proxy.message import MESSAGE_OVERHEAD, Message
-from bruce.proxy.outcomes import Outcomes
-from bruce.proxy.plog import inputs as inputs_module
+from bruce.proxy.accounting.discards import DiscardTracker
+from bruce.proxy.accounting.outcomes import Outcomes
+from bruce.proxy.daemon import plog_inputs as inputs_module
+from bruce.proxy.daemon.plog_inputs import PlogInputs, PlogStartError
+from bruce.proxy.daemon.spooling import DiskBacklog
+from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.plog.config import ListenerConfig
-from bruce.proxy.plog.inputs import PlogInputs, PlogStartError
+from bruce.proxy.routing.message import MESSAGE_OVERHEAD, Message
 from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig
-from bruce.proxy.spooling import DiskBacklog
 from bruce.wire.plog import build_fragments, plog_partition_key
 
 

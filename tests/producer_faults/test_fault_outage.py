@@ -13,7 +13,7 @@ from fakebroker.harness import Outcomes, assert_accounting, bruce_config, runnin
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig
 from bruce.producer.backoff import ExponentialBackoff, PauseBackoff
-from bruce.proxy.embedded import free_port
+from bruce.proxy.config.ports import free_port
 from bruce.wire.protocol import produce
 
 PRODUCE = produce.KEY

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy import nagios
-from bruce.proxy.nagios import CRITICAL, OK, READ_COUNTERS, UNKNOWN, WARNING
+from bruce.proxy.status import nagios
+from bruce.proxy.status.nagios import CRITICAL, OK, READ_COUNTERS, UNKNOWN, WARNING
 
 
 class Canned:
@@ -58,7 +58,7 @@ def bruce_cpp_counters(now: int, pid: int = 14246, **values: int) -> str:
 
 def run(port: int, *args: str) -> tuple[int, str]:
     out = subprocess.run(
-        [sys.executable, "-m", "bruce.proxy.nagios", *args, "-p", str(port)],
+        [sys.executable, "-m", "bruce.proxy.status.nagios", *args, "-p", str(port)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -183,7 +183,9 @@ def test_a_daemon_that_does_not_answer_is_critical(tmp_path: Path) -> None:
 
 
 def test_usage_errors_are_unknown(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "bruce.proxy.nagios", "counters"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "bruce.proxy.status.nagios", "counters"], capture_output=True, text=True
+    )
     assert out.returncode == UNKNOWN and "required" in out.stdout
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.systemd import Notifier, from_environment, supervise
+from bruce.proxy.daemon.systemd import Notifier, from_environment, supervise
 
 
 def receiver(address: str) -> socket.socket:

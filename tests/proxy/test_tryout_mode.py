@@ -14,12 +14,11 @@ from types import SimpleNamespace
 import pytest
 from config_files import PER_TOPIC_CONF
 
-from bruce.proxy import embedded
-from bruce.proxy.cli import announcement
-from bruce.proxy.config import Broker, load_config, parse_command_line
-from bruce.proxy.daemon import Daemon
-from bruce.proxy.discards import DiscardTracker
-from bruce.proxy.msg_debug import MessageDebugLog
+from bruce.proxy.accounting.discards import DiscardTracker
+from bruce.proxy.accounting.msg_debug import MessageDebugLog
+from bruce.proxy.config import Broker, load_config, parse_command_line, ports
+from bruce.proxy.daemon.cli import announcement
+from bruce.proxy.daemon.daemon import Daemon
 
 
 class Clock:
@@ -102,14 +101,14 @@ def test_the_banner_says_which_port_the_embedded_broker_took_and_why() -> None:
 
 def test_the_embedded_broker_port_is_kafkas_usual_one_when_free(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bruce`` takes 9092 when free, else a free port; shown on a stand-in port so 9092 itself is left alone."""
-    usual = embedded.free_port()
-    monkeypatch.setattr(embedded, "KAFKA_PORT", usual)
-    assert embedded.port_is_free(usual) and embedded.broker_port() == usual
+    usual = ports.free_port()
+    monkeypatch.setattr(ports, "KAFKA_PORT", usual)
+    assert ports.port_is_free(usual) and ports.broker_port() == usual
     assert load_config(parse_command_line([])).initial_brokers == (Broker("127.0.0.1", usual),)
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", usual))
         holder.listen()
-        assert not embedded.port_is_free(usual)
-        taken = embedded.broker_port()
-        assert taken != usual and embedded.port_is_free(taken)
+        assert not ports.port_is_free(usual)
+        taken = ports.broker_port()
+        assert taken != usual and ports.port_is_free(taken)
         assert load_config(parse_command_line([])).initial_brokers[0].port != usual

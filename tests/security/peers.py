@@ -30,7 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from readback import read_back
 
-from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 USERS = {"alice": "alice-secret-pw", "bob": "b0b:pa,ss=word"}  # bob's password needs SCRAM's escaping rules
 KEY_PASSWORD = "client-key-pw"

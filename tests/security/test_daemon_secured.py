@@ -13,8 +13,8 @@ import pytest
 from config_files import PER_TOPIC_CONF
 from e2e.daemon.harness import daemon_starter, http_get, make_config, wait_for
 
+from bruce.client import BruceClient
 from bruce.producer import SecurityConfig
-from bruce.proxy.client import BruceClient
 from bruce.proxy.config import Broker
 from bruce.proxy.config.startup import default_config
 from bruce.proxy.config.toml_config import to_toml

@@ -10,7 +10,8 @@ from contextlib import ExitStack
 import pytest
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig
-from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .peers import USERS, Secured, bad_tls_front, confluent_read, start_stunnel
 from .test_peers_confluent import WAYS

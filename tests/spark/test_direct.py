@@ -9,7 +9,7 @@ from fakebroker import FakeCluster, Fault
 from kafka.partitioner.default import murmur2 as java_murmur2
 
 from bruce.producer import Partition, Producer, Topic, partition_for_key, run
-from bruce.proxy.embedded import free_port
+from bruce.proxy.config.ports import free_port
 from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable, deliver
 from bruce.spark.direct import produce_batches
 from bruce.spark.options import write_options

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from bruce.proxy.embedded import free_port
+from bruce.proxy.config.ports import free_port
 from bruce.spark.kafka_reader import KafkaReader, KafkaReadError, Retry, partition_answer
 from bruce.spark.options import ClientConfig
 from bruce.wire.protocol.fetch import FetchPartitionResponse, FetchResponse, FetchTopicResponse

@@ -13,7 +13,7 @@ from fakebroker import FakeCluster, Fault
 from fakebroker.harness import fake_cluster_thread
 from pyspark.sql import functions as F
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.datagram import parse_datagram
 
 from .kafka_io import consume_all, produce_all

@@ -33,8 +33,9 @@ from dashboard_check import metric_counters
 from prometheus_client.parser import text_string_to_metric_families
 from readback import read_back
 
+from bruce.client import BruceClient
 from bruce.producer.aio import new_event_loop
-from bruce.proxy.client import BruceClient
+from bruce.proxy.accounting.outcomes import Accounting
 from bruce.proxy.config import (
     BatchingConfig,
     BatchLimits,
@@ -49,9 +50,8 @@ from bruce.proxy.config import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.daemon import Daemon
-from bruce.proxy.embedded import EmbeddedBroker
-from bruce.proxy.outcomes import Accounting
+from bruce.proxy.daemon.daemon import Daemon
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.datagram import build_any_partition
 
 T = TypeVar("T")

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from config_files import COMBINED_CONF, PER_TOPIC_CONF
 
-from bruce.proxy.client import BruceClient, SocketFullError
-from bruce.proxy.embedded import KAFKA_PORT, EmbeddedBroker, port_is_free
+from bruce.client import BruceClient, SocketFullError
+from bruce.proxy.config.ports import KAFKA_PORT, port_is_free
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
 

@@ -16,7 +16,8 @@ from bruce.producer import sender
 from bruce.producer.errors import ProducerClosed
 from bruce.producer.producer import Producer
 from bruce.proxy.config import Broker
-from bruce.proxy.embedded import EmbeddedBroker, free_port
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import BruceProcess, DaemonThread, counters_json, make_config, wait_for
 

@@ -11,7 +11,7 @@ import pytest
 from kafkaclient import KafkaClient
 
 from bruce.proxy.config import Broker, CompressionCodec, CompressionConfig, CompressionType
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.compression import Codec
 
 from .harness import DaemonThread, consume_topic, make_config

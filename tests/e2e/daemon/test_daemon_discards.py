@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy import to_bruce
+from bruce.client import to_bruce
 from bruce.proxy.config import Broker, RateLimit, RateLimitingConfig
-from bruce.proxy.embedded import EmbeddedBroker
-from bruce.proxy.message import message_charge
+from bruce.proxy.daemon.embedded import EmbeddedBroker
+from bruce.proxy.routing.message import message_charge
 from bruce.wire.datagram import build_any_partition
 
 from .harness import DaemonThread, consume_topic, make_config, malformed, wait_for
@@ -95,7 +95,7 @@ def test_a_topic_name_kafka_refuses_is_bad_topic_name(
     log_path = workdir / "discard.log"
     d = start_daemon(topic_autocreate=True, discard_log_path=str(log_path))
     sock = str(workdir / "bruce.sock")
-    with caplog.at_level(logging.WARNING, logger="bruce.proxy.discards"):
+    with caplog.at_level(logging.WARNING, logger="bruce.proxy.accounting.discards"):
         assert to_bruce.main(["--socket_path", sock, "--topic", "bad topic!", "--count", "3", "--unchecked"]) == 0
         a = d.settle(3)
     assert (a.discarded, d.discards("BAD_TOPIC_NAME"), d.discards("TOPIC_AUTOCREATE_FAIL")) == (3, 3, 0)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.client import BruceClient
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import BruceProcess, consume_topic, counters_json, http_get, wait_for
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from netproxy import ThreadedProxy, tansu_behind_proxy
 
-from bruce.proxy.client import BruceClient
+from bruce.client import BruceClient
 from bruce.proxy.config import Broker
 from bruce.proxy.config.toml_config import to_toml
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import BruceProcess, consume_topic, counters_json, make_config, wait_for
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from fakebroker import FakeCluster
 
-from bruce.proxy.assembly import producer_config
+from bruce.proxy.config import producer_config
 from bruce.proxy.config.model import Broker
-from bruce.proxy.embedded import free_port
+from bruce.proxy.config.ports import free_port
 
 from .harness import TIMEOUT, ClusterThread, daemon_starter, make_config, make_options, wait_for
 

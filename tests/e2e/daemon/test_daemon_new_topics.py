@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fakebroker import FakeCluster, Fault
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import ClusterThread, DaemonThread, consume_topic, daemon_starter, make_config, wait_for
 
@@ -109,7 +109,7 @@ def test_shutdown_waits_for_a_topic_being_created(
         client.send_any_partition("fresh", b"v1")
     wait_for(lambda: d.accounting().received == 2, what="the datagrams to be read")
     assert d.call(lambda: d.daemon.router.held) == 2  # still waiting for the creation
-    with caplog.at_level(logging.INFO, logger="bruce.proxy.daemon"):
+    with caplog.at_level(logging.INFO, logger="bruce.proxy.daemon.daemon"):
         a = d.stop()
     assert (a.received, a.delivered, a.discarded) == (2, 2, 0)
     assert cluster.call(lambda: cluster.cluster.values("fresh")) == [b"v0", b"v1"]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.client import BruceClient
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.client import BruceClient
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from .harness import BruceProcess, bruce_command, consume_topic, counters_json, http_get, wait_for
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from dashboard_check import parse_dashboard
 
-from bruce.proxy.client import BruceClient
-from bruce.proxy.config import Broker
-from bruce.proxy.embedded import EmbeddedBroker, free_port
-from bruce.proxy.shutdown import NOTICE
+from bruce.client import BruceClient
+from bruce.proxy.config import NOTICE, Broker
+from bruce.proxy.config.ports import free_port
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
 
 from .harness import BruceProcess, DaemonThread, consume_topic, counters_json, http_get, make_config, wait_for
@@ -262,7 +262,7 @@ def test_messages_left_at_shutdown_stay_and_the_next_start_delivers_them_within_
         for value in values:
             client.send_any_partition(topic, value)
     wait_for(lambda: first.accounting().received == len(values), what="the first daemon to read every message")
-    caplog.set_level(NOTICE, logger="bruce.proxy.daemon")
+    caplog.set_level(NOTICE, logger="bruce.proxy.daemon.daemon")
     a = first.stop()
     assert (a.discarded, a.kept) == (0, len(values)) and first.discards("SERVER_SHUTDOWN") == 0, a
     assert a.balanced

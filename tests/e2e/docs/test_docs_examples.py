@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.embedded import KAFKA_PORT, port_is_free
+from bruce.proxy.config.ports import KAFKA_PORT, port_is_free
 
 from ..daemon.harness import BruceProcess, counters_json, start_bruce, wait_for
 from .examples import ROOT, Block, doc_paths, read_blocks, runnable_blocks, substitute

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.plog import build_fragments
 
 from ..daemon.harness import BruceProcess, bruce_command, consume_topic, counters_json, wait_for

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.plog import build_fragments
 
 from ..daemon.harness import consume_topic, counters_json, wait_for

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from bruce.proxy.config import Broker
-from bruce.proxy.embedded import EmbeddedBroker
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 from ..daemon.harness import consume_topic, make_config, wait_for
 from .conftest import PlogDaemon, tcp

@@ -16,11 +16,11 @@ import pytest
 from confluent_kafka import Producer
 
 from bruce.proxy.config import Broker
-from bruce.proxy.daemon import Daemon
-from bruce.proxy.embedded import EmbeddedBroker
-from bruce.proxy.message import Message
-from bruce.proxy.plog.inputs import PlogStartError
-from bruce.proxy.router import Router
+from bruce.proxy.daemon.daemon import Daemon
+from bruce.proxy.daemon.embedded import EmbeddedBroker
+from bruce.proxy.daemon.plog_inputs import PlogStartError
+from bruce.proxy.routing.message import Message
+from bruce.proxy.routing.router import Router
 from bruce.wire.plog import build_command, build_fragments, plog_partition_key
 
 from ..daemon.harness import DaemonThread, consume_topic, make_config, make_options, wait_for

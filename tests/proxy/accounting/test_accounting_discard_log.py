@@ -17,9 +17,9 @@ import pytest
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason as R
-from bruce.proxy import discard_log as discard_log_module
-from bruce.proxy.discard_log import DiscardLog, DiscardLogFile, format_discard_line, split_log_path
-from bruce.proxy.discards import DiscardTracker
+from bruce.proxy.accounting import discard_log as discard_log_module
+from bruce.proxy.accounting.discard_log import DiscardLog, DiscardLogFile, format_discard_line, split_log_path
+from bruce.proxy.accounting.discards import DiscardTracker
 from bruce.wire.errors import UsageError
 
 from .clocks import ManualClock

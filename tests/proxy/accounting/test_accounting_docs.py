@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy import discard_log, discards, msg_debug
+from bruce.proxy.accounting import discard_log, discards, msg_debug
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "discards.md").read_text()
 

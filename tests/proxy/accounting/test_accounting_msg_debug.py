@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bruce.producer.counters import Counters
-from bruce.proxy.msg_debug import FILE_NAMES, MAX_TOPICS, MessageDebugLog, format_debug_line
+from bruce.proxy.accounting.msg_debug import FILE_NAMES, MAX_TOPICS, MessageDebugLog, format_debug_line
 from bruce.wire.errors import UsageError
 
 from .clocks import ManualClock

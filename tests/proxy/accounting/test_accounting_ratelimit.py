@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bruce.proxy.config.model import RateLimit
-from bruce.proxy.ratelimit import RateLimiter
+from bruce.proxy.routing.ratelimit import RateLimiter
 from bruce.wire.errors import UsageError
 
 # Bruce's test config: named configs (interval ms, max count | None = unlimited), a default and per-topic choices.

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from bruce.producer.reasons import DiscardReason as R
-from bruce.proxy.discards import DiscardTracker
+from bruce.proxy.accounting.discards import DiscardTracker
 from bruce.proxy.status import ServerInfo
 from bruce.proxy.status.pages import render_discards_json, render_discards_plain
 

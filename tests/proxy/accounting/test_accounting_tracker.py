@@ -9,8 +9,8 @@ import pytest
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason as R
-from bruce.proxy.discard_log import format_discard_line
-from bruce.proxy.discards import MAX_RECENT, MAX_VERSIONS, OTHER_TOPIC, DiscardTracker, TopicInterval
+from bruce.proxy.accounting.discard_log import format_discard_line
+from bruce.proxy.accounting.discards import MAX_RECENT, MAX_VERSIONS, OTHER_TOPIC, DiscardTracker, TopicInterval
 from bruce.wire.datagram import build_any_partition
 from bruce.wire.errors import UsageError
 
@@ -298,7 +298,7 @@ def test_topics_are_capped_and_bytes_topics_are_readable() -> None:
 
 def test_discards_are_logged_at_most_once_per_30_seconds_per_reason(caplog: pytest.LogCaptureFixture) -> None:
     tracker, _, _ = make()
-    with caplog.at_level(logging.WARNING, logger="bruce.proxy.discards"):
+    with caplog.at_level(logging.WARNING, logger="bruce.proxy.accounting.discards"):
         for _ in range(100):
             tracker.record(R.RATE_LIMIT, "t", b"", b"", 1)
             tracker.record_unparsed(R.MALFORMED, b"x")
@@ -306,7 +306,7 @@ def test_discards_are_logged_at_most_once_per_30_seconds_per_reason(caplog: pyte
     assert messages == ["discarded message: RATE_LIMIT topic 't'", "discarded message: MALFORMED"]
     quiet, _, _ = make(log_discards=False)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="bruce.proxy.discards"):
+    with caplog.at_level(logging.WARNING, logger="bruce.proxy.accounting.discards"):
         quiet.record(R.RATE_LIMIT, "t", b"", b"", 1)
     assert caplog.records == []
 
@@ -348,7 +348,7 @@ def test_long_msg_and_bad_topic_name_say_why(caplog: pytest.LogCaptureFixture) -
     tracker, clock, counters = make(discard_log=sink, prefix_size=4, interval=1000)  # type: ignore[arg-type]
     tracker.message_limit = 1000
     oversized = build_any_partition("big", b"v" * 70_000, timestamp=1)[:65_537]  # what the intake reads of it
-    with caplog.at_level(logging.WARNING, logger="bruce.proxy.discards"):
+    with caplog.at_level(logging.WARNING, logger="bruce.proxy.accounting.discards"):
         tracker.record(R.LONG_MSG, "t", b"key", b"v" * 1500, 17)
         clock.now += 30  # a warning per reason per 30 s
         tracker.record_unparsed(R.LONG_MSG, oversized, detail=65_536)

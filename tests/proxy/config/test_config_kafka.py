@@ -11,7 +11,7 @@ import pytest
 from config_files import PER_TOPIC_CONF
 
 from bruce.producer.security import Secret
-from bruce.proxy.assembly import producer_config
+from bruce.proxy.config import producer_config
 from bruce.proxy.config.errors import ConfigError
 from bruce.proxy.config.model import Broker
 from bruce.proxy.config.options import Options

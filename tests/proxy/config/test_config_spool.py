@@ -11,7 +11,7 @@ from bruce.proxy.config.errors import ConfigError
 from bruce.proxy.config.model import Broker
 from bruce.proxy.config.startup import configure, default_config
 from bruce.proxy.config.toml_config import load_toml, to_toml
-from bruce.proxy.spooling import spool_config
+from bruce.proxy.daemon.spooling import spool_config
 
 SPOOL = '\n[spool]\ndir = "/var/spool/bruce"\nfsync_ms = 0\nmax_bytes = 65536\nfull_policy = "discard"\n'
 

@@ -18,9 +18,9 @@ import uvloop
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.message import Message
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.intake.intake import DatagramIntake
+from bruce.proxy.routing.message import Message
 
 TIMEOUT = 10.0
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from bruce.producer.counters import Counters
-from bruce.proxy.budget import BudgetError, MessageBudget
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.message import MESSAGE_OVERHEAD, Message, message_charge
+from bruce.proxy.intake.budget import BudgetError, MessageBudget
+from bruce.proxy.intake.intake import DatagramIntake
+from bruce.proxy.routing.message import MESSAGE_OVERHEAD, Message, message_charge
 from bruce.wire.datagram import build_any_partition, build_partition_key
 
 

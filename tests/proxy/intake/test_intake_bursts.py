@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.intake_process import READ_SIZE
-from bruce.proxy.message import message_charge
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.intake.intake import DatagramIntake
+from bruce.proxy.intake.intake_process import READ_SIZE
+from bruce.proxy.routing.message import message_charge
 from bruce.wire.datagram import build_any_partition, build_old_v0, build_partition_key
 
 from .conftest import RecordingSink, connect, wait_until

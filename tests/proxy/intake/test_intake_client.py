@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bruce.proxy.client import (
+from bruce.client import (
     BruceClient,
     DaemonUnavailableError,
     MessageTooLargeError,
@@ -22,7 +22,7 @@ from bruce.proxy.client import (
     TopicTooLargeError,
     now_ms,
 )
-from bruce.proxy.intake import DatagramIntake
+from bruce.proxy.intake.intake import DatagramIntake
 from bruce.wire.datagram import Datagram, DatagramKind, parse_datagram
 from bruce.wire.errors import BruceError, UsageError
 

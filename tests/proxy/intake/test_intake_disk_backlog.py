@@ -10,13 +10,13 @@ from pathlib import Path
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.discards import DiscardTracker
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.message import Message, message_charge
-from bruce.proxy.outcomes import Accounting, Outcomes
+from bruce.proxy.accounting.discards import DiscardTracker
+from bruce.proxy.accounting.outcomes import Accounting, Outcomes
+from bruce.proxy.daemon.spooling import DiskBacklog
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.intake.intake import DatagramIntake
+from bruce.proxy.routing.message import Message, message_charge
 from bruce.proxy.spool import Spool, SpoolConfig
-from bruce.proxy.spooling import DiskBacklog
 from bruce.wire.datagram import build_any_partition
 
 TS = 1_700_000_000_000

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.intake import DatagramIntake, IntakeError
+from bruce.proxy.intake.intake import DatagramIntake, IntakeError
 from bruce.wire.datagram import build_any_partition
 
 from .conftest import TIMEOUT, connect, wait_until
@@ -225,8 +225,8 @@ def test_reader_process_ignores_ctrl_c(make_intake: Callable[..., DatagramIntake
 DAEMON = """
 import asyncio, sys
 from bruce.producer.counters import Counters
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.intake import DatagramIntake
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.intake.intake import DatagramIntake
 
 class Sink:
     def on_message(self, m): pass

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bruce.proxy.client import BruceClient
-from bruce.proxy.intake import DATAGRAM_SIZE_LIMIT, DatagramIntake, IntakeError, check_large_datagrams
+from bruce.client import BruceClient
+from bruce.proxy.intake.intake import DATAGRAM_SIZE_LIMIT, DatagramIntake, IntakeError, check_large_datagrams
 
 from .conftest import wait_until
 

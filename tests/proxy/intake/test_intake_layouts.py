@@ -1,6 +1,6 @@
-"""The intake's fast path (datagrams that repeat a layout, proxy/intake_burst.py) gives every datagram the outcome and
-the message fields ``parse_datagram`` gives it: same length but another topic, key size, flags or API key, topics too
-long to keep, and a limit lowered after a layout was learned."""
+"""The intake's fast path (datagrams that repeat a layout, proxy/intake/intake_burst.py) gives every datagram the
+outcome and the message fields ``parse_datagram`` gives it: same length but another topic, key size, flags or API key,
+topics too long to keep, and a limit lowered after a layout was learned."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-import bruce.proxy.intake_burst as intake_burst
+import bruce.proxy.intake.intake_burst as intake_burst
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.intake import DatagramIntake
+from bruce.proxy.intake.intake import DatagramIntake
 from bruce.wire.datagram import build_any_partition, build_partition_key, parse_datagram
 
 TS = 1_700_000_000_000

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bruce.proxy.intake import DatagramIntake, IntakeError
+from bruce.proxy.intake.intake import DatagramIntake, IntakeError
 
 from .conftest import connect, wait_until
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.socket_path import SocketPathError, check_not_live, default_socket_path, ensure_private_dir
+from bruce.client import default_socket_path
+from bruce.proxy.intake.intake import DatagramIntake
+from bruce.proxy.intake.socket_path import SocketPathError, check_not_live, ensure_private_dir
 
 from .conftest import connect
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.discards import DiscardTracker
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.message import Message, message_charge
-from bruce.proxy.outcomes import Outcomes
+from bruce.proxy.accounting.discards import DiscardTracker
+from bruce.proxy.accounting.outcomes import Outcomes
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.intake.intake import DatagramIntake
+from bruce.proxy.routing.message import Message, message_charge
 from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig, SpoolMessage
 from bruce.wire.datagram import build_any_partition, build_partition_key
 

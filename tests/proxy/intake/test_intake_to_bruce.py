@@ -16,11 +16,10 @@ from typing import Any
 
 import pytest
 
+from bruce.client import DaemonUnavailableError, now_ms, to_bruce
+from bruce.client.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy import to_bruce
-from bruce.proxy.client import DaemonUnavailableError, now_ms
-from bruce.proxy.intake import DatagramIntake
-from bruce.proxy.to_bruce import EXIT_DROPPED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, main
+from bruce.proxy.intake.intake import DatagramIntake
 from bruce.wire.datagram import Datagram, DatagramKind, build_any_partition, parse_datagram
 from bruce.wire.errors import MalformedInput
 

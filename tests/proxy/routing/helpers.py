@@ -9,7 +9,6 @@ from typing import Any
 from bruce.producer.cluster import ClusterView, build_view
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.batcher import Batcher
 from bruce.proxy.config.model import (
     BatchingConfig,
     BatchLimits,
@@ -24,8 +23,9 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.message import Message
-from bruce.proxy.router import Router
+from bruce.proxy.routing.batcher import Batcher
+from bruce.proxy.routing.message import Message
+from bruce.proxy.routing.router import Router
 
 _timestamps = itertools.count(1_700_000_000_000)
 

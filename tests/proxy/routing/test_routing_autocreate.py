@@ -12,8 +12,8 @@ from fakebroker.harness import bruce_config, scenario, wait_for
 
 from bruce.producer import Producer
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.batcher import Batcher
-from bruce.proxy.router import Router
+from bruce.proxy.routing.batcher import Batcher
+from bruce.proxy.routing.router import Router
 
 from .helpers import CLUSTER, Rig, config, msg, view
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bruce.proxy.batcher import Batcher
 from bruce.proxy.config.model import TopicAction, TopicBatching
+from bruce.proxy.routing.batcher import Batcher
 
 from .helpers import Submitted, config, limits, msg
 

@@ -16,8 +16,6 @@ from fakebroker.harness import bruce_config, scenario, wait_for
 
 from bruce.producer import Producer
 from bruce.producer.request import NO_COMPRESSION, encode_records
-from bruce.proxy.batcher import Batcher
-from bruce.proxy.compression_policy import TopicCompression
 from bruce.proxy.config.model import (
     CompressionCodec,
     CompressionConfig,
@@ -26,7 +24,9 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.router import Router
+from bruce.proxy.routing.batcher import Batcher
+from bruce.proxy.routing.compression_policy import TopicCompression
+from bruce.proxy.routing.router import Router
 from bruce.wire.compression import Codec
 
 from .helpers import config, limits, msg

@@ -8,7 +8,7 @@ import pytest
 from bruce.producer.message import Message as ProducerMessage
 from bruce.producer.message import resolve_delivered, resolve_failed
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.message import MESSAGE_OVERHEAD, Message
+from bruce.proxy.routing.message import MESSAGE_OVERHEAD, Message
 
 
 def producer_slots() -> list[str]:

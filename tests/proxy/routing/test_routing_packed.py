@@ -14,9 +14,9 @@ from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.queues import PartitionQueue
-from bruce.proxy.budget import MessageBudget
-from bruce.proxy.message import Message
-from bruce.proxy.packed import (
+from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.routing.message import Message
+from bruce.proxy.routing.packed import (
     BATCH_BYTES,
     INDEX_BYTES,
     KEYED_INDEX_BYTES,

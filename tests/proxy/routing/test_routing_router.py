@@ -10,8 +10,8 @@ import pytest
 
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.config.model import RateLimit
-from bruce.proxy.ratelimit import RateLimiter
-from bruce.proxy.router import LEGACY_MESSAGE_OVERHEAD, RECORD_BATCH_OVERHEAD, message_overhead
+from bruce.proxy.routing.ratelimit import RateLimiter
+from bruce.proxy.routing.router import LEGACY_MESSAGE_OVERHEAD, RECORD_BATCH_OVERHEAD, message_overhead
 
 from .helpers import CLUSTER, Rig, config, view
 

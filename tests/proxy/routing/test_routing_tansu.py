@@ -13,8 +13,6 @@ import pytest
 from readback import read_back
 
 from bruce.producer import Producer, ProducerConfig
-from bruce.proxy.batcher import Batcher
-from bruce.proxy.compression_policy import TopicCompression
 from bruce.proxy.config.model import (
     CompressionCodec,
     CompressionConfig,
@@ -22,9 +20,11 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
-from bruce.proxy.embedded import EmbeddedBroker
-from bruce.proxy.message import Message
-from bruce.proxy.router import Router, message_overhead
+from bruce.proxy.daemon.embedded import EmbeddedBroker
+from bruce.proxy.routing.batcher import Batcher
+from bruce.proxy.routing.compression_policy import TopicCompression
+from bruce.proxy.routing.message import Message
+from bruce.proxy.routing.router import Router, message_overhead
 
 from .helpers import config, limits, msg
 

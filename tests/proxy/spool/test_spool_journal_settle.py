@@ -1,5 +1,5 @@
-"""The daemon's settling of the batch journal at start (bruce.proxy.exactly_once), with the log lookups stubbed (the
-real ones run against tansu in tests/e2e/test_settle_tansu.py and tests/e2e/daemon/test_daemon_exactly_once.py):
+"""The daemon's settling of the batch journal at start (bruce.proxy.daemon.exactly_once), with the log lookups stubbed
+(the real ones run against tansu in tests/e2e/test_settle_tansu.py and tests/e2e/daemon/test_daemon_exactly_once.py):
 which batches are asked about, which spooled messages are settled, which are possible duplicates."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.journal import Journal
 from bruce.producer.recovery import Settlement
-from bruce.proxy import exactly_once
-from bruce.proxy.exactly_once import SpoolJournal, why_at_least_once
+from bruce.proxy.daemon import exactly_once
+from bruce.proxy.daemon.exactly_once import SpoolJournal, why_at_least_once
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
 
 

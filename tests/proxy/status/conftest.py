@@ -17,8 +17,8 @@ import uvloop
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.discards import DiscardReport, DiscardTracker
-from bruce.proxy.msg_debug import MessageDebugLog
+from bruce.proxy.accounting.discards import DiscardReport, DiscardTracker
+from bruce.proxy.accounting.msg_debug import MessageDebugLog
 from bruce.proxy.status import (
     BrokerState,
     CounterSet,
