@@ -32,8 +32,7 @@ from operator import add, attrgetter
 from sys import getrefcount
 from typing import Any
 
-from bruce.wire.errors import UsageError
-from bruce.wire.recordbatch import build_value_batch
+from bruce.wire import UsageError, build_value_batch
 
 from .cluster import Topic
 from .dispatcher import Dispatcher

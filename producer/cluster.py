@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.errors import MalformedInput
+from bruce.wire import MalformedInput
 
 USABLE_PARTITION_ERRORS = frozenset({0, 9})
 

@@ -22,10 +22,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.errors import MalformedInput
-from bruce.wire.protocol.api_versions import KEY as API_VERSIONS_KEY
-from bruce.wire.protocol.api_versions import decode_api_versions_response
-from bruce.wire.protocol.base import decode_response, encode_request, request_spec
+from bruce.wire import (
+    API_VERSIONS_KEY,
+    MalformedInput,
+    decode_api_versions_response,
+    decode_response,
+    encode_request,
+    request_spec,
+)
 
 from .errors import BrokerProtocolError
 

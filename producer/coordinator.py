@@ -18,10 +18,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from bruce.wire import errorcodes
-from bruce.wire.errors import BruceError
-from bruce.wire.protocol import find_coordinator as fc
-from bruce.wire.versions import FIND_COORDINATOR
+from bruce.wire import FIND_COORDINATOR, BruceError, errorcodes
+from bruce.wire import find_coordinator as fc
 
 from .backoff import ExponentialBackoff
 from .config import ProducerConfig

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from operator import attrgetter
 
-from bruce.wire.topic_name import topic_name_problem
+from bruce.wire import topic_name_problem
 
 from .cluster import ClusterView, Topic
 from .config import ProducerConfig

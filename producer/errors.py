@@ -7,7 +7,7 @@ from a peer); a failed message surfaces as :class:`DeliveryError` with its :clas
 
 from __future__ import annotations
 
-from bruce.wire.errors import BruceError, MalformedInput, UsageError
+from bruce.wire import BruceError, MalformedInput, UsageError
 
 from .reasons import DiscardReason
 

@@ -42,9 +42,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from bruce.wire import errorcodes
-from bruce.wire.errors import UsageError
-from bruce.wire.protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from bruce.wire import InitProducerIdRequest, InitProducerIdResponse, UsageError, errorcodes
 
 from .acks import Action, Decision
 

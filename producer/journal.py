@@ -40,7 +40,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from bruce.wire.crc import crc32c
+from bruce.wire import crc32c
 
 log = logging.getLogger("bruce.journal")
 

@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
-from bruce.wire.errors import UsageError
+from bruce.wire import UsageError
 
 from .errors import ArgumentTypeError, DeliveryError
 from .reasons import DiscardReason

@@ -37,8 +37,7 @@ import random
 import time
 from collections.abc import Callable
 
-from bruce.wire.protocol.metadata import MetadataResponse, metadata_request
-from bruce.wire.versions import METADATA
+from bruce.wire import METADATA, MetadataResponse, metadata_request
 
 from .backoff import ExponentialBackoff, jittered
 from .cluster import BadMetadata, ClusterView, build_view

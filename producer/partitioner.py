@@ -23,7 +23,7 @@ import random
 import zlib
 from typing import Any
 
-from bruce.wire.plog import murmur2
+from bruce.wire import murmur2
 
 from .cluster import Topic
 

@@ -31,9 +31,8 @@ from collections import deque
 from collections.abc import Coroutine
 from typing import Any
 
-from bruce.wire.compression import Codec
-from bruce.wire.errors import UsageError
-from bruce.wire.recordbatch_schema import HEADER_SIZE
+from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
+from bruce.wire import Codec, UsageError
 
 from .backoff import PauseBackoff
 from .cluster import ClusterView

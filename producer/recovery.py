@@ -37,11 +37,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bruce.wire import errorcodes
-from bruce.wire.protocol.fetch import FetchPartition, FetchRequest, FetchTopic
-from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from bruce.wire.recordbatch import with_producer_identity
-from bruce.wire.versions import FETCH, PRODUCE
+from bruce.wire import (
+    FETCH,
+    PRODUCE,
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+    errorcodes,
+    with_producer_identity,
+)
 
 from .cluster import ClusterView
 from .config import ProducerConfig

@@ -25,11 +25,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.compression import Codec
-from bruce.wire.messageset import MESSAGE_OVERHEAD, build_message_set
-from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from bruce.wire.recordbatch import build_record_batch
-from bruce.wire.recordbatch_schema import HEADER_SIZE, RecordInput
+from bruce.wire import (
+    MESSAGE_OVERHEAD,
+    Codec,
+    PartitionProduceData,
+    ProduceRequest,
+    RecordInput,
+    TopicProduceData,
+    build_message_set,
+    build_record_batch,
+)
+from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 
 from .message import Message
 from .queues import PartitionQueue

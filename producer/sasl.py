@@ -20,11 +20,14 @@ from typing import Any, Protocol
 
 from scramp import ScramClient, ScramException
 
-from bruce.wire.protocol.sasl_authenticate import KEY as SASL_AUTHENTICATE
-from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-from bruce.wire.protocol.sasl_handshake import KEY as SASL_HANDSHAKE
-from bruce.wire.protocol.sasl_handshake import SaslHandshakeRequest
-from bruce.wire.versions import ProtocolChoice
+from bruce.wire import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    ProtocolChoice,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+)
 
 from .acks import Failure
 from .errors import TransportError

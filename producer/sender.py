@@ -32,9 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.compression import Codec
-from bruce.wire.protocol.produce import ProduceRequest
-from bruce.wire.versions import INIT_PRODUCER_ID, PRODUCE
+from bruce.wire import INIT_PRODUCER_ID, PRODUCE, Codec, ProduceRequest
 
 from .acks import Failure
 from .backoff import ExponentialBackoff

@@ -39,9 +39,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from bruce.wire import errorcodes
-from bruce.wire.recordbatch import with_producer_identity
-from bruce.wire.versions import INIT_PRODUCER_ID, ProtocolChoice
+from bruce.wire import INIT_PRODUCER_ID, ProtocolChoice, errorcodes, with_producer_identity
 
 from .acks import DUPLICATE_SEQUENCE_NUMBER, Action, classify
 from .config import ProducerConfig

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.versions import Generation
+from bruce.wire import Generation
 
 from .errors import ConfigError
 from .partitioner import PARTITIONERS

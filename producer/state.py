@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from bruce.wire.errors import UsageError
-from bruce.wire.recordbatch import decode_record_batch
+from bruce.wire import UsageError, decode_record_batch
 
 from .cluster import ClusterView
 from .config import ProducerConfig

@@ -27,12 +27,19 @@ from collections.abc import Awaitable, Callable, Coroutine
 from enum import Enum
 from typing import Any
 
-from bruce.wire import errorcodes
-from bruce.wire.errors import BruceError, UsageError
-from bruce.wire.protocol.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
-from bruce.wire.protocol.end_txn import EndTxnRequest
-from bruce.wire.protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from bruce.wire.versions import ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID
+from bruce.wire import (
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    INIT_PRODUCER_ID,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    BruceError,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    UsageError,
+    errorcodes,
+)
 
 from .config import ProducerConfig
 from .coordinator import CoordinatorLink, CoordinatorTimeout

@@ -26,9 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bruce.wire.errors import BruceError
-from bruce.wire.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from bruce.wire.versions import ProtocolChoice, choose_versions
+from bruce.wire import ApiVersionsRequest, ApiVersionsResponse, BruceError, ProtocolChoice, choose_versions
 
 from .acks import Failure
 from .connection import Connection

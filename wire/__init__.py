@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         peek_topic,
     )
     from .errors import BruceError, MalformedInput, UnsupportedApiKey, UnsupportedVersion, UsageError
-    from .messageset import MESSAGE_OVERHEAD, decode_message_set
+    from .messageset import MESSAGE_OVERHEAD, build_message_set, decode_message_set
     from .plog import (
         KEY_TAG,
         TOPIC_TAG,
@@ -37,10 +37,17 @@ if TYPE_CHECKING:
         Fragment,
         Unboxed,
         last_tag,
+        murmur2,
         murmur3_32,
         parse_packet,
         plog_partition_key,
     )
+    from .protocol import find_coordinator
+    from .protocol.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+    from .protocol.api_versions import KEY as API_VERSIONS_KEY
+    from .protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse, decode_api_versions_response
+    from .protocol.base import decode_response, encode_request, request_spec
+    from .protocol.end_txn import EndTxnRequest
     from .protocol.fetch import (
         READ_COMMITTED,
         READ_UNCOMMITTED,
@@ -51,13 +58,32 @@ if TYPE_CHECKING:
         FetchResponse,
         FetchTopic,
     )
+    from .protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
     from .protocol.list_offsets import EARLIEST, LATEST, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-    from .protocol.metadata import metadata_request
-    from .recordbatch import build_record_batch, decode_record_batch
+    from .protocol.metadata import MetadataResponse, metadata_request
+    from .protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from .protocol.sasl_authenticate import KEY as SASL_AUTHENTICATE
+    from .protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+    from .protocol.sasl_handshake import KEY as SASL_HANDSHAKE
+    from .protocol.sasl_handshake import SaslHandshakeRequest
+    from .recordbatch import build_record_batch, build_value_batch, decode_record_batch, with_producer_identity
     from .recordbatch_schema import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
+    from .recordbatch_schema import RecordInput
     from .records import Record, decode_records, decompression_limit, entry_spans
     from .topic_name import LEGAL, topic_name_problem
-    from .versions import FETCH, LIST_OFFSETS, METADATA
+    from .versions import (
+        ADD_PARTITIONS_TO_TXN,
+        END_TXN,
+        FETCH,
+        FIND_COORDINATOR,
+        INIT_PRODUCER_ID,
+        LIST_OFFSETS,
+        METADATA,
+        PRODUCE,
+        Generation,
+        ProtocolChoice,
+        choose_versions,
+    )
 
 _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name there; None: the module itself)
     "BruceError": ("errors", "BruceError"),
@@ -114,62 +140,132 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "RECORD_BATCH_HEADER_SIZE": ("recordbatch_schema", "HEADER_SIZE"),
     "errorcodes": ("errorcodes", None),
     "plog": ("plog", None),
+    "build_value_batch": ("recordbatch", "build_value_batch"),
+    "API_VERSIONS_KEY": ("protocol.api_versions", "KEY"),
+    "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
+    "decode_response": ("protocol.base", "decode_response"),
+    "encode_request": ("protocol.base", "encode_request"),
+    "request_spec": ("protocol.base", "request_spec"),
+    "find_coordinator": ("protocol.find_coordinator", None),
+    "FIND_COORDINATOR": ("versions", "FIND_COORDINATOR"),
+    "InitProducerIdRequest": ("protocol.init_producer_id", "InitProducerIdRequest"),
+    "InitProducerIdResponse": ("protocol.init_producer_id", "InitProducerIdResponse"),
+    "MetadataResponse": ("protocol.metadata", "MetadataResponse"),
+    "murmur2": ("plog", "murmur2"),
+    "PartitionProduceData": ("protocol.produce", "PartitionProduceData"),
+    "ProduceRequest": ("protocol.produce", "ProduceRequest"),
+    "TopicProduceData": ("protocol.produce", "TopicProduceData"),
+    "with_producer_identity": ("recordbatch", "with_producer_identity"),
+    "PRODUCE": ("versions", "PRODUCE"),
+    "build_message_set": ("messageset", "build_message_set"),
+    "RecordInput": ("recordbatch_schema", "RecordInput"),
+    "SASL_AUTHENTICATE": ("protocol.sasl_authenticate", "KEY"),
+    "SaslAuthenticateRequest": ("protocol.sasl_authenticate", "SaslAuthenticateRequest"),
+    "SaslAuthenticateResponse": ("protocol.sasl_authenticate", "SaslAuthenticateResponse"),
+    "SASL_HANDSHAKE": ("protocol.sasl_handshake", "KEY"),
+    "SaslHandshakeRequest": ("protocol.sasl_handshake", "SaslHandshakeRequest"),
+    "ProtocolChoice": ("versions", "ProtocolChoice"),
+    "INIT_PRODUCER_ID": ("versions", "INIT_PRODUCER_ID"),
+    "Generation": ("versions", "Generation"),
+    "AddPartitionsToTxnRequest": ("protocol.add_partitions_to_txn", "AddPartitionsToTxnRequest"),
+    "AddPartitionsToTxnTopic": ("protocol.add_partitions_to_txn", "AddPartitionsToTxnTopic"),
+    "EndTxnRequest": ("protocol.end_txn", "EndTxnRequest"),
+    "ADD_PARTITIONS_TO_TXN": ("versions", "ADD_PARTITIONS_TO_TXN"),
+    "END_TXN": ("versions", "END_TXN"),
+    "ApiVersionsRequest": ("protocol.api_versions", "ApiVersionsRequest"),
+    "ApiVersionsResponse": ("protocol.api_versions", "ApiVersionsResponse"),
+    "choose_versions": ("versions", "choose_versions"),
 }
 __all__ = [
+    "ADD_PARTITIONS_TO_TXN",
+    "API_VERSIONS_KEY",
     "EARLIEST",
+    "END_TXN",
     "FETCH",
+    "FIND_COORDINATOR",
+    "INIT_PRODUCER_ID",
     "KEY_TAG",
     "LATEST",
     "LEGAL",
     "LIST_OFFSETS",
     "MESSAGE_OVERHEAD",
     "METADATA",
+    "PRODUCE",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
     "RECORD_BATCH_HEADER_SIZE",
+    "SASL_AUTHENTICATE",
+    "SASL_HANDSHAKE",
     "TOPIC_MAX",
     "TOPIC_TAG",
     "AbortedTransaction",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnTopic",
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
     "BruceError",
     "Codec",
     "Command",
     "DatagramKind",
     "DecompressionBudget",
+    "EndTxnRequest",
     "FetchPartition",
     "FetchPartitionResponse",
     "FetchRequest",
     "FetchResponse",
     "FetchTopic",
     "Fragment",
+    "Generation",
+    "InitProducerIdRequest",
+    "InitProducerIdResponse",
     "ListOffsetsPartition",
     "ListOffsetsRequest",
     "ListOffsetsTopic",
     "MalformedInput",
+    "MetadataResponse",
+    "PartitionProduceData",
+    "ProduceRequest",
+    "ProtocolChoice",
     "Record",
+    "RecordInput",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "TopicProduceData",
     "Unboxed",
     "UnsupportedApiKey",
     "UnsupportedVersion",
     "UsageError",
     "any_partition_layout",
     "build_any_partition",
+    "build_message_set",
     "build_partition_key",
     "build_record_batch",
+    "build_value_batch",
+    "choose_versions",
     "crc32c",
+    "decode_api_versions_response",
     "decode_message_set",
     "decode_record_batch",
     "decode_records",
+    "decode_response",
     "decompression_limit",
+    "encode_request",
     "entry_spans",
     "errorcodes",
+    "find_coordinator",
     "last_tag",
     "metadata_request",
+    "murmur2",
     "murmur3_32",
     "parse_datagram",
     "parse_packet",
     "peek_topic",
     "plog",
     "plog_partition_key",
+    "request_spec",
     "topic_name_problem",
+    "with_producer_identity",
 ]
 
 
