@@ -92,7 +92,7 @@ def format_discard_line(
     ``size`` and ``limit`` (both or neither) end the line when a limit was broken."""
     k = _b64(key[:prefix_size]) if key else b""
     v = _b64(value[:prefix_size]) if value else b""
-    end = b"\n" if limit is None else b" size: %d limit: %d\n" % (size, limit)
+    end = b"\n" if limit is None else b" size: %d limit: %d\n" % (size, limit)  # type: ignore[str-format]  # size comes with limit
     return b"now: %d ts: %d event: %s info: %s topic: %d[%s] key: %d[%s] msg: %d[%s]%s" % (
         now_ms,
         ts,
@@ -180,7 +180,7 @@ class DiscardLogFile:
                 if self.enabled:
                     self._rotate()
                 if not self.enabled:
-                    self.counters.inc("DiscardLogLinesLost", len(lines) - i)
+                    self.counters.inc("DiscardLogLinesLost", len(lines) - i)  # type: ignore[unreachable]  # _rotate() may disable
                     return
             chunk.append(line)
             chunk_size += len(line)

@@ -281,7 +281,7 @@ class DiscardTracker:
             period.version_count += 1
             info = f"VERSION({detail})"
             if detail in period.versions or len(period.versions) < MAX_VERSIONS:
-                period.versions[detail] = period.versions.get(detail, 0) + 1
+                period.versions[detail] = period.versions.get(detail, 0) + 1  # type: ignore[index,arg-type]  # VERSION has detail
         if reason is _LONG_MSG and detail is not None:  # its topic, size and limit, when its first bytes show them
             self._count_oversized(datagram, detail, now)
             return

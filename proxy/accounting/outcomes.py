@@ -70,7 +70,7 @@ class Outcomes:
         self.kept_total = 0  # SERVER_SHUTDOWN with the spool: left in it for the next start
         self.delivered_by_topic: dict[str, int] = {}  # topics a broker accepted: bounded by the cluster's topics
         self._inputs: list[Callable[[], int]] = []
-        self.on_message: Callable[[Message], None] = self._no_router
+        self.on_message: Callable[[message.Message], None] = self._no_router
         self.spool: Spool | None = None  # the durable spool, when it is on
 
     def add_input(self, received: Callable[[], int]) -> None:
@@ -83,7 +83,7 @@ class Outcomes:
 
     # -- the intake's sink (IntakeSink) ------------------------------------------------------------------------------
 
-    def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
+    def on_discard(self, reason: DiscardReason, topic: str, key: bytes | None, value: bytes, client_ts: int) -> None:
         """A parsed datagram discarded at intake (NO_MEM): it never held a reservation."""
         self.discarded_total += 1
         self.tracker.record(reason, topic, key, value, client_ts)
@@ -118,7 +118,7 @@ class Outcomes:
     def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
         charge = 0
         for m in messages:
-            charge += m.charge  # type: ignore[attr-defined]
+            charge += m.charge  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
         self.budget.release(charge, len(messages))
         self.delivered_total += len(messages)
         by_topic = self.delivered_by_topic
@@ -132,17 +132,17 @@ class Outcomes:
 
     def discarded(self, topic: str, messages: Sequence[Message], reason: DiscardReason) -> None:
         if reason is _SHUTDOWN and self.spool is not None:
-            kept = [m for m in messages if m.spool_seq >= 0]  # type: ignore[attr-defined]
+            kept = [m for m in messages if m.spool_seq >= 0]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
             if kept:
-                self.budget.release(sum(m.charge for m in kept), len(kept))  # type: ignore[attr-defined]
+                self.budget.release(sum(m.charge for m in kept), len(kept))  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
                 self.kept_total += len(kept)
-                messages = [m for m in messages if m.spool_seq < 0]  # type: ignore[attr-defined]
+                messages = [m for m in messages if m.spool_seq < 0]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
             if not messages:
                 return
         record = self.tracker.record
         charge = 0
         for m in messages:
-            charge += m.charge  # type: ignore[attr-defined]
+            charge += m.charge  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
             record(reason, topic, m.key, m.value, m.timestamp)
         self.budget.release(charge, len(messages))
         self.discarded_total += len(messages)
@@ -156,18 +156,18 @@ class Outcomes:
     def _done(self, messages: Sequence[Message]) -> None:
         """Mark the spooled ones among ``messages`` done in the spool: a batch of consecutive sequences (one topic's
         bursts) as one run, a bitmap byte at a time; any other batch one sequence at a time."""
-        sequences = [m.spool_seq for m in messages]  # type: ignore[attr-defined]
+        sequences = [m.spool_seq for m in messages]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
         first = sequences[0] if sequences else -1
         if (
             first >= 0
             and sequences[-1] - first == len(sequences) - 1
             and sequences == list(range(first, first + len(sequences)))
         ):
-            self.spool.done_run(first, len(sequences))  # type: ignore[union-attr]
+            self.spool.done_run(first, len(sequences))  # type: ignore[union-attr]  # called only with a spool
             return
         sequences = [s for s in sequences if s >= 0]
         if sequences:
-            self.spool.done_many(sequences)  # type: ignore[union-attr]
+            self.spool.done_many(sequences)  # type: ignore[union-attr]  # called only with a spool
 
     def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
         record = self.tracker.record_possible_duplicate

@@ -93,7 +93,7 @@ def build_config(raw: object, *, actions: Mapping[str, TopicAction], initial_bro
         initial_brokers=listed or tuple(initial_brokers),
         plog_listeners=_plog(top.get("plog", {})),
         kafka=kafka_security(kafka),
-        enable_idempotence=producer.pop(IDEMPOTENCE, None),  # type: ignore[arg-type]
+        enable_idempotence=producer.pop(IDEMPOTENCE, None),  # type: ignore[arg-type]  # a bool: read by the settings table
         producer_properties=tuple(producer.items()),
         spool=_spool(top.get("spool", {}), ("spool",)),
     )
@@ -162,7 +162,7 @@ def _spool(raw: object, path: Path) -> tuple[tuple[str, str | int], ...]:
                 raise ConfigError("expected a string or a whole number", path=(*path, key))
             reader = specs[f"spool_{key}"].read
             try:
-                out.append((key, reader(str(value))))  # type: ignore[misc]
+                out.append((key, reader(str(value))))  # type: ignore[misc]  # every --spool_* option has a reader
             except ValueError as error:
                 raise ConfigError(str(error), path=(*path, key)) from None
     return tuple(out)
@@ -170,7 +170,7 @@ def _spool(raw: object, path: Path) -> tuple[tuple[str, str | int], ...]:
 
 def _plog(raw: object) -> tuple[ListenerConfig, ...]:
     try:
-        return listeners_from_section(raw)  # type: ignore[arg-type]
+        return listeners_from_section(raw)  # type: ignore[arg-type]  # it checks that raw is a table itself
     except PlogConfigError as error:
         raise ConfigError(str(error)) from None
 
@@ -347,7 +347,7 @@ def _value(
     table: Mapping[str, object], path: Path, key: str, parse: Callable[[object], T], *, default: object = _MISSING
 ) -> T:
     if key not in table and default is not _MISSING:
-        return default  # type: ignore[return-value]
+        return default  # type: ignore[return-value]  # a caller's default is of the type its parse returns
     return _at((*path, key), parse, _required(table, path, key))
 
 

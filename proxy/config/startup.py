@@ -21,14 +21,15 @@ import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from bruce.wire import UsageError
 
-from .build import IDEMPOTENCE, kafka_security, split_producer
+from .build import kafka_security, split_producer
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
 from .model import (
+    IDEMPOTENCE,
     BatchingConfig,
     BatchLimits,
     Broker,
@@ -112,7 +113,7 @@ def load_config(options: Options, *, embedded_port: int | None = None) -> Config
         config = dataclasses.replace(
             config,
             kafka=kafka,
-            enable_idempotence=producer.pop(IDEMPOTENCE, config.enable_idempotence),  # type: ignore[arg-type]
+            enable_idempotence=producer.pop(IDEMPOTENCE, config.enable_idempotence),  # type: ignore[arg-type]  # a bool: read by the settings table
             producer_properties=tuple({**dict(config.producer_properties), **producer}.items()),
         )
     return config
@@ -124,7 +125,7 @@ def with_spool_section(options: Options, config: Config) -> Options:
     if not config.spool:
         return options
     defaults = Options.__dataclass_fields__
-    changes = {
+    changes: dict[str, Any] = {
         f"spool_{key}": value
         for key, value in config.spool
         if getattr(options, f"spool_{key}") == defaults[f"spool_{key}"].default

@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 from xml.parsers import expat
 
 from .build import build_config
@@ -203,7 +204,7 @@ def _parse(data: bytes, source: str) -> _Element:
     roots: list[_Element] = []
     declaration: list[str] = []
 
-    def refuse(*_: object) -> None:
+    def refuse(*_: object) -> NoReturn:
         raise ConfigError(
             "a DOCTYPE or entity declaration is not allowed in a config file",
             source=source,

@@ -51,6 +51,7 @@ import logging
 import resource
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bruce.client import default_socket_path
@@ -127,7 +128,7 @@ class Daemon:
             sink=outcomes,
             compression=TopicCompression(config),
             require_topics=True,  # topics listed but all in error: ask another broker (docs/producer.md#metadata)
-            pack=self.packer.pack,
+            pack=self.packer.pack,  # type: ignore[arg-type]  # it unpacks to daemon Messages, the producer's subclass
         )
         self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
         self.batcher = Batcher(config.batching_for, self._submit)
@@ -146,7 +147,7 @@ class Daemon:
             counters=counters,
         )
         self.tracker.message_limit = config.batching.message_max_bytes - message_overhead(options.kafka_protocol)
-        route = self.router.route
+        route: Callable[[Message], None] = self.router.route
         if options.use_old_output_format:
             route = legacy_output(route, omit_timestamp=options.omit_timestamp)
         outcomes.on_message = route
@@ -440,7 +441,7 @@ class Daemon:
         """The batcher's output: a complete batch to the producer; once the producer no longer takes any (closed,
         or failed), the batch is discarded as SERVER_SHUTDOWN instead."""
         try:
-            self.producer.submit(topic, messages)
+            self.producer.submit(topic, messages)  # type: ignore[arg-type]  # daemon Messages, the producer's subclass
         except ProducerClosed:  # raised before the producer takes any of them
             for msg in messages:
                 self.outcomes.discard_routed(msg, DiscardReason.SERVER_SHUTDOWN)

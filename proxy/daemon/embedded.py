@@ -100,7 +100,7 @@ class EmbeddedBroker:
                 start_new_session=True,
             )
         finally:
-            if log is not subprocess.DEVNULL:
+            if not isinstance(log, int):  # not subprocess.DEVNULL: our own file
                 log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

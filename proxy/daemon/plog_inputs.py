@@ -147,7 +147,7 @@ class PlogInputs:
         self._received[listener] += 1
         now_ms = time.time_ns() // 1_000_000
         if self._refusing:
-            self.outcomes.on_discard(_SHUTDOWN, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
+            self.outcomes.on_discard(_SHUTDOWN, topic, key or b"", value, now_ms)
             return False
         msg = Message(topic, key, value, now_ms, partition_key, time.monotonic())  # keyless plog records: null key
         spool = self.outcomes.spool
@@ -155,7 +155,7 @@ class PlogInputs:
             raw = topic.encode("utf-8", "surrogateescape")
             msg.spool_seq = seq = spool.append([SpoolMessage(raw, partition_key, key, value, now_ms)])
             if seq == SPOOL_FULL:
-                self.outcomes.on_discard(_SPOOL_FULL, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
+                self.outcomes.on_discard(_SPOOL_FULL, topic, key or b"", value, now_ms)
                 return False
             if seq < 0:
                 msg.spool_seq = -1
@@ -163,7 +163,7 @@ class PlogInputs:
                 spool.cursor.hold(seq)  # held on disk only, routed in order later (bruce.proxy.daemon.spooling)
                 return True
         if msg.spool_seq < 0 and not self.budget.try_reserve(msg.charge):  # (a spooled one is reserved already)
-            self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)  # type: ignore[arg-type]
+            self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)
             return False
         self.counters.inc("MsgCreate")
         self.outcomes.on_message(msg)

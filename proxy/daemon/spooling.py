@@ -198,7 +198,7 @@ class DiskBacklog:
 
     def _on_lost(self, count: int) -> None:
         for _ in range(count):
-            self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)  # type: ignore[arg-type]
+            self.outcomes.on_discard(DiscardReason.SPOOL_CORRUPT, "", None, b"", 0)
 
     async def run(self) -> None:
         """Route the records held on disk only as the budget makes room, in order; runs until cancelled."""
@@ -247,7 +247,7 @@ class DiskBacklog:
                         return False
                     cursor.take()  # larger than the whole budget: it can never fit (NO_MEM, as at intake)
                     self.spool.done_run(record.sequence, 1)
-                    self.outcomes.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)  # type: ignore[arg-type]
+                    self.outcomes.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
                     continue
                 msg.spool_seq = record.sequence
                 cursor.take()

@@ -53,7 +53,7 @@ from bruce.wire import (
 )
 
 from ..routing.message import Message
-from ..spool import SPOOL_FULL, Spool, SpoolMessage
+from ..spool import SPOOL_FULL, Spool, SpoolFields
 from .budget import MessageBudget
 
 TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
@@ -74,7 +74,7 @@ class IntakeSink(Protocol):
     def on_message(self, msg: Message) -> None:
         """A valid message, its charge already reserved in the budget: its fate is now the daemon's."""
 
-    def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
+    def on_discard(self, reason: DiscardReason, topic: str, key: bytes | None, value: bytes, client_ts: int) -> None:
         """A datagram that parsed was discarded (NO_MEM: the budget is full)."""
 
     def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
@@ -109,7 +109,7 @@ class IntakeBursts:
         append = messages.append
         unparsed: list[_Unparsed] = []
         spool = self.spool
-        spooled: list[SpoolMessage] = []
+        spooled: list[SpoolFields] = []
         charges = 0
         for data in datagrams:
             layout = layout_for(len(data))
@@ -191,7 +191,7 @@ class IntakeBursts:
         self._misses.clear()
 
     @staticmethod
-    def _spool(spool: Spool, spooled: list[SpoolMessage], messages: list[Message]) -> DiscardReason | None:
+    def _spool(spool: Spool, spooled: list[SpoolFields], messages: list[Message]) -> DiscardReason | None:
         """Append a burst to the spool and give its messages their sequences; SPOOL_FULL if it refused them."""
         first = spool.append(spooled)
         if first == SPOOL_FULL:

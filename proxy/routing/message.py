@@ -49,6 +49,7 @@ class Message(ProducerMessage):
     __slots__ = ("charge", "received", "spool_seq", "topic")
 
     topic: str
+    value: bytes  # never None here (the producer's may be: a tombstone)
     received: float
     charge: int
     spool_seq: int

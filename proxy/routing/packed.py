@@ -139,7 +139,7 @@ class Packer:
         loose = 0
         pos = 0
         base = messages[0].timestamp
-        received = messages[0].received  # type: ignore[attr-defined]
+        received = messages[0].received  # type: ignore[attr-defined]  # a daemon Message (routing.message): see Pack
         for m in messages:
             if m.attempts or m.possible_duplicate or m.headers is not None or m.pinned:
                 return None
@@ -149,7 +149,7 @@ class Packer:
             else:
                 keys.append(len(key))
                 parts.append(key)
-            parts.append(m.value)  # type: ignore[arg-type]
+            parts.append(m.value)  # type: ignore[arg-type]  # a daemon Message's value is never None
             pos += m.size
             ends.append(pos)
             stamp = m.timestamp - base
@@ -162,8 +162,8 @@ class Packer:
             else:
                 pkeys.append(pkey)
                 keyed = True
-            seqs.append(m.spool_seq)  # type: ignore[attr-defined]
-            loose += m.charge  # type: ignore[attr-defined]
+            seqs.append(m.spool_seq)  # type: ignore[attr-defined]  # a daemon Message (routing.message): see Pack
+            loose += m.charge  # type: ignore[attr-defined]  # a daemon Message (routing.message): see Pack
         seq_array, seq_base = _sequences(seqs)
         seq_bytes = 0 if seq_array is None else seq_array.itemsize
         if pos > _MAX_ARENA or packed_charge(pos, n, keyed, seq_bytes) >= loose:

@@ -8,7 +8,7 @@ Nothing here imports the daemon: the daemon calls in (docs/spool.md).
 
 from __future__ import annotations
 
-from .format import SpoolMessage, SpoolRecord
+from .format import SpoolFields, SpoolMessage, SpoolRecord
 from .lock import SpoolLocked
 from .settings import FullPolicy, SpoolConfig
 from .spool import NOT_SPOOLED, SPOOL_FULL, Spool
@@ -19,6 +19,7 @@ __all__ = [
     "FullPolicy",
     "Spool",
     "SpoolConfig",
+    "SpoolFields",
     "SpoolLocked",
     "SpoolMessage",
     "SpoolRecord",

@@ -39,7 +39,7 @@ _LENGTH = struct.Struct(">I")
 
 class _Lost(NamedTuple):
     first: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count, which nothing here calls
 
 
 class SpoolView(Protocol):

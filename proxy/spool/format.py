@@ -30,7 +30,7 @@ import io
 import struct
 from collections.abc import Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import construct as c
 from construct import this
@@ -47,6 +47,7 @@ __all__ = [
     "DoneBitmap",
     "FrameError",
     "SegmentHeader",
+    "SpoolFields",
     "SpoolMessage",
     "SpoolRecord",
     "decode_frame",
@@ -75,10 +76,10 @@ class Routing(IntEnum):
 # ---------------------------------------------------------------- the spec (construct)
 
 
-class _Crc32cFramed(c.Subconstruct):
+class _Crc32cFramed(c.Subconstruct):  # type: ignore[misc]  # construct is untyped: its classes are Any
     """length u32, CRC-32C u32 of the body, then ``length`` bytes of body that ``subcon`` parses entirely."""
 
-    def _parse(self, stream, context, path):
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
         length = c.Int32ub._parsereport(stream, context, path)
         expected = c.Int32ub._parsereport(stream, context, path)
         data = c.stream_read(stream, length, path)
@@ -90,7 +91,7 @@ class _Crc32cFramed(c.Subconstruct):
         except c.StreamError as e:  # the body's fields run past its length: bad, not short
             raise c.CheckError(f"the body does not fit its length: {e}", path=path) from None
 
-    def _build(self, obj, stream, context, path):
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
         inner = io.BytesIO()
         self.subcon._build(obj, inner, context, path)
         data = inner.getvalue()
@@ -151,6 +152,10 @@ class SpoolMessage(NamedTuple):
     key: bytes | None
     value: bytes
     timestamp: int
+
+
+# What encoding accepts: a SpoolMessage, or a plain tuple of its five fields in its order (the intake's).
+SpoolFields = tuple[bytes, int | None, bytes | None, bytes, int]
 
 
 class SpoolRecord(NamedTuple):
@@ -259,7 +264,7 @@ _FIXED = struct.Struct(">QqBiHii")
 _U64_MAX = 2**64 - 1
 
 
-def encode_burst(first_sequence: int, messages: Sequence[SpoolMessage]) -> bytes:
+def encode_burst(first_sequence: int, messages: Sequence[SpoolFields]) -> bytes:
     """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``."""
     out: list[bytes] = []
     append = out.append

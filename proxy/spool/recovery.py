@@ -146,6 +146,7 @@ class Recovery:
 
     def _replay_segment(self, segment: Segment) -> Iterator[list[SpoolRecord]]:
         path = self.directory / segment.name
+        why: str | None
         try:
             data = path.read_bytes()
         except OSError as e:

@@ -57,7 +57,7 @@ class Corrupt(NamedTuple):
     """A skipped region at ``offset`` holding ``count`` messages that cannot be read."""
 
     offset: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count, which nothing here calls
     detail: str
 
 

@@ -51,7 +51,7 @@ from bruce.wire import UsageError
 
 from .cursor import Cursor
 from .donefile import DONE_SUFFIX, sync_directory, write_done_files
-from .format import HEADER_SIZE, SpoolMessage, SpoolRecord, encode_burst, encode_header
+from .format import HEADER_SIZE, SpoolFields, SpoolRecord, encode_burst, encode_header
 from .lock import acquire
 from .manifest import Manifest
 from .recovery import Recovery
@@ -169,7 +169,7 @@ class Spool:
 
     # -------------------------------------------------------------------------------------------------- writing
 
-    def append(self, messages: Sequence[SpoolMessage]) -> int:
+    def append(self, messages: Sequence[SpoolFields]) -> int:
         """Spool a burst: its first sequence, or NOT_SPOOLED / SPOOL_FULL (see the module rules). Never raises."""
         n = len(messages)
         if not n:

@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 STATE_NAMES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
@@ -286,7 +287,9 @@ def check_counters(args: argparse.Namespace) -> Verdict:
 def _reports(data: dict) -> list[dict]:
     for key in ("now", "pid", "interval"):
         _int(data, key, "discard answer")
-    reports = [data.get("unfinished_report")] + ([data["finished_report"]] if "finished_report" in data else [])
+    reports: list[Any] = [data.get("unfinished_report")] + (
+        [data["finished_report"]] if "finished_report" in data else []
+    )
     for report in reports:
         if not isinstance(report, dict):
             raise CheckError(UNKNOWN, "discard answer: a report is missing or not an object")

@@ -156,8 +156,8 @@ class StatusServer:
         for fmt in ("plain", "json"):
             for page in pages.PAGES:
                 render = self._renderer(page, fmt)
-                respond = self._text if fmt == "plain" else self._json
-                get(f"/{page}/{fmt}", self._page(page, lambda r=render, w=respond: w(r())))
+                respond: Callable[[str], web.Response] = self._text if fmt == "plain" else self._json
+                get(f"/{page}/{fmt}", self._page(page, lambda r=render, w=respond: w(r())))  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
         get("/msg_debug/{command:.+}", self._msg_debug)
         app.router.add_post("/metadata_update", self._page("metadata_update", self._metadata_update))
         if self.metrics:
@@ -166,6 +166,7 @@ class StatusServer:
 
     def _renderer(self, page: str, fmt: str) -> Callable[[], str]:
         src, plain = self.source, fmt == "plain"
+        r: Callable[..., str]  # each page's pair of renderers takes its own arguments
         if page == "server_info":
             r = pages.render_server_info_plain if plain else pages.render_server_info_json
             return lambda: r(src.server_info(), now=self.clock())
