@@ -16,6 +16,10 @@ Exported for other packages: :func:`free_port` (spark's local cluster), loaded o
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the type of what __getattr__ loads
+    from .config.ports import free_port
 
 __all__ = ["free_port"]
 

@@ -24,7 +24,8 @@ from pyspark.sql.types import StructType
 
 from .delivery import DeliveryFailed, KafkaUnavailable, WriteSummary
 from .kafka_reader import KafkaReader, KafkaReadError
-from .options import OptionError, WriteOptions, read_options, write_options
+from .option_values import OptionError
+from .options import WriteOptions, read_options, write_options
 from .reader import BruceReader
 from .save_mode import default_to_append
 from .schema import HEADERS_DDL, READ_SCHEMA_DDL, BadRow, check_write_schema

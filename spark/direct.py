@@ -74,7 +74,7 @@ async def produce_batches(
     assert config is not None
     tally = Tally()
     timeout = options.delivery_timeout_ms / 1000
-    producer = Producer(config, sink=tally)
+    producer = Producer(config, sink=tally)  # type: ignore[arg-type]  # OutcomeSink.sent is optional (sent_hook)
     waits: Waits = deque()
     rows = 0
     room = True

@@ -40,7 +40,8 @@ from .option_values import OptionError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .options import ClientConfig, WriteOptions
+    from .client_options import ClientConfig
+    from .options import WriteOptions
 
 MARKER_TOPIC = "__bruce_spark_commits"
 QUERY_ID = "sql.streaming.queryId"  # Spark's local properties of a streaming query's jobs
@@ -192,7 +193,7 @@ class MarkerReader(KafkaReader):
         while offset < end:
             answer = self._call(
                 f"fetch {topic}/{partition} at offset {offset} (exactlyOnce markers)",
-                lambda o=offset, n=size: self._fetch(topic, partition, o, n, committed=False),
+                lambda o=offset, n=size: self._fetch(topic, partition, o, n, committed=False),  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
             )
             batches, after = decode_batches(answer.records or b"")
             if after is None:

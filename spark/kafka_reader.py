@@ -27,8 +27,8 @@ import asyncio
 import contextlib
 import struct
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, Self, TypeVar
 
 from bruce.producer import (
     AuthenticationFailed,
@@ -68,8 +68,8 @@ from bruce.wire import (
     metadata_request,
 )
 
+from .client_options import ClientConfig
 from .committed import Markers, by_aborted_list, decode_batches
-from .options import ClientConfig
 
 T = TypeVar("T")
 MAX_FETCH_BYTES = 64 << 20
@@ -103,7 +103,7 @@ class KafkaReader:
         self._view: ClusterView | None = None
         self._connections: dict[int, BrokerConnection] = {}
 
-    def __enter__(self) -> KafkaReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -154,7 +154,7 @@ class KafkaReader:
         markers = Markers()
         while offset < end:
             where = f"{topic}/{partition} at offset {offset}"
-            answer = self._call(f"fetch {where}", lambda o=offset, n=max_bytes: self._fetch(topic, partition, o, n))
+            answer = self._call(f"fetch {where}", lambda o=offset, n=max_bytes: self._fetch(topic, partition, o, n))  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
             data = answer.records or b""
             try:
                 if committed:
@@ -208,7 +208,7 @@ class KafkaReader:
             size = self.config.max_partition_fetch_bytes
             while True:
                 where = f"fetch {topic}/{partition} at offset {offset} (transaction markers)"
-                ahead = self._call(where, lambda n=size: self._fetch(topic, partition, offset, n, committed=False))
+                ahead = self._call(where, lambda n=size: self._fetch(topic, partition, offset, n, committed=False))  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
                 found, next_offset = decode_batches(ahead.records or b"")
                 if next_offset is not None:
                     markers.add(found, next_offset)
@@ -271,7 +271,7 @@ class KafkaReader:
                 return sorted(t.name for t in answer.topics if t.name and not t.is_internal and not t.error_code)
         raise Retry("no broker answered Metadata: " + "; ".join(problems))
 
-    async def _metadata_answers(self, topics: list[str] | None, problems: list[str]) -> AsyncIterator[tuple[str, Any]]:
+    async def _metadata_answers(self, topics: list[str] | None, problems: list[str]) -> AsyncGenerator[tuple[str, Any]]:
         """A Metadata answer from each broker in turn (known ones first, then the bootstrap servers), until the
         caller stops; transport failures are noted in ``problems``."""
         servers = [parse_host_port(s) for s in self.config.bootstrap_servers]

@@ -9,6 +9,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import overload
 
 from bruce.producer import servers
 from bruce.wire import BruceError, UsageError
@@ -71,6 +72,10 @@ def servers_option(opts: dict[str, str], *, required: bool) -> tuple[str, ...]:
         raise OptionError(f"option 'bootstrap.servers': {str(error).partition(': ')[2]}") from None
 
 
+@overload
+def int_value(opts: dict[str, str], name: str, default: int, *, low: int) -> int: ...
+@overload
+def int_value(opts: dict[str, str], name: str, default: None, *, low: int) -> int | None: ...
 def int_value(opts: dict[str, str], name: str, default: int | None, *, low: int) -> int | None:
     """An integer option ≥ ``low``; ``default`` when absent or empty."""
     text = opts.get(name)

@@ -49,7 +49,7 @@ from pyspark.sql.types import (
 from bruce.producer import key_to_partition_key
 from bruce.wire import Record, UsageError
 
-from .options import OptionError
+from .option_values import OptionError
 
 READ_SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
