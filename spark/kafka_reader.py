@@ -286,7 +286,7 @@ class KafkaReader:
                 problems.append(str(e))
                 continue
             try:
-                version = conn.versions.version(METADATA)  # type: ignore[union-attr]
+                version = conn.versions.version(METADATA)  # type: ignore[union-attr]  # open_connection sets it
                 request = metadata_request(topics, version=version, allow_auto_topic_creation=False)
                 answer = await conn.request(request, version)
             except TransportError as e:
@@ -327,7 +327,7 @@ class KafkaReader:
             by_leader.setdefault(await self._leader(topic, p), []).append(p)
         offsets: dict[int, int] = {}
         for conn, parts in by_leader.items():
-            version = conn.versions.version(LIST_OFFSETS)  # type: ignore[union-attr]
+            version = conn.versions.version(LIST_OFFSETS)  # type: ignore[union-attr]  # open_connection sets it
             asked = tuple(
                 ListOffsetsPartition(p, timestamp if isinstance(timestamp, int) else timestamp[p]) for p in parts
             )
@@ -344,7 +344,7 @@ class KafkaReader:
     async def _by_time(self, topic: str, partitions: Sequence[int], when: Mapping[int, int]) -> dict[int, int | None]:
         for p in partitions:
             conn = await self._leader(topic, p)
-            if conn.versions.version(LIST_OFFSETS) == 0:  # type: ignore[union-attr]
+            if conn.versions.version(LIST_OFFSETS) == 0:  # type: ignore[union-attr]  # open_connection sets it
                 raise KafkaReadError(f"offsets by timestamp of {topic!r}: the broker speaks ListOffsets v0 only")
         listed = await self._list_offsets(topic, partitions, when)
         latest = await self._latest(topic, partitions)
@@ -395,7 +395,7 @@ class KafkaReader:
         committed: bool | None = None,
     ) -> FetchPartitionResponse:
         conn = await self._leader(topic, partition)
-        version = conn.versions.version(FETCH)  # type: ignore[union-attr]
+        version = conn.versions.version(FETCH)  # type: ignore[union-attr]  # open_connection sets it
         if committed is None:
             committed = self.config.isolation == "read_committed"
         if committed and version < 4:

@@ -89,7 +89,7 @@ def resolve(
         if isinstance(timestamps, int):
             given = dict.fromkeys(partitions, timestamps)
         elif timestamps is not None or not isinstance(spec, str):
-            given = (timestamps if timestamps is not None else spec).get(topic, {})  # type: ignore[union-attr]
+            given = (timestamps if timestamps is not None else spec).get(topic, {})  # type: ignore[union-attr]  # a dict: timestamps is no int, spec no str
             if set(given) != set(partitions):
                 raise KafkaReadError(
                     f"option {label!r}: with specific offsets every partition must be named, as in Spark (-2 for "

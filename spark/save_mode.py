@@ -45,7 +45,7 @@ def _wrap_classic(cls: Any) -> None:
             mode = "append"
         return original_save(self, path, format, mode, *args, **options)
 
-    save._bruce_append = True  # type: ignore[attr-defined]
+    save._bruce_append = True  # type: ignore[attr-defined]  # a mark on the function: default_to_append wraps once
     cls.format, cls.mode, cls.save = format, mode, save
 
 
@@ -60,7 +60,7 @@ def _wrap_connect(cls: Any) -> None:
             mode = "append"
         return original_save(self, path, format, mode, *args, **options)
 
-    save._bruce_append = True  # type: ignore[attr-defined]
+    save._bruce_append = True  # type: ignore[attr-defined]  # a mark on the function: default_to_append wraps once
     cls.save = save
 
 

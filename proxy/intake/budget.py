@@ -141,7 +141,7 @@ class MessageBudget:
 
     def _made_room(self, charge: int) -> bool:
         """Ask ``on_full`` for room; whether ``charge`` now fits."""
-        self.on_full()  # type: ignore[misc]
+        self.on_full()  # type: ignore[misc]  # called only when on_full is set
         return self.used + charge <= self.capacity
 
     def notify_when_free(self, callback: Callable[[], object]) -> None:

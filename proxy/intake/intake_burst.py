@@ -146,7 +146,7 @@ class IntakeBursts:
         self.datagrams += len(messages) + len(unparsed)
         refused = None
         if spooled:
-            refused = self._spool(spool, spooled, messages)  # type: ignore[arg-type]
+            refused = self._spool(spool, spooled, messages)  # type: ignore[arg-type]  # spooled is empty without a spool
         if (
             refused is not None
             or unparsed

@@ -109,12 +109,12 @@ class _LineConnection(asyncio.Protocol):
     # asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a stream server's transport: an asyncio.Transport
         if len(self.listener.connections) >= self.listener.config.max_connections:
             self.stats.tcp_rejected_connections += 1
             self._closed = True
             self._guarded(self._take_queued, transport)
-            transport.abort()  # type: ignore[attr-defined]
+            transport.abort()  # type: ignore[attr-defined]  # a stream server's transport: an asyncio.Transport
             return
         self.stats.tcp_connections += 1
         self.listener.connections.add(self)

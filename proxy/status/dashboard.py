@@ -33,7 +33,7 @@ from bruce.producer import CONNECTED, IDLE
 from .charts import sparkline
 from .history import WINDOW_S, RateSample, rate, series, window_span
 from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
-from .source import BootstrapState, BrokerState, MetadataTimes, QueueStats, StatusSource
+from .source import BootstrapState, BrokerState, CounterSet, MetadataTimes, QueueStats, StatusSource
 from .spool_panel import spool_panel
 
 REFRESH_S = 5
@@ -87,7 +87,7 @@ FORMATS: dict[str, Callable[[float], str]] = {
 
 def _v(src: str, value: object, fmt: str = "int", cls: str = "") -> str:
     """One shown value with its provenance (see the module rules)."""
-    text = str(value) if fmt == "text" else FORMATS[fmt](value)  # type: ignore[arg-type]
+    text = str(value) if fmt == "text" else FORMATS[fmt](value)  # type: ignore[arg-type]  # a number: only "text" shows others
     klass = f' class="{cls}"' if cls else ""
     return f'<span{klass} data-src="{escape(src)}" data-v="{escape(str(value))}" data-fmt="{fmt}">{escape(text)}</span>'
 
@@ -95,10 +95,10 @@ def _v(src: str, value: object, fmt: str = "int", cls: str = "") -> str:
 class _Counters:
     """Counter values by name and labels, over every counter set (a name is shown from the set that has it)."""
 
-    def __init__(self, counter_sets: Iterable[tuple[str, object]]) -> None:
+    def __init__(self, counter_sets: Iterable[tuple[str, CounterSet]]) -> None:
         self.values: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
         for _, counters in counter_sets:
-            for name, labels, value in counters.items():  # type: ignore[attr-defined]
+            for name, labels, value in counters.items():
                 self.values.setdefault((name, tuple(labels)), value)
 
     def get(self, name: str) -> int:

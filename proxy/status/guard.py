@@ -90,7 +90,7 @@ class _GatedProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport  # type: ignore[assignment]  # a stream server's transport: an asyncio.Transport
         self.gate.admit(self)
         self.inner.connection_made(transport)
 

@@ -31,7 +31,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3
 STATE_NAMES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
@@ -338,7 +338,7 @@ def _nonnegative(text: str) -> int:
 class _Parser(argparse.ArgumentParser):
     """argparse with usage errors exiting 3 (Nagios UNKNOWN) instead of 2 (which Nagios reads as CRITICAL)."""
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
             sys.stdout.write(message)
         sys.exit(UNKNOWN if status else 0)
