@@ -200,7 +200,8 @@ def arrow_rows(batch: pa.RecordBatch) -> Rows:
 def _as_bytes(column: pa.Array) -> list[Any]:
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         column = column.cast(pa.binary() if pa.types.is_string(column.type) else pa.large_binary())
-    return column.to_pylist()
+    values: list[Any] = column.to_pylist()
+    return values
 
 
 def _headers(items: list[dict[str, Any]] | None) -> tuple[tuple[str, bytes | None], ...] | None:

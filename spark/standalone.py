@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bruce.proxy import free_port
 from bruce.wire import BruceError
@@ -216,11 +217,12 @@ class StandaloneCluster:
                 raise ClusterError(f"{what} was not up within {self.timeout:.0f} s; {_tail(daemon.log)}")
             time.sleep(0.5)
 
-    def _status(self) -> dict | None:
+    def _status(self) -> dict[str, Any] | None:
         """The master's JSON status page, or None while it is not answering."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as answer:
-                return json.load(answer)
+                status: dict[str, Any] = json.load(answer)
+                return status
         except (OSError, ValueError):
             return None
 

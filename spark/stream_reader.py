@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -38,14 +39,14 @@ class BruceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.available_now: Offsets | None = None
         self.last_run = float("-inf")  # when the last micro-batch was let through (minOffsetsPerTrigger)
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         o = self.options
         with KafkaReader(o.client) as kafka:
             parts = assigned(kafka, o)
             starts = resolve(kafka, parts, o.starting, "startingOffsets", o.starting_timestamps, o.no_match)
             return offsets_to_json(starts)
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = offsets_from_json(start)
         latest = self.available_now if self.available_now is not None else self._latest()
         if isinstance(limit, ReadMaxRows):
@@ -66,7 +67,7 @@ class BruceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self.available_now = self._latest()
 
-    def partitions(self, start: dict, end: dict) -> list[OffsetRange]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[OffsetRange]:
         o = self.options
         begin, stop = offsets_from_json(start), offsets_from_json(end)
         for topic, parts in begin.items():
@@ -95,7 +96,7 @@ class BruceStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return iter(())
         return read_range(self.options, partition)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: the offsets live in Spark's checkpoint, not in Kafka."""
 
     def _latest(self) -> Offsets:

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from bruce.producer import Counters, DiscardReason
 from bruce.wire import UsageError, peek_topic, topic_name_problem
@@ -45,6 +46,7 @@ from bruce.wire import UsageError, peek_topic, topic_name_problem
 from .discard_log import DiscardLog, topic_bytes
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_INTERVAL_S = 600  # --discard_report_interval
 DEFAULT_PREFIX_SIZE = 256  # --discard_report_bad_msg_prefix_size
@@ -112,7 +114,7 @@ def _topic_str(topic: str | bytes) -> str:
     return bytes(topic).decode("utf-8", "backslashreplace")[:MAX_TOPIC_CHARS]
 
 
-def _remember(recent: list, item: object) -> None:
+def _remember(recent: list[T], item: T) -> None:
     """Most recent first; a repeat moves to the front; at most MAX_RECENT entries."""
     try:
         recent.remove(item)
@@ -362,7 +364,7 @@ class DiscardTracker:
             self._current = _Period(last_id + 1, last_start + self.interval)
         return self._current
 
-    def _topic_key(self, topic_map: dict, name: str) -> str:
+    def _topic_key(self, topic_map: Mapping[str, object], name: str) -> str:
         if name in topic_map or len(topic_map) < self.max_topics:
             return name
         self.counters.inc("DiscardReportTopicOverflow")

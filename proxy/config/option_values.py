@@ -14,7 +14,7 @@ from typing import Any
 
 from bruce.client import default_socket_path
 from bruce.producer import REDACTED, SECRETS, SECURITY_PROPERTIES, Secret, is_secret
-from bruce.proxy.plog.config import listeners_from_option
+from bruce.proxy.plog.config import ListenerConfig, listeners_from_option
 from bruce.wire import BruceError
 
 from .model import DEFAULT_BROKER_PORT, PRODUCER_PROPERTIES, Broker
@@ -143,7 +143,7 @@ def kafka_property(value: str) -> tuple[tuple[str, Any], ...]:
 def plog_listeners(protocol: str) -> Reader:
     """``[HOST:]PORT[:TOPIC],...``: plog listeners of ``protocol`` with default settings (docs/plog.md)."""
 
-    def read(value: str) -> tuple:
+    def read(value: str) -> tuple[ListenerConfig, ...]:
         return listeners_from_option(protocol, value)
 
     return read

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..config import Config, ConfigError, Options
-from ..plog.config import PlogConfigError, check_unique
+from ..plog.config import ListenerConfig, PlogConfigError, check_unique
 from ..routing.message import Message
 
 MAX_TICK_S = 0.05  # the timer task's longest sleep (see Daemon._timers)
@@ -29,7 +29,7 @@ def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> 
     return rewrite
 
 
-def plog_listeners(options: Options, config: Config) -> tuple:
+def plog_listeners(options: Options, config: Config) -> tuple[ListenerConfig, ...]:
     """The config file's plog listeners, then the command line's; no two may share a port or a name."""
     listeners = (*config.plog_listeners, *options.plog_udp, *options.plog_tcp)
     places = [

@@ -44,7 +44,7 @@ from ..config import NOTICE, Options
 from ..intake.budget import MessageBudget
 from ..intake.intake_burst import TOPIC_CACHE_SIZE
 from ..routing.message import Message
-from ..spool import FullPolicy, Spool, SpoolConfig
+from ..spool import FullPolicy, Spool, SpoolConfig, SpoolRecord
 from ..status.source import Gauge
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class Replay:
         duplicate = self.outcomes.tracker.record_possible_duplicate
         topic_of = _TopicNames()
         verdict = await self.settle() if self.settle is not None else None
-        bursts: Iterator = self.spool.replay()
+        bursts: Iterator[list[SpoolRecord]] = self.spool.replay()
         for burst in bursts:
             now = time.monotonic()
             for record in burst:

@@ -40,7 +40,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from bruce.producer import Counters, DiscardReason
 from bruce.wire import (
@@ -95,7 +95,7 @@ class IntakeBursts:
         self.wakeups = 0  # bursts processed so far (datagrams / wakeups = mean burst)
         self.topics: dict[bytes, str] = {}  # topic bytes → the shared str
         # datagram length → (prefix, unpack, key size, value size, topic, topic bytes): see the module rules
-        self._layouts: dict[int, tuple] = {}
+        self._layouts: dict[int, tuple[Any, ...]] = {}
         self._misses: dict[int, int] = {}  # datagram length → datagrams of it that missed its layout since learned
 
     def feed(self, datagrams: Iterable[bytes], now: float) -> int:

@@ -22,6 +22,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 from bruce.producer import DiscardReason
 from bruce.wire import Command, Fragment, MalformedInput, Unboxed, UsageError, parse_packet
@@ -143,7 +144,7 @@ class UdpListener(BaseListener):
                 self._reply(sock, reply, addr)
         return count
 
-    def _reply(self, sock: socket.socket, reply: bytes, addr: tuple) -> None:
+    def _reply(self, sock: socket.socket, reply: bytes, addr: tuple[Any, ...]) -> None:
         try:
             sock.sendto(reply, addr)
         except OSError as e:  # the send buffer is full, or the reply is too large for a datagram
@@ -158,7 +159,7 @@ class UdpListener(BaseListener):
         self._sweeper = asyncio.get_running_loop().call_later(SWEEP_INTERVAL, self._sweep)
         self._guarded(self.defrag.expire)
 
-    def handle(self, data: bytes, addr: tuple) -> bytes | None:
+    def handle(self, data: bytes, addr: tuple[Any, ...]) -> bytes | None:
         """Handle one datagram from ``addr``; return the reply to send back, if any."""
         try:
             packet = parse_packet(data)

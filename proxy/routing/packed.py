@@ -50,13 +50,13 @@ class PackedBatch:
         self,
         topic: str,
         data: bytes,
-        ends: array,
-        keys: array,
-        stamps: array,
+        ends: array[int],
+        keys: array[int],
+        stamps: array[int],
         base: int,
-        pkeys: array | None,
+        pkeys: array[int] | None,
         received: float,
-        seqs: array | None = None,
+        seqs: array[int] | None = None,
         seq_base: int = 0,
     ) -> None:
         self.topic = topic
@@ -184,7 +184,7 @@ class Packer:
         return batch
 
 
-def _sequences(seqs: list[int]) -> tuple[array | None, int]:
+def _sequences(seqs: list[int]) -> tuple[array[int] | None, int]:
     """Spool sequences as (array, base): None without any; 4-byte offsets from the lowest (-1: none) when they fit,
     else the sequences themselves (base 0)."""
     spooled = [s for s in seqs if s >= 0]

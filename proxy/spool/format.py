@@ -214,7 +214,8 @@ def header_version(data: bytes | bytearray | memoryview) -> int | None:
     """The format version of a header whose magic and CRC are valid (to report a newer format), else None."""
     if len(data) < HEADER_SIZE or data[:4] != MAGIC or crc32c(data[:24]) != _U32.unpack_from(data, 24)[0]:
         return None
-    return _HEADER.unpack_from(data)[1]
+    version: int = _HEADER.unpack_from(data)[1]
+    return version
 
 
 # ---------------------------------------------------------------- done file (written at a clean close)
@@ -245,7 +246,8 @@ class DoneBitmap(NamedTuple):
 def encode_done(done: DoneBitmap) -> bytes:
     """A done file (through the spec: it is written once per segment at a clean close)."""
     fields = {"base_sequence": done.base_sequence, "created_ms": done.created_ms, "bitmap": done.bitmap}
-    return DONE_FILE.build({"fields": {"value": fields}})
+    data: bytes = DONE_FILE.build({"fields": {"value": fields}})
+    return data
 
 
 def parse_done(data: bytes) -> DoneBitmap | None:

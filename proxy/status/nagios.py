@@ -140,7 +140,7 @@ class Verdict:
         return f"BRUCE {what} {STATE_NAMES[self.state]} - {text}" + (" | " + " ".join(self.perf) if self.perf else "")
 
 
-def fetch_json(url: str, timeout: float) -> dict:
+def fetch_json(url: str, timeout: float) -> dict[str, Any]:
     """One GET; CRITICAL when the daemon does not answer, UNKNOWN when the answer is not a JSON object."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
@@ -159,14 +159,14 @@ def fetch_json(url: str, timeout: float) -> dict:
     return data
 
 
-def _int(data: dict, key: str, where: str) -> int:
+def _int(data: dict[str, Any], key: str, where: str) -> int:
     value = data.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
         raise CheckError(UNKNOWN, f"{where}: {key!r} is missing or not an integer")
     return value
 
 
-def parse_counters(data: dict) -> tuple[int, int, dict[str, int]]:
+def parse_counters(data: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
     """``(now, pid, {name: value})`` from a ``/counters/json`` answer, checked as Bruce's script checks it."""
     now, pid = _int(data, "now", "counter report"), _int(data, "pid", "counter report")
     _int(data, "since", "counter report")
@@ -191,7 +191,7 @@ def parse_counters(data: dict) -> tuple[int, int, dict[str, int]]:
     return now, pid, counters
 
 
-def load_state(path: Path) -> list[dict]:
+def load_state(path: Path) -> list[dict[str, Any]]:
     """The reports kept by earlier runs, oldest first (none when the file does not exist yet)."""
     try:
         reports = json.loads(path.read_text())
@@ -204,7 +204,7 @@ def load_state(path: Path) -> list[dict]:
     return reports
 
 
-def save_state(path: Path, reports: list[dict]) -> None:
+def save_state(path: Path, reports: list[dict[str, Any]]) -> None:
     """Write the reports atomically (a temporary file renamed over the old one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
@@ -217,14 +217,14 @@ def save_state(path: Path, reports: list[dict]) -> None:
         raise CheckError(UNKNOWN, f"state file {path}: {e}") from e
 
 
-def _keep(reports: list[dict], now: int, interval: int) -> list[dict]:
+def _keep(reports: list[dict[str, Any]], now: int, interval: int) -> list[dict[str, Any]]:
     """The reports of the last ``interval`` seconds and the newest older one (what the next run can need)."""
     older = [r for r in reports if r["now"] <= now - interval]
     return (older[-1:] + [r for r in reports if r["now"] > now - interval])[-MAX_REPORTS:]
 
 
 def judge_counters(
-    now: int, pid: int, counters: dict[str, int], previous: list[dict], args: argparse.Namespace
+    now: int, pid: int, counters: dict[str, int], previous: list[dict[str, Any]], args: argparse.Namespace
 ) -> Verdict:
     """Bruce's rules (module docstring) for one report against the earlier ones (oldest first)."""
     v = Verdict()
@@ -284,7 +284,7 @@ def check_counters(args: argparse.Namespace) -> Verdict:
     return verdict
 
 
-def _reports(data: dict) -> list[dict]:
+def _reports(data: dict[str, Any]) -> list[dict[str, Any]]:
     for key in ("now", "pid", "interval"):
         _int(data, key, "discard answer")
     reports: list[Any] = [data.get("unfinished_report")] + (

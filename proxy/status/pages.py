@@ -20,6 +20,7 @@ import json
 import time
 from base64 import b64encode
 from collections.abc import Iterable
+from typing import Any
 
 from bruce.proxy.accounting.discards import DiscardReport, PeriodReport, TopicInterval
 
@@ -42,7 +43,7 @@ def _ctime(seconds: float) -> str:
     return time.ctime(int(seconds))
 
 
-def _json(body: dict) -> str:
+def _json(body: dict[str, Any]) -> str:
     return json.dumps(body, indent=4) + "\n"
 
 
@@ -143,8 +144,8 @@ def render_discards_plain(info: ServerInfo, report: DiscardReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _json_period(p: PeriodReport) -> dict:
-    def intervals(items: tuple[TopicInterval, ...]) -> list[dict]:
+def _json_period(p: PeriodReport) -> dict[str, Any]:
+    def intervals(items: tuple[TopicInterval, ...]) -> list[dict[str, Any]]:
         return [
             {"topic": i.topic, "min_timestamp": i.min_timestamp, "max_timestamp": i.max_timestamp, "count": i.count}
             for i in items
@@ -169,7 +170,7 @@ def _json_period(p: PeriodReport) -> dict:
 
 def render_discards_json(info: ServerInfo, report: DiscardReport) -> str:
     """``/discards/json``: Bruce's field names (``finished_report`` only once a period has finished)."""
-    body: dict = {
+    body: dict[str, Any] = {
         "now": report.now,
         "pid": info.pid,
         "version": info.version,
