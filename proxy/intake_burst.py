@@ -23,7 +23,8 @@ Rules:
 - Per burst, not per datagram: a burst is parsed into messages first; when it has no discard and fits the budget whole,
   its charge is reserved in one step (then every message of it fits) and its messages are handed over; otherwise they
   are reserved one by one, so NO_MEM falls on exactly the messages a reservation per message would refuse
-  (tests/proxy/intake/test_intake_bursts.py checks that equivalence). Counters are updated once per burst.
+  (tests/proxy/intake/test_intake_bursts.py checks that equivalence). Counters are updated once per burst, and a
+  sink with ``on_messages`` takes the burst's messages in one call.
 - The durable spool (``spool``; every spool call of the intake is in :meth:`IntakeBursts._spool` and
   :meth:`IntakeBursts._admit_in_order`): each burst's valid messages are appended to it in one call after parsing and
   before the budget sees them; each gets its sequence (``spool_seq``). A burst the spool refuses (full, with the
@@ -67,6 +68,10 @@ class IntakeSink(Protocol):
 
     def on_message(self, msg: Message) -> None:
         """A valid message, its charge already reserved in the budget: its fate is now the daemon's."""
+
+    # Optional: ``on_messages(messages)`` takes a whole burst of valid messages (each as ``on_message`` would, in
+    # order); if it raises, it leaves in ``messages`` only those it never saw. The daemon's is the router's
+    # ``route_many``: one call per burst instead of one per message.
 
     def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
         """A datagram that parsed was discarded (NO_MEM: the budget is full)."""
@@ -148,18 +153,30 @@ class IntakeBursts:
             or not self.budget.try_reserve_many(charges, len(messages))
         ):
             return self._admit_in_order(messages, unparsed, refused)
-        self._count_created(len(messages))
+        created = len(messages)
+        self._count_created(created)
+        try:
+            (getattr(self.sink, "on_messages", None) or self._one_by_one)(messages)
+        except (
+            BaseException
+        ):  # the sink failed (serve() raises it): settle the messages it never saw (left in the list)
+            if messages:
+                self.budget.release(sum(m.charge for m in messages), len(messages))
+                self._discard_unrouted(messages)
+            raise
+        return created
+
+    def _one_by_one(self, messages: list[Message]) -> None:
+        """``sink.on_message`` for each (a sink without ``on_messages``); on failure ``messages`` keeps the unseen."""
         deliver = self.sink.on_message
+        handed = 0
         try:
             for msg in messages:
+                handed += 1
                 deliver(msg)
-        except BaseException:  # the sink failed (serve() raises it): settle the messages it never saw
-            rest = messages[next(i for i, m in enumerate(messages) if m is msg) + 1 :]
-            if rest:
-                self.budget.release(sum(m.charge for m in rest), len(rest))
-                self._discard_unrouted(rest)
+        except BaseException:
+            del messages[:handed]
             raise
-        return len(messages)
 
     def _learn(self, data: bytes, raw_topic: bytes, key: bytes, topic: str) -> None:
         """Keep the layout of ``data``, a valid AnyPartition datagram, for the next datagrams of its length. A length
