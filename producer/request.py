@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bruce.wire.compression import Codec
-from bruce.wire.messageset import MESSAGE_OVERHEAD, build_message_set
+from bruce.wire.messageset import MESSAGE_OVERHEAD, build_message_set_columns
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.recordbatch import build_record_batch
 from bruce.wire.recordbatch_schema import HEADER_SIZE
@@ -191,7 +191,10 @@ def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: 
         if data is not None:
             return data
         return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)
-    return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)
+    keys = [m.key for m in messages]  # columns: no tuple per message (build_message_set_columns)
+    values = [m.value for m in messages]
+    stamps = [m.timestamp for m in messages] if magic else None
+    return build_message_set_columns(keys, values, stamps, magic=magic, codec=codec, empty_as_null=empty)
 
 
 class _Records:

@@ -24,7 +24,8 @@ from __future__ import annotations
 import functools
 import struct
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 import construct as c
@@ -39,6 +40,7 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "MESSAGE_SET",
     "build_message_set",
+    "build_message_set_columns",
     "decode_message_set",
 ]
 
@@ -132,6 +134,72 @@ def build_message_set(
         return _entry(last, magic, int(codec), wrapper_ts, None, value)
     except (struct.error, TypeError) as e:
         raise UsageError(f"cannot encode message set: {e}") from None
+
+
+def build_message_set_columns(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps: Sequence[int] | None,
+    *,
+    magic: int,
+    codec: Codec | int = Codec.NONE,
+    empty_as_null: bool = False,
+) -> bytes:
+    """:func:`build_message_set` of ``zip(keys, values, timestamps)`` (offsets from 0), from columns: the daemon's
+    batches are read into three lists (C-speed comprehensions) instead of one tuple per message. ``timestamps`` is
+    needed for magic 1 only. The same bytes as :func:`build_message_set` (``tests/wire/test_messageset.py``)."""
+    if magic not in (0, 1):
+        raise UsageError(f"message sets have magic 0 or 1, not {magic!r}")
+    if magic and (timestamps is None or len(timestamps) != len(values)):
+        raise UsageError("magic 1 needs a timestamp per message")
+    if len(keys) != len(values):
+        raise UsageError("a message set needs as many keys as values")
+    try:
+        codec = Codec(codec)
+    except ValueError:
+        raise UsageError(f"unknown compression codec {codec!r}") from None
+    if codec is Codec.ZSTD:
+        raise UsageError("zstd needs RecordBatch v2 (magic 2)")
+    stamps = timestamps if magic else repeat(-1)
+    try:
+        inner = _build_columns(keys, values, stamps, magic, empty_as_null)  # type: ignore[arg-type]
+        if codec is Codec.NONE:
+            return inner
+        wrapper_ts = max(timestamps, default=-1) if magic else -1  # type: ignore[arg-type]
+        value = compress(codec, inner, legacy_lz4=magic == 0)
+        return _entry(max(len(values) - 1, 0), magic, int(codec), wrapper_ts, None, value)
+    except (struct.error, TypeError) as e:
+        raise UsageError(f"cannot encode message set: {e}") from None
+
+
+def _build_columns(
+    keys: Sequence[bytes | None], values: Sequence[bytes | None], stamps: Iterable[int], magic: int, empty_as_null: bool
+) -> bytes:
+    """:func:`_build_plain` over columns (timestamps -1 for magic 0), offsets from 0."""
+    parts: list[bytes] = []
+    append = parts.append
+    crc32 = _crc32
+    last_key: object = _UNSET
+    last_size = last_ts = -2
+    pack = prefix = prefix_crc = entry_size = None
+    for offset, (key, value, ts) in enumerate(zip(keys, values, stamps, strict=False)):  # stamps: repeat() for magic 0
+        if empty_as_null:
+            key = key or None
+            value = value or None
+        size = -1 if value is None else len(value)
+        if size != last_size or ts != last_ts or key != last_key:
+            last_key, last_size, last_ts = key, size, ts
+            prefix = (_V1_PREFIX(1, 0, ts) if magic else _V0_PLAIN) + (_NULL if key is None else _INT32(len(key)) + key)
+            prefix += _INT32(size)
+            prefix_crc = crc32(prefix)
+            entry_size = len(prefix) + 4 + max(size, 0)
+            pack = _head_and(len(prefix))
+        if value is None:
+            append(pack(offset, entry_size, prefix_crc, prefix))  # type: ignore[misc]
+        else:
+            append(pack(offset, entry_size, crc32(value, prefix_crc), prefix))  # type: ignore[misc]
+            append(value)
+    return b"".join(parts)
 
 
 def _timestamp_of(message: Sequence, default: int) -> int:
