@@ -10,6 +10,8 @@ Rules:
   spool (:mod:`bruce.proxy.spool`), or -1 when it has none (no spool, or held in memory only); whoever settles its
   fate marks it done there (:mod:`bruce.proxy.outcomes`). tests/proxy/routing/test_routing_message.py checks that the
   result equals what the producer's constructor builds, field by field, so a field added there cannot go unset here.
+  The intake's fast path (:mod:`bruce.proxy.intake_burst`) sets the same fields without calling the constructor;
+  tests/proxy/intake/test_intake_layouts.py holds it to the constructor slot by slot.
   Fields are set once by the input that creates the message; nothing here validates them — the inputs do
   (bruce.wire parses, then the budget admits).
 - ``partition_key`` is ``None`` for AnyPartition messages (the producer picks the partition) and the client's 32-bit
