@@ -8,7 +8,8 @@ with no sockets), so the last rows are the daemon's whole routing cost per messa
 also given as a ratio to an empty method call per message measured in the same run, and as a share of the daemon's
 5 µs per-message CPU budget (200,000 messages/s end to end).
 
-Batching rows: ``combined`` is Bruce's shipped config (every topic in one combined batch, 10 s / 256 KiB);
+Batching rows: ``combined`` is Bruce's shipped config (every topic in one combined batch, 10 s / 256 KiB); ``bursts
+of 256`` routes the same through ``Router.route_many``, a burst per call, as the daemon's intake does;
 ``per-topic`` batches of 1,000 messages; ``unbatched`` hands each message to the producer alone. ``rate limit`` adds
 a per-topic rate limiter with a limit that is never reached.
 
@@ -104,8 +105,11 @@ def _discard(msg: Message, reason: DiscardReason) -> None:
     raise AssertionError(f"the benchmark discarded a message: {reason}")
 
 
-def _run_router(messages: list[Message], cfg: Config, submit_kind: str, limited: bool) -> tuple[float, int]:
-    """Route every message; returns (seconds, messages that reached submit)."""
+def _run_router(
+    messages: list[Message], cfg: Config, submit_kind: str, limited: bool, burst: int = 0
+) -> tuple[float, int]:
+    """Route every message (one ``route`` call each, or ``route_many`` per ``burst`` messages as the intake hands
+    them over); returns (seconds, messages that reached submit)."""
     view = _view()
     reached = [0]
     if submit_kind == "producer":
@@ -134,10 +138,15 @@ def _run_router(messages: list[Message], cfg: Config, submit_kind: str, limited:
         rate_limiter=limiter,
     )
     route_one = router.route
+    bursts = [messages[i : i + burst] for i in range(0, len(messages), burst)] if burst else []
     gc.collect()
     start = time.process_time()
-    for m in messages:
-        route_one(m)
+    if burst:
+        for chunk in bursts:
+            router.route_many(chunk)
+    else:
+        for m in messages:
+            route_one(m)
     batcher.flush_all()
     elapsed = time.process_time() - start
     return elapsed, reached[0]
@@ -165,6 +174,7 @@ def main() -> None:
 
     rows = [
         ("combined", TopicAction.COMBINED_TOPICS, "none", False),
+        ("combined, bursts of 256", TopicAction.COMBINED_TOPICS, "none", False),
         ("per-topic", TopicAction.PER_TOPIC, "none", False),
         ("unbatched", TopicAction.DISABLE, "none", False),
         ("combined, rate limit", TopicAction.COMBINED_TOPICS, "none", True),
@@ -182,7 +192,8 @@ def main() -> None:
             cfg = _config(action, limited=limited)
             times = []
             for _ in range(repeat):
-                elapsed, reached = _run_router(messages, cfg, submit_kind, limited)
+                burst = 256 if "bursts" in name else 0
+                elapsed, reached = _run_router(messages, cfg, submit_kind, limited, burst)
                 assert reached == n, f"{name}: {reached} of {n} messages reached submit"
                 times.append(elapsed)
             ns = min(times) / n * 1e9

@@ -32,7 +32,7 @@ from bruce.wire import (
     ProduceRequest,
     RecordInput,
     TopicProduceData,
-    build_message_set,
+    build_message_set_columns,
     build_record_batch,
 )
 from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
@@ -196,9 +196,11 @@ def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: 
         data = encode(codec, level) if encode is not None else None  # send_many's values, column by column
         if data is not None:
             return data  # type: ignore[no-any-return]  # a Bulk's encode: bytes
-        records = _Records(messages, empty)
-        return build_record_batch(records, codec=codec, compression_level=level)  # type: ignore[arg-type]  # see _Records
-    return build_message_set(_Records(messages, False), magic=magic, codec=codec, empty_as_null=empty)  # type: ignore[arg-type]  # see _Records
+        return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)  # type: ignore[arg-type]  # see _Records
+    keys = [m.key for m in messages]  # columns: no tuple per message (build_message_set_columns)
+    values = [m.value for m in messages]
+    stamps = [m.timestamp for m in messages] if magic else None
+    return build_message_set_columns(keys, values, stamps, magic=magic, codec=codec, empty_as_null=empty)
 
 
 class _Records:

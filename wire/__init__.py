@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         peek_topic,
     )
     from .errors import BruceError, MalformedInput, UnsupportedApiKey, UnsupportedVersion, UsageError
-    from .messageset import MESSAGE_OVERHEAD, build_message_set, decode_message_set
+    from .messageset import MESSAGE_OVERHEAD, build_message_set, build_message_set_columns, decode_message_set
     from .plog import (
         KEY_TAG,
         TOPIC_TAG,
@@ -158,6 +158,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "with_producer_identity": ("recordbatch", "with_producer_identity"),
     "PRODUCE": ("versions", "PRODUCE"),
     "build_message_set": ("messageset", "build_message_set"),
+    "build_message_set_columns": ("messageset", "build_message_set_columns"),
     "RecordInput": ("recordbatch_schema", "RecordInput"),
     "SASL_AUTHENTICATE": ("protocol.sasl_authenticate", "KEY"),
     "SaslAuthenticateRequest": ("protocol.sasl_authenticate", "SaslAuthenticateRequest"),
@@ -239,6 +240,7 @@ __all__ = [
     "any_partition_layout",
     "build_any_partition",
     "build_message_set",
+    "build_message_set_columns",
     "build_partition_key",
     "build_record_batch",
     "build_value_batch",

@@ -21,7 +21,8 @@ Rules:
   but *kept* (``kept``, ``MsgKeptInSpool``): it stays in the spool and the next start delivers it. The invariant
   is then ``received = delivered + discarded + kept + in flight``. A message held in memory only (no sequence) is
   discarded SERVER_SHUTDOWN as without the spool.
-- ``on_message`` is the router's ``route`` itself (set by the daemon), so a valid message costs no extra call here.
+- ``on_message`` is the router's ``route`` itself and ``on_messages`` (a burst) its ``route_many`` (set by the
+  daemon), so a valid message costs no extra call here.
 - Synchronous, for the event loop's thread; never raises for a well-formed call (the tracker and the debug log
   contain their own failures).
 """
@@ -71,11 +72,23 @@ class Outcomes:
         self.delivered_by_topic: dict[str, int] = {}  # topics a broker accepted: bounded by the cluster's topics
         self._inputs: list[Callable[[], int]] = []
         self.on_message: Callable[[message.Message], None] = self._no_router
+        self.on_messages: Callable[[list[message.Message]], None] = self._each  # a burst; the daemon sets the router's
         self.spool: Spool | None = None  # the durable spool, when it is on
 
     def add_input(self, received: Callable[[], int]) -> None:
         """Register an input by a callable giving how many datagrams or messages it has read so far."""
         self._inputs.append(received)
+
+    def _each(self, messages: list[message.Message]) -> None:
+        """``on_message`` for each of a burst's messages; on failure ``messages`` keeps those not handed over."""
+        handed = 0
+        try:
+            for msg in messages:
+                handed += 1
+                self.on_message(msg)
+        except BaseException:
+            del messages[:handed]
+            raise
 
     @staticmethod
     def _no_router(msg: Message) -> None:

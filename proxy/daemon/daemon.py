@@ -150,6 +150,8 @@ class Daemon:
         route: Callable[[Message], None] = self.router.route
         if options.use_old_output_format:
             route = legacy_output(route, omit_timestamp=options.omit_timestamp)
+        else:
+            outcomes.on_messages = self.router.route_many  # the intake's bursts, one call each
         outcomes.on_message = route
         self.intake = DatagramIntake(
             options.receive_socket_name,

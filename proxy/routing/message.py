@@ -6,12 +6,13 @@ Rules:
   A batch that waits for a broker is held packed instead (:mod:`bruce.proxy.routing.packed`) and becomes objects again
   (equal field by field) when it is sent.
 - The smallest fast object: ``__slots__``, and a constructor that sets every field itself rather than calling the
-  producer's (one call less per datagram on the hot path). ``spool_seq`` is the message's sequence in the durable
-  spool (:mod:`bruce.proxy.spool`), or -1 when it has none (no spool, or held in memory only); whoever settles its
-  fate marks it done there (:mod:`bruce.proxy.accounting.outcomes`). tests/proxy/routing/test_routing_message.py checks
-  that the result equals what the producer's constructor builds, field by field, so a field added there cannot go unset
-  here. Fields are set once by the input that creates the message; nothing here validates them — the inputs do
-  (bruce.wire parses, then the budget admits).
+  producer's (one call less per datagram on the hot path). ``spool_seq`` is the message's sequence in the durable spool
+  (:mod:`bruce.proxy.spool`), or -1 when it has none (no spool, or held in memory only); whoever settles its fate marks
+  it done there (:mod:`bruce.proxy.accounting.outcomes`). tests/proxy/routing/test_routing_message.py checks that the
+  result equals what the producer's constructor builds, field by field, so a field added there cannot go unset here. The
+  intake's fast path (:mod:`bruce.proxy.intake.intake_burst`) sets the same fields without calling the constructor;
+  tests/proxy/intake/test_intake_layouts.py holds it to the constructor slot by slot. Fields are set once by the input
+  that creates the message; nothing here validates them — the inputs do (bruce.wire parses, then the budget admits).
 - ``partition_key`` is ``None`` for AnyPartition messages (the producer picks the partition) and the client's 32-bit
   key for PartitionKey messages (the producer's documented PartitionKey semantics).
 - ``timestamp`` is the client's epoch-milliseconds timestamp (it becomes the record's CreateTime and reports show it;

@@ -83,3 +83,23 @@ def test_two_topics_of_one_length_do_not_relearn_every_datagram(
     assert fields(intake) == expected(datagrams)
     # one layout at first, then one more each time the other topic missed LAYOUT_MISSES times: 320 misses → 5
     assert len(learned) == 1 + 320 // intake_burst.LAYOUT_MISSES
+
+
+@pytest.mark.parametrize("key", [b"", b"key"])
+def test_the_fast_path_sets_every_slot_as_the_constructor_does(
+    make_intake: Callable[..., DatagramIntake], key: bytes
+) -> None:
+    """The fast path builds its messages without calling ``Message``: every slot (the producer's and the daemon's)
+    must hold what the constructor would have put there."""
+    from bruce.proxy.routing.message import Message
+
+    intake = make_intake()
+    datagrams = [build_any_partition("clicks", b"value-%d" % i, key=key, timestamp=TS + i) for i in range(3)]
+    intake.feed(datagrams, 12.5)
+    assert len(intake.sink.messages) == 3  # the first learns the layout, the next two take the fast path
+    slots = [s for cls in Message.__mro__ for s in getattr(cls, "__slots__", ())]
+    for m, d in zip(intake.sink.messages, datagrams, strict=True):
+        _, topic, ts, k, value, pk = parse_datagram(d)
+        built = Message(topic.decode(), k, value, ts, pk, 12.5)
+        for name in slots:
+            assert getattr(m, name) == getattr(built, name), name

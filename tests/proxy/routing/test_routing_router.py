@@ -149,3 +149,48 @@ def test_shutdown_discards_what_the_router_holds() -> None:
     assert rig.router.discard_held(DiscardReason.SERVER_SHUTDOWN) == 2
     assert [r for r, *_ in rig.take_discards()] == [DiscardReason.SERVER_SHUTDOWN] * 2
     assert rig.router.held == 0
+
+
+def _mixed_burst(now: float) -> list:
+    from .helpers import msg
+
+    values = [("nope", "x" * 11), ("dead", "x" * 11), ("dead", "short"), ("good", "first"), ("good", "second")]
+    values += [("good", "x" * 11), ("half", "h"), ("good", "third")]
+    return [msg(t, v, now) for t, v in values]
+
+
+def test_route_many_routes_a_burst_as_route_does_one_by_one() -> None:
+    """The intake's burst path gives every message the fate route() gives it, in the same order, with the same
+    counters (bad topic, too long, no partition, rate limit, batched)."""
+    outcomes = []
+    for burst in (False, True):
+        cfg = config(message_max_bytes=26 + 10, rate_limits={"good": RateLimit(1000, 2)})
+        limiter = RateLimiter.from_limits(cfg.rate_limit_for, cfg.topic_rate_limiting.named_configs.values())
+        rig = Rig(cfg=cfg, rate_limiter=limiter)
+        messages = _mixed_burst(1.0)
+        if burst:
+            rig.router.route_many(messages)
+        else:
+            for m in messages:
+                rig.router.route(m)
+        outcomes.append((rig.take_discards(), rig.out.take(), rig.counters.snapshot()))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[1][1] == [("good", ["first"]), ("good", ["second"]), ("half", ["h"])]
+
+
+def test_route_many_sees_a_new_view_and_leaves_what_it_never_saw_after_a_failure() -> None:
+    rig = Rig(cluster=None)
+    rig.state.view = view(CLUSTER)  # the first view arrives: the burst is routed against it
+    messages = _mixed_burst(1.0)[3:]  # good, good, good (not too long here), half, good
+    calls = []
+
+    def failing_add(m, now):  # type: ignore[no-untyped-def]
+        calls.append(m.value)
+        if m.value == b"h":
+            raise RuntimeError("the batcher failed")
+
+    rig.router._add = failing_add
+    with pytest.raises(RuntimeError, match="the batcher failed"):
+        rig.router.route_many(messages)
+    assert calls == [b"first", b"second", b"x" * 11, b"h"]
+    assert [m.value for m in messages] == [b"third"]  # only the one never seen is left for the intake to settle
