@@ -30,9 +30,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from pyspark import TaskContext
+
 from bruce.producer import Producer, ProducerConfig
 from bruce.wire.errors import BruceError
 
+from .client_options import ClientConfig
 from .committed import COMMIT, Markers, decode_batches
 from .kafka_reader import KafkaReader, KafkaReadError
 from .option_values import OptionError
@@ -40,7 +43,7 @@ from .option_values import OptionError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .options import ClientConfig, WriteOptions
+    from .options import WriteOptions
 
 MARKER_TOPIC = "__bruce_spark_commits"
 QUERY_ID = "sql.streaming.queryId"  # Spark's local properties of a streaming query's jobs
@@ -91,8 +94,6 @@ class Share:
 
 def current_share() -> Share:
     """This task's (query, batch, partition), from Spark's task context; :class:`OptionError` outside a stream."""
-    from pyspark import TaskContext
-
     ctx = TaskContext.get()
     query = ctx.getLocalProperty(QUERY_ID) if ctx is not None else None
     batch = ctx.getLocalProperty(BATCH_ID) if ctx is not None else None
@@ -144,8 +145,6 @@ class TaskTransaction:
 
     def options_client(self) -> ClientConfig:
         """How the marker lookup reaches the brokers: the write's servers, security and client id."""
-        from .client_options import ClientConfig
-
         p = self.config
         return ClientConfig(tuple(p.bootstrap_servers), client_id=p.client_id or "bruce-spark", security=p.security)
 

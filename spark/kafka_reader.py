@@ -65,8 +65,8 @@ from bruce.wire.protocol.metadata import metadata_request
 from bruce.wire.records import Record, decode_records, entry_spans
 from bruce.wire.versions import FETCH, LIST_OFFSETS, METADATA
 
+from .client_options import ClientConfig
 from .committed import Markers, by_aborted_list, decode_batches
-from .options import ClientConfig
 
 T = TypeVar("T")
 MAX_FETCH_BYTES = 64 << 20
