@@ -3,7 +3,8 @@ the floor Spark imposes on any Python code, in the same local Spark session, on 
 same tansu broker. Prints rows/s and ratios.
 
 Usage: python bench/spark_bench.py [--rows 1000000] [--size 100] [--partitions 2] [--repeat 1] [--quick] [--cluster]
-       python bench/spark_bench.py --exactly-once [--quick] [--kills] (bench/spark_eos_bench.py: exactlyOnce's cost)
+       python bench/spark_bench.py --exactly-once [--quick] [--kills] [--cluster-kills] (bench/spark_eos_bench.py:
+       exactlyOnce's cost, and the kill runs on local[2] and on a standalone cluster)
 
 Writes (each to a fresh topic with ``--partitions`` partitions; one Spark task per DataFrame partition):
 - ``bruce data source``: ``df.write.format("bruce")``;

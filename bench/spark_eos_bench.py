@@ -1,9 +1,13 @@
 """The cost of ``exactlyOnce`` streaming writes: the same streaming copy (a topic to a topic, several micro-batches)
 written at-least-once and exactly once, alternating (the order swapped at each repeat), in one local Spark session on
 one tansu broker; and, with ``--kills``, the kill runs (driver kill -9, JVM kill -9, ``query.stop()``) in both modes
-with what each lost and duplicated.
+with what each lost and duplicated, each run's killed job and its restart being their own driver processes on
+local[2]; ``--cluster-kills``: the same runs, and kill -9 of the executors' JVMs, with the drivers connected to a
+Spark standalone cluster on loopback (a master and two one-core workers, :mod:`bruce.spark.standalone`). Exits 1 if
+an exactlyOnce run lost or duplicated a record (or an at-least-once run lost one).
 
-Usage: python bench/spark_eos_bench.py [--rows 200000] [--per-trigger 50000] [--repeat 2] [--quick] [--kills]
+Usage: python bench/spark_eos_bench.py [--rows 200000] [--per-trigger 50000] [--repeat 2] [--quick]
+       [--kills] [--cluster-kills] [--exactly-once-only] [--no-throughput]
 (also ``python bench/spark_bench.py --exactly-once ...``)
 
 A copy is ``readStream`` of the source (``startingOffsets=earliest``, ``maxOffsetsPerTrigger``) into the sink with
@@ -24,10 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from spark.eos_runs import KINDS, committed_values, fill, kill_run
+from spark.eos_runs import CLUSTER_KINDS, KINDS, committed_values, fill, kill_run
 
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import local_session
+from bruce.spark.standalone import StandaloneCluster
 
 _topics = itertools.count(1)
 
@@ -91,27 +96,41 @@ def throughput(broker: EmbeddedBroker, rows: int, per_trigger: int, repeat: int)
     print(f"  exactlyOnce costs {extra:.2f} s more, {extra / batches * 1000:.0f} ms per micro-batch (2 tasks)")
 
 
-def kills(broker: EmbeddedBroker) -> None:
+def kills(broker: EmbeddedBroker, local: bool, cluster: bool, modes: tuple[bool, ...]) -> None:
+    """The kill runs in each of ``modes`` (exactlyOnce or not), on local[2] and/or a standalone cluster; prints a line
+    each and a summary of what exactlyOnce lost and duplicated."""
     rows, per_trigger = 4000, 1000
     workdir = Path(tempfile.mkdtemp(prefix="eos-kills-"))
-    for kind in KINDS:
-        for exactly_once in (False, True):
-            source, sink = f"kill-source-{next(_topics)}", f"kill-sink-{next(_topics)}"
-            broker.create_topic(source, 2)
-            broker.create_topic(sink, 2)
-            fill(broker.address, source, rows)
-            run = kill_run(
-                broker.address,
-                source,
-                sink,
-                workdir,
-                kind=kind,
-                exactly_once=exactly_once,
-                rows=rows,
-                max_offsets=per_trigger,
-                kill_at=per_trigger + per_trigger // 2,
-            )
-            print(run.describe(), flush=True)
+    failures: list[str] = []
+
+    def one(kind: str, exactly_once: bool, where: str, on: StandaloneCluster | None) -> None:
+        source, sink = f"kill-source-{next(_topics)}", f"kill-sink-{next(_topics)}"
+        broker.create_topic(source, 2)
+        broker.create_topic(sink, 2)
+        fill(broker.address, source, rows)
+        run = kill_run(
+            broker.address, source, sink, workdir, kind=kind, exactly_once=exactly_once, rows=rows,
+            max_offsets=per_trigger, kill_at=per_trigger + per_trigger // 2, cluster=on, timeout=1200,
+        )  # fmt: skip
+        print(f"{where:8} {run.describe()}", flush=True)
+        if run.lost or (exactly_once and run.duplicated):
+            failures.append(f"{where} {run.describe()}")
+
+    for kind in KINDS if local else ():
+        for exactly_once in modes:
+            one(kind, exactly_once, "local[2]", None)
+    if cluster:
+        root = workdir / "cluster"  # kept: the daemons' and executors' logs
+        print(f"cluster: a master and 2 workers x 1 core; logs under {root}", flush=True)
+        with StandaloneCluster(root, workers=2, cores=1, memory="512m") as on:
+            for kind in CLUSTER_KINDS:
+                for exactly_once in modes:
+                    one(kind, exactly_once, "cluster", on)
+    print(
+        "kills: " + ("every exactlyOnce run 0 lost, 0 duplicated" if not failures else "FAILED: " + "; ".join(failures))
+    )
+    if failures:
+        raise SystemExit(1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,13 +139,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-trigger", type=int, default=50_000, help="maxOffsetsPerTrigger")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="10,000 rows, one run (keeps the script from rotting)")
-    parser.add_argument("--kills", action="store_true", help="also the kill runs, both modes")
+    parser.add_argument("--kills", action="store_true", help="also the kill runs on local[2]")
+    parser.add_argument("--cluster-kills", action="store_true", help="also the kill runs on a standalone cluster")
+    parser.add_argument("--exactly-once-only", action="store_true", help="kill runs with exactlyOnce only")
+    parser.add_argument("--no-throughput", action="store_true", help="only the kill runs")
     args, _ = parser.parse_known_args(argv)
     rows, per_trigger, repeat = (10_000, 2_500, 1) if args.quick else (args.rows, args.per_trigger, args.repeat)
     with EmbeddedBroker() as broker:
-        throughput(broker, rows, per_trigger, repeat)
-        if args.kills:
-            kills(broker)
+        if not args.no_throughput:
+            throughput(broker, rows, per_trigger, repeat)
+        if args.kills or args.cluster_kills:
+            modes = (True,) if args.exactly_once_only else (False, True)
+            kills(broker, args.kills, args.cluster_kills, modes)
     return 0
 
 

@@ -2,9 +2,9 @@
 deliver every row fails.
 
 Rules:
-- :func:`deliver` runs one task's rows through the mode the options chose: ``direct`` (``bruce.producer``, to the
-  brokers; delivered = acknowledged) or ``daemon`` (datagrams to the local bruce daemon; delivered = handed to the
-  daemon, which then accounts for them itself).
+- A task's rows go through one of two modes (:func:`bruce.spark.task.deliver` chooses): ``direct`` (delivered =
+  acknowledged by Kafka) or ``daemon`` (delivered = handed to the local bruce daemon, which then accounts for them).
+  This module knows neither: both report through it.
 - The result is a :class:`WriteSummary`, the task's commit message: ``rows = delivered + discarded``.
 - A summary with any discard becomes :class:`DeliveryFailed` in the task: Spark then retries the task (its rows are
   sent again, including those already delivered: at-least-once) or fails the job with the reasons.
@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from bruce.wire import BruceError
-
-from .options import WriteOptions
 
 log = logging.getLogger("bruce.spark")
 
@@ -98,31 +95,6 @@ def combine(summaries: Iterable[WriterCommitMessage | None], mode: str) -> Write
         for reason, n in s.discarded.items():
             discarded[reason] = discarded.get(reason, 0) + n
     return WriteSummary(mode, rows, delivered, discarded, duplicates, tasks, first_error, skipped)
-
-
-def deliver(batches: Iterator[pa.RecordBatch], options: WriteOptions) -> WriteSummary:
-    """Deliver one task's rows; raises :class:`DeliveryFailed` unless every row was delivered (or, exactlyOnce,
-    skipped as already committed)."""
-    if options.marker_topic is not None:
-        from bruce.producer import run
-
-        from .direct import produce_batches
-        from .exactly_once import TaskTransaction, current_share
-
-        summary = run(produce_batches(batches, options, TaskTransaction(options, current_share())))
-    elif options.socket:
-        from .daemon import send_to_daemon
-
-        summary = send_to_daemon(batches, options)
-    else:
-        from bruce.producer import run
-
-        from .direct import produce_batches
-
-        summary = run(produce_batches(batches, options))
-    if not summary.complete:
-        raise DeliveryFailed(summary)
-    return summary
 
 
 def report(message: str, *, warning: bool = False) -> None:

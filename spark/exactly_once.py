@@ -30,9 +30,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from bruce.producer import Producer, ProducerConfig
+from pyspark import TaskContext
+
+from bruce.producer import Producer
 from bruce.wire import BruceError
 
+from .client_options import ClientConfig
 from .committed import COMMIT, Markers, decode_batches
 from .kafka_reader import KafkaReader, KafkaReadError
 from .option_values import OptionError
@@ -40,37 +43,11 @@ from .option_values import OptionError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .client_options import ClientConfig
     from .options import WriteOptions
 
-MARKER_TOPIC = "__bruce_spark_commits"
 QUERY_ID = "sql.streaming.queryId"  # Spark's local properties of a streaming query's jobs
 BATCH_ID = "streaming.sql.batchId"
 _FIRST_WINDOW = 256  # offsets read back from the end of the marker partition at first
-
-
-def exactly_once_option(opts: dict[str, str], producer: ProducerConfig | None) -> str | None:
-    """The marker topic when ``exactlyOnce`` is true, else None; refused with the daemon (``socket``) or with
-    producer settings a transaction cannot use (checked now, when the query is planned)."""
-    text = opts.get("exactlyonce", "").strip().lower()
-    if text not in ("", "true", "false"):
-        raise OptionError(f"option 'exactlyOnce': {text!r} is not true or false")
-    marker_topic = opts.get("exactlyonce.markertopic", "").strip()
-    if text != "true":
-        if marker_topic:
-            raise OptionError("option 'exactlyOnce.markerTopic' needs exactlyOnce=true")
-        return None
-    if producer is None:
-        raise OptionError(
-            "option 'exactlyOnce': needs direct writes ('bootstrap.servers'); the bruce daemon ('socket') has no "
-            "transactions"
-        )
-    try:
-        replace(producer, transactional_id="bruce-spark-check")  # the config checks itself when made
-    except BruceError as e:
-        problem = str(e).removeprefix("transactional_id: ")
-        raise OptionError(f"option 'exactlyOnce': writes in transactions, and {problem}") from None
-    return marker_topic or MARKER_TOPIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +69,6 @@ class Share:
 
 def current_share() -> Share:
     """This task's (query, batch, partition), from Spark's task context; :class:`OptionError` outside a stream."""
-    from pyspark import TaskContext
-
     ctx = TaskContext.get()
     query = ctx.getLocalProperty(QUERY_ID) if ctx is not None else None
     batch = ctx.getLocalProperty(BATCH_ID) if ctx is not None else None
@@ -145,8 +120,6 @@ class TaskTransaction:
 
     def options_client(self) -> ClientConfig:
         """How the marker lookup reaches the brokers: the write's servers, security and client id."""
-        from .client_options import ClientConfig
-
         p = self.config
         return ClientConfig(tuple(p.bootstrap_servers), client_id=p.client_id or "bruce-spark", security=p.security)
 

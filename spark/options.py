@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bruce.producer import PARTITIONERS, ProducerConfig
@@ -31,7 +31,6 @@ from bruce.producer import SETTING_NAMES as NAMES
 from bruce.wire import BruceError
 
 from .client_options import SECURITY, ClientConfig, client_config, java_producer_names, security_config
-from .exactly_once import exactly_once_option
 from .option_values import (
     KAFKA,
     LABELS,
@@ -113,6 +112,33 @@ class WriteOptions:
     @property
     def mode(self) -> str:
         return "daemon" if self.socket else "direct"
+
+
+MARKER_TOPIC = "__bruce_spark_commits"  # exactlyOnce's default marker topic (spark/exactly_once.py)
+
+
+def exactly_once_option(opts: dict[str, str], producer: ProducerConfig | None) -> str | None:
+    """The marker topic when ``exactlyOnce`` is true, else None; refused with the daemon (``socket``) or with
+    producer settings a transaction cannot use (checked now, when the query is planned)."""
+    text = opts.get("exactlyonce", "").strip().lower()
+    if text not in ("", "true", "false"):
+        raise OptionError(f"option 'exactlyOnce': {text!r} is not true or false")
+    marker_topic = opts.get("exactlyonce.markertopic", "").strip()
+    if text != "true":
+        if marker_topic:
+            raise OptionError("option 'exactlyOnce.markerTopic' needs exactlyOnce=true")
+        return None
+    if producer is None:
+        raise OptionError(
+            "option 'exactlyOnce': needs direct writes ('bootstrap.servers'); the bruce daemon ('socket') has no "
+            "transactions"
+        )
+    try:
+        replace(producer, transactional_id="bruce-spark-check")  # the config checks itself when made
+    except BruceError as e:
+        problem = str(e).removeprefix("transactional_id: ")
+        raise OptionError(f"option 'exactlyOnce': writes in transactions, and {problem}") from None
+    return marker_topic or MARKER_TOPIC
 
 
 def read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:

@@ -12,7 +12,8 @@ Rules:
   :class:`ClusterError` naming its log file and quoting its end.
 - :meth:`StandaloneCluster.stop` stops every JVM it started by PID (SIGTERM, then SIGKILL after a grace period),
   executors first; it runs on any failure of :meth:`start` too. :meth:`StandaloneCluster.kill_worker` kills one worker
-  and the executor it runs (SIGKILL, by PID): the loss of a machine.
+  and the executor it runs (SIGKILL, by PID): the loss of a machine; :meth:`StandaloneCluster.kill_executors` kills
+  the executors' JVMs only (their workers start new ones).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bruce.wire import BruceError
 
 _MASTER = "org.apache.spark.deploy.master.Master"
 _WORKER = "org.apache.spark.deploy.worker.Worker"
+_EXECUTOR = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
 class ClusterError(BruceError):
@@ -137,10 +139,10 @@ class StandaloneCluster:
         self._wait(lambda: self.alive_workers() > alive, name, daemon)
         return daemon
 
-    def submit_command(self, script: str | Path, *args: str, executor_memory: str = "512m") -> list[str]:
-        """``spark-submit`` of a Python ``script`` to this cluster, as a user runs it: one executor per worker
-        (``cores`` cores, ``executor_memory``), the driver on loopback, every Python process running ``python``."""
-        conf = {
+    def session_conf(self, executor_memory: str = "512m") -> dict[str, str]:
+        """A driver's settings for this cluster: one executor per worker (``cores`` cores, ``executor_memory``), the
+        driver on loopback, every Python process running ``python``."""
+        return {
             "spark.executor.memory": executor_memory,
             "spark.executor.cores": str(self.cores),
             "spark.cores.max": str(self.cores * self.workers),
@@ -154,8 +156,11 @@ class StandaloneCluster:
             "spark.scheduler.minRegisteredResourcesRatio": "1.0",  # start once every executor is there
             "spark.scheduler.maxRegisteredResourcesWaitingTime": f"{int(self.timeout)}s",
         }
+
+    def submit_command(self, script: str | Path, *args: str, executor_memory: str = "512m") -> list[str]:
+        """``spark-submit`` of a Python ``script`` to this cluster, as a user runs it (:meth:`session_conf`)."""
         command = [str(spark_home() / "bin" / "spark-submit"), "--master", self.master_url, "--driver-memory", "512m"]
-        for key, value in conf.items():
+        for key, value in self.session_conf(executor_memory).items():
             command += ["--conf", f"{key}={value}"]
         return [*command, str(script), *args]
 
@@ -171,6 +176,18 @@ class StandaloneCluster:
         for pid in pids:
             _signal(pid, signal.SIGKILL)
         daemon.process.wait(10)
+        return pids
+
+    def kill_executors(self) -> list[int]:
+        """SIGKILL every executor JVM the workers run (by PID; the workers start new ones): returns the PIDs."""
+        pids = [
+            pid
+            for daemon in self.daemons
+            for pid in _descendants(daemon.process.pid)
+            if _EXECUTOR.encode() in _cmdline(pid)
+        ]
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
         return pids
 
     def stop(self, grace: float = 10.0) -> None:
@@ -251,6 +268,13 @@ def _descendants(pid: int) -> list[int]:
         out.append(child)
         stack.extend(children.get(child, ()))
     return out[::-1]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

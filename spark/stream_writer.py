@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from .delivery import WriteSummary, combine, deliver, report
+from .delivery import WriteSummary, combine, report
 from .options import WriteOptions
+from .task import deliver
 
 
 class BruceStreamWriter(DataSourceStreamArrowWriter):

@@ -2,7 +2,7 @@
 
 Rules:
 - The writer receives Arrow batches (no per-row Python objects from Spark). Each task delivers its rows
-  (:func:`bruce.spark.delivery.deliver`) and returns its :class:`WriteSummary` as the commit message; a task that
+  (:func:`bruce.spark.task.deliver`) and returns its :class:`WriteSummary` as the commit message; a task that
   could not deliver every row raises :class:`DeliveryFailed` instead.
 - The job's commit reports the combined summary (:func:`bruce.spark.delivery.report`: the ``bruce.spark`` logger at
   INFO, or stderr); an abort reports (WARNING) what the tasks that succeeded had already delivered — those rows stay
@@ -16,8 +16,9 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from .delivery import WriteSummary, combine, deliver, report
+from .delivery import WriteSummary, combine, report
 from .options import WriteOptions
+from .task import deliver
 
 
 class BruceWriter(DataSourceArrowWriter):

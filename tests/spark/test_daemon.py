@@ -11,9 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from bruce.spark.delivery import DeliveryFailed, deliver
+from bruce.spark.delivery import DeliveryFailed
 from bruce.spark.options import write_options
 from bruce.spark.schema import BadRow
+from bruce.spark.task import deliver
 from bruce.wire.datagram import DatagramKind, parse_datagram
 from bruce.wire.plog import murmur2
 

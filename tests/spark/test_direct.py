@@ -10,10 +10,11 @@ from kafka.partitioner.default import murmur2 as java_murmur2
 
 from bruce.producer import Partition, Producer, Topic, partition_for_key, run
 from bruce.proxy.config.ports import free_port
-from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable, deliver
+from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable
 from bruce.spark.direct import produce_batches
 from bruce.spark.options import write_options
 from bruce.spark.schema import BadRow, arrow_rows, bulk_send, row_sends
+from bruce.spark.task import deliver
 from bruce.wire.plog import murmur2
 
 from .kafka_io import consume_all

@@ -1,7 +1,9 @@
-"""exactlyOnce=true on tansu: a streaming copy killed in the middle of a micro-batch — kill -9 of the driver's Python
-process, kill -9 of its JVM, query.stop() — and restarted from its checkpoint loses and duplicates nothing, read back
-with the library's read_committed reader; the same run at-least-once shows the duplicates (printed). Also: the
-option's checks, and a replayed share skipped by its marker."""
+"""exactlyOnce=true on tansu: a streaming copy interrupted in the middle of a micro-batch — kill -9 of the driver's
+Python process, query.stop() — and restarted from its checkpoint loses and duplicates nothing, read back with the
+library's read_committed reader. The restarts run in the tests' shared session (one driver start-up per run, not
+two); kill -9 of the driver's JVM, the same kills at-least-once, and the kills on a standalone cluster (executors
+too) are in ``bench/spark_bench.py --exactly-once --kills [--cluster]``. Also: the option's checks, a replayed share
+skipped by its marker, a zombie fenced."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ from pathlib import Path
 import pytest
 
 from bruce.spark import OptionError, WriteSummary
-from bruce.spark.exactly_once import MARKER_TOPIC, Share, last_committed
-from bruce.spark.options import ClientConfig, write_options
+from bruce.spark.exactly_once import Share, last_committed
+from bruce.spark.options import MARKER_TOPIC, ClientConfig, write_options
 
 from .eos_runs import committed_values, fill, kill_run
 
 pytestmark = pytest.mark.spark
 
 ROWS, PER_TRIGGER = 4000, 1000  # four micro-batches of two tasks each
+# killed or stopped in the second micro-batch, half of it through the slow UDF
+KILL = {"exactly_once": True, "rows": ROWS, "max_offsets": PER_TRIGGER, "kill_at": PER_TRIGGER + PER_TRIGGER // 2}
 
 
 def test_option_checks() -> None:
@@ -86,47 +90,27 @@ def test_replayed_batch_is_skipped(spark, tansu, new_topic, tmp_path: Path) -> N
         assert last_committed(client, markers, 0, Share(query_id, 0, partition).key) == 0
 
 
-@pytest.mark.timeout(600)  # two driver start-ups (~1-2 min on a loaded 2-core machine)
-@pytest.mark.parametrize("kind", ["driver", "jvm", "stop"])
-def test_kill_mid_batch_exactly_once(tansu, new_topic, tmp_path: Path, kind: str) -> None:
+@pytest.mark.timeout(480)  # one driver start-up (~1 min on a loaded 2-core machine)
+def test_driver_killed_mid_batch_exactly_once(spark, tansu, new_topic, tmp_path: Path) -> None:
+    """kill -9 of a driver process in its second micro-batch, some of the batch's rows written (in an open
+    transaction); the copy restarted from the checkpoint in this session."""
     source, sink = new_topic(partitions=2), new_topic(partitions=2)
     fill(tansu.address, source, ROWS)
-    # killed in the second micro-batch, some of its rows written (in an open transaction)
-    run = kill_run(
-        tansu.address,
-        source,
-        sink,
-        tmp_path,
-        kind=kind,
-        exactly_once=True,
-        rows=ROWS,
-        max_offsets=PER_TRIGGER,
-        kill_at=PER_TRIGGER + PER_TRIGGER // 2,
-    )
+    run = kill_run(tansu.address, source, sink, tmp_path, kind="driver", session=spark, **KILL)
     print(run.describe())
     assert run.lost == 0 and run.duplicated == 0, run.describe()
     assert sum(run.values.values()) == ROWS
 
 
-@pytest.mark.timeout(600)
-def test_kill_mid_batch_at_least_once_duplicates(tansu, new_topic, tmp_path: Path) -> None:
-    """The same driver kill without exactlyOnce: nothing lost; the duplicates (Spark's own sink's guarantee) are
-    printed, not asserted (how many depends on when the kill lands)."""
+def test_query_stopped_mid_batch_exactly_once(spark, tansu, new_topic, tmp_path: Path) -> None:
+    """query.stop() in the second micro-batch (its tasks cancelled), then the copy restarted, all in this session.
+    kill -9 of the driver's JVM, and every kill at-least-once: bench/spark_bench.py --exactly-once --kills."""
     source, sink = new_topic(partitions=2), new_topic(partitions=2)
     fill(tansu.address, source, ROWS)
-    run = kill_run(
-        tansu.address,
-        source,
-        sink,
-        tmp_path,
-        kind="driver",
-        exactly_once=False,
-        rows=ROWS,
-        max_offsets=PER_TRIGGER,
-        kill_at=PER_TRIGGER + PER_TRIGGER // 2,
-    )
+    run = kill_run(tansu.address, source, sink, tmp_path, kind="stop", session=spark, **KILL)
     print(run.describe())
-    assert run.lost == 0, run.describe()
+    assert run.lost == 0 and run.duplicated == 0, run.describe()
+    assert sum(run.values.values()) == ROWS
 
 
 def test_marker_lookup_sees_commits_past_an_open_transaction(tansu, new_topic) -> None:
