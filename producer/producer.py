@@ -58,13 +58,13 @@ from .sending import ProducerSending
 from .sequencing import log_idempotence_off
 from .state import ProducerState
 from .topics import TopicCreator
-from .transactions import TransactionalApi, TransactionManager
+from .transactions import TransactionManager
 from .transport import Timeouts
 from .trouble import BrokerTrouble
 from .views import ProducerViews
 
 
-class Producer(ProducerSending, TransactionalApi):
+class Producer(ProducerSending):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -276,6 +276,31 @@ class Producer(ProducerSending, TransactionalApi):
         await self.close(deadline, DiscardReason.SERVER_SHUTDOWN)
 
     # ---------------------------------------------------------------- topics
+
+    # Transactions (librdkafka's names): they need ``transactional_id``.
+
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise UsageError("transactions need the transactional_id setting (transactional.id)")
+        return self._txn
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the producer id of ``transactional_id`` from its coordinator, fencing any older producer of that id
+        and finishing a transaction it left open. Once per producer, after ``start``."""
+        await self._transactions().init(timeout)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: ``send`` is accepted until commit or abort."""
+        self._transactions().begin()
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Deliver every message of the transaction, then commit it. Raises :class:`TransactionError`."""
+        await self._transactions().commit(timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Discard what was not written, then abort the transaction: its records are never read by a read_committed
+        consumer. Raises :class:`TransactionError`."""
+        await self._transactions().abort(timeout)
 
     async def create_topic(self, topic: str) -> DiscardReason | None:
         """Ask the brokers to create ``topic`` and wait until the metadata shows it (Bruce's auto-creation: a

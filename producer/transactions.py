@@ -392,32 +392,3 @@ def _retried_code(answer: Any) -> int:
         if code in (14, 15, 16, 51):
             return int(code)
     return 0
-
-
-class TransactionalApi:
-    """The producer's transaction methods (librdkafka's names); they need ``transactional_id``."""
-
-    _txn: TransactionManager | None
-
-    def _transactions(self) -> TransactionManager:
-        if self._txn is None:
-            raise UsageError("transactions need the transactional_id setting (transactional.id)")
-        return self._txn
-
-    async def init_transactions(self, timeout: float | None = None) -> None:
-        """Get the producer id of ``transactional_id`` from its coordinator, fencing any older producer of that id
-        and finishing a transaction it left open. Once per producer, after ``start``."""
-        await self._transactions().init(timeout)
-
-    def begin_transaction(self) -> None:
-        """Open a transaction: ``send`` is accepted until commit or abort."""
-        self._transactions().begin()
-
-    async def commit_transaction(self, timeout: float | None = None) -> None:
-        """Deliver every message of the transaction, then commit it. Raises :class:`TransactionError`."""
-        await self._transactions().commit(timeout)
-
-    async def abort_transaction(self, timeout: float | None = None) -> None:
-        """Discard what was not written, then abort the transaction: its records are never read by a read_committed
-        consumer. Raises :class:`TransactionError`."""
-        await self._transactions().abort(timeout)
