@@ -1,5 +1,6 @@
 """A TCP proxy for tests and benchmarks, on 127.0.0.1: adds a fixed delay per direction, cuts every connection on
-command, and can swallow the server's answers (a lost acknowledgement).
+command, and can swallow the server's answers (a lost acknowledgement) or the client's requests (sent, never
+arrived).
 
 Rules:
 - Each connection to :attr:`NetProxy.address` opens one to the target. Bytes are forwarded in order, each chunk
@@ -8,7 +9,8 @@ Rules:
 - Bounded: at most :data:`MAX_CHUNKS` chunks of :data:`CHUNK` bytes wait per direction and connection; a full pipe
   stops reading from its source (TCP backpressure).
 - :meth:`NetProxy.cut` aborts every connection at once (both sides see a reset), as a broken network would; new
-  connections are accepted afterwards. With ``drop_answers`` set, bytes from the target are read and thrown away.
+  connections are accepted afterwards. With ``drop_answers`` set, bytes from the target are read and thrown away;
+  with ``drop_requests``, bytes from the client (counted in ``dropped_request_bytes``).
 - asyncio inside one event loop; :func:`proxy_in_thread` runs one in a thread of its own for blocking code (clients
   like confluent-kafka), with :meth:`ThreadedProxy.cut` safe to call from any thread; :func:`tansu_behind_proxy` puts
   one in front of a tansu that advertises it, so every client connection (metadata's included) goes through it.
@@ -33,6 +35,8 @@ class NetProxy:
         self.target = (target_host, target_port)
         self.delay = delay_ms / 1000
         self.drop_answers = False
+        self.drop_requests = False
+        self.dropped_request_bytes = 0
         self.port = port  # 0: a free one, chosen when started
         self.connections = 0  # accepted so far
         self.cuts = 0  # connections aborted by cut()
@@ -135,6 +139,9 @@ class NetProxy:
                     break
                 if answers and self.drop_answers:
                     continue
+                if not answers and self.drop_requests:
+                    self.dropped_request_bytes += len(data)
+                    continue
                 await pipe.put((loop.time() + self.delay, data))
             await pipe.put((loop.time() + self.delay, b""))  # end of stream, after the bytes before it
             await sender
@@ -175,6 +182,13 @@ class ThreadedProxy:
 
     def set_drop_answers(self, drop: bool) -> None:
         self._call(lambda: setattr(self.proxy, "drop_answers", drop))
+
+    def set_drop_requests(self, drop: bool) -> None:
+        self._call(lambda: setattr(self.proxy, "drop_requests", drop))
+
+    @property
+    def dropped_request_bytes(self) -> int:
+        return self.proxy.dropped_request_bytes
 
     def _call(self, fn):
         done: asyncio.Future = asyncio.run_coroutine_threadsafe(_run(fn), self._loop)
