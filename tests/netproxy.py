@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 CHUNK = 64 << 10
 MAX_CHUNKS = 256
+ACCEPT_ITERATIONS = 20  # loop iterations from a connection accepted to its _accept running (a few), with room to spare
 
 
 class NetProxy:
@@ -40,7 +42,8 @@ class NetProxy:
         self.port = port  # 0: a free one, chosen when started
         self.connections = 0  # accepted so far
         self.cuts = 0  # connections aborted by cut()
-        self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
+        self._acceptor: asyncio.Future[None] | None = None
         self._live: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._connecting: set[asyncio.StreamWriter] = set()  # accepted, upstream connect under way
         self._stopped = False
@@ -59,24 +62,55 @@ class NetProxy:
 
     async def start(self) -> None:
         self._stopped = False
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        listener.setblocking(False)
+        self._listener = listener
+        self.port = listener.getsockname()[1]
+        self._acceptor = asyncio.ensure_future(self._accept_loop(listener))
 
     async def stop(self) -> None:
         self._stopped = True
-        if self._server is not None:
-            self._server.close()
-            self.cut()
-            await self._server.wait_closed()
-            self._server = None
-            # A connection the kernel handed over just before the close reaches _accept a moment later: let it come
-            # and be reset, rather than leave its socket open on a loop that is about to stop (a client would wait
-            # for an answer that never comes, where a dead broker's client sees a reset).
-            await asyncio.sleep(0.05)
-            self.cut()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            # shutdown() resets the connections still in the kernel's accept queue and wakes the acceptor (accept
+            # fails), which then ends: every connection it accepted was handed to a task of ours. (An asyncio
+            # Server closed here leaked a connection accepted just before the close — its socket left open on a
+            # loop about to stop, so its client waited 30 s for an answer where a dead broker's sees a reset.)
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            if self._acceptor is not None:
+                await asyncio.gather(self._acceptor, return_exceptions=True)
+            listener.close()
+        self.cut()
+        for _ in range(ACCEPT_ITERATIONS):  # the tasks of the last accepted connections see _stopped and abort
+            await asyncio.sleep(0)
+        self.cut()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError:  # shut down by stop()
+                return
+            if self._stopped:
+                conn.close()
+                continue
+            self._spawn(self._serve(conn))
+
+    async def _serve(self, conn: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=conn)
+        except BaseException:
+            conn.close()
+            raise
+        await self._accept(reader, writer)
 
     def cut(self) -> int:
         """Abort every open connection now (both sides); returns how many."""
