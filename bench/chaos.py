@@ -25,8 +25,11 @@ many even past ``--minutes``), a random pause of 1 to 3 s before each:
 - ``memory_burst`` (daemon): a burst beyond the memory budget (``--msg_buffer_max``), held on disk by the spool.
 
 Prints (and writes with ``--json``): sent, refused (the sender saw the refusal), delivered, discarded by reason (the
-daemon's discard log; the library's sink), lost (sent, not delivered, not reported discarded; for the library only
-acknowledged messages count, the ones the worker held unacknowledged at a kill are counted apart), duplicated,
+daemon's discard log; the library's sink), discards the daemon counted but never wrote to its log (lines queued when
+a kill came although the run waited for them, dropped as the log's queue was full, or lost to a write error: their
+numbers cannot be named, so they are a count), lost (sent, not delivered, not reported discarded, less that count;
+for the library only acknowledged messages count, the ones the worker held unacknowledged at a kill are counted
+apart), duplicated,
 reordered (keyed messages read after a higher number of the same key in the same partition), and each fault with
 its time. Exit status 1 on any loss, or on any duplicate with ``--expect-exactly-once``.
 """
@@ -159,9 +162,12 @@ class Chaos:
             daemon_counters = self.target.counters()
             counted = set(sent)
             unacked = 0
+            unlogged = self.target.unlogged_at_kills + sum(
+                daemon_counters.get(f"DiscardLogLines{kind}", 0) for kind in ("Dropped", "Lost")
+            )
         else:
             sent, acked, discarded = self.target.journal()
-            counted, refused, reported_dups, daemon_counters = set(acked), 0, 0, {}
+            counted, refused, reported_dups, daemon_counters, unlogged = set(acked), 0, 0, {}, 0
         self.target.stop()
         reads = read_back(self.cluster.address(), set(counted) - set(discarded))
         copies = Counter(n for _, _, n in reads)
@@ -187,7 +193,9 @@ class Chaos:
             "discarded": dict(Counter(discarded.values())),
             "discarded_delivered_anyway": len(set(discarded) & delivered),
             "unacknowledged_at_kill": unacked,
-            "lost": len(lost),
+            "not_delivered_not_logged": len(lost),
+            "discarded_not_logged": unlogged,
+            "lost": max(0, len(lost) - unlogged),
             "lost_first": lost[:20],
             "lost_just_before_a_kill": len(at_kill),
             "lost_acked_at": where,
@@ -241,7 +249,12 @@ def report(r: dict) -> None:
     print(f"discarded with a reason: {r['discarded']}  (of them delivered anyway: {r['discarded_delivered_anyway']})")
     if r["target"] == "library":
         print(f"unacknowledged when the worker was killed, not delivered: {r['unacknowledged_at_kill']}")
-    print(f"lost: {r['lost']}  {r['lost_first'] if r['lost'] else ''}")
+    if r["discarded_not_logged"]:
+        print(
+            f"discards the daemon counted but never wrote to its log (queued at a kill, dropped, lost): "
+            f"{r['discarded_not_logged']}; not delivered and not in the log: {r['not_delivered_not_logged']}"
+        )
+    print(f"lost: {r['lost']}  {r['lost_first'] if r['not_delivered_not_logged'] else ''}")
     if r["lost_just_before_a_kill"]:
         print(f"  of them among the last {KILL_WINDOW} sent before a daemon kill: {r['lost_just_before_a_kill']}")
     if r["lost_acked_at"]:

@@ -9,7 +9,9 @@ Rules:
   spooled every datagram the socket took (``SpoolAppended`` + ``SpoolFull`` + ``SpoolNotSpooled`` of this run; its
   ``MsgReceived`` counts replays too): what a kill finds in the kernel's socket queue is lost by any daemon, and the
   burst being parsed when it dies is the spool's documented window; neither is what this run measures. Discards are
-  read from the daemon's discard log (reason per number).
+  read from the daemon's discard log (reason per number). Its lines are written by a thread a moment later, so a kill
+  also waits (bounded) until the log wrote every line it queued (``DiscardLogLinesQueued`` = ``…Written`` +
+  ``…Lost``); lines still queued when the wait gives up are counted (``unlogged_at_kills``), not hidden.
 - Library: the worker notes its numbers when it hands them to ``send`` (*sent*) and when they are acknowledged
   (*acked*), in a file flushed per line. Every worker runs with the same ``state_path`` (docs/producer.md, "Exactly
   once across restarts"): the next worker settles the batches a killed one sent and did not see acknowledged. A
@@ -112,6 +114,7 @@ class DaemonTarget:
         self.load = Load(self.sock, topic, rate)
         self.totals: Counter[str] = Counter()  # the counters of every daemon run so far, each read at its end
         self.killed_after: list[int] = []  # the last number sent before each kill
+        self.unlogged_at_kills = 0  # discard log lines queued and not yet written when a kill came
 
     def start(self, brokers: str) -> None:
         """Start the daemon (the sender is paused by the caller, or not yet running)."""
@@ -134,8 +137,12 @@ class DaemonTarget:
         with self.load.lock:
             taken = self.load.taken_since_start
             wait_for(lambda: _spooled(self.url) >= taken, "the daemon to spool what it read", 30)
+            with contextlib.suppress(RuntimeError):
+                wait_for(lambda: _unlogged(counters(self.url)) == 0, "the discard log to write its queue", 10)
             assert self.process is not None
-            self.totals.update(counters(self.url))  # the moment before the kill
+            before = counters(self.url)  # the moment before the kill
+            self.totals.update(before)
+            self.unlogged_at_kills += _unlogged(before)
             self.killed_after.append(self.load.next - 1)
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(TIMEOUT)
@@ -153,7 +160,7 @@ class DaemonTarget:
     def counters(self) -> dict[str, int]:
         """The acknowledgement and spool counters summed over every daemon run (call after :meth:`settle`)."""
         totals = self.totals + Counter(counters(self.url))
-        keep = ("Ack", "Msg", "Spool", "PossibleDuplicate", "Discard:")
+        keep = ("Ack", "Msg", "Spool", "PossibleDuplicate", "Discard:", "DiscardLogLines")
         return {k: v for k, v in sorted(totals.items()) if k.startswith(keep) and v}
 
     def stop(self) -> None:
@@ -193,6 +200,11 @@ def _spooled(url: str) -> int:
     """Datagrams this daemon run took into its spool or turned away as the spool was full (replays excluded)."""
     c = counters(url)
     return c.get("SpoolAppended", 0) + c.get("SpoolFull", 0) + c.get("SpoolNotSpooled", 0)
+
+
+def _unlogged(c: dict[str, int]) -> int:
+    """Discard log lines queued and neither written nor lost yet: what a kill now would keep out of the file."""
+    return c.get("DiscardLogLinesQueued", 0) - c.get("DiscardLogLinesWritten", 0) - c.get("DiscardLogLinesLost", 0)
 
 
 def _settled(url: str, taken: int) -> bool:

@@ -83,6 +83,9 @@ class ProducerConfig:
     partitioner: str = "murmur2_random"
     # Exactly once across restarts (docs/producer.md): the directory of the idempotent batches' journal (state.path)
     state_path: str | None = None
+    # How the journal reaches the disk: 0 = each batch's record synced before the batch is sent; n = synced in the
+    # background every n ms (docs/producer.md, "Exactly once across restarts")
+    state_sync_ms: int = 100
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

@@ -15,8 +15,13 @@ Rules:
   whose offset is not given) or given up (-1). OFF (``X``): from here on batches may be sent unjournaled (idempotence
   ended). One SENT and one FINISHED per batch, never one per message.
 - Writes are ``os.write`` on an ``O_APPEND`` descriptor: in the kernel's page cache when the call returns, so a
-  process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows the syncs:
-  :meth:`Journal.sync_soon` (in a thread of its own; the daemon's timer, once a second) and :meth:`Journal.close`.
+  process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows ``sync_ms``
+  (the daemon's ``--spool_fsync_ms``, the library's ``state_sync_ms``), as the spool's ``fsync_ms`` does: 0 —
+  :meth:`Journal.sent` returns only after ``fdatasync``, so no batch is sent before its SENT record is on disk (the
+  other records wait for the next sync); *n* — the owner's timer calls :meth:`Journal.tick`, which starts an
+  ``fdatasync`` in a thread of its own once *n* ms have passed since the last one began, so a record is on disk at
+  most *n* ms plus one sync's time after it was written. A file is synced before the next one is created (with the
+  directory, so a new file's name is durable too), and at :meth:`Journal.close`.
 - A file is rolled after ``file_bytes``. Files are deleted oldest first (a FINISHED record may be in a later file than
   its SENT record), never the active one, once every batch with a SENT record in the file is finished and — with
   ``held_from`` (the daemon: the lowest spool sequence still on disk) — every spool sequence the file names is below
@@ -33,6 +38,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -48,6 +54,8 @@ SUFFIX = ".batches"
 MAGIC = b"BSPB"
 VERSION = 1
 FILE_BYTES = 4 << 20
+SYNC_MS = 100  # the spool's default fsync_ms
+DELETE_EVERY_S = 1.0  # how often :meth:`Journal.tick` looks for settled files to delete
 _HEAD = struct.Struct(">4sHH")
 _FRAME = struct.Struct(">II")
 _SENT = struct.Struct(">cQqhiiiqHI")  # kind, id, pid, epoch, partition, base sequence, count, known offset, topic, runs
@@ -247,7 +255,8 @@ def read_journal(directory: Path) -> JournalState:
 
 class Journal:
     """The writer (see the module rules). ``next_id`` and ``next_file`` continue after what :func:`read_journal`
-    saw; ``held_from``: the lowest spool sequence still on disk (None: no spool)."""
+    saw; ``held_from``: the lowest spool sequence still on disk (None: no spool); ``sync_ms``: 0 syncs each SENT
+    record before :meth:`sent` returns, *n* syncs in the background every *n* ms (:meth:`tick`)."""
 
     def __init__(
         self,
@@ -257,9 +266,14 @@ class Journal:
         next_file: int = 0,
         file_bytes: int = FILE_BYTES,
         held_from: Callable[[], int] | None = None,
+        sync_ms: int = SYNC_MS,
     ) -> None:
+        if sync_ms < 0:
+            raise ValueError(f"journal sync_ms must not be negative, got {sync_ms}")
         self.directory = directory
         self.file_bytes = file_bytes
+        self.sync_ms = sync_ms
+        self.syncs = 0  # fdatasync calls started
         self.next_id = next_id
         self.held_from = held_from
         self.broken = ""
@@ -275,6 +289,8 @@ class Journal:
         self._dirty = False
         self._thread: ThreadPoolExecutor | None = None
         self._syncing: Future[None] | None = None
+        self._last_sync = 0.0  # monotonic seconds when the last background sync began
+        self._next_delete = 0.0
 
     def open(self, *, old: Sequence[tuple[int, int]] = ()) -> None:
         """Create the first file. ``old``: earlier runs' files (number, highest spool sequence), deleted by the same
@@ -287,6 +303,9 @@ class Journal:
 
     def _roll(self) -> None:
         if self._fd is not None:
+            if self._dirty:  # synced before the next file exists: only the newest one can lose records
+                self._dirty = False
+                self._sync_fd(self._fd)
             os.close(self._fd)
             self._fd = None
         number = self._number
@@ -295,6 +314,12 @@ class Journal:
             self.directory / file_name(number), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644
         )
         os.write(self._fd, _HEAD.pack(MAGIC, VERSION, 0))
+        self._sync_fd(self._fd)
+        directory = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(directory)  # the new file's name
+        finally:
+            os.close(directory)
         self._size = _HEAD.size
         self._open[number] = 0
         self._top[number] = -1
@@ -322,6 +347,8 @@ class Journal:
         )
         if not self._write(encode_sent(entry)):
             return
+        if self.sync_ms == 0:
+            self.sync()
         active = self._active
         files = self._batch_files.setdefault(batch_id, [])
         if active not in files:
@@ -382,31 +409,41 @@ class Journal:
                 log.error("batch journal: cannot delete %s (%s)", file_name(number), e)
                 return
 
-    def sync_soon(self) -> None:
-        """fdatasync the active file in a background thread if anything was written since the last sync (at most one
-        sync at a time, on a duplicate of the descriptor: the file may roll meanwhile); delete settled files."""
+    def tick(self, now: float | None = None) -> None:
+        """The owner's timer (every few ms; ``now`` in ``time.monotonic()`` seconds): once ``sync_ms`` has passed
+        since the last sync began, fdatasync what was written, in a background thread (at most one sync at a time, on
+        a duplicate of the descriptor: the file may roll meanwhile); about once a second, delete settled files."""
+        now = time.monotonic() if now is None else now
         if self._syncing is not None and self._syncing.done():
             error = self._syncing.exception()
             self._syncing = None
             if error is not None:
                 log.error("batch journal: sync failed (%s)", error)
-        if self._fd is not None and self._dirty and not self.broken and self._syncing is None:
+        due = now >= self._last_sync + self.sync_ms / 1000
+        if due and self._fd is not None and self._dirty and not self.broken and self._syncing is None:
             self._dirty = False
+            self._last_sync = now
             if self._thread is None:
                 self._thread = ThreadPoolExecutor(1, thread_name_prefix="bruce-journal-sync")
             fd = os.dup(self._fd)
+            self.syncs += 1
             self._syncing = self._thread.submit(_sync_and_close, fd)
-        self.delete_settled()
+        if now >= self._next_delete:
+            self._next_delete = now + DELETE_EVERY_S
+            self.delete_settled()
 
     def sync(self) -> None:
-        """fdatasync the active file if anything was written since the last sync; delete settled files."""
+        """fdatasync the active file now, in the caller's thread, if anything was written since the last sync."""
         if self._fd is not None and self._dirty and not self.broken:
             self._dirty = False
             try:
-                os.fdatasync(self._fd)
+                self._sync_fd(self._fd)
             except OSError as e:
                 log.error("batch journal: sync failed (%s)", e)
-        self.delete_settled()
+
+    def _sync_fd(self, fd: int) -> None:
+        self.syncs += 1
+        os.fdatasync(fd)
 
     def close(self) -> None:
         """Sync and close the active file (it stays: the next start knows this run journaled every send)."""

@@ -177,7 +177,7 @@ class Producer(ProducerSending):
             raise UsageError("a Producer can be started once")
         self._started = True
         if self.config.state_path is not None:
-            self.state = ProducerState(self.config.state_path)  # StateInUse before anything started
+            self.state = ProducerState(self.config.state_path, self.config.state_sync_ms)  # StateInUse first
         if self._freeze_gc:  # the program's state so far is long-lived: the collector stops walking it
             gc.collect()
             gc.freeze()
@@ -194,6 +194,8 @@ class Producer(ProducerSending):
         if self.config.message_timeout_ms:
             self._dispatcher.stamp = loop.time()
             self._spawn(expire_loop(self._dispatcher, loop, self.config.message_timeout_ms))
+        if self.state is not None:
+            self._spawn(self.state.sync_loop())
         self._core = list(self._tasks)
         self._fetcher.request()
         self._accepting = self._txn is None  # a transactional producer accepts within a transaction only

@@ -9,13 +9,16 @@ Rules:
   batch whose identity is found there is **delivered** (stored once: nothing to do).
 - The partition's batches of its newest identity (producer id and epoch) that are not found must be the tail of that
   identity's sequence on the partition: the broker appends a producer's batches in sequence order, so a found batch
-  after a missing one is a **gap** — logged as an error, and every missing batch of the partition falls back. Without
+  after a missing one is a **gap**. The log is read again (after the backoff) for up to :data:`LOG_WAIT_S`, as a
+  write of the dead process may still be on its way in (tansu on object storage makes batches visible out of order);
+  a gap still there is logged as an error, and every missing batch of the partition falls back. Without
   a gap the missing batches are **resent**, in order, with the same producer id and epoch, the first at its original
   base sequence and each next one right after the previous one (a batch rebuilt with fewer records — messages that
   were not spooled — shifts the next ones), to the same partition, one at a time (acks=all). An acknowledgement
   makes it delivered. An error answer (DUPLICATE_SEQUENCE_NUMBER too: a broker has said it for a batch it never
   stored; UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) makes the log be read
-  again: found now, delivered; else it and the partition's later batches fall back.
+  again: found now, delivered; else it and the partition's later batches fall back — after DUPLICATE_SEQUENCE_NUMBER
+  only once the log did not show it for :data:`LOG_WAIT_S` (the broker holds the sequence: it is on its way in).
 - :func:`find_batch` is the same log read for one batch, for the live producer's DUPLICATE_SEQUENCE_NUMBER answers.
 - **Fallback** batches go back to the caller, who sends them as new batches (a new producer id): they were not found
   in the log, so they are duplicates only if a send of the dead process lands after the read; they are reported as
@@ -69,6 +72,8 @@ class ClusterSource(Protocol):
 FETCH_BYTES = 1 << 20
 MAX_FETCH_BYTES = 64 << 20
 EMPTY_WAIT_MS = 5000  # the Fetch wait after an empty answer below the high watermark
+LOG_WAIT_S = 5.0  # how long a batch the broker says it holds may take to show in its log before falling back
+DUPLICATE_SEQUENCE_NUMBER = 46
 _HEAD = struct.Struct(">qi")  # base offset, batch length
 _IDENTITY = struct.Struct(">iqqqhi")  # last offset delta, base/max timestamp, producer id, epoch, base sequence
 _IDENTITY_AT = 23
@@ -126,6 +131,7 @@ class Settler:
             request=config.request_timeout_ms / 1000,
         )
         self._conns: dict[int, BrokerConnection] = {}
+        self._log_wait: dict[TopicPartition, float] = {}  # until when a partition's log may still catch up
 
     async def settle(self, entries: list[JournalEntry], acked: dict[TopicPartition, int]) -> Settlement:
         """Settle ``entries`` (batches sent, not known as acknowledged); ``acked``: per partition the highest offset
@@ -179,6 +185,7 @@ class Settler:
             first = todo[0].base_sequence
             later = [e for e in out.found if e.tp == tp and (e.producer_id, e.producer_epoch) == current]
             if any(e.base_sequence > first for e in later):
+                self._wait_for_log(tp, f"producer id {current[0]} has batches after sequence {first}, not there yet")
                 out.gaps += 1
                 log.error(
                     "settling %s/%d: producer id %d epoch %d has batches in the log after sequence %d, which is not "
@@ -215,6 +222,8 @@ class Settler:
                 out.resent.append(entry)
                 sequence = next_sequence(sequence, _count(data))
                 continue
+            if code == DUPLICATE_SEQUENCE_NUMBER:
+                self._wait_for_log(tp, f"resending sequence {sequence} answered {error}, not in the log yet")
             log.warning(
                 "settling %s/%d: resending sequence %d answered %s and it is not in the log; %d batches fall back "
                 "(sent again as new, possible duplicates)",
@@ -241,6 +250,15 @@ class Settler:
             )  # fmt: skip
             self._conns[leader] = conn
         return conn
+
+    def _wait_for_log(self, tp: TopicPartition, why: str) -> None:
+        """The broker says a batch is stored that its log does not show yet (a gap, a DUPLICATE_SEQUENCE_NUMBER
+        answer): a write of the dead process may still be on its way into the log (tansu on object storage makes
+        batches visible out of order). Raise :class:`Unsettled` — the partition is read again after the backoff —
+        until :data:`LOG_WAIT_S` passed since the first time for this partition; then return (the caller falls back)."""
+        until = self._log_wait.setdefault(tp, time.monotonic() + LOG_WAIT_S)
+        if time.monotonic() < until:
+            raise Unsettled(why)
 
     def _drop_connection(self, tp: TopicPartition) -> None:
         view = self.views.cluster()

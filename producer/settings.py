@@ -97,6 +97,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("transactional_id", "optional_text", high=32767),
         _int("transaction_timeout_ms", 1),
         Setting("state_path", "optional_text", high=4096),
+        _int("state_sync_ms", 0),
     )
 }
 NAMES: dict[str, str] = {s.dotted: s.name for s in SETTINGS.values()} | {

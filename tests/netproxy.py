@@ -1,5 +1,6 @@
 """A TCP proxy for tests and benchmarks, on 127.0.0.1: adds a fixed delay per direction, cuts every connection on
-command, and can swallow the server's answers (a lost acknowledgement).
+command, and can swallow the server's answers (a lost acknowledgement) or the client's requests (sent, never
+arrived).
 
 Rules:
 - Each connection to :attr:`NetProxy.address` opens one to the target. Bytes are forwarded in order, each chunk
@@ -8,7 +9,8 @@ Rules:
 - Bounded: at most :data:`MAX_CHUNKS` chunks of :data:`CHUNK` bytes wait per direction and connection; a full pipe
   stops reading from its source (TCP backpressure).
 - :meth:`NetProxy.cut` aborts every connection at once (both sides see a reset), as a broken network would; new
-  connections are accepted afterwards. With ``drop_answers`` set, bytes from the target are read and thrown away.
+  connections are accepted afterwards. With ``drop_answers`` set, bytes from the target are read and thrown away;
+  with ``drop_requests``, bytes from the client (counted in ``dropped_request_bytes``).
 - asyncio inside one event loop; :func:`proxy_in_thread` runs one in a thread of its own for blocking code (clients
   like confluent-kafka), with :meth:`ThreadedProxy.cut` safe to call from any thread; :func:`tansu_behind_proxy` puts
   one in front of a tansu that advertises it, so every client connection (metadata's included) goes through it.
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 CHUNK = 64 << 10
 MAX_CHUNKS = 256
+ACCEPT_ITERATIONS = 20  # loop iterations from a connection accepted to its _accept running (a few), with room to spare
 
 
 class NetProxy:
@@ -33,10 +37,13 @@ class NetProxy:
         self.target = (target_host, target_port)
         self.delay = delay_ms / 1000
         self.drop_answers = False
+        self.drop_requests = False
+        self.dropped_request_bytes = 0
         self.port = port  # 0: a free one, chosen when started
         self.connections = 0  # accepted so far
         self.cuts = 0  # connections aborted by cut()
-        self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
+        self._acceptor: asyncio.Future[None] | None = None
         self._live: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self._connecting: set[asyncio.StreamWriter] = set()  # accepted, upstream connect under way
         self._stopped = False
@@ -55,24 +62,55 @@ class NetProxy:
 
     async def start(self) -> None:
         self._stopped = False
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        listener.setblocking(False)
+        self._listener = listener
+        self.port = listener.getsockname()[1]
+        self._acceptor = asyncio.ensure_future(self._accept_loop(listener))
 
     async def stop(self) -> None:
         self._stopped = True
-        if self._server is not None:
-            self._server.close()
-            self.cut()
-            await self._server.wait_closed()
-            self._server = None
-            # A connection the kernel handed over just before the close reaches _accept a moment later: let it come
-            # and be reset, rather than leave its socket open on a loop that is about to stop (a client would wait
-            # for an answer that never comes, where a dead broker's client sees a reset).
-            await asyncio.sleep(0.05)
-            self.cut()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            # shutdown() resets the connections still in the kernel's accept queue and wakes the acceptor (accept
+            # fails), which then ends: every connection it accepted was handed to a task of ours. (An asyncio
+            # Server closed here leaked a connection accepted just before the close — its socket left open on a
+            # loop about to stop, so its client waited 30 s for an answer where a dead broker's sees a reset.)
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            if self._acceptor is not None:
+                await asyncio.gather(self._acceptor, return_exceptions=True)
+            listener.close()
+        self.cut()
+        for _ in range(ACCEPT_ITERATIONS):  # the tasks of the last accepted connections see _stopped and abort
+            await asyncio.sleep(0)
+        self.cut()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError:  # shut down by stop()
+                return
+            if self._stopped:
+                conn.close()
+                continue
+            self._spawn(self._serve(conn))
+
+    async def _serve(self, conn: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=conn)
+        except BaseException:
+            conn.close()
+            raise
+        await self._accept(reader, writer)
 
     def cut(self) -> int:
         """Abort every open connection now (both sides); returns how many."""
@@ -135,6 +173,9 @@ class NetProxy:
                     break
                 if answers and self.drop_answers:
                     continue
+                if not answers and self.drop_requests:
+                    self.dropped_request_bytes += len(data)
+                    continue
                 await pipe.put((loop.time() + self.delay, data))
             await pipe.put((loop.time() + self.delay, b""))  # end of stream, after the bytes before it
             await sender
@@ -175,6 +216,13 @@ class ThreadedProxy:
 
     def set_drop_answers(self, drop: bool) -> None:
         self._call(lambda: setattr(self.proxy, "drop_answers", drop))
+
+    def set_drop_requests(self, drop: bool) -> None:
+        self._call(lambda: setattr(self.proxy, "drop_requests", drop))
+
+    @property
+    def dropped_request_bytes(self) -> int:
+        return self.proxy.dropped_request_bytes
 
     def _call(self, fn):
         done: asyncio.Future = asyncio.run_coroutine_threadsafe(_run(fn), self._loop)

@@ -24,8 +24,12 @@ Rules:
   (``max_queued_bytes``, 4 MiB); a writer thread drains it, writes, rotates and cleans. When the queue is full the
   line is dropped and counted (``DiscardLogLinesDropped``). Lines still queued at :meth:`DiscardLog.close` are
   written before it returns.
+- Every line is accounted: ``DiscardLogLinesQueued`` (taken into the queue) = ``DiscardLogLinesWritten`` +
+  ``DiscardLogLinesLost`` + the lines still queued; ``DiscardLogLinesDropped`` were never queued. A process killed
+  with lines still queued never writes them: whoever plans a kill waits until queued = written + lost.
 - Threads: the ``Counters`` names this module uses are created by :meth:`DiscardLog.start` on the caller's thread;
-  afterwards ``DiscardLogLinesDropped`` is only touched by the caller's thread and the others only by the writer.
+  afterwards ``DiscardLogLinesDropped`` and ``DiscardLogLinesQueued`` are only touched by the caller's thread and the
+  others only by the writer.
 """
 
 from __future__ import annotations
@@ -53,7 +57,13 @@ DEFAULT_MAX_ARCHIVE_BYTES = 8192 * 1024  # --discard_log_max_archive_size 8192 K
 DEFAULT_MAX_QUEUED_BYTES = 4 * 1024 * 1024
 DEFAULT_FLUSH_INTERVAL = 0.2  # seconds between writer wake-ups when the queue is quiet
 
-_WRITER_COUNTERS = ("DiscardLogDisabled", "DiscardLogRotate", "DiscardLogArchiveDelete", "DiscardLogLinesLost")
+_WRITER_COUNTERS = (
+    "DiscardLogDisabled",
+    "DiscardLogRotate",
+    "DiscardLogArchiveDelete",
+    "DiscardLogLinesLost",
+    "DiscardLogLinesWritten",
+)
 
 
 def epoch_ms() -> int:
@@ -291,7 +301,10 @@ class DiscardLogFile:
         except OSError as e:
             self.disable(f"cannot write {self.path}: {e}")
             whole_lines = bisect_right(list(accumulate(map(len, chunk))), written)
+            self.counters.inc("DiscardLogLinesWritten", whole_lines)
             self.counters.inc("DiscardLogLinesLost", len(chunk) - whole_lines)
+            return
+        self.counters.inc("DiscardLogLinesWritten", len(chunk))
 
     def disable(self, why: str) -> None:
         """Stop writing for the rest of the run; counted and logged the first time only."""
@@ -364,7 +377,7 @@ class DiscardLog:
         """Open the file and start the writer thread. Returns ``enabled`` (False: the failure is logged and counted)."""
         if self._thread is not None:
             raise UsageError("discard log already started")
-        for name in (*_WRITER_COUNTERS, "DiscardLogLinesDropped"):
+        for name in (*_WRITER_COUNTERS, "DiscardLogLinesDropped", "DiscardLogLinesQueued"):
             self.counters.inc(name, 0)
         if not self.file.open():
             return False
@@ -426,6 +439,7 @@ class DiscardLog:
         line = format_discard_line(now, ts, event, info, raw, key, value, self.prefix_size, size=size, limit=limit)
         self._queue.append(line)
         self._appended += len(line)
+        self.counters.inc("DiscardLogLinesQueued")
         if self._appended - self._taken >= self._wake_at and not self._wake.is_set():
             self._wake.set()
 

@@ -337,8 +337,8 @@ class Options:
     spool_fsync_ms: int = option(
         100,
         "MS",
-        "With --spool_dir: sync the spool at most this often; what a power loss may lose. 0: sync each burst "
-        "before it is routed.",
+        "With --spool_dir: sync the spool and its batch journal at most this often; what a power loss may lose. "
+        "0: sync each burst before it is routed and each batch's journal record before the batch is sent.",
         SPOOL,
         integer(0, 3_600_000),
     )

@@ -424,12 +424,12 @@ class Daemon:
             router.refresh(now)
             if self.spool is not None:
                 self.spool.tick(now)
+                if self._journal is not None:
+                    self._journal.tick(now)
             if now >= next_second:
                 next_second = now + 1.0
                 self.debug.tick()
                 self.status_source.sample()
-                if self._journal is not None:
-                    self._journal.tick()
                 if now >= next_watchdog:
                     next_watchdog = now + watchdog_every
                     self.tracker.check_query_rate()

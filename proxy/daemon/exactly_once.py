@@ -13,6 +13,9 @@ Rules:
   those that fall back are replayed as possible duplicates. Every other replayed message was never sent: it is
   replayed as a fresh message, not reported as a possible duplicate — when the last run journaled every send (its
   files exist and none says the journal went off); else every replayed message is a possible duplicate, as before.
+- The journal is synced as the spool is (``--spool_fsync_ms``): with 0 each SENT record is on disk before its batch
+  is sent; with *n* it is synced in the background every *n* ms (the daemon's timer calls :meth:`SpoolJournal.tick`
+  with the spool's).
 - Settling waits for the first metadata and ends within :data:`SETTLE_S` (brokers unreachable: what is left falls
   back). FINISHED records for every batch settled or fallen back go to the new journal, so the next start does not
   settle them again; the earlier files are deleted by the journal's rule once their messages left the spool.
@@ -89,6 +92,7 @@ class SpoolJournal:
             next_id=self.state.next_id,
             next_file=self.state.next_file,
             held_from=lambda: spool.held_from,
+            sync_ms=spool.config.fsync_ms,
         )
         try:
             journal.open(old=self.state.files)
@@ -153,11 +157,11 @@ class SpoolJournal:
         verdict.firsts, verdict.ends = _merge(settled)
         return verdict
 
-    def tick(self) -> None:
-        """From the daemon's timer, once a second: sync the journal in the background, delete the files that became
-        settled."""
+    def tick(self, now: float) -> None:
+        """From the daemon's timer, with the spool's tick: sync the journal as the spool's ``fsync_ms`` says, delete
+        the files that became settled."""
         if self.journal is not None:
-            self.journal.sync_soon()
+            self.journal.tick(now)
 
     def close(self) -> None:
         """At the stop, before the spool closes: sync and close the journal."""

@@ -20,6 +20,8 @@ from .conftest import consume_with_confluent
 
 pytestmark = pytest.mark.e2e
 
+PROBED_WITHIN_S = 20.0  # the producer's first failed probe of a broker that went down: within the pause and backoff
+
 
 def test_broker_killed_and_restarted_delivers_everything(
     durable_cluster: Callable[..., DurableCluster], caplog
@@ -42,17 +44,26 @@ def test_broker_killed_and_restarted_delivers_everything(
             down = time.monotonic()
             await asyncio.to_thread(broker.kill)
             flying += [p.send(topic, b"during-%03d" % i) for i in range(100, 300)]
-            await asyncio.sleep(2.0)  # down for a while, probed meanwhile
+
+            def attempts() -> int:
+                return p.counters.get("ConnectorConnectAttemptFail") + p.counters.get("MetadataBrokerFail")
+
+            # Down for a while and until the producer probed it at least once (a fixed 2 s was sometimes too short
+            # on a loaded machine for the first probe to fail before the restart): bounded by PROBED_WITHIN_S.
+            await asyncio.sleep(2.0)
+            probed_by = time.monotonic() + PROBED_WITHIN_S
+            while attempts() == 0 and time.monotonic() < probed_by:
+                await asyncio.sleep(0.05)
             await asyncio.to_thread(broker.restart)  # with its log: the topic and the first 100 are there
             elapsed = time.monotonic() - down
-            attempts = p.counters.get("ConnectorConnectAttemptFail") + p.counters.get("MetadataBrokerFail")
+            probes = attempts()
             assert await p.flush(60) == 0
             assert [h.error for h in flying] == [None] * 300
             assert p.accepted == p.delivered == 400 and p.held == 0
-            return elapsed, attempts
+            return elapsed, probes, p.counters.get("AckDuplicateNotStored")
 
     with caplog.at_level(logging.WARNING, logger="bruce.producer"):
-        elapsed, attempts = asyncio.run(main())
+        elapsed, attempts, sent_again = asyncio.run(main())
     # At most one probe of each kind (connect, metadata) per reconnect_backoff_max_ms (10 s), and a few more
     # while backing off up to it.
     assert 1 <= attempts <= 10 + 4 * elapsed, (attempts, elapsed)
@@ -62,7 +73,12 @@ def test_broker_killed_and_restarted_delivers_everything(
     assert values[:100] == [b"before-%03d" % i for i in range(100)]  # kept through the kill
     values = values[100:]
     assert sorted(set(values)) == [b"during-%03d" % i for i in range(300)]  # possible duplicates aside
-    assert [v for v in dict.fromkeys(values)] == sorted(set(values))  # order kept within the partition
+    # Order kept within the partition, but for batches tansu answered DUPLICATE_SEQUENCE_NUMBER without storing them
+    # (a request cut by the kill): the producer finds them missing from the log and sends them again as new batches,
+    # after the ones the broker let in meanwhile — counted (AckDuplicateNotStored), never more than that.
+    firsts = list(dict.fromkeys(values))
+    late = [v for i, v in enumerate(firsts) if i and v < max(firsts[:i])]
+    assert len(late) <= sent_again, (len(late), sent_again, late[:5])
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"broker {address} ")]
     assert lines[0].startswith(f"broker {address} unreachable: ")
     assert lines[-1].startswith(f"broker {address} reachable again after ")

@@ -1,14 +1,19 @@
 """The batch journal (bruce.producer.journal): records read back as written, a torn tail and a damaged record, the
-deletion rule (oldest first, every batch finished, and with a spool: its messages gone), the OFF mark."""
+deletion rule (oldest first, every batch finished, and with a spool: its messages gone), the OFF mark, and when
+records reach the disk (sync_ms; the library's state_sync_ms)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
+from bruce.producer.config import ProducerConfig
+from bruce.producer.errors import ConfigError
 from bruce.producer.journal import FILE_BYTES, Journal, journal_files, read_journal, runs_of
+from bruce.producer.state import ProducerState
 
 
 def _journal(directory: Path, **kwargs: object) -> Journal:
@@ -106,18 +111,80 @@ def test_a_clean_close_leaves_a_mark_and_off_is_remembered(tmp_path: Path) -> No
     assert FILE_BYTES >= 1 << 20
 
 
-def test_sync_soon_syncs_in_the_background_once_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_syncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     synced: list[int] = []
     real = os.fdatasync
     monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
-    j = _journal(tmp_path)
-    j.sync_soon()  # nothing written since the file was made: nothing to sync
+    return synced
+
+
+def test_tick_syncs_in_the_background_once_sync_ms_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    j = _journal(tmp_path, sync_ms=100)
+    synced = _count_syncs(monkeypatch)
+    j.tick(1000.0)  # nothing written since the file was made (and synced): nothing to sync
     j.sent(0, ("t", 0), (7, 0, 0), 1, [(0, 1)])
-    j.sync_soon()
+    assert synced == []  # not in the caller's thread
+    j.tick(1000.0)
     assert j._syncing is not None
     j._syncing.result(5)  # in the sync thread, on a duplicate descriptor
     assert len(synced) == 1
-    j.sync_soon()  # nothing new: reaps the finished sync, starts none
-    assert j._syncing is None and len(synced) == 1
+    j.sent(1, ("t", 0), (7, 0, 1), 1, [(1, 1)])
+    j.tick(1000.05)  # written, but 100 ms have not passed since the last sync began
+    assert len(synced) == 1 and j._syncing is None
+    j.tick(1000.1)
+    assert j._syncing is not None
+    j._syncing.result(5)
+    assert len(synced) == 2
+    j.tick(1000.3)  # nothing new: reaps the finished sync, starts none
+    assert j._syncing is None and len(synced) == 2
     j.close()
-    assert read_journal(tmp_path).entries[0].batch_id == 0
+    assert [e.batch_id for e in read_journal(tmp_path).entries] == [0, 1]
+
+
+def test_sync_ms_0_syncs_each_sent_record_before_returning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    j = _journal(tmp_path, sync_ms=0)
+    synced = _count_syncs(monkeypatch)
+    j.sent(0, ("t", 0), (7, 0, 0), 1, [(0, 1)])
+    assert len(synced) == 1  # on disk before the batch goes out
+    j.finished(0, ("t", 0), 5)
+    assert len(synced) == 1  # a FINISHED record waits: losing it costs a look at the log, not a duplicate
+    j.sent(1, ("t", 0), (7, 0, 1), 1, [(1, 1)])
+    assert len(synced) == 2
+    j.close()
+    with pytest.raises(ValueError, match="sync_ms"):
+        Journal(tmp_path, sync_ms=-1)
+
+
+def test_a_file_is_synced_before_the_next_one_is_created(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    j = _journal(tmp_path, file_bytes=200, sync_ms=10_000)
+    synced = _count_syncs(monkeypatch)
+    fsynced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd)))
+    for n in range(6):
+        j.sent(n, ("t", 0), (7, 0, n), 1, [(n, 1)])
+    files = len(journal_files(tmp_path))
+    assert files >= 2
+    # each roll: the full file, the new file's header, and the directory (the new name)
+    assert len(synced) == 2 * (files - 1) and len(fsynced) == files - 1
+    j.close()
+
+
+def test_the_library_state_syncs_its_journal_every_state_sync_ms(tmp_path: Path) -> None:
+    """ProducerState's timer (a task of the producer's): a record written is synced within ``state_sync_ms``."""
+
+    async def run() -> int:
+        state = ProducerState(str(tmp_path), sync_ms=20)
+        task = asyncio.get_running_loop().create_task(state.sync_loop())
+        syncs = state.journal.syncs
+        state.journal.sent(0, ("t", 0), (7, 0, 0), 1, [], b"batch")
+        assert state.journal.syncs == syncs  # not in the caller's thread
+        await asyncio.sleep(0.3)
+        done = state.journal.syncs - syncs
+        task.cancel()
+        state.close()
+        return done
+
+    assert asyncio.run(run()) == 1
+    with pytest.raises(ConfigError, match="state_sync_ms"):
+        ProducerConfig(state_sync_ms=-1)

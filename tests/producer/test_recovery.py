@@ -8,6 +8,9 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
+from bruce.producer import recovery
 from bruce.producer.acks import Failure
 from bruce.producer.config import ProducerConfig
 from bruce.producer.errors import TransportError
@@ -71,12 +74,31 @@ def test_resends_follow_each_other_from_the_first_missing_sequence() -> None:
     assert [e.batch_id for e in out.resent] == [2, 3]
 
 
-def test_a_duplicate_answer_for_a_batch_not_in_the_log_falls_back() -> None:
-    """A broker has answered DUPLICATE_SEQUENCE_NUMBER for a batch it never stored: not trusted, the log is read."""
-    settler = Scripted([{}], [46])
+def test_a_duplicate_answer_for_a_batch_not_in_the_log_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker has answered DUPLICATE_SEQUENCE_NUMBER for a batch it never stored: not trusted, the log is read —
+    again for LOG_WAIT_S, then the batch falls back."""
+    monkeypatch.setattr(recovery, "LOG_WAIT_S", 0.3)
+    settler = Scripted([{}], [46] * 1000)
+    begun = time.monotonic()
     out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
-    assert settler.sent == [(1, 0)]
+    assert 0.3 <= time.monotonic() - begun < 3
+    assert set(settler.sent) == {(1, 0)} and len(settler.sent) > 1  # asked again while waiting for the log
     assert out.resent == [] and [e.batch_id for e in out.fallback] == [1, 2]
+
+
+def test_a_batch_the_broker_holds_that_shows_in_the_log_late_is_not_sent_again() -> None:
+    """tansu on object storage answers DUPLICATE_SEQUENCE_NUMBER for a write of the dead process still on its way
+    into the log: the log is read again until it shows (within LOG_WAIT_S), and the batch is not sent as new."""
+    settler = Scripted([{}, {}, {}, {(9, 0, 0): 40}], [46, 46, 46])
+    out = asyncio.run(settler.settle([_entry(1, 0)], {}))
+    assert [e.batch_id for e in out.found + out.resent] == [1] and out.fallback == []  # stored once, at offset 40
+
+
+def test_a_gap_that_closes_on_a_later_read_is_no_gap() -> None:
+    """A later batch shows before an earlier one (written out of order): read again, both are found."""
+    settler = Scripted([{(9, 0, 1): 41}, {(9, 0, 1): 41}, {(9, 0, 0): 40, (9, 0, 1): 41}], [])
+    out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
+    assert sorted(e.batch_id for e in out.found) == [1, 2] and out.fallback == [] and out.gaps == 0
 
 
 def test_an_unreachable_broker_ends_at_the_deadline_and_everything_falls_back() -> None:

@@ -64,15 +64,15 @@ def frame(path: str, func: str, start: bool = False) -> list:
 
 
 def test_samples_are_given_their_stage() -> None:
-    loop = [frame("/x/asyncio/runners.py", "run"), frame("/x/proxy/cli.py", "main")]
-    burst = frame("/w/proxy/intake_burst.py", "feed")
+    loop = [frame("/x/asyncio/runners.py", "run"), frame("/x/proxy/daemon/cli.py", "main")]
+    burst = frame("/w/proxy/intake/intake_burst.py", "feed")
     assert daemon_stage([frame("/x/python3.11/struct.py", "x"), burst, *loop]) == INTAKE  # a C call: its caller's
-    assert daemon_stage([frame("/w/proxy/router.py", "route", start=True), burst, *loop]) == "route"
-    assert daemon_stage([frame("/w/proxy/intake_process.py", "_on_readable", start=True), *loop]) == LOOP
+    assert daemon_stage([frame("/w/proxy/routing/router.py", "route", start=True), burst, *loop]) == "route"
+    assert daemon_stage([frame("/w/proxy/intake/intake_process.py", "_on_readable", start=True), *loop]) == LOOP
     assert daemon_stage([frame("/b/profile_hook/sitecustomize.py", "_on_gc", start=True), burst, *loop]) == GC
-    assert daemon_stage([frame("<frozen importlib._bootstrap>", "_load"), frame("/w/proxy/cli.py", "main")]) == STARTUP
+    assert daemon_stage([frame("<frozen importlib._bootstrap>", "_load"), frame("/w/proxy/daemon/cli.py", "main")]) == STARTUP
     assert daemon_stage([frame("/x/asyncio/events.py", "_run"), *loop]) == LOOP
-    assert reader_stage([frame(str(ROOT / "proxy" / "intake_reader.py"), "forward")]) == "reader: its loop"
+    assert reader_stage([frame(str(ROOT / "proxy" / "intake" / "intake_reader.py"), "forward")]) == "reader: its loop"
 
 
 def test_proxy_bench_on_the_0_8_path() -> None:

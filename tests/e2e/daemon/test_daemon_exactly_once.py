@@ -94,9 +94,11 @@ def test_kill_9_right_after_sending_then_restart_delivers_each_message_once(
     cut: bool,
 ) -> None:
     """Killed as soon as the daemon has read everything and delivered some (the broker answers 80 ms late): some
-    batches are acknowledged, some in flight, some not sent yet. ``cut``: the connections are cut just before the
-    kill, so the requests the proxy still held never reach the broker: the restart finds them missing and resends
-    them with their producer id and sequences."""
+    batches are acknowledged, some in flight, some not sent yet. ``cut``: before the kill the proxy stops passing the
+    daemon's requests on, until it swallowed at least one Produce request's worth, then the connections are cut: those
+    batches were sent (journaled) and never reached the broker, so the restart finds them missing and resends them
+    with their producer id and sequences. (Cutting alone, the test depended on a request being inside the proxy's
+    40 ms pipe at that instant: on a loaded machine none sometimes was.)"""
     broker, proxy = slow_tansu
     topic = f"exactly-once-kill-{cut}"
     broker.create_topic(topic, PARTITIONS)
@@ -110,7 +112,10 @@ def test_kill_9_right_after_sending_then_restart_delivers_each_message_once(
     wait_for(_reached(url, "MsgDelivered", 1), what="a first delivery")
     delivered = counters_json(url).get("MsgDelivered", 0)
     if cut:
+        proxy.set_drop_requests(True)
+        wait_for(lambda: proxy.dropped_request_bytes >= 1024, what="a produce request swallowed by the proxy")
         proxy.cut()
+        proxy.set_drop_requests(False)
     bruce.process.send_signal(signal.SIGKILL)
     assert bruce.wait() == -signal.SIGKILL
     assert 0 < delivered < total, "the kill was meant to come during the delivery"

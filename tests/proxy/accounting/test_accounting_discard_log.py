@@ -340,6 +340,26 @@ def test_queue_is_bounded_and_drops_are_counted(tmp_path: Path) -> None:
     assert [int(x.split(b" ts: ")[1].split()[0]) for x in lines] == [0, 1, 2, 3, 4, 5]
 
 
+def test_every_queued_line_is_counted_written_lost_or_still_queued(tmp_path: Path) -> None:
+    """What a planned kill waits for: queued = written + lost once the writer caught up; dropped lines never queued."""
+    counters = Counters()
+    size = len(format_discard_line(1, 0, "DISC", "BUG", b"t", b"", b"x", 256))
+    log = DiscardLog(str(tmp_path / "d"), max_queued_bytes=4 * size, counters=counters, clock_ms=ManualClock(1))
+    assert log.file.open()
+    for i in range(6):
+        log.discard("BUG", "t", b"", b"x", i)
+    assert counters.snapshot() == {"DiscardLogLinesDropped": 2, "DiscardLogLinesQueued": 4}  # nothing written yet
+    log.drain()
+    assert counters.get("DiscardLogLinesWritten") == 4
+    log.discard("BUG", "t", b"", b"x", 6)
+    log.file.disable("test")
+    log.drain()  # the file went away with a line queued: lost, and counted
+    assert counters.get("DiscardLogLinesQueued") == 5
+    assert counters.get("DiscardLogLinesWritten") + counters.get("DiscardLogLinesLost") == 5
+    log.close()
+    assert len((tmp_path / "d").read_bytes().splitlines()) == 4
+
+
 def test_a_stalled_disk_never_blocks_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     counters = Counters()
     size = len(format_discard_line(1_700_000_000_000, 7, "DISC", "BUG", b"t", b"", b"same", 256))

@@ -5,7 +5,9 @@ which batches are asked about, which spooled messages are settled, which are pos
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -109,3 +111,34 @@ def test_new_messages_never_get_a_sequence_the_journal_names(tmp_path: Path) -> 
         verdict = asyncio.run(journal.settle())
         journal.close()
     assert not verdict.settled(42)
+
+
+@pytest.mark.parametrize("fsync_ms", [0, 100, 250])
+def test_the_journal_reaches_the_disk_as_the_spool_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync_ms: int
+) -> None:
+    """--spool_fsync_ms 0: a batch's SENT record is synced before the batch is sent; n: the daemon's timer syncs it in
+    the background n ms after the last sync began, not sooner."""
+    with Spool.open(SpoolConfig(tmp_path, fsync_ms=fsync_ms)) as spool:
+        producer = StubProducer()
+        journal = SpoolJournal(spool, producer, Counters(), why_off="")  # type: ignore[arg-type]
+        assert journal.journal is not None
+        synced: list[int] = []
+        real = os.fdatasync
+        monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
+        for n in range(2):
+            part = SimpleNamespace(journal_id=-1, messages=[SimpleNamespace(spool_seq=n)], data=b"")
+            batch = SimpleNamespace(tp=("t", 0), producer_id=9, producer_epoch=0, base_sequence=n, count=1)
+            batch.records = part
+            producer.hook.sent(part, batch)
+            assert len(synced) == (n + 1 if fsync_ms == 0 else n)
+            if fsync_ms == 0:
+                continue
+            journal.tick(1000.0 + n * (fsync_ms / 1000 - 0.01))  # the first: due; the second: too early
+            if n == 1:
+                assert journal.journal._syncing is None
+                journal.tick(1000.0 + fsync_ms / 1000)
+            assert journal.journal._syncing is not None
+            journal.journal._syncing.result(5)
+            assert len(synced) == n + 1
+        journal.close()
