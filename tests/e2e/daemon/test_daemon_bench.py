@@ -70,7 +70,10 @@ def test_samples_are_given_their_stage() -> None:
     assert daemon_stage([frame("/w/proxy/routing/router.py", "route", start=True), burst, *loop]) == "route"
     assert daemon_stage([frame("/w/proxy/intake/intake_process.py", "_on_readable", start=True), *loop]) == LOOP
     assert daemon_stage([frame("/b/profile_hook/sitecustomize.py", "_on_gc", start=True), burst, *loop]) == GC
-    assert daemon_stage([frame("<frozen importlib._bootstrap>", "_load"), frame("/w/proxy/daemon/cli.py", "main")]) == STARTUP
+    assert (
+        daemon_stage([frame("<frozen importlib._bootstrap>", "_load"), frame("/w/proxy/daemon/cli.py", "main")])
+        == STARTUP
+    )
     assert daemon_stage([frame("/x/asyncio/events.py", "_run"), *loop]) == LOOP
     assert reader_stage([frame(str(ROOT / "proxy" / "intake" / "intake_reader.py"), "forward")]) == "reader: its loop"
 
