@@ -143,7 +143,7 @@ class Producer:
             d.seq.txn = self._txn
         self._sending = sending = Sending(config, self.counters, d, self._txn, running=lambda: self._group is not None)
         # send is called per message: the instance's is the queueing object's own, one call less than the method below
-        self.send = sending.send  # type: ignore[method-assign]  # the same signature, bound once (measured: bench/)
+        self.send = sending.send  # type: ignore[method-assign]  # the same signature as the method below, bound once
         if d.seq is None:
             log_idempotence_off(config)
 
