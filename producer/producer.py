@@ -17,9 +17,10 @@ Rules:
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
-- Queueing (``send``, ``send_many``, the daemon's ``submit``, sealing and linger) and its rules are
-  :mod:`bruce.producer.sending`; the cluster view's side (``ready``, new views, refusals, the daemon's queries) is a
-  :class:`~bruce.producer.views.ProducerViews`, which the methods of the same names here hand over to.
+- The methods of the same names hand over to the producer's collaborators: queueing (``send``, ``send_many``, the
+  daemon's ``submit``; sealing and linger, their state and rules) to a :class:`~bruce.producer.sending.Sending`,
+  ``send`` bound to it once per instance (no extra call per message); the cluster view's side (``ready``, new views,
+  refusals, the daemon's queries) to a :class:`~bruce.producer.views.ProducerViews`.
 """
 
 from __future__ import annotations
@@ -27,14 +28,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
-from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 from bruce.wire import Codec, UsageError
 
 from .backoff import PauseBackoff
+from .bulk import Bulk
 from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
@@ -44,17 +44,17 @@ from .errors import ProducerClosed
 from .expiry import expire_loop
 from .health import BootstrapState, BrokerState, QueueStats
 from .journal import PartJournal
-from .message import OutcomeSink
+from .message import Message, OutcomeSink
 from .metadata import MetadataFetcher
-from .partitioner import AnyPartitionCycle, key_to_partition_key
+from .partitioner import AnyPartitionCycle
 from .pause import PauseController
-from .queues import Pack, PartitionQueue
+from .queues import Pack
 from .reasons import DiscardReason
-from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, Compression, CompressionPolicy
+from .request import Compression, CompressionPolicy
 from .responses import RequestOutcomes
 from .security import client_context
 from .sender import Sender
-from .sending import ProducerSending
+from .sending import Sending
 from .sequencing import log_idempotence_off
 from .state import ProducerState
 from .topics import TopicCreator
@@ -64,7 +64,7 @@ from .trouble import BrokerTrouble
 from .views import ProducerViews
 
 
-class Producer(ProducerSending):
+class Producer:
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
 
     def __init__(
@@ -92,26 +92,8 @@ class Producer(ProducerSending):
             socket=config.socket_timeout_ms / 1000,
             request=config.request_timeout_ms / 1000,
         )
-        self._accepting = False
         self._started = False
         self.state: ProducerState | None = None  # with config.state_path: the durable idempotence state
-        self._max_messages = config.queue_buffering_max_messages
-        self._max_bytes = config.queue_buffering_max_kbytes * 1024
-        self._batch_messages = config.batch_num_messages
-        self._batch_bytes = config.batch_size
-        # A batch's bytes (send's and send_many's): within batch_size, a request's data limit and one record batch
-        # (estimated as assembly does: Σ(key + value + RECORD_OVERHEAD) after the batch header)
-        limits = [config.batch_size, config.message_max_bytes - HEADER_SIZE]
-        overhead = LEGACY_MESSAGE_OVERHEAD if config.protocol == "v0" else ALONE_OVERHEAD
-        self._max_size = config.message_max_bytes - overhead  # key + value above this: MSG_SIZE_TOO_LARGE at send
-        self._chunk_bytes = min(limits + [config.produce_request_data_limit] * (config.produce_request_data_limit > 0))
-        self._linger = config.linger_ms / 1000
-        self._partitioner = config.partitioner
-        self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
-        self._last_ms = 0  # the last timestamp send() read from the clock
-        self._mixed: set[PartitionQueue] = set()  # open batches holding a message with a key, headers or partition
-        self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
-        self._linger_timer: asyncio.TimerHandle | None = None
         self._drained_future: asyncio.Future[None] | None = None  # what flush() waits on, while someone does
         self._senders: dict[int, Sender] = {}
         self._tasks: list[asyncio.Task[Any]] = []
@@ -159,6 +141,9 @@ class Producer(ProducerSending):
             )
         if d.seq is not None:
             d.seq.txn = self._txn
+        self._sending = sending = Sending(config, self.counters, d, self._txn, running=lambda: self._group is not None)
+        # send is called per message: the instance's is the queueing object's own, one call less than the method below
+        self.send = sending.send  # type: ignore[method-assign]  # the same signature as the method below, bound once
         if d.seq is None:
             log_idempotence_off(config)
 
@@ -182,6 +167,7 @@ class Producer(ProducerSending):
             gc.collect()
             gc.freeze()
         self._loop = loop = asyncio.get_running_loop()
+        self._sending.start(loop)
         self._dispatcher.clock = loop.time
         self._views.start(loop)
         self._group = asyncio.TaskGroup()
@@ -198,7 +184,7 @@ class Producer(ProducerSending):
             self._spawn(self.state.sync_loop())
         self._core = list(self._tasks)
         self._fetcher.request()
-        self._accepting = self._txn is None  # a transactional producer accepts within a transaction only
+        self._sending.accepting = self._txn is None  # a transactional producer accepts within a transaction only
         if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
             await self.state.settle(self)
 
@@ -240,7 +226,7 @@ class Producer(ProducerSending):
         group = self._group
         if group is None:
             return
-        self._accepting = False
+        self._sending.accepting = False
         if deadline is None:
             deadline = self.config.shutdown_max_delay_ms / 1000
         if error is None and self._tasks_alive():
@@ -250,8 +236,7 @@ class Producer(ProducerSending):
         d.hooks = d.hooks.stopping()
         for task in self._tasks:
             task.cancel()
-        if self._linger_timer is not None:
-            self._linger_timer.cancel()
+        self._sending.stop()
         if self._txn is not None:
             self._txn.close()
         for sender in self._senders.values():
@@ -276,6 +261,55 @@ class Producer(ProducerSending):
     async def shutdown(self, deadline: float | None = None) -> None:
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""
         await self.close(deadline, DiscardReason.SERVER_SHUTDOWN)
+
+    # ---------------------------------------------------------------- queueing (bruce.producer.sending)
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, bytes | None]] | None = None,
+        *,
+        partition_key: int | None = None,
+    ) -> Message:
+        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
+
+        Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
+        not, modulo all partitions, moving on to the next available one); else the key through the configured
+        ``partitioner`` (murmur2 by default: where Java's clients put it) the same way; else any partition. A bad
+        argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
+        raises :class:`UsageError` and queues nothing."""
+        # Each instance binds ``send`` to its Sending's in __init__: this method is what the class shows and checks.
+        return self._sending.send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+
+    def send_many(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        *,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> Bulk:
+        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
+        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
+
+        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
+        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
+        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
+        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
+        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
+        return self._sending.send_many(topic, values, keys, partition=partition, timestamp=timestamp)
+
+    def submit(self, topic: str, messages: list[Message]) -> None:
+        """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
+        (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
+        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
+        :class:`ProducerClosed` before taking any message when the producer is not accepting."""
+        self._sending.submit(topic, messages)
 
     # ---------------------------------------------------------------- topics
 
@@ -408,7 +442,7 @@ class Producer(ProducerSending):
         return task
 
     def _accept(self, on: bool) -> None:
-        self._accepting = on
+        self._sending.accepting = on
 
     def _tasks_alive(self) -> bool:
         return not any(t.done() for t in self._core)

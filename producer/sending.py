@@ -1,8 +1,11 @@
-"""Queueing messages: :class:`ProducerSending`, the sending side of :class:`~bruce.producer.producer.Producer`.
+"""Queueing messages: :class:`Sending`, the object behind ``Producer.send``, ``send_many`` and ``submit``.
 
 Rules:
-- A mixin of ``Producer``: it reads and updates the producer's state (dispatcher, open batches, linger timer, queue
-  limits) and holds none of its own; every method runs in the event loop's thread, never blocks and never awaits.
+- One ``Sending`` per :class:`~bruce.producer.producer.Producer`, which builds it with its collaborators (configuration,
+  counters, dispatcher, transactions, whether the producer runs) and tells it the event loop at ``start``. It owns the
+  sending state: the queue limits, ``accepting``, the open batches' linger timer and list, which open batches are
+  mixed, the last timestamp read from the clock. Every method runs in the event loop's thread, never blocks and never
+  awaits.
 - ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
   once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`MessageTooLarge`, :class:`UsageError` for bad
   arguments) and queues nothing. No future and no task is created per message.
@@ -23,14 +26,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 
 from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import MessageTooLarge, ProducerClosed, QueueFull
-from .ledger import Ledger
 from .message import (
     Message,
     check_bytes,
@@ -43,36 +47,62 @@ from .message import (
 )
 from .partitioner import key_to_partition_key
 from .queues import PartitionQueue
-from .request import RECORD_OVERHEAD
+from .request import ALONE_OVERHEAD, LEGACY_MESSAGE_OVERHEAD, RECORD_OVERHEAD
 from .transactions import TransactionManager
 
 _time_ns = time.time_ns
 _new = object.__new__
 
 
-class ProducerSending:
-    """The sending side of :class:`~bruce.producer.producer.Producer` (see the module's rules)."""
+class Sending:
+    """The queueing side of a :class:`~bruce.producer.producer.Producer` (see the module's rules)."""
 
-    config: ProducerConfig
-    counters: Counters
-    _dispatcher: Dispatcher
-    _ledger: Ledger
-    _accepting: bool
-    _txn: TransactionManager | None
-    _group: asyncio.TaskGroup | None
-    _loop: asyncio.AbstractEventLoop
-    _max_messages: int
-    _max_bytes: int
-    _max_size: int
-    _batch_messages: int
-    _chunk_bytes: int
-    _linger: float
-    _partitioner: str
-    _null_key: int | None
-    _last_ms: int
-    _mixed: set[PartitionQueue]
-    _lingering: deque[tuple[float, PartitionQueue]]
-    _linger_timer: asyncio.TimerHandle | None
+    _loop: asyncio.AbstractEventLoop  # set by start(): nothing is accepted before
+
+    def __init__(
+        self,
+        config: ProducerConfig,
+        counters: Counters,
+        dispatcher: Dispatcher,
+        txn: TransactionManager | None,
+        running: Callable[[], bool],
+    ) -> None:
+        """``txn``: the producer's transactions, if any; ``running()``: the producer is started and not closed."""
+        self.accepting = False  # send, send_many and submit refuse while False (before start, in close; transactions)
+        self.counters = counters
+        self._dispatcher = dispatcher
+        self._ledger = dispatcher.ledger
+        self._txn = txn
+        self._running = running
+        self._message_max_bytes = config.message_max_bytes
+        self._max_messages = config.queue_buffering_max_messages
+        self._max_bytes = config.queue_buffering_max_kbytes * 1024
+        self._batch_messages = config.batch_num_messages
+        # A batch's bytes (send's and send_many's): within batch_size, a request's data limit and one record batch
+        # (estimated as assembly does: Σ(key + value + RECORD_OVERHEAD) after the batch header)
+        limits = [config.batch_size, config.message_max_bytes - HEADER_SIZE]
+        overhead = LEGACY_MESSAGE_OVERHEAD if config.protocol == "v0" else ALONE_OVERHEAD
+        self._max_size = config.message_max_bytes - overhead  # key + value above this: MSG_SIZE_TOO_LARGE at send
+        self._chunk_bytes = min(limits + [config.produce_request_data_limit] * (config.produce_request_data_limit > 0))
+        self._linger = config.linger_ms / 1000
+        self._partitioner = config.partitioner
+        self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
+        self._last_ms = 0  # the last timestamp send() read from the clock
+        self._mixed: set[PartitionQueue] = set()  # open batches holding a message with a key, headers or partition
+        self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
+        self._linger_timer: asyncio.TimerHandle | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The producer started in ``loop``: the linger timer runs there (``accepting`` is the producer's to set)."""
+        self._loop = loop
+
+    def stop(self) -> None:
+        """The producer is closing: stop accepting, and no linger timer fires any more (what is open is flushed or
+        discarded by the dispatcher)."""
+        self.accepting = False
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
 
     def send(
         self,
@@ -85,16 +115,11 @@ class ProducerSending:
         *,
         partition_key: int | None = None,
     ) -> Message:
-        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
-
-        Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
-        not, modulo all partitions, moving on to the next available one); else the key through the configured
-        ``partitioner`` (murmur2 by default: where Java's clients put it) the same way; else any partition. A bad
-        argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
-        raises :class:`UsageError` and queues nothing."""
+        """Queue one message; returns its delivery handle (:meth:`Producer.send <bruce.producer.Producer.send>`:
+        routing, errors)."""
         d = self._dispatcher
         ledger = self._ledger
-        if ledger.held_messages >= self._max_messages or not self._accepting:
+        if ledger.held_messages >= self._max_messages or not self.accepting:
             self._refuse(f"{ledger.held_messages} messages held (queue_buffering_max_messages)")
         if type(topic) is not str:
             check_topic(topic)
@@ -179,18 +204,12 @@ class ProducerSending:
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> Bulk:
-        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
-        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
-
-        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
-        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
-        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
-        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
-        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
+        """Queue many values at once, all or none; returns their :class:`Bulk` (:meth:`Producer.send_many
+        <bruce.producer.Producer.send_many>`)."""
         d = self._dispatcher
         ledger = self._ledger
         count = len(values)
-        if ledger.held_messages + count > self._max_messages or not self._accepting:
+        if ledger.held_messages + count > self._max_messages or not self.accepting:
             self._refuse(f"{ledger.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
         if type(topic) is not str:
             check_topic(topic)
@@ -239,7 +258,7 @@ class ProducerSending:
         self._dispatcher.seal(pq)
 
     def _too_large(self, size: int) -> None:
-        limit = self.config.message_max_bytes
+        limit = self._message_max_bytes
         self.counters.inc("MsgSizeTooLarge")
         raise MessageTooLarge(
             f"MSG_SIZE_TOO_LARGE: {size} bytes of key and value cannot fit message_max_bytes ({limit}) with the "
@@ -247,19 +266,16 @@ class ProducerSending:
         )
 
     def _refuse(self, detail: str) -> None:
-        if not self._accepting and self._txn is not None and self._group is not None:
+        if not self.accepting and self._txn is not None and self._running():
             self._txn.refuse()  # raises: outside a transaction, or the transaction failed
-        if not self._accepting:
+        if not self.accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         self.counters.inc("QueueFull")
         raise QueueFull(detail)
 
     def submit(self, topic: str, messages: list[Message]) -> None:
-        """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
-        (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
-        :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
-        :class:`ProducerClosed` before taking any message when the producer is not accepting."""
-        if not self._accepting:
+        """The daemon's ready batch for ``topic`` (:meth:`Producer.submit <bruce.producer.Producer.submit>`)."""
+        if not self.accepting:
             raise ProducerClosed("the producer is not accepting messages (not started, or closing)")
         d = self._dispatcher
         self._ledger.admit(messages)

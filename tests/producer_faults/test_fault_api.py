@@ -91,6 +91,34 @@ def test_send_with_a_partition_key_follows_bruces_partition_key_rule() -> None:
     scenario(body)
 
 
+def test_the_class_send_and_the_instance_send_queue_the_same_messages() -> None:
+    """An instance's ``send`` is bound to its queueing object once (no extra call per message); ``Producer.send``
+    called through the class (a subclass's ``super().send``) hands every argument over the same way."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1, 1, 1])
+        async with running(bruce_config(cluster.bootstrap)) as p:
+            headers = [("h", b"x")]
+            args = ("t", b"v", b"k", 2, 1_700_000_000_000, headers)
+            pairs = [(p.send(*args), Producer.send(p, *args))]
+            keyed = {"partition_key": -7, "timestamp": 5}
+            pairs.append((p.send("t", b"v", **keyed), Producer.send(p, "t", b"v", **keyed)))  # type: ignore[arg-type]
+            pairs.append((p.send("t", b"v", b"key", timestamp=5), Producer.send(p, "t", b"v", b"key", timestamp=5)))
+            assert await p.flush(5) == 0
+            fields = lambda m: (m.key, m.value, m.timestamp, m.headers, m.partition, m.partition_key)  # noqa: E731
+            for bound, through_class in pairs:
+                assert fields(bound) == fields(through_class)
+            assert fields(pairs[0][0]) == (b"k", b"v", 1_700_000_000_000, headers, 2, 2)
+            assert pairs[1][0].partition == partition_for_key(-7, p.cluster().topic("t"))  # type: ignore[union-attr]
+            bulk = Producer.send_many(p, "t", [b"a", b"b"], partition=1, timestamp=5)
+            await bulk
+            assert [r[0] for r in bulk.results()] == [1, 1]  # type: ignore[index]
+            assert_accounting(p, held=0)
+            assert p.accepted == 8
+
+    scenario(body, brokers=1)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
