@@ -8,6 +8,9 @@ Rules:
 - Found: delivered at the offset found (``AckDuplicateFound``). Not found, or the log cannot be read within
   ``request_timeout_ms``: the messages go back to the front of their queue and are sent again as a new batch with new
   sequences (``AckDuplicateNotStored``, one warning line); a read that failed may make them a duplicate, never a loss.
+- The batch journal (:mod:`bruce.producer.journal`) gets the batch's FINISHED record when the check decides (the
+  offset found, or -1: given up, its messages in a new batch), not at the answer: a crash while checking leaves the
+  batch unfinished, so the next start settles it against the log instead of taking it as given up.
 - Bounded: one check per answered batch, so no more than the batches in flight; :meth:`DuplicateCheck.close`
   discards what is still being checked when the producer closes.
 """
@@ -44,10 +47,10 @@ class DuplicateCheck:
         self.views = views
         self.config = config
         self.spawn = spawn
-        self.pending: dict[int, tuple[PartitionQueue, list[Message], int]] = {}  # id(batch) → what it holds
+        self.pending: dict[int, tuple[PartitionQueue, Batch, list[Message], int]] = {}  # id(batch) → what it holds
 
     def __call__(self, pq: PartitionQueue, batch: Batch, messages: list[Message], size: int, since: float) -> None:
-        self.pending[id(batch)] = (pq, messages, size)
+        self.pending[id(batch)] = (pq, batch, messages, size)
         self.spawn(self._check(pq, batch, since))
 
     async def _check(self, pq: PartitionQueue, batch: Batch, since: float) -> None:
@@ -61,7 +64,8 @@ class DuplicateCheck:
         held = self.pending.pop(id(batch), None)
         if held is None:
             return  # the producer closed meanwhile
-        _, messages, size = held
+        _, _, messages, size = held
+        self._journal(batch, -1 if offset is None else offset)
         labels = (("topic", pq.topic), ("partition", str(pq.partition)))
         if offset is not None:
             self.d.counters.inc("AckDuplicateFound", len(messages), labels)
@@ -81,5 +85,13 @@ class DuplicateCheck:
     def close(self, reason: DiscardReason) -> None:
         """Discard with ``reason`` the messages still being checked (the producer is closing)."""
         pending, self.pending = self.pending, {}
-        for pq, messages, _ in pending.values():
+        for pq, batch, messages, _ in pending.values():
+            self._journal(batch, -1)
             self.d.ledger.discard(pq.topic, messages, reason, "its duplicate answer not checked by the close deadline")
+
+    def _journal(self, batch: Batch, offset: int) -> None:
+        """The batch's FINISHED record, written only now that the check decided (a crash while checking leaves the
+        batch unfinished: the next start settles it against the log)."""
+        seq = self.d.seq
+        if seq is not None and seq.journal is not None:
+            seq.journal.checked(batch, offset)

@@ -90,7 +90,7 @@ class Batch:
     unknown_outcome: bool = False  # a send of it failed in transport: the broker may hold it
     sends: int = 1
     records: Any = None
-    offset: int = -1  # the base offset of its acknowledgement (-1: not acknowledged, or a duplicate's answer)
+    offset: int = -1  # its acknowledgement's base offset (-1: none; -3: a duplicate's answer, being checked)
     known: int = -1  # the partition's highest offset known as acknowledged when it was first sent (-1: none)
 
     @property

@@ -3,17 +3,8 @@ on the same directory can settle what was in flight when this one died (docs/pro
 restarts"; the daemon's use: docs/spool.md, "Batch journal").
 
 Rules:
-- Files ``NNNNNNNNNNNNNNNNNNNN.batches`` (20 digits: the file's number, +1 per new file) in ``directory``; any other
-  name is ignored (the daemon's spool directory holds its segments beside them). A file is an 8-byte header (``BSPB``,
-  version 1, flags 0) then records back to back: ``length u32, crc32c(body) u32, body``; big-endian.
-- Record kinds. SENT (``S``), written by :meth:`Journal.sent` before a batch goes out whenever its identity is new
-  (first send, or a resend after an epoch bump renumbered it): the batch's journal id (unique across runs), producer
-  id, epoch, topic, partition, base sequence, record count, the offset last acknowledged in that partition (-1: none
-  known; the batch can only be stored after it), the spool sequences of its messages as runs ``(first, count)``, and
-  an optional payload (the library's: the encoded batch, which it has nowhere else). FINISHED (``F``), written by
-  :meth:`Journal.finished` once the batch's fate is known: acknowledged (its base offset; -2 for a duplicate's answer,
-  whose offset is not given) or given up (-1). OFF (``X``): from here on batches may be sent unjournaled (idempotence
-  ended). One SENT and one FINISHED per batch, never one per message.
+- The files' format and records: :mod:`bruce.producer.journal_records` (SENT before a batch goes out whenever
+  its identity is new, FINISHED once its fate is known, OFF once batches may go out unjournaled).
 - Writes are ``os.write`` on an ``O_APPEND`` descriptor: in the kernel's page cache when the call returns, so a
   process crash (``kill -9``) cannot lose a record written before a send. Power-loss durability follows ``sync_ms``
   (the daemon's ``--spool_fsync_ms``, the library's ``state_sync_ms``), as the spool's ``fsync_ms`` does: 0 —
@@ -28,229 +19,55 @@ Rules:
   it: an acknowledged batch's record must outlive the spool's copy of its messages, or a crash before the spool
   saved their done marks would send them again. Earlier runs' files follow the same rule. A write error is logged
   once and turns the journal off (``broken``): the batches go on unjournaled (at-least-once after a crash).
-- :func:`read_journal` (recovery) reads every file, stops a file at a damaged record (a torn tail is the normal end
-  of a crash) and returns each batch's latest SENT record with its FINISHED offset (None: none), per partition the
-  highest offset known as acknowledged, and whether every send was journaled (files exist and none says OFF).
+- :func:`read_journal` (in :mod:`bruce.producer.journal_records`) reads them back at the next start.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import struct
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from bruce.wire import crc32c
+from .journal_records import (
+    HEADER_BYTES,
+    JournalEntry,
+    JournalState,
+    TopicPartition,
+    encode_finished,
+    encode_off,
+    encode_sent,
+    file_header,
+    file_name,
+    journal_files,
+    read_journal,
+    runs_of,
+)
+
+__all__ = [
+    "CHECKING",
+    "FILE_BYTES",
+    "Journal",
+    "JournalEntry",
+    "JournalState",
+    "PartJournal",
+    "TopicPartition",
+    "journal_files",
+    "read_journal",
+    "runs_of",
+]
 
 log = logging.getLogger("bruce.journal")
 
-SUFFIX = ".batches"
-MAGIC = b"BSPB"
-VERSION = 1
 FILE_BYTES = 4 << 20
 SYNC_MS = 100  # the spool's default fsync_ms
 DELETE_EVERY_S = 1.0  # how often :meth:`Journal.tick` looks for settled files to delete
-_HEAD = struct.Struct(">4sHH")
-_FRAME = struct.Struct(">II")
-_SENT = struct.Struct(">cQqhiiiqHI")  # kind, id, pid, epoch, partition, base sequence, count, known offset, topic, runs
-_RUN = struct.Struct(">QI")
-_FINISHED = struct.Struct(">cQq")  # kind, id, offset
-_OFF = b"X"
-_PAYLOAD = struct.Struct(">I")
 _SPOOL_SEQ = attrgetter("spool_seq")
-
-TopicPartition = tuple[str, int]
-
-
-@dataclass(slots=True)
-class JournalEntry:
-    """One batch's latest SENT record."""
-
-    batch_id: int
-    producer_id: int
-    producer_epoch: int
-    topic: str
-    partition: int
-    base_sequence: int
-    count: int
-    known_offset: int
-    runs: list[tuple[int, int]]
-    payload: bytes = b""
-    file: int = 0
-    finished: int | None = None  # the FINISHED record's offset (>= 0 or -2: acknowledged; -1: given up)
-
-    @property
-    def acknowledged(self) -> bool:
-        return self.finished is not None and self.finished != -1
-
-    @property
-    def tp(self) -> TopicPartition:
-        return (self.topic, self.partition)
-
-    def sequences(self) -> Iterable[int]:
-        for first, count in self.runs:
-            yield from range(first, first + count)
-
-
-@dataclass(slots=True)
-class JournalState:
-    """What :func:`read_journal` found."""
-
-    entries: list[JournalEntry] = field(default_factory=list)  # every batch's latest SENT record, by journal id
-    acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known as acknowledged
-    files: list[tuple[int, int]] = field(default_factory=list)  # (number, highest spool sequence named in it)
-    complete: bool = False  # files exist and none says OFF: every send of the last run was journaled
-    next_id: int = 0  # batch ids continue after the highest seen
-    next_file: int = 0
-    damaged: int = 0  # damaged records skipped (not counting a torn tail)
-
-
-def file_name(number: int) -> str:
-    return f"{number:020d}{SUFFIX}"
-
-
-def journal_files(directory: Path) -> list[tuple[int, Path]]:
-    """The journal files of ``directory``, oldest first."""
-    found = []
-    try:
-        names = os.listdir(directory)
-    except OSError:  # missing or unreadable: no journal
-        return []
-    for name in names:
-        stem = name[: -len(SUFFIX)]
-        if name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
-            found.append((int(stem), directory / name))
-    return sorted(found)
-
-
-def runs_of(sequences: Iterable[int]) -> list[tuple[int, int]]:
-    """Consecutive ``sequences`` as ``(first, count)`` runs (negative ones — not spooled — are left out)."""
-    runs: list[tuple[int, int]] = []
-    first = last = -2
-    for s in sequences:
-        if s < 0:
-            continue
-        if s == last + 1:
-            last = s
-            continue
-        if first >= 0:
-            runs.append((first, last - first + 1))
-        first = last = s
-    if first >= 0:
-        runs.append((first, last - first + 1))
-    return runs
-
-
-def encode_sent(entry: JournalEntry) -> bytes:
-    topic = entry.topic.encode("utf-8", "surrogateescape")
-    body = b"".join(
-        (
-            _SENT.pack(
-                b"S",
-                entry.batch_id,
-                entry.producer_id,
-                entry.producer_epoch,
-                entry.partition,
-                entry.base_sequence,
-                entry.count,
-                entry.known_offset,
-                len(topic),
-                len(entry.runs),
-            ),
-            topic,
-            *(_RUN.pack(first, count) for first, count in entry.runs),
-            _PAYLOAD.pack(len(entry.payload)),
-            entry.payload,
-        )
-    )
-    return _FRAME.pack(len(body), crc32c(body)) + body
-
-
-def encode_finished(batch_id: int, offset: int) -> bytes:
-    body = _FINISHED.pack(b"F", batch_id, offset)
-    return _FRAME.pack(len(body), crc32c(body)) + body
-
-
-def _decode_sent(body: bytes, number: int) -> JournalEntry:
-    _, bid, pid, epoch, partition, base, count, known, tlen, nruns = _SENT.unpack_from(body)
-    at = _SENT.size
-    topic = body[at : at + tlen].decode("utf-8", "surrogateescape")
-    at += tlen
-    runs = [_RUN.unpack_from(body, at + i * _RUN.size) for i in range(nruns)]
-    at += nruns * _RUN.size
-    (plen,) = _PAYLOAD.unpack_from(body, at)
-    payload = body[at + _PAYLOAD.size : at + _PAYLOAD.size + plen]
-    if len(payload) != plen or at + _PAYLOAD.size + plen != len(body):
-        raise ValueError("sizes do not add up")
-    return JournalEntry(bid, pid, epoch, topic, partition, base, count, known, runs, payload, number)
-
-
-def read_journal(directory: Path) -> JournalState:
-    """The journal's state after a stop or a crash (see the module rules)."""
-    state = JournalState()
-    latest: dict[int, JournalEntry] = {}
-    finished: dict[int, int] = {}
-    listed = journal_files(directory)
-    state.complete = bool(listed)
-    for number, path in listed:
-        state.next_file = number + 1
-        top = -1
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            log.error("journal %s cannot be read (%s); its batches are replayed as possible duplicates", path, e)
-            state.complete = False
-            state.files.append((number, 2**63))
-            continue
-        if len(data) < _HEAD.size or data[:4] != MAGIC or _HEAD.unpack_from(data)[1:] != (VERSION, 0):
-            if data:
-                log.error("journal %s: not a version %d journal file; ignored", path, VERSION)
-                state.complete = False
-            state.files.append((number, -1))
-            continue
-        at = _HEAD.size
-        while at + _FRAME.size <= len(data):
-            length, crc = _FRAME.unpack_from(data, at)
-            body = data[at + _FRAME.size : at + _FRAME.size + length]
-            if len(body) != length or crc32c(body) != crc:
-                if at + _FRAME.size + length < len(data):
-                    state.damaged += 1
-                    state.complete = False  # what followed is unknown: replays are possible duplicates
-                    log.error("journal %s offset %d: a damaged record; the rest of the file is not read", path, at)
-                break  # a torn tail (the process died while writing it) or damage: nothing after it is trusted
-            at += _FRAME.size + length
-            try:
-                if body[:1] == b"S":
-                    entry = _decode_sent(body, number)
-                    latest[entry.batch_id] = entry
-                    state.next_id = max(state.next_id, entry.batch_id + 1)
-                    if entry.runs:
-                        top = max(top, entry.runs[-1][0] + entry.runs[-1][1] - 1)
-                elif body[:1] == b"F":
-                    _, bid, offset = _FINISHED.unpack_from(body)
-                    finished[bid] = offset
-                elif body[:1] == _OFF:
-                    state.complete = False
-                else:
-                    raise ValueError(f"unknown record kind {body[:1]!r}")
-            except (struct.error, ValueError) as e:
-                state.damaged += 1
-                state.complete = False
-                log.error("journal %s offset %d: a record that does not decode (%s); skipped", path, at, e)
-        state.files.append((number, top))
-    for bid, entry in latest.items():
-        entry.finished = finished.get(bid)
-        best = max(entry.known_offset, -1 if entry.finished is None else entry.finished)
-        if best >= 0:
-            state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), best)
-    state.entries = sorted(latest.values(), key=lambda e: e.batch_id)
-    return state
+CHECKING = -3  # a batch's offset while its DUPLICATE_SEQUENCE_NUMBER answer is checked: no FINISHED record yet
 
 
 class Journal:
@@ -313,14 +130,14 @@ class Journal:
         self._fd = os.open(
             self.directory / file_name(number), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644
         )
-        os.write(self._fd, _HEAD.pack(MAGIC, VERSION, 0))
+        os.write(self._fd, file_header())
         self._sync_fd(self._fd)
         directory = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
         try:
             os.fsync(directory)  # the new file's name
         finally:
             os.close(directory)
-        self._size = _HEAD.size
+        self._size = HEADER_BYTES
         self._open[number] = 0
         self._top[number] = -1
         self._active = number
@@ -374,12 +191,11 @@ class Journal:
         """From here on batches may be sent unjournaled (idempotence ended): the next start must not take spooled
         messages without a journal entry for never sent."""
         if not self.broken:
-            body = _OFF
-            self._write(_FRAME.pack(len(body), crc32c(body)) + body)
+            self._write(encode_off())
 
     def _write(self, record: bytes) -> bool:
         try:
-            if self._size + len(record) > self.file_bytes and self._size > _HEAD.size:
+            if self._size + len(record) > self.file_bytes and self._size > HEADER_BYTES:
                 self._roll()
             assert self._fd is not None
             os.write(self._fd, record)
@@ -504,8 +320,13 @@ class PartJournal:
 
     def finished(self, batch: Any) -> None:
         part = batch.records
-        if part is not None and part.journal_id >= 0:
+        if part is not None and part.journal_id >= 0 and batch.offset != CHECKING:
             self.journal.finished(part.journal_id, batch.tp, batch.offset)
+
+    def checked(self, batch: Any, offset: int) -> None:
+        """A DUPLICATE_SEQUENCE_NUMBER answer's log check ended: found at ``offset``, or -1 (sent again as new)."""
+        batch.offset = offset
+        self.finished(batch)
 
     def off(self) -> None:
         self.journal.off()

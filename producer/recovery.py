@@ -3,9 +3,11 @@ the broker what it holds — never by trusting its cache of a producer's last 5 
 across restarts").
 
 Rules:
-- Per partition with unsettled batches: the partition's log is read (Fetch) from the highest offset known as
-  acknowledged there (the log start when none is known, or when that offset was deleted) up to the high watermark
-  taken at the first answer; only record batch headers are looked at: producer id, epoch, base sequence. A journaled
+- Per partition with unsettled batches: the partition's log is read (Fetch) from the lowest offset known as
+  acknowledged when one of them was sent (its SENT record's; the log start when none is known, or when that offset
+  was deleted) up to the high watermark taken at the first answer — never from the highest offset acknowledged since:
+  a batch whose answer never came (a DUPLICATE_SEQUENCE_NUMBER being checked, a lost answer) may sit below batches
+  acknowledged after it. Only record batch headers are looked at: producer id, epoch, base sequence. A journaled
   batch whose identity is found there is **delivered** (stored once: nothing to do).
 - The partition's batches of its newest identity (producer id and epoch) that are not found must be the tail of that
   identity's sequence on the partition: the broker appends a producer's batches in sequence order, so a found batch
@@ -168,7 +170,7 @@ class Settler:
         """Settle ``todo`` (entries leave it as they are decided, so a retry goes on from where this stopped)."""
         newest = max(todo, key=lambda e: e.batch_id)
         current = (newest.producer_id, newest.producer_epoch)
-        start = out.acked.get(tp, -1)
+        start = min(out.acked.get(tp, -1), *(e.known_offset for e in todo))
         in_log = await self._read_log(tp, max(start, 0), {e.producer_id for e in todo})
         for entry in list(todo):
             offset = in_log.get((entry.producer_id, entry.producer_epoch, entry.base_sequence))
@@ -216,7 +218,7 @@ class Settler:
             error = errorcodes.lookup(code)
             if error.retriable and not error.name.endswith(("SEQUENCE_NUMBER", "PRODUCER_ID", "PRODUCER_EPOCH")):
                 raise Unsettled(f"produce answered {error}")
-            again = await self._read_log(tp, max(out.acked.get(tp, start), 0), {entry.producer_id})
+            again = await self._read_log(tp, max(start, 0), {entry.producer_id})
             if (entry.producer_id, entry.producer_epoch, sequence) in again:
                 todo.pop(0)
                 out.resent.append(entry)

@@ -44,7 +44,7 @@ from bruce.wire import INIT_PRODUCER_ID, ProtocolChoice, errorcodes, with_produc
 from .acks import DUPLICATE_SEQUENCE_NUMBER, Action, classify
 from .config import ProducerConfig
 from .idempotence import Batch, BatchState, Idempotence, PidState
-from .journal import PartJournal
+from .journal import CHECKING, PartJournal
 from .ledger import Ledger
 from .message import Message
 from .queues import PartitionQueue
@@ -270,8 +270,8 @@ class Sequencer:
         pq.in_flight -= n
         batch.offset = (base_offset if base_offset >= 0 else -2) if error_code == 0 else -1  # for the journal
         duplicate = error_code == DUPLICATE_SEQUENCE_NUMBER
-        if duplicate and self.on_duplicate is None:
-            batch.offset = -2  # acknowledged, offset not given
+        if duplicate:  # acknowledged, offset not given; or journaled by the log check (bruce.producer.duplicates)
+            batch.offset = -2 if self.on_duplicate is None else CHECKING
         elif error_code == 0 and base_offset >= 0:
             tp = (pq.topic, pq.partition)
             self.acked[tp] = max(self.acked.get(tp, -1), base_offset)

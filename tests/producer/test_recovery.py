@@ -101,6 +101,27 @@ def test_a_gap_that_closes_on_a_later_read_is_no_gap() -> None:
     assert sorted(e.batch_id for e in out.found) == [1, 2] and out.fallback == [] and out.gaps == 0
 
 
+def test_a_batch_below_offsets_acknowledged_after_it_is_found_from_its_own_known_offset() -> None:
+    """Batch 1 (sequence 0, stored at offset 50) got no answer the dead process could journal (a
+    DUPLICATE_SEQUENCE_NUMBER being checked, a lost answer) while batches after it were acknowledged up to offset 80;
+    batch 2 (sequence 1) was in flight at the kill and is at 90. The log is read from what was known when batch 1 was
+    sent (40), not from 80: both are found — no gap, nothing resent as new."""
+
+    class Log(Scripted):
+        async def _read_log(self, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+            self.reads.append(offset)
+            return {k: at for k, at in {(9, 0, 0): 50, (9, 0, 1): 90}.items() if at >= offset}
+
+    settler = Log([{}], [])
+    settler.reads = []  # type: ignore[attr-defined]
+    first, second = _entry(1, 0), _entry(2, 1)
+    first.known_offset, second.known_offset = 40, 80
+    out = asyncio.run(settler.settle([first, second], {TP: 80}))
+    assert sorted(e.batch_id for e in out.found) == [1, 2]
+    assert out.fallback == [] and out.gaps == 0 and settler.sent == []
+    assert settler.reads[0] == 40 and out.acked == {TP: 90}
+
+
 def test_an_unreachable_broker_ends_at_the_deadline_and_everything_falls_back() -> None:
     class Down(Scripted):
         async def _read_log(self, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from fakebroker.harness import Outcomes, assert_accounting, bruce_config, runnin
 
 from bruce.producer import DiscardReason, Producer, ProducerConfig
 from bruce.producer.errors import ConfigError
+from bruce.producer.journal import read_journal
 from bruce.wire.protocol import api_versions, init_producer_id, produce
 
 PRODUCE = produce.KEY
@@ -114,6 +116,24 @@ def test_a_lost_acknowledgement_is_resent_with_its_sequence_stored_once_and_no_p
         assert cluster.values("t") == [b"once"]
         first, resent = cluster.requests("Produce")
         assert first.sequences == resent.sequences and resent.duplicates == 1
+
+    scenario(body, brokers=1)
+
+
+def test_a_duplicate_answer_is_journaled_only_once_the_log_check_decided(tmp_path: Path) -> None:
+    """The batch journal gets the FINISHED record of a batch answered DUPLICATE_SEQUENCE_NUMBER from the log check
+    (found at offset 0), not "given up" (-1) at the answer: a crash while checking must leave it to be settled."""
+
+    async def body(cluster: FakeCluster) -> None:
+        cluster.add_topic("t", [1])
+        cluster.sequences.duplicate_error = True
+        cluster.fetch_produced = True
+        async with running(idempotent(cluster, state_path=str(tmp_path)), sink=Outcomes()) as p:
+            cluster.brokers[1].script(PRODUCE, Fault.disconnect(store=True))
+            assert await p.send("t", b"once", partition=0) == (0, 0)
+            assert p.counters.get("AckDuplicateFound") == 1
+            state = read_journal(tmp_path)  # as a crash now would leave it
+            assert [(e.base_sequence, e.finished) for e in state.entries] == [(0, 0)]
 
     scenario(body, brokers=1)
 
