@@ -118,22 +118,14 @@ def build_message_set(
     """
     if magic not in (0, 1):
         raise UsageError(f"message sets have magic 0 or 1, not {magic!r}")
+    codec = _legacy_codec(codec)
     try:
-        codec = Codec(codec)
-    except ValueError:
-        raise UsageError(f"unknown compression codec {codec!r}") from None
-    if codec is Codec.ZSTD:
-        raise UsageError("zstd needs RecordBatch v2 (magic 2)")
-    try:
-        if codec is Codec.NONE:
-            return _build_plain(messages, magic, timestamp, empty_as_null, base_offset)
-        inner = _build_plain(messages, magic, timestamp, empty_as_null, 0)
-        wrapper_ts = max((_timestamp_of(m, timestamp) for m in messages), default=timestamp) if magic else -1
-        value = compress(codec, inner, legacy_lz4=magic == 0)
-        last = base_offset + max(len(messages) - 1, 0)
-        return _entry(last, magic, int(codec), wrapper_ts, None, value)
-    except (struct.error, TypeError) as e:
+        keys = [m[0] for m in messages]
+        values = [m[1] for m in messages]
+    except TypeError as e:
         raise UsageError(f"cannot encode message set: {e}") from None
+    stamps = [m[2] if len(m) > 2 else timestamp for m in messages] if magic else None
+    return _encode(keys, values, stamps, magic, codec, empty_as_null, base_offset, timestamp)
 
 
 def build_message_set_columns(
@@ -154,20 +146,41 @@ def build_message_set_columns(
         raise UsageError("magic 1 needs a timestamp per message")
     if len(keys) != len(values):
         raise UsageError("a message set needs as many keys as values")
+    codec = _legacy_codec(codec)
+    return _encode(keys, values, timestamps if magic else None, magic, codec, empty_as_null, 0, -1)
+
+
+def _legacy_codec(codec: Codec | int) -> Codec:
+    """``codec`` as a :class:`Codec` a message set can carry (no zstd), or :class:`UsageError`."""
     try:
         codec = Codec(codec)
     except ValueError:
         raise UsageError(f"unknown compression codec {codec!r}") from None
     if codec is Codec.ZSTD:
         raise UsageError("zstd needs RecordBatch v2 (magic 2)")
-    stamps: Iterable[int] = timestamps if magic and timestamps is not None else repeat(-1)
+    return codec
+
+
+def _encode(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    stamps: Sequence[int] | None,
+    magic: int,
+    codec: Codec,
+    empty_as_null: bool,
+    base_offset: int,
+    empty_timestamp: int,
+) -> bytes:
+    """The message set of the columns (``stamps`` None for magic 0): plain, or one wrapper entry around the
+    compressed inner set (its offset the last one, its timestamp the largest, ``empty_timestamp`` when empty)."""
+    each: Iterable[int] = stamps if stamps is not None else repeat(-1)
     try:
-        inner = _build_columns(keys, values, stamps, magic, empty_as_null)
         if codec is Codec.NONE:
-            return inner
-        wrapper_ts = max(timestamps, default=-1) if magic and timestamps is not None else -1
+            return _build_columns(keys, values, each, magic, empty_as_null, base_offset)
+        inner = _build_columns(keys, values, each, magic, empty_as_null, 0)
+        wrapper_ts = max(stamps, default=empty_timestamp) if stamps is not None else -1
         value = compress(codec, inner, legacy_lz4=magic == 0)
-        return _entry(max(len(values) - 1, 0), magic, int(codec), wrapper_ts, None, value)
+        return _entry(base_offset + max(len(values) - 1, 0), magic, int(codec), wrapper_ts, None, value)
     except (struct.error, TypeError) as e:
         raise UsageError(f"cannot encode message set: {e}") from None
 
@@ -209,17 +222,6 @@ def _build_columns(
             append(value)
         offset += 1
     return b"".join(parts)
-
-
-def _timestamp_of(message: Sequence[Any], default: int) -> int:
-    timestamp: int = message[2] if len(message) > 2 else default
-    return timestamp
-
-
-def _build_plain(messages: Sequence[Any], magic: int, timestamp: int, empty_as_null: bool, offset: int) -> bytes:
-    """:func:`_build_columns` of ``(key, value[, timestamp])`` tuples (``timestamp`` where one has none)."""
-    stamps = [m[2] if len(m) > 2 else timestamp for m in messages] if magic else repeat(-1)
-    return _build_columns([m[0] for m in messages], [m[1] for m in messages], stamps, magic, empty_as_null, offset)
 
 
 def _entry(offset: int, magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
