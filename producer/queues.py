@@ -96,8 +96,8 @@ class PartitionQueue:
         batch = self.open
         if not batch:
             return False
-        if type(batch) is not list:  # send's open batch of values (bruce.producer.bulk.Chunk): it stops growing
-            batch.sealed(self.open_bytes)  # type: ignore[attr-defined]
+        if type(batch) is not list:  # it stops growing
+            batch.sealed(self.open_bytes)  # type: ignore[attr-defined]  # send's open batch of values (a bulk.Chunk)
         self.ready.append((batch, self.open_bytes, self.open_since))
         self.ready_count += len(self.open)
         self.open = []
