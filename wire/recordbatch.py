@@ -303,11 +303,14 @@ def with_producer_identity(
         identity = _IDENTITY.pack(producer_id, producer_epoch, base_sequence)
     except struct.error as e:
         raise UsageError(f"cannot encode producer identity: {e}") from None
-    body = bytearray(memoryview(batch)[21:])
-    body[_IDENTITY_AT - 21 : _IDENTITY_AT - 21 + _IDENTITY.size] = identity
+    # The CRC'd part in three pieces — attributes to timestamps, the identity, the rest — so the batch is copied once.
+    before = bytearray(batch[21:_IDENTITY_AT])
     if transactional:
-        body[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
-    return b"".join((batch[:_CRC_AT], crc32c(body).to_bytes(4, "big"), body))
+        before[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
+    with memoryview(batch) as view:
+        rest = view[_IDENTITY_AT + _IDENTITY.size :]
+        crc = crc32c(rest, crc32c(identity, crc32c(before)))
+        return b"".join((view[:_CRC_AT], crc.to_bytes(4, "big"), before, identity, rest))
 
 
 # ---------------------------------------------------------------- decoding
