@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import groupby, repeat
 from operator import add, itemgetter, sub
 from typing import Any
 
@@ -226,6 +226,13 @@ _ATTRIBUTES_TS_EXTRA = tuple(len(head) + 1 for head in _ATTRIBUTES_TS)  # with t
 _DELTA_NULL_KEY_SIZE = tuple(len(middle) for middle in _DELTA_NULL_KEY)
 
 
+def _runs(timestamps: Sequence[int], base_ts: int, count: int) -> list[tuple[int, int]] | None:
+    """``timestamps`` as (delta from ``base_ts``, how many in a row), when there are at most one run per 16 values
+    (else None: per value is as quick)."""
+    runs = [(ts - base_ts, len(list(group))) for ts, group in groupby(timestamps)]
+    return runs if len(runs) * 16 <= count else None
+
+
 def _one_by_one(
     values: Sequence[bytes | bytearray | None], timestamps: int | Sequence[int], codec: int, level: int | None
 ) -> bytes:
@@ -262,15 +269,27 @@ def build_value_batch(
             parts[2::5] = value_lengths
             parts[3::5] = values
         else:
-            deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]  # not an int: `one`
-            if min(deltas) < 0 or max(deltas) >= _TABLED:
-                return _one_by_one(values, timestamps, codec, level)
-            max_ts = base_ts + max(deltas)
-            by_delta = itemgetter(*deltas)
-            extra = map(add, by_delta(_ATTRIBUTES_TS_EXTRA), _DELTA_NULL_KEY_SIZE[:count])
+            runs = _runs(timestamps, base_ts, count)  # type: ignore[arg-type]  # not an int: `one`
+            if runs is not None:  # few distinct timestamps (send's batches): each run's pieces repeated
+                heads: Any = []
+                extras: Any = []
+                for delta, n in runs:
+                    heads += [_ATTRIBUTES_TS[delta]] * n
+                    extras += [_ATTRIBUTES_TS_EXTRA[delta]] * n
+                if min(d for d, _ in runs) < 0 or max(d for d, _ in runs) >= _TABLED:
+                    return _one_by_one(values, timestamps, codec, level)
+                max_ts = base_ts + max(d for d, _ in runs)
+            else:
+                deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]  # not an int: `one`
+                if min(deltas) < 0 or max(deltas) >= _TABLED:
+                    return _one_by_one(values, timestamps, codec, level)
+                max_ts = base_ts + max(deltas)
+                by_delta = itemgetter(*deltas)
+                heads, extras = by_delta(_ATTRIBUTES_TS), by_delta(_ATTRIBUTES_TS_EXTRA)
+            extra = map(add, extras, _DELTA_NULL_KEY_SIZE[:count])
             records = itemgetter(*map(add, extra, by_length(_WITH_LENGTH)))(table)
             parts = [_NO_HEADERS] * (6 * count)
-            parts[1::6] = by_delta(_ATTRIBUTES_TS)
+            parts[1::6] = heads
             parts[2::6] = _DELTA_NULL_KEY[:count]
             parts[3::6] = value_lengths
             parts[4::6] = values
