@@ -77,6 +77,7 @@ class Sending:
         self.accepting = False  # send, send_many and submit refuse while False (before start, in close; transactions)
         self.counters = counters
         self._dispatcher = dispatcher
+        self._sticky = dispatcher.sticky  # keyless messages' partition being filled, per topic (the dispatcher's)
         self._ledger = dispatcher.ledger
         self._txn = txn
         self._running = running
@@ -160,9 +161,11 @@ class Sending:
             check_headers(headers)
         if ledger.held_bytes + size > self._max_bytes:
             self._refuse(f"{ledger.held_bytes} bytes held (queue_buffering_max_kbytes)")
-        ledger.admit_one(size)
+        ledger.accepted += 1  # Ledger.admit_one(size), inline
+        ledger.held_messages += 1
+        ledger.held_bytes += size
         if pkey is None and key is None and headers is None:  # the usual case: a value in its batch's columns
-            pq = d.sticky.get(topic) or d.next_sticky(topic)
+            pq = self._sticky.get(topic) or d.next_sticky(topic)
             if pq is not None:
                 batch: Any = pq.open  # a list of messages, or send's open chunk (a list to the queue)
                 if type(batch) is Chunk:
@@ -183,8 +186,8 @@ class Sending:
                     h._chunk = batch
                     h._index = index
                     # Full at batch_num_messages, or when one more message like this one would not fit (_chunk_bytes)
-                    n = index + 1
-                    if n >= self._batch_messages or held + (n + 1) * RECORD_OVERHEAD + size > self._chunk_bytes:
+                    more = index + 2  # the batch's count with one more message
+                    if more > self._batch_messages or held + more * RECORD_OVERHEAD + size > self._chunk_bytes:
                         self._seal(pq, True)
                     return h
         # Message(key, value, timestamp, headers, pkey, pinned): every slot set as __init__ sets it, without the call
