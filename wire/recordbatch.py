@@ -294,15 +294,31 @@ def build_value_batch(
             parts[3::6] = value_lengths
             parts[4::6] = values
         parts[0 :: 5 if one else 6] = records
-        data = b"".join(parts)
+        attributes = attributes_for(codec, CREATE_TIME, False)
+        if attributes & CODEC_MASK:
+            data = b"".join(parts)
+        else:  # uncompressed: the records joined after room for the headers, which are written in place
+            parts.insert(0, _HEADERS_ROOM)
+            batch = bytearray().join(parts)
     except IndexError:  # a value or record of 16 KiB or more: its length is not in the table
         return _one_by_one(values, timestamps, codec, level)
     except TypeError as e:
         if None in values:  # a null value (a tombstone): the general builder writes it
             return _one_by_one(values, timestamps, codec, level)
         raise UsageError(f"cannot encode record batch: {e}") from None
-    attributes = attributes_for(codec, CREATE_TIME, False)
-    return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
+    if attributes & CODEC_MASK:
+        return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
+    try:
+        batch[_CRC_AT + 4 : HEADER_SIZE] = _BODY_HEAD.pack(attributes, count - 1, base_ts, max_ts, -1, -1, -1, count)
+    except struct.error as e:
+        raise UsageError(f"cannot encode record batch: {e}") from None
+    with memoryview(batch) as view:
+        crc = crc32c(view[_CRC_AT + 4 :])
+    batch[: _CRC_AT + 4] = _ENTRY_HEAD.pack(0, len(batch) - 12, -1, MAGIC, crc)  # 12: base offset and length
+    return batch  # type: ignore[return-value]  # bytes-like: the batch built in place, not copied again
+
+
+_HEADERS_ROOM = bytes(HEADER_SIZE)
 
 
 _IDENTITY = struct.Struct(">qhi")  # producer id, producer epoch, base sequence
