@@ -94,7 +94,7 @@ def test_value_batch_equals_the_record_by_record_builder_and_schema(vals, timest
 stamp_runs = st.lists(st.tuples(st.sampled_from([0, 1, 2, 5, 4095, 4096, -1, -3]), st.integers(1, 40)), max_size=6)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.binary(max_size=300), min_size=1, max_size=200),
     st.integers(-(1 << 40), 1 << 42),
