@@ -21,6 +21,7 @@ from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_v
 from .config import PROTOCOLS, ProducerConfig, parse_host_port, servers
 from .counters import Counters, Labels
 from .errors import ConfigError, DeliveryError, MessageTooLarge, ProducerClosed, QueueFull, TransportError
+from .handle import Handle
 from .health import CONNECTED, IDLE, BootstrapState, BrokerState, QueueStats
 from .journal import Journal, JournalEntry, PartJournal, read_journal
 from .message import Message, OutcomeSink
@@ -64,6 +65,7 @@ __all__ = [
     "Counters",
     "DeliveryError",
     "DiscardReason",
+    "Handle",
     "Journal",
     "JournalEntry",
     "Labels",

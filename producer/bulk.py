@@ -1,4 +1,4 @@
-"""Batches held as values (:class:`Chunk`) — ``send_many``'s, and ``send``'s full batches nobody else holds — and
+"""Batches held as values (:class:`Chunk`) — ``send_many``'s, and ``send``'s keyless messages without headers — and
 ``send_many``'s handle (:class:`Bulk`).
 
 Rules:
@@ -8,8 +8,9 @@ Rules:
 - ``send_many`` cuts its keyless values into chunks of at most ``batch_num_messages`` values whose bytes fit
   ``batch_size``, the request data limit and one record batch (estimated as assembly does); keyed values, and values
   for a topic not yet known, become messages at once and are routed as ``submit`` routes (their chunk is made of
-  those messages). ``send`` turns a full batch into a chunk when the batch holds the only reference to each message;
-  its newest message, whose handle the caller may keep, is the chunk's ``tail`` and settles as itself.
+  those messages). ``send`` fills an open chunk (:meth:`Chunk.opened`, one value and timestamp appended per message,
+  :mod:`bruce.producer.handle` points into it) until :meth:`Chunk.sealed`; once its messages are made, such a chunk
+  keeps them after they settle (its handles read them).
 - A full chunk (or one with nothing after it to join) goes to a request whole: encoded column by column
   (:func:`bruce.wire.recordbatch.build_value_batch`) and settled in one step (partitions in an array, offsets as a
   range).
@@ -29,7 +30,6 @@ from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import add, attrgetter
-from sys import getrefcount
 from typing import Any
 
 from bruce.wire import UsageError, build_value_batch
@@ -37,7 +37,7 @@ from bruce.wire import UsageError, build_value_batch
 from .cluster import Topic
 from .dispatcher import Dispatcher
 from .errors import DeliveryError
-from .message import Message, check_bytes, resolve_delivered, resolve_failed
+from .message import Message, check_bytes
 from .partitioner import explicit_partition, key_to_partition_key
 from .queues import PartitionQueue
 from .reasons import DiscardReason
@@ -56,13 +56,13 @@ class Chunk:
     __slots__ = (
         "_future",
         "_left",
-        "_members",
         "count",
         "errors",
+        "keeps",
+        "members",
         "offsets",
         "partitions",
         "size",
-        "tail",
         "timestamp",
         "travels_whole",
         "values",
@@ -74,17 +74,15 @@ class Chunk:
         size: int,
         timestamp: int | list[int],
         full: bool = False,
-        tail: Message | None = None,
     ) -> None:
         self.values = values
         self.travels_whole = full  # a full batch: PartitionQueue.take hands it to a request as it is, never joined
         self.count = len(values)
-        # A message that is the last value (send's newest, whose handle its caller may keep): it settles as itself.
-        self.tail = tail
-        self._left = self.count - (tail is not None)  # the other values without a fate
+        self._left = self.count  # the values without a fate
         self.size = size  # Σ value bytes
         self.timestamp = timestamp  # of every value, or one per value
-        self._members: list[Message] | None = None  # the messages, once made
+        self.members: list[Message] | None = None  # the messages, once made
+        self.keeps = False  # send's: the messages, once made, stay (its handles read them)
         self.offsets: Sequence[int] | None = None  # once settled (-1: failed, or acks=0); consecutive: a range
         self.partitions: array[int] | None = None
         self.errors: dict[int, DeliveryError] = {}  # once settled: index → error of the values that failed
@@ -94,15 +92,30 @@ class Chunk:
     def of(cls, messages: list[Message]) -> Chunk:
         """A chunk of messages made at once (keyed values, an unknown topic), which report to it."""
         chunk = cls([m.value for m in messages], sum(m.size for m in messages), 0)
-        chunk._members = messages
+        chunk.members = messages
         for m in messages:
             m._fate = chunk
         return chunk
 
+    @classmethod
+    def opened(cls, value: bytes | None, timestamp: int) -> Chunk:
+        """``send``'s open batch, with its first value: ``send`` appends to :attr:`values` and :attr:`timestamp` (a
+        list) until :meth:`sealed`."""
+        chunk = cls([value], 0, [timestamp])
+        chunk.keeps = True
+        return chunk
+
+    def sealed(self, size: int) -> None:
+        """No more values (``size``: their bytes): the open batch is ready (:meth:`PartitionQueue.seal
+        <bruce.producer.queues.PartitionQueue.seal>`)."""
+        if self.members is None:
+            self.count = self._left = len(self.values)
+        self.size = size
+
     # ---------------------------------------------------------------- as a queued batch and a request's messages
 
     def __len__(self) -> int:
-        return self.count
+        return len(self.values)
 
     def __iter__(self) -> Iterator[Message]:
         return iter(self.unpack())
@@ -112,54 +125,49 @@ class Chunk:
 
     def unpack(self) -> list[Message]:
         """The chunk's messages, made on the first call (with their fates, if the chunk is settled already)."""
-        members = self._members
+        members = self.members
         if members is None:
             stamps = self.timestamp
-            values = self.values if self.tail is None else self.values[:-1]
+            values = self.values
             if type(stamps) is int:
                 members = [_Member(v, stamps, self) for v in values]
             else:
                 members = [_Member(v, ts, self) for v, ts in zip(values, stamps, strict=False)]  # type: ignore[arg-type]  # not an int
-            if self.tail is not None:
-                members.append(self.tail)
-            self._members = members
+            self.members = members
             if self.offsets is not None:
-                for m, partition, offset in zip(members[: len(values)], self.partitions, self.offsets, strict=False):  # type: ignore[arg-type]  # settled
+                for m, partition, offset in zip(members, self.partitions, self.offsets, strict=False):  # type: ignore[arg-type]  # settled
                     m.partition, m._fate = partition, offset
                 for i, error in self.errors.items():
-                    if i < len(values):
-                        members[i].partition, members[i]._fate = -1, error
+                    members[i].partition, members[i]._fate = -1, error
+            else:
+                self.count = self._left = len(members)  # an open batch read as messages (send's) stops growing
         return members
 
     def encode(self, codec: int, level: int | None) -> bytes | None:
         """The record batch of the values (keyless, at the chunk's timestamps), or None once messages were made
         (they may have changed: the caller encodes those)."""
-        if self._members is not None:
+        if self.members is not None:
             return None
         return build_value_batch(self.values, self.timestamp, codec=codec, level=level)
 
     def settle_delivered(self, partition: int, base_offset: int) -> bool:
         """Delivered at consecutive offsets (-1: acks=0), in one step; False when messages were made (they settle)."""
-        if self._members is not None:
+        if self.members is not None:
             return False
         n = self.count
         self.partitions = array("i", [partition]) * n
         self.offsets = range(base_offset, base_offset + n) if base_offset >= 0 else array("q", [-1]) * n
-        if self.tail is not None:
-            resolve_delivered([self.tail], partition, self.offsets[-1])
         self._done()
         return True
 
     def settle_failed(self, error: DeliveryError) -> bool:
         """Failed with ``error``, in one step; False when messages were made (they settle)."""
-        if self._members is not None:
+        if self.members is not None:
             return False
         n = self.count
         self.partitions = array("i", [-1]) * n
         self.offsets = array("q", [-1]) * n
         self.errors = dict.fromkeys(range(n), error)
-        if self.tail is not None:
-            resolve_failed([self.tail], error.reason, error.topic, error.detail)  # type: ignore[arg-type]  # a DiscardReason
         self._done()
         return True
 
@@ -168,10 +176,10 @@ class Chunk:
         self._left -= n
         if self._left:
             return
-        if self.tail is not None:  # send's: nobody reads its fates here (each message has its own)
+        if self.keeps:  # send's: its handles read the messages' fates
             self._done()
             return
-        messages = self._members or []
+        messages = self.members or []
         fates = list(map(_FATE, messages))
         if set(map(type, fates)) == {int}:
             self.offsets = array("q", fates)
@@ -179,7 +187,7 @@ class Chunk:
             self.errors = {i: f for i, f in enumerate(fates) if type(f) is not int}
             self.offsets = array("q", (f if type(f) is int else -1 for f in fates))
         self.partitions = array("i", map(_PARTITION, messages))
-        self._members = None  # let go: made again from the values if someone reads them
+        self.members = None  # let go: made again from the values if someone reads them
         self._done()
 
     def _done(self) -> None:
@@ -194,7 +202,7 @@ class Chunk:
     @property
     def made(self) -> bool:
         """Whether its messages exist now (read one by one, and not yet let go)."""
-        return self._members is not None
+        return self.members is not None
 
     def future(self) -> asyncio.Future[None]:
         """A future set once every value of the chunk has a fate."""
@@ -380,38 +388,3 @@ def queue_chunks(
         pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]  # a Chunk: a list of messages to the queue
         d.mark_ready(pq)
     return chunks
-
-
-_ONLY_THE_LIST = 2  # sys.getrefcount of an object only a list holds (the list's reference, and map's while it counts)
-
-
-class _Probe:
-    __slots__ = ("value",)
-
-
-def _refcounts_show_holders() -> bool:
-    """Whether this interpreter's reference counts read as :func:`chunk_of_unheld` expects: an object only a list
-    holds reads :data:`_ONLY_THE_LIST` through ``map(getrefcount, list)``, one also held elsewhere reads more. CPython
-    does not promise these numbers across versions or builds; where they differ, full batches stay messages."""
-    probe = [_Probe(), _Probe(), _Probe()]
-    held = probe[1]
-    counts = list(map(getrefcount, probe))
-    return counts == [_ONLY_THE_LIST, _ONLY_THE_LIST + 1, _ONLY_THE_LIST] and held is probe[1]
-
-
-REFCOUNTS_SHOW_HOLDERS = _refcounts_show_holders()  # checked once, at import
-_VALUE, _TIMESTAMP = attrgetter("value"), attrgetter("timestamp")
-
-
-def chunk_of_unheld(batch: list[Message], size: int) -> Chunk | None:
-    """``send``'s full ``batch`` (Σ size ``size``) as a chunk, when the batch's list holds the only reference to each
-    of its messages but the last (CPython's reference counts: nobody can see the difference); None otherwise. The
-    caller vouches that none has a key, headers or partition (``send`` tracks the batches that hold one). The last
-    message, whose handle ``send`` returns, is the chunk's tail."""
-    n = len(batch)
-    if n < 3 or not REFCOUNTS_SHOW_HOLDERS:
-        return None
-    held = list(map(getrefcount, batch))
-    if held.count(_ONLY_THE_LIST) - (held[-1] == _ONLY_THE_LIST) != n - 1:
-        return None
-    return Chunk(list(map(_VALUE, batch)), size, list(map(_TIMESTAMP, batch)), True, tail=batch[-1])

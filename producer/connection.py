@@ -2,7 +2,8 @@
 
 Rules:
 - :meth:`Connection.send_request` encodes a request with the next correlation id (1, 2, ... as Bruce; wraps to 1 after
-  2**31-1) and, unless the request expects no response (Produce with acks=0), appends it to the in-flight FIFO.
+  2**31-1) and, unless the request expects no response (Produce with acks=0), appends it to the in-flight FIFO. A
+  Produce request's frame is a list of buffers that refer to its record batches (no copy of a batch).
 - :meth:`Connection.receive_data` takes any slice of the byte stream and returns the responses it completes, in order,
   each paired with the request it answers and decoded for that request's API and version.
 - Protocol errors (:class:`BrokerProtocolError`) are final: a frame size that is negative, smaller than a correlation
@@ -25,9 +26,11 @@ from typing import Any
 from bruce.wire import (
     API_VERSIONS_KEY,
     MalformedInput,
+    ProduceRequest,
     decode_api_versions_response,
     decode_response,
     encode_request,
+    produce_frame,
     request_spec,
 )
 
@@ -61,12 +64,17 @@ class Connection:
         self._dead: BrokerProtocolError | None = None
         self._unanswered: deque[int] = deque(maxlen=64)  # recent ids sent without expecting a response
 
-    def send_request(self, body: Any, version: int, *, token: Any = None, expect_response: bool = True) -> bytes:
-        """The frame to write for ``body`` at ``version``; registers it as in flight when a response is expected."""
+    def send_request(
+        self, body: Any, version: int, *, token: Any = None, expect_response: bool = True
+    ) -> bytes | list[bytes]:
+        """The frame to write for ``body`` at ``version`` (a Produce request's: a list of buffers, its records
+        referred to, not copied: write them in one gathered write); registers it as in flight when a response is
+        expected."""
         self._check_alive()
         correlation_id = self._next_id
         self._next_id = 1 if correlation_id >= _MAX_CORRELATION_ID else correlation_id + 1
-        frame = encode_request(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
+        encode = produce_frame if type(body) is ProduceRequest else encode_request
+        frame = encode(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
         if expect_response:
             self.in_flight.append(Pending(correlation_id, request_spec(body).key, version, token))
         else:

@@ -42,6 +42,7 @@ from .dispatcher import Dispatcher, DispatchHooks
 from .duplicates import DuplicateCheck
 from .errors import ProducerClosed
 from .expiry import expire_loop
+from .handle import Handle
 from .health import BootstrapState, BrokerState, QueueStats
 from .journal import PartJournal
 from .message import Message, OutcomeSink
@@ -274,7 +275,7 @@ class Producer:
         headers: Sequence[tuple[str, bytes | None]] | None = None,
         *,
         partition_key: int | None = None,
-    ) -> Message:
+    ) -> Message | Handle:
         """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
 
         Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or

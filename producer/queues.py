@@ -23,6 +23,8 @@ Rules:
   it is given (the caller's clock granule), so one batch never hides a much younger message.
   :meth:`PartitionQueue.pop_expired` takes whole batches from the front while their ``since`` is at or before a
   cutoff (the message timeout): oldest first, no timer per message.
+- ``open`` is a list of messages, or ``send``'s batch of values being filled (:class:`bruce.producer.bulk.Chunk`,
+  which reads as a list of messages), sealed as it is.
 - Pure: no clocks (times are passed in), no asyncio.
 """
 
@@ -83,13 +85,6 @@ class PartitionQueue:
         """Messages held here and not in flight."""
         return len(self.open) + self.ready_count
 
-    def start_open(self, m: Message, size: int, since: float) -> int:
-        """Open a batch with ``m`` (``size`` bytes of key and value) at loop time ``since``; returns its bytes."""
-        self.open_since = since
-        self.open.append(m)
-        self.open_bytes = held = self.open_bytes + size
-        return held
-
     def append_open(self, m: Message, size: int) -> int:
         """Add ``m`` (``size`` bytes) to the open batch; returns the batch's bytes."""
         self.open.append(m)
@@ -98,9 +93,12 @@ class PartitionQueue:
 
     def seal(self) -> bool:
         """Move the open batch to the ready queue; True if there was one."""
-        if not self.open:
+        batch = self.open
+        if not batch:
             return False
-        self.ready.append((self.open, self.open_bytes, self.open_since))
+        if type(batch) is not list:  # it stops growing
+            batch.sealed(self.open_bytes)  # type: ignore[attr-defined]  # send's open batch of values (a bulk.Chunk)
+        self.ready.append((batch, self.open_bytes, self.open_since))
         self.ready_count += len(self.open)
         self.open = []
         self.open_bytes = 0

@@ -3,19 +3,23 @@
 Rules:
 - One ``Sending`` per :class:`~bruce.producer.producer.Producer`, which builds it with its collaborators (configuration,
   counters, dispatcher, transactions, whether the producer runs) and tells it the event loop at ``start``. It owns the
-  sending state: the queue limits, ``accepting``, the open batches' linger timer and list, which open batches are
-  mixed, the last timestamp read from the clock. Every method runs in the event loop's thread, never blocks and never
+  sending state: the queue limits, ``accepting``, the open batches' linger timer and list, the last timestamp read
+  from the clock. Every method runs in the event loop's thread, never blocks and never
   awaits.
-- ``send`` never blocks and never awaits: it queues the message and returns it as its delivery handle, or raises at
+- ``send`` never blocks and never awaits: it queues the message and returns its delivery handle, or raises at
   once (:class:`QueueFull`, :class:`ProducerClosed`, :class:`MessageTooLarge`, :class:`UsageError` for bad
-  arguments) and queues nothing. No future and no task is created per message.
+  arguments) and queues nothing. No future and no task is created per message. A keyless message without headers or
+  partition is a value and a timestamp appended to its partition's open batch of columns (a :class:`Chunk`), its
+  handle a :class:`Handle` pointing into it: no object per message is left for the garbage collector once the caller
+  drops the handle. Others are :class:`Message` objects (the handle is the message); one joining an open batch of
+  values turns that batch into messages.
 - Keyless messages fill one partition's batch at a time (the AnyPartition cycle advances per batch); a
   ``partition_key`` routes with PartitionKey semantics, and so does a key (through the configured ``partitioner``:
   murmur2 by default, as Java's clients); an explicit partition is used as given.
 - A batch is ready when it holds ``batch_num_messages``, or when one more message like its last would take it past
   ``batch_size`` bytes, the request data limit or one record batch of ``message_max_bytes`` (estimated as assembly
-  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch whose messages nobody
-  else holds (keyless, no headers, their handles dropped) is kept as a chunk of values (:mod:`bruce.producer.bulk`).
+  does), when its first message is ``linger_ms`` old, or on ``flush``/``close``. A full batch of values goes to a
+  request whole, encoded column by column (:mod:`bruce.producer.bulk`).
 - ``send_many`` queues many values by one call, all or none, as chunks ready at once; one :class:`Bulk` reports
   every value's fate (no handle or future per value). ``submit`` is the daemon's entry point for a ready batch
   (no queue limits: the daemon has its own memory budget).
@@ -27,14 +31,16 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 
-from .bulk import Bulk, Chunk, chunk_of_unheld, measure, messages_of, queue_chunks
+from .bulk import Bulk, Chunk, measure, messages_of, queue_chunks
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatcher import Dispatcher
 from .errors import MessageTooLarge, ProducerClosed, QueueFull
+from .handle import Handle
 from .message import (
     Message,
     check_bytes,
@@ -71,6 +77,7 @@ class Sending:
         self.accepting = False  # send, send_many and submit refuse while False (before start, in close; transactions)
         self.counters = counters
         self._dispatcher = dispatcher
+        self._sticky = dispatcher.sticky  # keyless messages' partition being filled, per topic (the dispatcher's)
         self._ledger = dispatcher.ledger
         self._txn = txn
         self._running = running
@@ -88,7 +95,6 @@ class Sending:
         self._partitioner = config.partitioner
         self._null_key = key_to_partition_key(None, config.partitioner)  # where a message without key goes
         self._last_ms = 0  # the last timestamp send() read from the clock
-        self._mixed: set[PartitionQueue] = set()  # open batches holding a message with a key, headers or partition
         self._lingering: deque[tuple[float, PartitionQueue]] = deque()  # (open since, queue), oldest first
         self._linger_timer: asyncio.TimerHandle | None = None
 
@@ -114,7 +120,7 @@ class Sending:
         headers: Sequence[tuple[str, bytes | None]] | None = None,
         *,
         partition_key: int | None = None,
-    ) -> Message:
+    ) -> Message | Handle:
         """Queue one message; returns its delivery handle (:meth:`Producer.send <bruce.producer.Producer.send>`:
         routing, errors)."""
         d = self._dispatcher
@@ -155,6 +161,35 @@ class Sending:
             check_headers(headers)
         if ledger.held_bytes + size > self._max_bytes:
             self._refuse(f"{ledger.held_bytes} bytes held (queue_buffering_max_kbytes)")
+        ledger.accepted += 1  # Ledger.admit_one(size), inline
+        ledger.held_messages += 1
+        ledger.held_bytes += size
+        if pkey is None and key is None and headers is None:  # the usual case: a value in its batch's columns
+            pq = self._sticky.get(topic) or d.next_sticky(topic)
+            if pq is not None:
+                batch: Any = pq.open  # a list of messages, or send's open chunk (a list to the queue)
+                if type(batch) is Chunk:
+                    values: Any = batch.values  # an open chunk's columns are lists
+                    index = len(values)
+                    values.append(value)
+                    stamps: Any = batch.timestamp
+                    stamps.append(timestamp)
+                    held = pq.open_bytes = pq.open_bytes + size
+                elif not batch:
+                    pq.open = batch = Chunk.opened(value, timestamp)  # type: ignore[assignment]  # a list to the queue
+                    index = 0
+                    held = self._opened(pq, size)
+                else:
+                    index = -1  # the open batch holds messages (a key, headers or a partition): one more
+                if index >= 0:
+                    h = _new(Handle)
+                    h._chunk = batch
+                    h._index = index
+                    # Full at batch_num_messages, or when one more message like this one would not fit (_chunk_bytes)
+                    more = index + 2  # the batch's count with one more message
+                    if more > self._batch_messages or held + more * RECORD_OVERHEAD + size > self._chunk_bytes:
+                        self._seal(pq, True)
+                    return h
         # Message(key, value, timestamp, headers, pkey, pinned): every slot set as __init__ sets it, without the call
         m = _new(Message)
         m.key = key
@@ -168,32 +203,37 @@ class Sending:
         m.possible_duplicate = False
         m.partition = -1
         m._fate = None
-        ledger.admit_one(size)
         if pkey is None:
             pq = d.sticky.get(topic) or d.next_sticky(topic)
             if pq is None:
                 d.route(topic, [m])  # held until the topic is known, or discarded: no partition available
                 return m
-            if key is not None or headers is not None:
-                self._mixed.add(pq)
         else:
             pq = d.keyed_queue(topic, m)
             if pq is None:
                 return m  # held or discarded by keyed_queue
-            self._mixed.add(pq)
-        if pq.open:
+        batch = pq.open
+        if type(batch) is Chunk:  # an open batch of values: its messages now, this one joins them
+            pq.open = batch = batch.unpack()[:]
+        if batch:
             held = pq.append_open(m, size)
         else:
-            since = self._loop.time()
-            held = pq.start_open(m, size, since)
-            self._lingering.append((since, pq))
-            if self._linger_timer is None:
-                self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
-        # Full at batch_num_messages, or when one more message like this one would not fit (see _chunk_bytes).
-        count = len(pq.open)
+            batch.append(m)
+            held = self._opened(pq, size)
+        count = len(batch)
         if count >= self._batch_messages or held + (count + 1) * RECORD_OVERHEAD + size > self._chunk_bytes:
             self._seal(pq, True)
         return m
+
+    def _opened(self, pq: PartitionQueue, size: int) -> int:
+        """``pq``'s open batch just got its first message (``size`` bytes): its linger starts; returns its bytes."""
+        since = self._loop.time()
+        pq.open_since = since
+        pq.open_bytes = size
+        self._lingering.append((since, pq))
+        if self._linger_timer is None:
+            self._linger_timer = self._loop.call_at(since + self._linger, self._linger_expired)
+        return size
 
     def send_many(
         self,
@@ -243,18 +283,14 @@ class Sending:
         self._seal(pq, False)
 
     def _seal(self, pq: PartitionQueue, full: bool) -> None:
-        """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch that holds the only
-        reference to each of its messages (their callers kept no handle), all keyless, without headers or partition,
-        is kept as a :class:`Chunk` of values and timestamps instead: no object per message for the garbage
-        collector to walk while it waits, encoded column by column, settled in one step (no one can tell: nobody
-        holds those messages). The newest message, which ``send`` may be about to return, goes in as itself (the
-        chunk's tail). Batches sealed by the linger stay messages: small, they may join others in one request."""
-        plain = pq not in self._mixed  # every message keyless, without headers or partition (send keeps _mixed)
-        self._mixed.discard(pq)
-        if full and plain and pq.open_bytes + len(pq.open) * RECORD_OVERHEAD <= self._chunk_bytes:
-            chunk = chunk_of_unheld(pq.open, pq.open_bytes)
-            if chunk is not None:
-                pq.open = chunk  # type: ignore[assignment]  # a Chunk is a list of messages to the queue
+        """Seal ``pq``'s open batch (``full``: it reached the batch limits). A full batch of values (a
+        :class:`Chunk`: keyless messages without headers or partition) goes to a request whole, encoded column by
+        column; batches sealed by the linger, and full ones of one or two large values, may join others in one
+        request."""
+        batch: Any = pq.open
+        n = len(batch)
+        if full and n > 2 and type(batch) is Chunk and pq.open_bytes + n * RECORD_OVERHEAD <= self._chunk_bytes:
+            batch.travels_whole = True
         self._dispatcher.seal(pq)
 
     def _too_large(self, size: int) -> None:

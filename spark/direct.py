@@ -33,7 +33,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from bruce.producer import Bulk, DeliveryError, DiscardReason, Message, MessageTooLarge, Producer, QueueFull
+from bruce.producer import Bulk, DeliveryError, DiscardReason, Handle, Message, MessageTooLarge, Producer, QueueFull
 
 from .delivery import KafkaUnavailable, WriteSummary
 from .exactly_once import TaskTransaction, skipped_rows
@@ -41,7 +41,7 @@ from .options import WriteOptions
 from .schema import BadRow, Rows, arrow_rows, bulk_send, row_sends
 
 T = TypeVar("T")
-Waits = deque[Message | Bulk]  # the last message (or bulk) of each batch still held: what to wait on for room
+Waits = deque[Message | Handle | Bulk]  # the last message (or bulk) of each batch still held: what to wait on for room
 
 
 class Tally:
@@ -132,7 +132,7 @@ def _untaken(rows: int, accepted: int) -> dict[str, int]:
 
 async def _send_batch(
     producer: Producer, waits: Waits, rows: Rows, options: WriteOptions, timeout: float
-) -> Message | Bulk | None:
+) -> Message | Handle | Bulk | None:
     """Hand one batch's rows to the producer (see the module rules); returns the last handle, None when nothing was
     sent. Stops early (fewer accepted than taken) when the delivery timeout passed without room."""
     bulk = bulk_send(rows, options.topic, options.partitioner)
@@ -145,7 +145,7 @@ async def _send_batch(
                 return await _when_room(producer, waits, partial(producer.send_many, topic, values, keys), timeout)
             except QueueFull:
                 pass  # the batch alone exceeds the queue limits: row by row
-    last: Message | None = None
+    last: Message | Handle | None = None
     send = producer.send
     for topic, value, key, partition, timestamp, headers, partition_key in row_sends(
         rows, options.topic, options.partitioner

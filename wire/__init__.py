@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from .protocol.list_offsets import EARLIEST, LATEST, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
     from .protocol.metadata import MetadataResponse, metadata_request
     from .protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from .protocol.produce_frame import produce_frame
     from .protocol.sasl_authenticate import KEY as SASL_AUTHENTICATE
     from .protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
     from .protocol.sasl_handshake import KEY as SASL_HANDSHAKE
@@ -145,6 +146,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
     "decode_response": ("protocol.base", "decode_response"),
     "encode_request": ("protocol.base", "encode_request"),
+    "produce_frame": ("protocol.produce_frame", "produce_frame"),
     "request_spec": ("protocol.base", "request_spec"),
     "find_coordinator": ("protocol.find_coordinator", None),
     "FIND_COORDINATOR": ("versions", "FIND_COORDINATOR"),
@@ -265,6 +267,7 @@ __all__ = [
     "peek_topic",
     "plog",
     "plog_partition_key",
+    "produce_frame",
     "request_spec",
     "topic_name_problem",
     "with_producer_identity",

@@ -4,8 +4,9 @@ Rules:
 - :func:`build_record_batch` and :func:`decode_record_batch` are hand-written for speed (the producer builds every
   batch through the first). Differential property tests prove them equal to the schema: identical bytes, and the same
   inputs accepted and rejected (:class:`UsageError` when building, :class:`MalformedInput` when decoding).
-- Decoding verifies the CRC-32C; a mismatch is :class:`MalformedInput` with reason ``CRC``. A compressed batch may
-  expand to ``max_decompressed_size`` bytes at most; the batches of one buffer share one budget.
+- Decoding (:mod:`.recordbatch_decode`, re-exported here) verifies the CRC-32C; a mismatch is :class:`MalformedInput`
+  with reason ``CRC``. A compressed batch may expand to ``max_decompressed_size`` bytes at most; the batches of one
+  buffer share one budget.
 - :func:`decode_record_batches` reads batches back to back and ignores an incomplete batch at the end (a Fetch
   response may cut its last batch).
 - :func:`with_producer_identity` rewrites a built batch's producer id, epoch and base sequence (and its CRC-32C)
@@ -19,24 +20,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import groupby, repeat
 from operator import add, itemgetter, sub
 from typing import Any
 
-from .compression import MAX_DECOMPRESSED_SIZE, Codec, DecompressionBudget, compress
+from .compression import MAX_DECOMPRESSED_SIZE, Codec, compress
 from .crc import crc32c
-from .errors import MalformedInput, UsageError
+from .errors import UsageError
 from .primitives import encode_varint
-from .record import (
-    CODEC_MASK,
-    CREATE_TIME,
-    LOG_APPEND_TIME,
-    TIMESTAMP_TYPE_BIT,
-    Record,
-    decompression_limit,
-    entry_spans,
-    new_record,
-)
+from .record import CODEC_MASK, CREATE_TIME, TIMESTAMP_TYPE_BIT
+from .recordbatch_decode import decode_record_batch, decode_record_batches
 from .recordbatch_schema import (
     CONTROL_BIT,
     HEADER_SIZE,
@@ -226,6 +219,13 @@ _ATTRIBUTES_TS_EXTRA = tuple(len(head) + 1 for head in _ATTRIBUTES_TS)  # with t
 _DELTA_NULL_KEY_SIZE = tuple(len(middle) for middle in _DELTA_NULL_KEY)
 
 
+def _runs(timestamps: Sequence[int], base_ts: int, count: int) -> list[tuple[int, int]] | None:
+    """``timestamps`` as (delta from ``base_ts``, how many in a row), when there are at most one run per 16 values
+    (else None: per value is as quick)."""
+    runs = [(ts - base_ts, len(list(group))) for ts, group in groupby(timestamps)]
+    return runs if len(runs) * 16 <= count else None
+
+
 def _one_by_one(
     values: Sequence[bytes | bytearray | None], timestamps: int | Sequence[int], codec: int, level: int | None
 ) -> bytes:
@@ -262,28 +262,56 @@ def build_value_batch(
             parts[2::5] = value_lengths
             parts[3::5] = values
         else:
-            deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]  # not an int: `one`
-            if min(deltas) < 0 or max(deltas) >= _TABLED:
-                return _one_by_one(values, timestamps, codec, level)
-            max_ts = base_ts + max(deltas)
-            by_delta = itemgetter(*deltas)
-            extra = map(add, by_delta(_ATTRIBUTES_TS_EXTRA), _DELTA_NULL_KEY_SIZE[:count])
+            runs = _runs(timestamps, base_ts, count)  # type: ignore[arg-type]  # not an int: `one`
+            if runs is not None:  # few distinct timestamps (send's batches): each run's pieces repeated
+                heads: Any = []
+                extras: Any = []
+                for delta, n in runs:
+                    heads += [_ATTRIBUTES_TS[delta]] * n
+                    extras += [_ATTRIBUTES_TS_EXTRA[delta]] * n
+                if min(d for d, _ in runs) < 0 or max(d for d, _ in runs) >= _TABLED:
+                    return _one_by_one(values, timestamps, codec, level)
+                max_ts = base_ts + max(d for d, _ in runs)
+            else:
+                deltas = list(map(sub, timestamps, repeat(base_ts)))  # type: ignore[arg-type]  # not an int: `one`
+                if min(deltas) < 0 or max(deltas) >= _TABLED:
+                    return _one_by_one(values, timestamps, codec, level)
+                max_ts = base_ts + max(deltas)
+                by_delta = itemgetter(*deltas)
+                heads, extras = by_delta(_ATTRIBUTES_TS), by_delta(_ATTRIBUTES_TS_EXTRA)
+            extra = map(add, extras, _DELTA_NULL_KEY_SIZE[:count])
             records = itemgetter(*map(add, extra, by_length(_WITH_LENGTH)))(table)
             parts = [_NO_HEADERS] * (6 * count)
-            parts[1::6] = by_delta(_ATTRIBUTES_TS)
+            parts[1::6] = heads
             parts[2::6] = _DELTA_NULL_KEY[:count]
             parts[3::6] = value_lengths
             parts[4::6] = values
         parts[0 :: 5 if one else 6] = records
-        data = b"".join(parts)
+        attributes = attributes_for(codec, CREATE_TIME, False)
+        if attributes & CODEC_MASK:
+            data = b"".join(parts)
+        else:  # uncompressed: the records joined after room for the headers, which are written in place
+            parts.insert(0, _HEADERS_ROOM)
+            batch = bytearray().join(parts)
     except IndexError:  # a value or record of 16 KiB or more: its length is not in the table
         return _one_by_one(values, timestamps, codec, level)
     except TypeError as e:
         if None in values:  # a null value (a tombstone): the general builder writes it
             return _one_by_one(values, timestamps, codec, level)
         raise UsageError(f"cannot encode record batch: {e}") from None
-    attributes = attributes_for(codec, CREATE_TIME, False)
-    return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
+    if attributes & CODEC_MASK:
+        return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
+    try:
+        batch[_CRC_AT + 4 : HEADER_SIZE] = _BODY_HEAD.pack(attributes, count - 1, base_ts, max_ts, -1, -1, -1, count)
+    except struct.error as e:
+        raise UsageError(f"cannot encode record batch: {e}") from None
+    with memoryview(batch) as view:
+        crc = crc32c(view[_CRC_AT + 4 :])
+    batch[: _CRC_AT + 4] = _ENTRY_HEAD.pack(0, len(batch) - 12, -1, MAGIC, crc)  # 12: base offset and length
+    return batch  # type: ignore[return-value]  # bytes-like: the batch built in place, not copied again
+
+
+_HEADERS_ROOM = bytes(HEADER_SIZE)
 
 
 _IDENTITY = struct.Struct(">qhi")  # producer id, producer epoch, base sequence
@@ -303,197 +331,11 @@ def with_producer_identity(
         identity = _IDENTITY.pack(producer_id, producer_epoch, base_sequence)
     except struct.error as e:
         raise UsageError(f"cannot encode producer identity: {e}") from None
-    body = bytearray(memoryview(batch)[21:])
-    body[_IDENTITY_AT - 21 : _IDENTITY_AT - 21 + _IDENTITY.size] = identity
+    # The CRC'd part in three pieces — attributes to timestamps, the identity, the rest — so the batch is copied once.
+    before = bytearray(batch[21:_IDENTITY_AT])
     if transactional:
-        body[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
-    return b"".join((batch[:_CRC_AT], crc32c(body).to_bytes(4, "big"), body))
-
-
-# ---------------------------------------------------------------- decoding
-
-_HEAD = struct.Struct(">qiibIhiqqqhii")  # the 61 bytes before the records
-_VARINT_BITS = {5: 32, 10: 64}  # the widest value a varint of this many bytes may hold
-
-
-def _uvarint(buf: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
-    """Unsigned LEB128 at ``pos``, at most ``max_bytes`` bytes (5: a 32-bit value, 10: 64-bit): (value, next pos)."""
-    result = shift = 0
-    for i in range(pos, pos + max_bytes):
-        b = buf[i]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result >> _VARINT_BITS[max_bytes]:
-                raise MalformedInput(f"varint at byte {pos} out of range")
-            return result, i + 1
-        shift += 7
-    raise MalformedInput(f"varint at byte {pos} longer than {max_bytes} bytes")
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag varint (32-bit) at ``pos``: (value, next pos)."""
-    raw, pos = _uvarint(buf, pos, 5)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
-def _headers(buf: bytes, pos: int, count: int, end: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    """``count`` record headers from ``pos`` (the record ends at ``end``): (headers, the position after them)."""
-    if not 0 <= count <= end - pos:
-        raise MalformedInput(f"invalid header count {count}")
-    headers = []
-    for _ in range(count):
-        size, pos = _varint(buf, pos)
-        if size < 0:
-            raise MalformedInput(f"invalid header key length {size}")
-        key = buf[pos : pos + size].decode("utf-8")
-        pos += size
-        size, pos = _varint(buf, pos)
-        if size < -1:
-            raise MalformedInput(f"invalid header value length {size}")
-        headers.append((key, None if size == -1 else buf[pos : pos + size]))
-        pos += max(size, 0)
-    return tuple(headers), pos
-
-
-def _records(buf: bytes, pos: int, count: int, batch: tuple[int, int, int, int]) -> list[Record]:
-    """``count`` records from ``buf[pos:]``, which they must fill exactly.
-
-    This loop is the hot path of every read. Each varint is decoded inline: its common one-byte (or, for lengths and
-    deltas, two-byte) form right here, anything longer by :func:`_uvarint`. An index past the end of ``buf`` raises
-    IndexError, which the caller turns into :class:`MalformedInput`.
-    """
-    base_offset, base_ts, max_ts, ts_type = batch
-    log_append = ts_type == LOG_APPEND_TIME
-    end_of_buffer = len(buf)
-    if count > end_of_buffer - pos:  # every record takes at least one byte
-        raise MalformedInput(f"{count} records cannot fit in {end_of_buffer - pos} bytes")
-    out: list[Record] = []
-    append = out.append
-    for _ in range(count):
-        b = buf[pos]  # record length
-        if b < 0x80:
-            raw, pos = b, pos + 1
-        elif buf[pos + 1] < 0x80:
-            raw, pos = (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
-        else:
-            raw, pos = _uvarint(buf, pos, 5)
-        length = (raw >> 1) ^ -(raw & 1)
-        if length < 0 or pos + length > end_of_buffer:
-            raise MalformedInput(f"record length {length} does not fit the batch")
-        end = pos + length
-        b = buf[pos + 1]  # timestamp delta, after the record's attributes (unused)
-        raw, pos = (b, pos + 2) if b < 0x80 else _uvarint(buf, pos + 1, 10)
-        ts_delta = (raw >> 1) ^ -(raw & 1)
-        b = buf[pos]  # offset delta
-        if b < 0x80:
-            raw, pos = b, pos + 1
-        elif buf[pos + 1] < 0x80:
-            raw, pos = (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
-        else:
-            raw, pos = _uvarint(buf, pos, 5)
-        offset_delta = (raw >> 1) ^ -(raw & 1)
-        b = buf[pos]  # key length
-        n, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _varint(buf, pos)
-        if n >= 0:
-            key = buf[pos : pos + n]
-            pos += n
-        elif n == -1:
-            key = None
-        else:
-            raise MalformedInput(f"invalid key length {n}")
-        b = buf[pos]  # value length
-        if b < 0x80:
-            raw, pos = b, pos + 1
-        elif buf[pos + 1] < 0x80:
-            raw, pos = (b & 0x7F) | (buf[pos + 1] << 7), pos + 2
-        else:
-            raw, pos = _uvarint(buf, pos, 5)
-        n = (raw >> 1) ^ -(raw & 1)
-        if n >= 0:
-            value = buf[pos : pos + n]
-            pos += n
-        elif n == -1:
-            value = None
-        else:
-            raise MalformedInput(f"invalid value length {n}")
-        b = buf[pos]  # header count
-        n, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else _varint(buf, pos)
-        if n:
-            headers, pos = _headers(buf, pos, n, end)
-        else:
-            headers = ()
-        if pos != end:
-            raise MalformedInput(f"record fields end at byte {pos}, its length says {end}")
-        append(
-            new_record(
-                base_offset + offset_delta,
-                max_ts if log_append else base_ts + ts_delta,
-                key,
-                value,
-                headers,
-                ts_type,
-                MAGIC,
-            )
-        )
-    if pos != end_of_buffer:
-        raise MalformedInput(f"{end_of_buffer - pos} bytes after the last of {count} records")
-    return out
-
-
-def decode_record_batch(
-    data: bytes | memoryview, *, max_decompressed_size: int | DecompressionBudget = MAX_DECOMPRESSED_SIZE
-) -> RecordBatch:
-    """Decode exactly one complete batch (no bytes after it); :class:`MalformedInput` if it is not one. A compressed
-    batch may expand to ``max_decompressed_size`` bytes (or draw from a shared budget)."""
-    data = bytes(data)
-    if len(data) < HEADER_SIZE:
-        raise MalformedInput(f"record batch of {len(data)} bytes is shorter than its {HEADER_SIZE}-byte header")
-    base_offset, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, pid, p_epoch, seq, count = (
-        _HEAD.unpack_from(data)
-    )
-    if length != len(data) - 12:
-        raise MalformedInput(f"record batch length {length} but {len(data) - 12} bytes follow it")
-    if magic != MAGIC:
-        raise MalformedInput(f"record batch magic {magic}, expected {MAGIC}", reason="MAGIC")
-    actual = crc32c(memoryview(data)[21:])
-    if actual != crc:
-        raise MalformedInput(f"record batch: CRC-32C is {actual:#010x}, the batch says {crc:#010x}", reason="CRC")
-    codec = attributes & CODEC_MASK
-    if count < 0:
-        raise MalformedInput(f"negative record count {count}")
-    if codec == Codec.NONE:
-        buf, pos = data, HEADER_SIZE
-    elif codec <= Codec.ZSTD:
-        buf, pos = DecompressionBudget.of(max_decompressed_size).decompress(codec, memoryview(data)[HEADER_SIZE:]), 0
-    else:
-        raise MalformedInput(f"record batch codec {codec} is unknown")
-    ts_type = LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
-    try:
-        records = _records(buf, pos, count, (base_offset, base_ts, max_ts, ts_type))
-    except (IndexError, UnicodeDecodeError) as e:
-        raise MalformedInput(f"malformed record batch: {e}") from None
-    return RecordBatch(
-        base_offset=base_offset,
-        partition_leader_epoch=epoch,
-        crc=crc,
-        attributes=attributes,
-        last_offset_delta=last_delta,
-        base_timestamp=base_ts,
-        max_timestamp=max_ts,
-        producer_id=pid,
-        producer_epoch=p_epoch,
-        base_sequence=seq,
-        records=tuple(records),
-    )
-
-
-def decode_record_batches(data: bytes, *, max_decompressed_size: int | None = None) -> list[RecordBatch]:
-    """Every complete batch in ``data``, in order; an incomplete batch at the end is ignored. All of them together
-    may expand to ``max_decompressed_size`` bytes (default: :func:`~bruce.wire.record.decompression_limit`)."""
-    budget = DecompressionBudget(decompression_limit(data) if max_decompressed_size is None else max_decompressed_size)
-    out = []
-    for start, end, magic in entry_spans(data):
-        if magic != MAGIC:
-            raise MalformedInput(f"entry at byte {start} has magic {magic}, not {MAGIC}", reason="MAGIC")
-        out.append(decode_record_batch(data[start:end], max_decompressed_size=budget))
-    return out
+        before[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
+    with memoryview(batch) as view:
+        rest = view[_IDENTITY_AT + _IDENTITY.size :]
+        crc = crc32c(rest, crc32c(identity, crc32c(before)))
+        return b"".join((view[:_CRC_AT], crc.to_bytes(4, "big"), before, identity, rest))

@@ -4,13 +4,14 @@ routes them, order after earlier ``send`` calls, all-or-nothing refusals, and th
 
 from __future__ import annotations
 
+import asyncio
 import gc
 
 import pytest
 from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
-from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig, QueueFull, bulk, partition_for_key
+from bruce.producer import DeliveryError, DiscardReason, Handle, Producer, ProducerConfig, QueueFull, partition_for_key
 from bruce.producer.partitioner import key_to_partition_key
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol import produce
@@ -159,7 +160,7 @@ def _ready_kinds(p: Producer, topic: str, partition: int) -> list[str]:
     return ["messages" if type(batch) is list else "chunk" for batch, _, _ in pq.ready]
 
 
-def test_sealed_batches_nobody_holds_become_chunks_and_kept_handles_still_resolve() -> None:
+def test_keyless_sends_fill_batches_of_values_and_their_handles_resolve_kept_or_not() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         outcomes = Outcomes()
@@ -167,45 +168,49 @@ def test_sealed_batches_nobody_holds_become_chunks_and_kept_handles_still_resolv
         async with running(config, sink=outcomes) as p:
             await cluster.brokers[1].stop()  # nothing leaves: the batches wait, as sealed
             kept = {}
-            for i in range(40):  # handles dropped at once, but two: the last of the 1st batch (the chunk's tail),
-                if i in (9, 15):  # and one inside the 2nd (its batch stays messages)
+            for i in range(40):  # handles dropped at once, but two: the last of the 1st batch and one in the 2nd
+                if i in (9, 15):
                     kept[i] = p.send("t", b"%02d" % i)
                 else:
                     p.send("t", b"%02d" % i)
-            p.send("t", b"k", key=b"key")  # a keyed message: its batch stays messages
+            assert type(kept[9]) is Handle and kept[9].value == b"09" and not kept[9].done
+            p.send("t", b"k", key=b"key")  # a keyed message: its batch is messages
             for i in range(9):
                 p.send("t", b"x", headers=[("h", b"v")] if i == 4 else None)
-            assert _ready_kinds(p, "t", 0) == ["chunk", "messages", "chunk", "chunk", "messages"]
-            assert_accounting(p, outcomes, held=50)
+            p.send("t", b"y")  # a batch of values again
+            mixed = p.send("t", b"z", key=b"key")  # joining it turns it into messages; kept handles read those
+            assert _ready_kinds(p, "t", 0) == ["chunk", "chunk", "chunk", "chunk", "messages"]
+            assert type(p._dispatcher.queue("t", 0).open) is list
+            assert_accounting(p, outcomes, held=52)
             await cluster.brokers[1].start()
             assert await p.flush(10) == 0
             assert kept[9].result() == (0, 9) and kept[15].result() == (0, 15)
+            assert await kept[15] == (0, 15) and kept[15].error is None and kept[15].attempts == 0
+            assert mixed.result() == (0, 51)
             assert_accounting(p, outcomes, held=0)
         assert cluster.values("t")[:40] == [b"%02d" % i for i in range(40)]
-        assert outcomes.delivered_count == 50
+        assert cluster.values("t")[50:] == [b"y", b"z"]
+        assert outcomes.delivered_count == 52
 
     scenario(body, brokers=1)
 
 
-def test_reference_counts_read_as_chunking_expects_on_this_interpreter() -> None:
-    assert bulk.REFCOUNTS_SHOW_HOLDERS  # else send's full batches stay messages (the next test): slower, still right
-
-
-def test_where_reference_counts_read_otherwise_full_batches_stay_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bulk, "REFCOUNTS_SHOW_HOLDERS", False)
-
+def test_a_handle_awaited_while_its_batch_waits_wakes_with_the_batch_and_failures_reach_it() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
-        outcomes = Outcomes()
-        async with running(batched(cluster, batch_num_messages=10, linger_ms=10_000), sink=outcomes) as p:
-            await cluster.brokers[1].stop()
-            for i in range(30):
-                p.send("t", b"%02d" % i)
-            assert _ready_kinds(p, "t", 0) == ["messages", "messages", "messages"]
-            await cluster.brokers[1].start()
-            assert await p.flush(10) == 0
-            assert_accounting(p, outcomes, held=0)
-        assert cluster.values("t") == [b"%02d" % i for i in range(30)]
+        async with running(batched(cluster, batch_num_messages=3, linger_ms=10_000)) as p:
+            first = [p.send("t", b"a"), p.send("t", b"b")]
+            waiter = asyncio.ensure_future(first[1])
+            await asyncio.sleep(0)
+            assert not waiter.done()
+            p.send("t", b"c")  # the batch is full: it leaves
+            assert await waiter == (0, 1)
+            assert first[0].result() == (0, 0) and first[0].partition == 0 and first[0].offset == 0
+            cluster.brokers[1].script(PRODUCE, Fault.error(10))  # MESSAGE_TOO_LARGE: discarded
+            failed = [p.send("t", b"d") for _ in range(3)]
+            with pytest.raises(DeliveryError):
+                await failed[2]
+            assert all(h.done and h.error is not None and h.offset == -1 for h in failed)
 
     scenario(body, brokers=1)
 
@@ -227,7 +232,7 @@ def test_send_many_after_a_keyed_send_does_not_keep_the_queue_marked() -> None:
     scenario(body, brokers=1)
 
 
-def test_a_chunk_sent_again_keeps_its_order_and_its_tail_counts_the_attempt() -> None:
+def test_a_batch_of_values_sent_again_keeps_its_order_and_its_handles_count_the_attempt() -> None:
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])
         config = batched(cluster, batch_num_messages=5, linger_ms=10_000)

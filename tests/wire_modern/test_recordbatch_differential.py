@@ -90,6 +90,27 @@ def test_value_batch_equals_the_record_by_record_builder_and_schema(vals, timest
     assert built == build_record_batch(records, codec=codec) == build_record_batch_with_schema(records, codec=codec)
 
 
+# send's batches: one timestamp per value, in runs (a millisecond's messages share it), sometimes going back or far.
+stamp_runs = st.lists(st.tuples(st.sampled_from([0, 1, 2, 5, 4095, 4096, -1, -3]), st.integers(1, 40)), max_size=6)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.binary(max_size=300), min_size=1, max_size=200),
+    st.integers(-(1 << 40), 1 << 42),
+    stamp_runs,
+    st.sampled_from(list(Codec)),
+)
+def test_value_batch_with_a_timestamp_per_value_equals_the_record_by_record_builder(vals, base, runs, codec) -> None:
+    stamps = [base]
+    for step, n in runs:
+        stamps += [stamps[-1] + step] * n
+    stamps = (stamps * (len(vals) // len(stamps) + 1))[: len(vals)]
+    records = [(None, v, ts, None) for v, ts in zip(vals, stamps, strict=True)]
+    built = build_value_batch(vals, stamps, codec=codec)
+    assert built == build_record_batch(records, codec=codec) == build_record_batch_with_schema(records, codec=codec)
+
+
 def test_value_batch_of_many_values_and_bad_input() -> None:
     vals = [b"x" * (i % 130) for i in range(16_500)]  # offset deltas past the table: the general builder
     assert build_value_batch(vals, 7) == build_record_batch([(None, v, 7, None) for v in vals])
