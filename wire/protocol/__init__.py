@@ -1,5 +1,6 @@
 """Kafka request/response APIs. Importing this package registers every API module with :mod:`.base`'s registry, so
-``encode_request`` / ``decode_response`` know them all. One import per API module."""
+``encode_request`` / ``decode_response`` know them all. One import per API module; Produce requests are written
+directly (:mod:`.produce_frame`), proven equal to their schema."""
 
 from . import add_partitions_to_txn as add_partitions_to_txn
 from . import api_versions as api_versions
@@ -13,3 +14,7 @@ from . import metadata as metadata
 from . import produce as produce
 from . import sasl_authenticate as sasl_authenticate
 from . import sasl_handshake as sasl_handshake
+from .base import FRAME_ENCODERS
+from .produce_frame import encode_produce_frame
+
+FRAME_ENCODERS[produce.ProduceRequest] = encode_produce_frame
