@@ -24,8 +24,9 @@ Rules:
   without construct's build contexts (reference cycles that held each request's record sets until the next young
   pass) the youngest generation's threshold is raised to :data:`YOUNG_THRESHOLD`: a held message mostly dies (its
   batch acknowledged) before a young pass scans it. The collector's CPU per message fell by about half (0.48-0.98 →
-  0.27-0.56 µs, loaded machine) and the memory high-water mark's growth stayed within 0.77-1.06x the budget held
-  (with the construct-built requests the same threshold grew it to 1.6-2.1x). The full pass is made rarer
+  0.27-0.56 µs, loaded machine; parsing rose 0.05-0.17 µs with it, unexplained, so the gain is clear on the 0.8
+  path, where more is held: docs/benchmarks.md) and the memory high-water mark's growth stayed within 0.77-1.06x the
+  budget held (with the construct-built requests the same threshold grew it to 1.6-2.1x). The full pass is made rarer
   (:data:`FULL_PASS_EVERY` middle-generation passes instead of 10): each one scans every message held (30-60 % of the
   collector's CPU on the 0.8 path, where a slower broker means more held), and what reaches the oldest generation is
   long-lived, not garbage, since no cycle is made per message.
