@@ -118,6 +118,30 @@ class Batcher:
         if heap and heap[0][0] <= now:
             self.expire(now)
 
+    def try_add_many(self, messages: list[Message], nbytes: int, now: float) -> bool:
+        """Put ``messages`` (one topic, all received at ``now``; ``nbytes``: the sum of their ``size or 1``) in their
+        batch in one step when none of them completes it, and return ``True``: the caller then calls
+        :meth:`expire` ``(now)``, and the batches are those :meth:`add` of each gives, shipped in the same order (the
+        router's bursts; tests/proxy/routing/test_routing_batcher.py). Otherwise ``False``, with nothing added: the
+        caller adds them one by one."""
+        topic = messages[0].topic
+        batch = self._by_topic.get(topic)
+        if batch is None:
+            batch = self._batch_for(topic)
+        held = batch.messages
+        if (
+            batch is _DIRECT
+            or batch.bytes + nbytes >= batch.max_bytes
+            or len(held) + len(messages) >= batch.max_messages
+            or now >= min(batch.oldest, now) + batch.time
+        ):
+            return False
+        held += messages
+        batch.bytes += nbytes
+        if now < batch.oldest:
+            self._set_oldest(batch, now)
+        return True
+
     def _add_at_byte_limit(self, batch: _Batch, msg: Message, total: int, now: float) -> None:
         size = msg.size or 1
         if size >= batch.max_bytes:  # too big for any batch: after the current batch, alone

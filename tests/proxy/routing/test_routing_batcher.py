@@ -397,3 +397,63 @@ def test_every_message_ships_once_in_order_within_the_limits(steps: list, shared
         if policy.limits.bytes is not None and len(ms) > 1:
             assert sum(max(1, m.size) for m in ms) <= policy.limits.bytes
     assert b.held == 0 and b.next_deadline() is None
+
+
+_runs = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "solo", "off"]),
+        st.lists(st.integers(0, 6), min_size=1, max_size=6),  # the run's value sizes
+        st.integers(0, 3),  # seconds to advance
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs=_runs,
+    shared=st.tuples(
+        st.sampled_from([None, 1, 3, 7]), st.sampled_from([None, 1, 2, 5]), st.sampled_from([None, 5, 16])
+    ),
+)
+def test_a_run_added_in_one_step_ships_as_when_added_one_by_one(runs: list, shared: tuple) -> None:
+    """The router's runs (one topic, one receive time): try_add_many then expire, or one by one when it declines,
+    give the same batches in the same order as add() of each, and it declines only when a message would complete a
+    batch."""
+    if shared == (None, None, None):
+        shared = (5, None, None)
+    cfg = config(
+        named={"shared": limits(*shared), "own": limits(4, 3, 10)},
+        combined="shared",
+        default=TopicBatching(COMBINED),
+        topics={"solo": TopicBatching(PER_TOPIC, "own"), "off": TopicBatching(TopicAction.DISABLE)},
+    )
+    one_out, many_out = Submitted(), Submitted()
+    one, many = Batcher(cfg.batching_for, one_out), Batcher(cfg.batching_for, many_out)
+    now = 0.0
+    steps = 0
+    for topic, sizes, advance in runs:
+        now += advance
+        run = [msg(topic, b"v" * size, now) for size in sizes]
+        shipped_before = len(one_out.batches)
+        for m in run:
+            one.add(m, now)
+        completed = any(  # a batch of this topic completed inside the run (expiry of others aside)
+            t == topic and any(m in run for m in ms) for t, ms in one_out.batches[shipped_before:]
+        )
+        if many.try_add_many(run, sum(max(1, s) for s in sizes), now):
+            assert not completed
+            many.expire(now)
+            steps += 1
+        else:
+            for m in run:
+                many.add(m, now)
+        assert [(t, [id(m) for m in ms]) for t, ms in one_out.batches] == [
+            (t, [id(m) for m in ms]) for t, ms in many_out.batches
+        ]
+        assert one.batching_counts() == many.batching_counts() and one.next_deadline() == many.next_deadline()
+    one.flush_all()
+    many.flush_all()
+    assert [(t, [id(m) for m in ms]) for t, ms in one_out.batches] == [
+        (t, [id(m) for m in ms]) for t, ms in many_out.batches
+    ]

@@ -20,6 +20,6 @@ def test_router_bench_quick() -> None:
     )
     out = result.stdout
     rows = re.findall(r"^  (.+?) +(\d+) ns +[\d.]+x +[\d.]+% of the 5 µs budget$", out, re.MULTILINE)
-    assert len(rows) == 14, out
+    assert len(rows) == 16, out
     assert out.count("AnyPartition:") == 1 and out.count("PartitionKey:") == 1
-    assert {name for name, _ in rows} >= {"combined", "combined, bursts of 256", "per-topic", "unbatched"}
+    assert {name for name, _ in rows} >= {"combined", "combined, bursts of 256", "combined, bursts of 256, one topic"}

@@ -194,3 +194,88 @@ def test_route_many_sees_a_new_view_and_leaves_what_it_never_saw_after_a_failure
         rig.router.route_many(messages)
     assert calls == [b"first", b"second", b"x" * 11, b"h"]
     assert [m.value for m in messages] == [b"third"]  # only the one never seen is left for the intake to settle
+
+
+def _batching_config(**kw):  # type: ignore[no-untyped-def]
+    from bruce.proxy.config.model import TopicAction, TopicBatching
+
+    from .helpers import limits
+
+    return config(named={"c": limits(5, 4, 40)}, default=TopicBatching(TopicAction.PER_TOPIC, "c"), **kw)
+
+
+def test_route_many_batches_a_burst_as_route_does_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bruce.proxy.routing.batcher import Batcher
+
+    """With batching on, a burst of one topic and receive time that passes as a whole goes to the batcher in one
+    step (Batcher.try_add_many) unless it completes a batch; every burst gives the same discards, batches (in
+    order) and counters as route() of each message."""
+    from .helpers import msg
+
+    bursts = [
+        (1.0, [("good", "a"), ("good", "b"), ("good", "c")]),  # one step
+        (1.0, [("half", "h1"), ("half", "h2")]),  # one step
+        (1.5, [("good", "d"), ("good", "e"), ("good", "f")]),  # d completes the batch of 4: one by one
+        (1.5, [("good", "g"), ("good", "x" * 11)]),  # too long: one by one
+        (1.5, [("nope", "x"), ("nope", "y")]),  # unknown topic
+        (1.5, [("dead", "z")]),  # no partition
+        (2.0, [("good", "i"), ("half", "h3"), ("good", "j")]),  # mixed
+        (7.0, [("good", "k" * 9), ("good", "l" * 9)]),  # the batch is past its time: one by one
+        (12.5, [("half", "h4"), ("half", "h5")]),  # one step, then the batch of "l" (time up at 12) ships
+    ]
+    outcomes = []
+    original = Batcher.try_add_many
+    for burst in (False, True):
+        rig = Rig(cfg=_batching_config(message_max_bytes=26 + 10))
+        steps: list[bool] = []
+        monkeypatch.setattr(Batcher, "try_add_many", lambda *a, s=steps: s.append(original(*a)) or s[-1])
+        for now, values in bursts:
+            messages = [msg(t, v, now) for t, v in values]
+            if burst:
+                rig.router.route_many(messages)
+            else:
+                for m in messages:
+                    rig.router.route(m)
+            outcomes.append(rig.out.take())
+        assert steps == ([True, True, False, False, True] if burst else [])  # one step: bursts 1, 2, 9
+        rig.router._batcher.flush_all()
+        outcomes.append((rig.take_discards(), rig.out.take(), rig.counters.snapshot()))
+    half = len(outcomes) // 2
+    assert outcomes[:half] == outcomes[half:]
+    assert outcomes[2] == [("good", ["a", "b", "c", "d"])]
+    assert outcomes[8] == [("good", ["l" * 9])]  # its time was up when the last burst came
+
+
+def test_route_many_with_a_rate_limit_routes_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bruce.proxy.routing.batcher import Batcher
+
+    from .helpers import msg
+
+    cfg = _batching_config(rate_limits={"good": RateLimit(1000, 2)})
+    limiter = RateLimiter.from_limits(cfg.rate_limit_for, cfg.topic_rate_limiting.named_configs.values())
+    rig = Rig(cfg=cfg, rate_limiter=limiter)
+    called = []
+    original = Batcher.try_add_many
+    monkeypatch.setattr(Batcher, "try_add_many", lambda *a: called.append(a) or original(*a))
+    rig.router.route_many([msg("good", v, 1.0) for v in "abc"])
+    assert called == [] and [(r, v) for r, _, v in rig.take_discards()] == [(RATE_LIMIT, "c")]
+
+
+def test_route_many_leaves_nothing_when_the_expiry_after_a_whole_burst_fails() -> None:
+    """A burst put in its batch in one step is handed on whole: if shipping the batches whose time is up then
+    raises, nothing is left for the intake to settle."""
+    from .helpers import msg
+
+    rig = Rig(cfg=_batching_config())
+    rig.router.route_many([msg("good", "old", 1.0)])  # its batch's time is up at 6.0
+    rig.out.batches.clear()
+
+    def failing_submit(topic, messages):  # type: ignore[no-untyped-def]
+        raise RuntimeError("the producer failed")
+
+    rig.router._batcher._submit = failing_submit
+    messages = [msg("half", "a", 6.0), msg("half", "b", 6.0)]
+    with pytest.raises(RuntimeError, match="the producer failed"):
+        rig.router.route_many(messages)
+    assert messages == []
+    assert rig.router._batcher.batching_counts() == {"half": 2}  # in their batch (the old one was taken to ship)
