@@ -263,29 +263,49 @@ def parse_done(data: bytes) -> DoneBitmap | None:
 
 _FRAME = struct.Struct(">II")
 _FIXED = struct.Struct(">QqBiHii")
+_HEAD = struct.Struct(">BiHii")  # the fixed fields after the timestamp: routing, partition key, the three sizes
 _U64_MAX = 2**64 - 1
+LAYOUTS_MAX = 4096  # record layouts kept by encode_burst (cleared when full)
+
+# (topic, partition key, key size, value size) -> (the body's bytes from routing to the end of the topic, the body's
+# pack, the body's length): the part of a record that only depends on the message's layout, built once per layout.
+_layouts: dict[tuple[bytes, int | None, int, int], tuple[bytes, Any, int]] = {}
+
+
+def _layout(topic: bytes, partition_key: int | None, key_size: int, value_size: int) -> tuple[bytes, Any, int]:
+    """The cached parts of a record of this layout (see ``_layouts``)."""
+    if not topic:
+        raise UsageError("a spooled message needs a topic")
+    head = _HEAD.pack(partition_key is not None, partition_key or 0, len(topic), key_size, value_size) + topic
+    sizes = f"{len(head)}s{key_size}s{value_size}s" if key_size >= 0 else f"{len(head)}s{value_size}s"
+    layout = (head, struct.Struct(">Qq" + sizes).pack, 16 + len(head) + max(key_size, 0) + value_size)
+    if len(_layouts) >= LAYOUTS_MAX:
+        _layouts.clear()
+    _layouts[topic, partition_key, key_size, value_size] = layout
+    return layout
 
 
 def encode_burst(first_sequence: int, messages: Sequence[SpoolFields]) -> bytes:
-    """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``."""
+    """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``.
+
+    Per record, one ``pack`` builds the body (sequence, timestamp, then the layout's cached bytes, key and value) and
+    one the frame (length, CRC-32C of the body). A layout is looked up only when it differs from the previous
+    message's: a burst usually repeats one."""
     out: list[bytes] = []
     append = out.append
-    fixed = _FIXED.pack
     frame = _FRAME.pack
+    layout_of = _layouts.get
     seq = first_sequence
+    last: tuple[bytes, int | None, int, int] | None = None
     try:
         for topic, partition_key, key, value, timestamp in messages:
-            if key is None:
-                body = fixed(seq, timestamp, partition_key is not None, partition_key or 0, len(topic), -1, len(value))
-                body += topic + value
-            else:
-                body = fixed(
-                    seq, timestamp, partition_key is not None, partition_key or 0, len(topic), len(key), len(value)
-                )
-                body += topic + key + value
-            if not topic:
-                raise UsageError("a spooled message needs a topic")
-            append(frame(len(body), crc32c(body)))
+            key_size = -1 if key is None else len(key)
+            this = (topic, partition_key, key_size, len(value))
+            if this != last:
+                last = this
+                head, pack, length = layout_of(this) or _layout(*this)
+            body = pack(seq, timestamp, head, value) if key is None else pack(seq, timestamp, head, key, value)
+            append(frame(length, crc32c(body)))
             append(body)
             seq += 1
     except (struct.error, TypeError) as e:
