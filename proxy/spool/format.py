@@ -8,20 +8,25 @@ Layout (big-endian throughout):
 - Record frame: length u32 (bytes of the body), CRC-32C u32 of the body, body. Body: sequence u64, timestamp i64
   (the client's, epoch ms), routing u8 (0 AnyPartition, 1 PartitionKey), partition key i32 (0 for AnyPartition),
   topic length u16 (>= 1), key length i32 (-1 = null key), value length i32 (>= 0), then topic, key and value bytes.
-  The body ends exactly after the value. All fixed-size fields come first, so the encoder packs them in one call.
+  The body ends exactly after the value. Only the sequence, the timestamp, the key and the value vary between
+  messages of one layout (topic, routing, key and value sizes), so the encoder packs a body in one call from those
+  and the layout's bytes, built once per layout and cached (:data:`LAYOUTS_MAX` layouts, cleared when full).
 - Done file (``<segment>.done``, written at a clean close for a segment partly done): magic ``b"BSPD"``, version
   u16 (= 1), flags u16 (= 0), the segment's base sequence u64 and created i64, count u32 (bits), the bitmap
   (``ceil(count / 8)`` bytes, bit i = sequence base + i done), CRC-32C u32 of everything before it.
 
 Rules:
 - :data:`HEADER` and :data:`RECORD` (construct) are the spec. :func:`encode_burst` and :func:`decode_frame` are the
-  hand-written hot path, proven by ``tests/proxy/spool/test_format.py`` to build identical bytes and to accept and
+  hand-written hot path, proven by ``tests/proxy/spool/test_spool_format.py`` to build identical bytes and to accept and
   reject exactly what the spec does.
 - Decoding never raises for bad bytes: :func:`decode_frame` returns a :class:`SpoolRecord`, or a :class:`FrameError`
   saying whether the frame is *short* (it runs past the end of the data: a torn write) or *bad* (CRC or field
   check failed). :func:`parse_header` returns None for a header that is not valid.
 - Encoding takes :class:`SpoolMessage` tuples and raises :class:`~bruce.wire.errors.UsageError` for what cannot be
-  encoded (empty or over-long topic, out-of-range integers). Pure: no I/O, no clock.
+  encoded (empty or over-long topic, out-of-range integers). Pure: no I/O, no clock (the layout cache aside).
+- Each record keeps a CRC of its own, so recovery tells a torn or damaged record from its neighbours. A CRC chained
+  from record to record would still take one CRC-32C call per record; one CRC per burst would take fewer, but a
+  damaged record would then condemn its whole burst (and the format would change).
 """
 
 from __future__ import annotations
