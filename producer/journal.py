@@ -29,7 +29,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,6 @@ log = logging.getLogger("bruce.journal")
 FILE_BYTES = 4 << 20
 SYNC_MS = 100  # the spool's default fsync_ms
 DELETE_EVERY_S = 1.0  # how often :meth:`Journal.tick` looks for settled files to delete
-_SPOOL_SEQ = attrgetter("spool_seq")
 CHECKING = -3  # a batch's offset while its DUPLICATE_SEQUENCE_NUMBER answer is checked: no FINISHED record yet
 
 
@@ -308,7 +306,7 @@ class PartJournal:
             payload = part.data
         else:
             try:
-                seqs = list(map(_SPOOL_SEQ, part.messages))
+                seqs = [m.spool_seq for m in part.messages]  # (faster than map(attrgetter) on slotted messages)
             except AttributeError:  # messages without a spool sequence (not the daemon's)
                 seqs = [-1]
             low = min(seqs)

@@ -168,7 +168,7 @@ class Outcomes:
 
     def _done(self, messages: Sequence[Message]) -> None:
         """Mark the spooled ones among ``messages`` done in the spool: a batch of consecutive sequences (one topic's
-        bursts) as one run, a bitmap byte at a time; any other batch one sequence at a time."""
+        bursts) as one run, whole bitmap bytes at once; any other batch one sequence at a time."""
         sequences = [m.spool_seq for m in messages]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
         first = sequences[0] if sequences else -1
         if (

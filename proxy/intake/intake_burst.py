@@ -30,11 +30,13 @@ Rules:
   (tests/proxy/intake/test_intake_bursts.py checks that equivalence). Counters are updated once per burst, and a
   sink with ``on_messages`` takes the burst's messages in one call.
 - The durable spool (``spool``; every spool call of the intake is in :meth:`IntakeBursts._spool` and
-  :meth:`IntakeBursts._admit_in_order`): each burst's valid messages are appended to it in one call after parsing and
-  before the budget sees them; each gets its sequence (``spool_seq``). A burst the spool refuses (full, with the
-  discard policy) is discarded as SPOOL_FULL; one it does not hold (full with the memory policy, degraded) goes on
-  memory-only. A spooled message that finds no room in the budget (or arrives while others are) is held on disk
-  only (``spool.cursor.hold``: :mod:`bruce.proxy.daemon.spooling` routes it later) instead of NO_MEM.
+  :meth:`IntakeBursts._admit_in_order`, besides reading ``next_sequence``): each burst's valid messages are appended
+  to it in one call after parsing and before the budget sees them; each gets its sequence (``spool_seq``), set while
+  parsing to the one the spool hands out next and corrected if the spool hands out others or none. A burst the spool
+  refuses (full, with the discard policy) is discarded as SPOOL_FULL; one it does not hold (full with the memory
+  policy, degraded) goes on memory-only. A spooled message that finds no room in the budget (or arrives while others
+  are) is held on disk only (``spool.cursor.hold``: :mod:`bruce.proxy.daemon.spooling` routes it later) instead of
+  NO_MEM.
 - The sink failing (an exception from it) is raised to the caller (``serve()`` raises it). The datagrams of the burst
   after the one the sink failed on still get a fate: their discards are reported as they are, their messages
   discarded as SERVER_SHUTDOWN (the daemon is stopping); the one the sink failed on holds its reservation (its fate is
@@ -120,6 +122,7 @@ class IntakeBursts:
         unparsed: list[_Unparsed] = []
         spool = self.spool
         spooled: list[SpoolFields] = []
+        seq = -1 if spool is None else spool.next_sequence  # the next message's, if the spool takes the burst
         charges = 0
         for data in datagrams:
             layout = layout_for(len(data))
@@ -136,7 +139,7 @@ class IntakeBursts:
                         msg.timestamp = timestamp
                         msg.partition_key = None
                         msg.received = now
-                        msg.spool_seq = -1
+                        msg.spool_seq = seq  # -1 without a spool; checked (and undone if refused) by _spool
                         msg.headers = None
                         msg.pinned = False
                         msg.size = size
@@ -149,6 +152,7 @@ class IntakeBursts:
                         append(msg)
                         if spool is not None:
                             spooled.append((raw_topic, None, key, value, timestamp))  # a SpoolMessage's fields
+                            seq += 1
                         continue
             if len(data) > max_size:
                 unparsed.append((len(messages), DiscardReason.LONG_MSG, max_size, "InputAgentDiscardMsgTooLong", data))
@@ -168,6 +172,8 @@ class IntakeBursts:
             append(msg)
             if spool is not None:
                 spooled.append((raw_topic, partition_key, key, value, timestamp))
+                msg.spool_seq = seq
+                seq += 1
         self.wakeups += 1
         self.datagrams += len(messages) + len(unparsed)
         refused = None
@@ -231,14 +237,15 @@ class IntakeBursts:
 
     @staticmethod
     def _spool(spool: Spool, spooled: list[SpoolFields], messages: list[Message]) -> DiscardReason | None:
-        """Append a burst to the spool and give its messages their sequences; SPOOL_FULL if it refused them."""
+        """Append a burst to the spool; SPOOL_FULL if it refused them. :meth:`feed` gave the messages the sequences
+        the spool hands out next (one loop less per burst): they are corrected if it handed out others, and set to -1
+        if it did not take the burst."""
+        expected = messages[0].spool_seq
         first = spool.append(spooled)
-        if first == SPOOL_FULL:
-            return DiscardReason.SPOOL_FULL
-        if first >= 0:
+        if first != expected:
             for seq, msg in enumerate(messages, first):
-                msg.spool_seq = seq
-        return None
+                msg.spool_seq = seq if first >= 0 else -1
+        return DiscardReason.SPOOL_FULL if first == SPOOL_FULL else None
 
     def _admit_in_order(
         self, messages: list[Message], unparsed: list[_Unparsed], refused: DiscardReason | None = None

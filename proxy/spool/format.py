@@ -8,20 +8,25 @@ Layout (big-endian throughout):
 - Record frame: length u32 (bytes of the body), CRC-32C u32 of the body, body. Body: sequence u64, timestamp i64
   (the client's, epoch ms), routing u8 (0 AnyPartition, 1 PartitionKey), partition key i32 (0 for AnyPartition),
   topic length u16 (>= 1), key length i32 (-1 = null key), value length i32 (>= 0), then topic, key and value bytes.
-  The body ends exactly after the value. All fixed-size fields come first, so the encoder packs them in one call.
+  The body ends exactly after the value. Only the sequence, the timestamp, the key and the value vary between
+  messages of one layout (topic, routing, key and value sizes), so the encoder packs a body in one call from those
+  and the layout's bytes, built once per layout and cached (:data:`LAYOUTS_MAX` layouts, cleared when full).
 - Done file (``<segment>.done``, written at a clean close for a segment partly done): magic ``b"BSPD"``, version
   u16 (= 1), flags u16 (= 0), the segment's base sequence u64 and created i64, count u32 (bits), the bitmap
   (``ceil(count / 8)`` bytes, bit i = sequence base + i done), CRC-32C u32 of everything before it.
 
 Rules:
 - :data:`HEADER` and :data:`RECORD` (construct) are the spec. :func:`encode_burst` and :func:`decode_frame` are the
-  hand-written hot path, proven by ``tests/proxy/spool/test_format.py`` to build identical bytes and to accept and
+  hand-written hot path, proven by ``tests/proxy/spool/test_spool_format.py`` to build identical bytes and to accept and
   reject exactly what the spec does.
 - Decoding never raises for bad bytes: :func:`decode_frame` returns a :class:`SpoolRecord`, or a :class:`FrameError`
   saying whether the frame is *short* (it runs past the end of the data: a torn write) or *bad* (CRC or field
   check failed). :func:`parse_header` returns None for a header that is not valid.
 - Encoding takes :class:`SpoolMessage` tuples and raises :class:`~bruce.wire.errors.UsageError` for what cannot be
-  encoded (empty or over-long topic, out-of-range integers). Pure: no I/O, no clock.
+  encoded (empty or over-long topic, out-of-range integers). Pure: no I/O, no clock (the layout cache aside).
+- Each record keeps a CRC of its own, so recovery tells a torn or damaged record from its neighbours. A CRC chained
+  from record to record would still take one CRC-32C call per record; one CRC per burst would take fewer, but a
+  damaged record would then condemn its whole burst (and the format would change).
 """
 
 from __future__ import annotations
@@ -263,29 +268,49 @@ def parse_done(data: bytes) -> DoneBitmap | None:
 
 _FRAME = struct.Struct(">II")
 _FIXED = struct.Struct(">QqBiHii")
+_HEAD = struct.Struct(">BiHii")  # the fixed fields after the timestamp: routing, partition key, the three sizes
 _U64_MAX = 2**64 - 1
+LAYOUTS_MAX = 4096  # record layouts kept by encode_burst (cleared when full)
+
+# (topic, partition key, key size, value size) -> (the body's bytes from routing to the end of the topic, the body's
+# pack, the body's length): the part of a record that only depends on the message's layout, built once per layout.
+_layouts: dict[tuple[bytes, int | None, int, int], tuple[bytes, Any, int]] = {}
+
+
+def _layout(topic: bytes, partition_key: int | None, key_size: int, value_size: int) -> tuple[bytes, Any, int]:
+    """The cached parts of a record of this layout (see ``_layouts``)."""
+    if not topic:
+        raise UsageError("a spooled message needs a topic")
+    head = _HEAD.pack(partition_key is not None, partition_key or 0, len(topic), key_size, value_size) + topic
+    sizes = f"{len(head)}s{key_size}s{value_size}s" if key_size >= 0 else f"{len(head)}s{value_size}s"
+    layout = (head, struct.Struct(">Qq" + sizes).pack, 16 + len(head) + max(key_size, 0) + value_size)
+    if len(_layouts) >= LAYOUTS_MAX:
+        _layouts.clear()
+    _layouts[topic, partition_key, key_size, value_size] = layout
+    return layout
 
 
 def encode_burst(first_sequence: int, messages: Sequence[SpoolFields]) -> bytes:
-    """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``."""
+    """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``.
+
+    Per record, one ``pack`` builds the body (sequence, timestamp, then the layout's cached bytes, key and value) and
+    one the frame (length, CRC-32C of the body). A layout is looked up only when it differs from the previous
+    message's: a burst usually repeats one."""
     out: list[bytes] = []
     append = out.append
-    fixed = _FIXED.pack
     frame = _FRAME.pack
+    layout_of = _layouts.get
     seq = first_sequence
+    last: tuple[bytes, int | None, int, int] | None = None
     try:
         for topic, partition_key, key, value, timestamp in messages:
-            if key is None:
-                body = fixed(seq, timestamp, partition_key is not None, partition_key or 0, len(topic), -1, len(value))
-                body += topic + value
-            else:
-                body = fixed(
-                    seq, timestamp, partition_key is not None, partition_key or 0, len(topic), len(key), len(value)
-                )
-                body += topic + key + value
-            if not topic:
-                raise UsageError("a spooled message needs a topic")
-            append(frame(len(body), crc32c(body)))
+            key_size = -1 if key is None else len(key)
+            this = (topic, partition_key, key_size, len(value))
+            if this != last:
+                last = this
+                head, pack, length = layout_of(this) or _layout(*this)
+            body = pack(seq, timestamp, head, value) if key is None else pack(seq, timestamp, head, key, value)
+            append(frame(length, crc32c(body)))
             append(body)
             seq += 1
     except (struct.error, TypeError) as e:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bruce.proxy.spool import format
 from bruce.proxy.spool.format import (
     FRAME_OVERHEAD,
     HEADER,
@@ -123,6 +124,40 @@ def test_fast_encoder_builds_the_spec_bytes_and_decodes_back(first: int, burst: 
         assert decode_frame_schema(data, offset) == record
         offset += record.size
     assert offset == len(data)
+
+
+layouts = st.sampled_from(  # few layouts, so that bursts repeat and alternate them (the encoder's layout cache)
+    [
+        (b"topic-a", None, None, 3),
+        (b"topic-b", None, None, 3),  # the same sizes as topic-a: only the topic's bytes differ
+        (b"topic-a", None, b"", 3),  # an empty key is not a null key
+        (b"topic-a", 0, None, 3),  # PartitionKey 0 is not AnyPartition
+        (b"topic-a", 7, b"kk", 3),
+        (b"topic-a", 7, b"kk", 4),
+        (b"topic-a", 8, b"kk", 4),
+    ]
+)
+layout_messages = st.builds(
+    lambda layout, fill, timestamp: SpoolMessage(
+        layout[0], layout[1], layout[2] and fill[: len(layout[2])], fill[: layout[3]], timestamp
+    ),
+    layouts,
+    st.binary(min_size=4, max_size=4),
+    st.integers(-(2**63), 2**63 - 1),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=sequences, burst=st.lists(layout_messages, max_size=12))
+def test_repeated_and_alternating_layouts_build_the_spec_bytes(first: int, burst: list[SpoolMessage]) -> None:
+    assert encode_burst(first, burst) == encode_burst_schema(first, burst)
+
+
+def test_the_layout_cache_is_bounded_and_outlives_clearing() -> None:
+    burst = [SpoolMessage(b"t", None, None, b"v" * size, 0) for size in range(format.LAYOUTS_MAX + 10)]
+    assert encode_burst(5, burst) == encode_burst_schema(5, burst)
+    assert len(format._layouts) <= format.LAYOUTS_MAX
+    assert encode_burst(5, burst[:3]) == encode_burst_schema(5, burst[:3])
 
 
 def _outcome(result: SpoolRecord | FrameError) -> SpoolRecord | bool:

@@ -95,8 +95,8 @@ def test_any_order_of_fates_removes_each_segment_once_when_its_last_message_is_d
 
 @settings(max_examples=200, deadline=None)
 @given(
-    sizes=st.lists(st.tuples(st.integers(0, 20), st.integers(1, 30)), min_size=1, max_size=4),
-    runs=st.lists(st.tuples(st.integers(0, 150), st.integers(0, 40)), max_size=8),
+    sizes=st.lists(st.tuples(st.integers(0, 20), st.integers(1, 70)), min_size=1, max_size=4),
+    runs=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 90)), max_size=8),  # runs of whole bitmap bytes too
     sealed=st.booleans(),
 )
 def test_done_run_equals_done_many_over_the_run(sizes: list[tuple[int, int]], runs: list, sealed: bool) -> None:
