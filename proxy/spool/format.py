@@ -301,15 +301,21 @@ def encode_burst(first_sequence: int, messages: Sequence[SpoolFields]) -> bytes:
     frame = _FRAME.pack
     layout_of = _layouts.get
     seq = first_sequence
-    last: tuple[bytes, int | None, int, int] | None = None
+    last_topic: bytes | None = None  # the previous message's layout, compared field by field (no tuple per message)
+    last_pk: int | None = None
+    last_ks = last_vs = -2
     try:
         for topic, partition_key, key, value, timestamp in messages:
-            key_size = -1 if key is None else len(key)
-            this = (topic, partition_key, key_size, len(value))
-            if this != last:
-                last = this
-                head, pack, length = layout_of(this) or _layout(*this)
-            body = pack(seq, timestamp, head, value) if key is None else pack(seq, timestamp, head, key, value)
+            if key is None:
+                if len(value) != last_vs or last_ks != -1 or topic != last_topic or partition_key != last_pk:
+                    last_topic, last_pk, last_ks, last_vs = this = (topic, partition_key, -1, len(value))
+                    head, pack, length = layout_of(this) or _layout(*this)
+                body = pack(seq, timestamp, head, value)
+            else:
+                if len(value) != last_vs or len(key) != last_ks or topic != last_topic or partition_key != last_pk:
+                    last_topic, last_pk, last_ks, last_vs = this = (topic, partition_key, len(key), len(value))
+                    head, pack, length = layout_of(this) or _layout(*this)
+                body = pack(seq, timestamp, head, key, value)
             append(frame(length, crc32c(body)))
             append(body)
             seq += 1
