@@ -4,7 +4,8 @@ Rules:
 - Kafka answers DUPLICATE_SEQUENCE_NUMBER when a batch's sequence was stored already; a broker has answered it for a
   batch it never stored (tansu on object storage, after a restart or a cut mid-request), so trusting it loses the
   batch. The batch's messages stay held while its identity (producer id, epoch, base sequence) is looked for in the
-  log from the offset known when it was first sent (:func:`bruce.producer.recovery.find_batch`).
+  log from the offset known when it was first sent (:func:`bruce.producer.recovery.find_batch`; not there, it is
+  read again for up to ``LOG_WAIT_S``: a write may still be on its way into the log).
 - Found: delivered at the offset found (``AckDuplicateFound``). Not found, or the log cannot be read within
   ``request_timeout_ms``: the messages go back to the front of their queue and are sent again as a new batch with new
   sequences (``AckDuplicateNotStored``, one warning line); a read that failed may make them a duplicate, never a loss.
