@@ -351,10 +351,10 @@ async def find_batch(
     """The base offset of the batch written with ``identity`` (producer id, epoch, base sequence) in ``tp``'s log,
     read from ``start`` to the high watermark; None: not there. A batch not there is looked for again (after the
     backoff) for up to :data:`LOG_WAIT_S` (a write may still be on its way into the log). Transport failures and a
-    leader moving are retried (the producer's backoff) for up to ``request_timeout_ms``; then :class:`Unsettled` or
+    leader moving are retried (the producer's backoff) for up to :func:`check_timeout`; then :class:`Unsettled` or
     the transport error."""
     begun = time.monotonic()
-    settler = Settler(views, config, lambda _: None, deadline=begun + config.request_timeout_ms / 1000)
+    settler = Settler(views, config, lambda _: None, deadline=begun + check_timeout(config))
     backoff = max(config.retry_backoff_ms, 10) / 1000
     try:
         while True:
@@ -373,6 +373,14 @@ async def find_batch(
     finally:
         for conn in settler._conns.values():
             conn.close()
+
+
+def check_timeout(config: ProducerConfig) -> float:
+    """How long :func:`find_batch` tries to read the log, in seconds: ``2 * request_timeout_ms +
+    reconnect_backoff_max_ms``. A leader that moved is unreachable at its old address until the producer's view has
+    its new one: one metadata request that may hang for ``request_timeout_ms``, the reconnect backoff, then the read
+    itself. Giving up sooner sends a stored batch again as new: a duplicate."""
+    return (2 * config.request_timeout_ms + config.reconnect_backoff_max_ms) / 1000
 
 
 def _count(batch: bytes) -> int:

@@ -217,6 +217,54 @@ def test_the_live_duplicate_check_gives_up_after_the_log_wait(monkeypatch: pytes
     assert found is None and reads > 1 and 0.25 <= time.monotonic() - begun < 2
 
 
+def test_the_live_duplicate_check_waits_for_a_moved_leader_longer_than_one_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The partition's leader moved: its old address refuses connections until the producer's view has the new one,
+    which can take a metadata request that hangs (request_timeout_ms) and the reconnect backoff. The check goes on
+    trying for that long instead of sending a stored batch again as new (a duplicate)."""
+    config = ProducerConfig(retry_backoff_ms=10, request_timeout_ms=200, reconnect_backoff_max_ms=100)
+    begun = time.monotonic()
+
+    async def read(self: Settler, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+        if time.monotonic() - begun < 0.3:  # past request_timeout_ms
+            raise TransportError("cannot connect", reason=Failure.CONNECT_FAIL)
+        return {(9, 0, 3): 12}
+
+    monkeypatch.setattr(Settler, "_read_log", read)
+    views = SimpleNamespace(cluster=lambda: None)
+    assert asyncio.run(recovery.find_batch(views, config, TP, 7, (9, 0, 3))) == 12  # type: ignore[arg-type]
+    assert recovery.check_timeout(config) == 0.5  # 2 * request_timeout_ms + reconnect_backoff_max_ms
+
+
+def test_a_duplicate_answer_whose_log_cannot_be_read_is_sent_again_as_a_possible_duplicate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log stays unreadable: the messages are sent again as new, and reported as possible duplicates (the batch
+    may be stored)."""
+    from bruce.producer import duplicates
+
+    async def unreadable(*args: Any) -> int | None:
+        raise TransportError("cannot connect", reason=Failure.CONNECT_FAIL)
+
+    monkeypatch.setattr(duplicates, "find_batch", unreadable)
+    calls: list[tuple[str, Any]] = []
+    ledger = SimpleNamespace(possible_duplicates=lambda topic, ms: calls.append(("possible", list(ms))))
+    d = SimpleNamespace(
+        counters=SimpleNamespace(inc=lambda *a: None),
+        ledger=ledger,
+        give_back=lambda pq, ms, since: calls.append(("back", list(ms))),
+        seq=None,
+    )
+    tasks: list[Any] = []
+    check = duplicates.DuplicateCheck(d, None, ProducerConfig(), tasks.append)  # type: ignore[arg-type]
+    pq = SimpleNamespace(topic="t", partition=0)
+    batch = SimpleNamespace(producer_id=9, producer_epoch=0, base_sequence=3, known=7)
+    check(pq, batch, ["m1", "m2"], 10, 0.0)  # type: ignore[arg-type]
+    asyncio.run(tasks[0])
+    assert calls == [("possible", ["m1", "m2"]), ("back", ["m1", "m2"])]
+
+
 def test_log_identities_reads_whole_batches_of_the_producers_asked_about() -> None:
     one = with_producer_identity(
         build_record_batch([(None, b"a", 0, ())]), producer_id=9, producer_epoch=2, base_sequence=7
