@@ -4,10 +4,13 @@ Rules:
 - Kafka answers DUPLICATE_SEQUENCE_NUMBER when a batch's sequence was stored already; a broker has answered it for a
   batch it never stored (tansu on object storage, after a restart or a cut mid-request), so trusting it loses the
   batch. The batch's messages stay held while its identity (producer id, epoch, base sequence) is looked for in the
-  log from the offset known when it was first sent (:func:`bruce.producer.recovery.find_batch`).
+  log from the offset known when it was first sent (:func:`bruce.producer.recovery.find_batch`; not there, it is
+  read again for up to ``LOG_WAIT_S``: a write may still be on its way into the log).
 - Found: delivered at the offset found (``AckDuplicateFound``). Not found, or the log cannot be read within
-  ``request_timeout_ms``: the messages go back to the front of their queue and are sent again as a new batch with new
-  sequences (``AckDuplicateNotStored``, one warning line); a read that failed may make them a duplicate, never a loss.
+  :func:`~bruce.producer.recovery.check_timeout` (time for the producer to learn a moved leader's address): the
+  messages go back to the front of their queue and are sent again as a new batch with new sequences
+  (``AckDuplicateNotStored``, one warning line); a read that failed may make them a duplicate, never a loss, so they
+  are reported as possible duplicates then.
 - The batch journal (:mod:`bruce.producer.journal`) gets the batch's FINISHED record when the check decides (the
   offset found, or -1: given up, its messages in a new batch), not at the answer: a crash while checking leaves the
   batch unfinished, so the next start settles it against the log instead of taking it as given up.
@@ -56,11 +59,12 @@ class DuplicateCheck:
     async def _check(self, pq: PartitionQueue, batch: Batch, since: float) -> None:
         identity = (batch.producer_id, batch.producer_epoch, batch.base_sequence)
         tp = (pq.topic, pq.partition)
+        unread = False
         try:
             offset = await find_batch(self.views, self.config, tp, batch.known, identity)
             why = "it is not in the log"
         except Exception as e:  # any failure: sent again (a duplicate at worst, never a loss)
-            offset, why = None, f"the log could not be read ({e})"
+            offset, why, unread = None, f"the log could not be read ({e})", True
         held = self.pending.pop(id(batch), None)
         if held is None:
             return  # the producer closed meanwhile
@@ -80,6 +84,8 @@ class DuplicateCheck:
             why,
             len(messages),
         )
+        if unread:
+            self.d.ledger.possible_duplicates(pq.topic, messages)
         self.d.give_back(pq, messages, since)
 
     def close(self, reason: DiscardReason) -> None:

@@ -21,7 +21,8 @@ Rules:
   stored; UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...) makes the log be read
   again: found now, delivered; else it and the partition's later batches fall back — after DUPLICATE_SEQUENCE_NUMBER
   only once the log did not show it for :data:`LOG_WAIT_S` (the broker holds the sequence: it is on its way in).
-- :func:`find_batch` is the same log read for one batch, for the live producer's DUPLICATE_SEQUENCE_NUMBER answers.
+- :func:`find_batch` is the same log read for one batch, for the live producer's DUPLICATE_SEQUENCE_NUMBER answers;
+  a batch not there is looked for again (after the backoff) for up to :data:`LOG_WAIT_S`, like a settling gap.
 - **Fallback** batches go back to the caller, who sends them as new batches (a new producer id): they were not found
   in the log, so they are duplicates only if a send of the dead process lands after the read; they are reported as
   possible duplicates. Batches of an older identity that are not found fall back too (their sequence cannot be
@@ -29,7 +30,10 @@ Rules:
 - Bounded: one Fetch of at most 1 MiB at a time (doubled up to 64 MiB while not even one batch fits), the read ends at
   the high watermark of its first answer (an empty answer below it is asked again with a 5 s wait: tansu on object
   storage answers nothing when reading its batches outlasts the wait), transport failures are retried with the
-  producer's backoff; everything until ``deadline``.
+  producer's backoff; everything until ``deadline``. Each request waits for its answer at most
+  :data:`REQUEST_S` (the Fetch wait plus a margin; less when ``request_timeout_ms`` is less) and never past
+  ``deadline``: an answer that never comes (lost on the way) costs that much, and the request is asked again on a new
+  connection, instead of eating the whole deadline.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from bruce.wire import (
     FETCH,
@@ -75,6 +79,7 @@ FETCH_BYTES = 1 << 20
 MAX_FETCH_BYTES = 64 << 20
 EMPTY_WAIT_MS = 5000  # the Fetch wait after an empty answer below the high watermark
 LOG_WAIT_S = 5.0  # how long a batch the broker says it holds may take to show in its log before falling back
+REQUEST_S = EMPTY_WAIT_MS / 1000 + 5.0  # the longest wait for one answer (a lost answer is asked again after it)
 DUPLICATE_SEQUENCE_NUMBER = 46
 _HEAD = struct.Struct(">qi")  # base offset, batch length
 _IDENTITY = struct.Struct(">iqqqhi")  # last offset delta, base/max timestamp, producer id, epoch, base sequence
@@ -127,10 +132,11 @@ class Settler:
         self.config = config
         self.rebuild = rebuild
         self.deadline = deadline  # time.monotonic()
+        self.request_s = min(config.request_timeout_ms / 1000, REQUEST_S)
         self.timeouts = Timeouts(
-            connect=config.connect_timeout_ms / 1000,
+            connect=min(config.connect_timeout_ms / 1000, self.request_s),
             socket=config.socket_timeout_ms / 1000,
-            request=config.request_timeout_ms / 1000,
+            request=self.request_s,
         )
         self._conns: dict[int, BrokerConnection] = {}
         self._log_wait: dict[TopicPartition, float] = {}  # until when a partition's log may still catch up
@@ -285,7 +291,7 @@ class Settler:
                 min_bytes=1,
                 max_bytes=max_bytes,
             )
-            answer = await conn.request(request, conn.versions.version(FETCH))  # type: ignore[union-attr]  # negotiated
+            answer = await self._ask(conn, request, FETCH)
             part = next((p for t in answer.responses for p in t.partitions if p.partition_index == tp[1]), None)
             if part is None:
                 raise Unsettled("the Fetch answer does not mention the partition")
@@ -309,6 +315,18 @@ class Settler:
             offset = after
         return found
 
+    async def _ask(self, conn: BrokerConnection, request: object, api: int) -> Any:
+        """``request``'s answer on ``conn``, waited for at most :attr:`request_s` and never past the deadline; else
+        :class:`Unsettled` (the caller's retry asks again on a new connection)."""
+        wait = min(self.request_s, self.deadline - time.monotonic())
+        if wait <= 0:
+            raise Unsettled("the deadline passed")
+        try:
+            return await asyncio.wait_for(conn.request(request, conn.versions.version(api)), wait)  # type: ignore[union-attr]  # negotiated
+        except TimeoutError:
+            conn.close()
+            raise Unsettled(f"no answer within {wait:.1f} s") from None
+
     async def _produce(self, tp: TopicPartition, entry: JournalEntry, data: bytes, sequence: int) -> tuple[int, int]:
         conn = await self._leader(tp)
         data = with_producer_identity(
@@ -317,9 +335,9 @@ class Settler:
         request = ProduceRequest(
             topic_data=(TopicProduceData(tp[0], (PartitionProduceData(tp[1], data),)),),
             acks=-1,
-            timeout_ms=self.config.request_timeout_ms,
+            timeout_ms=min(self.config.request_timeout_ms, EMPTY_WAIT_MS),
         )
-        answer = await conn.request(request, conn.versions.version(PRODUCE))  # type: ignore[union-attr]  # negotiated
+        answer = await self._ask(conn, request, PRODUCE)
         for t in answer.responses:
             for p in t.partition_responses:
                 if p.index == tp[1]:
@@ -331,23 +349,38 @@ async def find_batch(
     views: ClusterSource, config: ProducerConfig, tp: TopicPartition, start: int, identity: tuple[int, int, int]
 ) -> int | None:
     """The base offset of the batch written with ``identity`` (producer id, epoch, base sequence) in ``tp``'s log,
-    read from ``start`` to the high watermark; None: not there. Transport failures and a leader moving are retried
-    (the producer's backoff) for up to ``request_timeout_ms``; then :class:`Unsettled` or the transport error."""
-    settler = Settler(views, config, lambda _: None, deadline=time.monotonic() + config.request_timeout_ms / 1000)
+    read from ``start`` to the high watermark; None: not there. A batch not there is looked for again (after the
+    backoff) for up to :data:`LOG_WAIT_S` (a write may still be on its way into the log). Transport failures and a
+    leader moving are retried (the producer's backoff) for up to :func:`check_timeout`; then :class:`Unsettled` or
+    the transport error."""
+    begun = time.monotonic()
+    settler = Settler(views, config, lambda _: None, deadline=begun + check_timeout(config))
     backoff = max(config.retry_backoff_ms, 10) / 1000
     try:
         while True:
             try:
                 found = await settler._read_log(tp, max(start, 0), {identity[0]})
-                return found.get(identity)
             except (Unsettled, TransportError):
                 if time.monotonic() + backoff >= settler.deadline:
                     raise
                 settler._drop_connection(tp)
                 await asyncio.sleep(backoff)
+                continue
+            now = time.monotonic()
+            if identity in found or now + backoff >= min(begun + LOG_WAIT_S, settler.deadline):
+                return found.get(identity)
+            await asyncio.sleep(backoff)
     finally:
         for conn in settler._conns.values():
             conn.close()
+
+
+def check_timeout(config: ProducerConfig) -> float:
+    """How long :func:`find_batch` tries to read the log, in seconds: ``2 * request_timeout_ms +
+    reconnect_backoff_max_ms``. A leader that moved is unreachable at its old address until the producer's view has
+    its new one: one metadata request that may hang for ``request_timeout_ms``, the reconnect backoff, then the read
+    itself. Giving up sooner sends a stored batch again as new: a duplicate."""
+    return (2 * config.request_timeout_ms + config.reconnect_backoff_max_ms) / 1000
 
 
 def _count(batch: bytes) -> int:

@@ -51,7 +51,7 @@ def test_a_short_chaos_run_reads_back_every_message_exactly_once(tmp_path: Path)
     counts = r["fault_counts"]
     assert counts["daemon_kill"] >= 3 and counts["broker_restart"] >= 2, counts
     assert counts["cut"] >= 2 and counts["drop_answers"] >= 2 and counts["broker_move"] >= 2, counts
-    assert r["settled"], r
+    assert r["settled"] and r["harness"] == [], r
     assert r["lost"] == 0 and r["duplicated"] == 0, r
     assert r["sent"] > 50_000 and r["delivered"] > 0
     assert r["delivered"] + sum(r["discarded"].values()) - r["discarded_delivered_anyway"] == r["sent"], r

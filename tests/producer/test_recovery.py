@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -132,6 +133,136 @@ def test_an_unreachable_broker_ends_at_the_deadline_and_everything_falls_back() 
     out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
     assert [e.batch_id for e in out.fallback] == [1, 2]
     assert time.monotonic() - begun < 2
+
+
+class Hanging(Settler):
+    """A settler on a scripted connection whose first ``hangs`` requests are never answered (the answer was lost on
+    the way): the log is the batch of producer id 9, epoch 0, sequence 0 at offset 40, high watermark 41."""
+
+    def __init__(self, hangs: int, deadline: float) -> None:
+        super().__init__(
+            None, ProducerConfig(retry_backoff_ms=10), lambda e: e.payload, deadline=time.monotonic() + deadline
+        )  # type: ignore[arg-type]
+        self.hangs, self.asked, self.dropped = hangs, 0, 0
+        batch = bytearray(
+            with_producer_identity(_entry(1, 0).payload, producer_id=9, producer_epoch=0, base_sequence=0)
+        )
+        batch[0:8] = (40).to_bytes(8, "big")
+        part = SimpleNamespace(
+            partition_index=0, error_code=0, log_start_offset=0, high_watermark=41, records=bytes(batch)
+        )
+        self.answer = SimpleNamespace(responses=[SimpleNamespace(partitions=[part])])
+
+    async def _leader(self, tp: Any) -> Any:
+        return SimpleNamespace(
+            request=self._request, versions=SimpleNamespace(version=lambda api: 4), close=lambda: None
+        )
+
+    def _request(self, body: Any, version: int) -> asyncio.Future[Any]:
+        self.asked += 1
+        future = asyncio.get_running_loop().create_future()
+        if self.asked > self.hangs:
+            future.set_result(self.answer)
+        return future
+
+    def _drop_connection(self, tp: Any) -> None:
+        self.dropped += 1
+
+
+def test_a_lost_fetch_answer_is_asked_again_before_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker's answer to the settling's log read never comes (swallowed on the way): the request is given up
+    after REQUEST_S, not after the whole deadline, and asked again on a new connection — the batch is found in time,
+    not sent again as new."""
+    monkeypatch.setattr(recovery, "REQUEST_S", 0.3, raising=False)  # none before the bound
+    settler = Hanging(hangs=1, deadline=3)
+    begun = time.monotonic()
+    out = asyncio.run(asyncio.wait_for(settler.settle([_entry(1, 0)], {}), 5))
+    assert [e.batch_id for e in out.found] == [1] and out.fallback == [] and out.resent == []
+    assert settler.asked == 2 and settler.dropped == 1
+    assert 0.3 <= time.monotonic() - begun < 2
+
+
+def test_no_request_waits_past_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers never come: settling still ends at its deadline, everything falls back."""
+    settler = Hanging(hangs=10**6, deadline=0.5)
+    begun = time.monotonic()
+    out = asyncio.run(asyncio.wait_for(settler.settle([_entry(1, 0)], {}), 5))
+    assert [e.batch_id for e in out.fallback] == [1]
+    assert time.monotonic() - begun < 1.5
+
+
+def _find(logs: list[dict[tuple[int, int, int], int]], monkeypatch: pytest.MonkeyPatch) -> tuple[int | None, int]:
+    """find_batch over scripted log reads (each read takes the next of ``logs``, the last one repeats)."""
+    reads = []
+
+    async def read(self: Settler, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+        reads.append(offset)
+        return logs[min(len(reads), len(logs)) - 1]
+
+    monkeypatch.setattr(Settler, "_read_log", read)
+    found = asyncio.run(recovery.find_batch(None, ProducerConfig(retry_backoff_ms=10), TP, 7, (9, 0, 3)))  # type: ignore[arg-type]
+    return found, len(reads)
+
+
+def test_the_live_duplicate_check_reads_the_log_again_for_a_late_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DUPLICATE_SEQUENCE_NUMBER for a batch whose write is still on its way into the log (tansu on object storage):
+    not there at the first read, there at the third — found, not sent again as new."""
+    assert _find([{}, {}, {(9, 0, 3): 12}], monkeypatch) == (12, 3)
+
+
+def test_the_live_duplicate_check_gives_up_after_the_log_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recovery, "LOG_WAIT_S", 0.3)
+    begun = time.monotonic()
+    found, reads = _find([{(9, 0, 4): 12}], monkeypatch)
+    assert found is None and reads > 1 and 0.25 <= time.monotonic() - begun < 2
+
+
+def test_the_live_duplicate_check_waits_for_a_moved_leader_longer_than_one_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The partition's leader moved: its old address refuses connections until the producer's view has the new one,
+    which can take a metadata request that hangs (request_timeout_ms) and the reconnect backoff. The check goes on
+    trying for that long instead of sending a stored batch again as new (a duplicate)."""
+    config = ProducerConfig(retry_backoff_ms=10, request_timeout_ms=200, reconnect_backoff_max_ms=100)
+    begun = time.monotonic()
+
+    async def read(self: Settler, tp: Any, offset: int, pids: set[int]) -> dict[tuple[int, int, int], int]:
+        if time.monotonic() - begun < 0.3:  # past request_timeout_ms
+            raise TransportError("cannot connect", reason=Failure.CONNECT_FAIL)
+        return {(9, 0, 3): 12}
+
+    monkeypatch.setattr(Settler, "_read_log", read)
+    views = SimpleNamespace(cluster=lambda: None)
+    assert asyncio.run(recovery.find_batch(views, config, TP, 7, (9, 0, 3))) == 12  # type: ignore[arg-type]
+    assert recovery.check_timeout(config) == 0.5  # 2 * request_timeout_ms + reconnect_backoff_max_ms
+
+
+def test_a_duplicate_answer_whose_log_cannot_be_read_is_sent_again_as_a_possible_duplicate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log stays unreadable: the messages are sent again as new, and reported as possible duplicates (the batch
+    may be stored)."""
+    from bruce.producer import duplicates
+
+    async def unreadable(*args: Any) -> int | None:
+        raise TransportError("cannot connect", reason=Failure.CONNECT_FAIL)
+
+    monkeypatch.setattr(duplicates, "find_batch", unreadable)
+    calls: list[tuple[str, Any]] = []
+    ledger = SimpleNamespace(possible_duplicates=lambda topic, ms: calls.append(("possible", list(ms))))
+    d = SimpleNamespace(
+        counters=SimpleNamespace(inc=lambda *a: None),
+        ledger=ledger,
+        give_back=lambda pq, ms, since: calls.append(("back", list(ms))),
+        seq=None,
+    )
+    tasks: list[Any] = []
+    check = duplicates.DuplicateCheck(d, None, ProducerConfig(), tasks.append)  # type: ignore[arg-type]
+    pq = SimpleNamespace(topic="t", partition=0)
+    batch = SimpleNamespace(producer_id=9, producer_epoch=0, base_sequence=3, known=7)
+    check(pq, batch, ["m1", "m2"], 10, 0.0)  # type: ignore[arg-type]
+    asyncio.run(tasks[0])
+    assert calls == [("possible", ["m1", "m2"]), ("back", ["m1", "m2"])]
 
 
 def test_log_identities_reads_whole_batches_of_the_producers_asked_about() -> None:
