@@ -1,5 +1,11 @@
 """Shared fixtures. The real broker (tansu) is started once per session on a free loopback port; a missing broker is
-an error, never a skip."""
+an error, never a skip.
+
+test.sh runs the suite in two processes (pytest-xdist, ``-n 2 --dist loadgroup``); each gets its own session fixtures
+(tansu, moto, Spark). Each group below runs whole on one process, so its module and session fixtures start once there
+and its tests never overlap one another: by default a test file; every Spark test in one (a single Spark session and
+standalone cluster); and the tests that use ./run.sh's fixed ports (127.0.0.1:9092 and :9090) in one.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,31 @@ from durable_cluster import DurableCluster, MotoS3
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 _topic_numbers = itertools.count(1)
+
+GROUPS = {
+    "tests/spark/": "spark",
+    # The docs examples run ./run.sh's daemon on 9092 and 9090; the README flow and the installed wheel's daemon take
+    # 9092 when free (and assert what they find).
+    "tests/e2e/docs/test_docs_examples.py": "usual-ports",
+    "tests/e2e/daemon/test_daemon_command.py": "usual-ports",
+    "tests/test_packaging.py": "usual-ports",
+}
+LONG_FIRST = ["spark", "usual-ports", "tests/e2e/test_chaos.py", "tests/e2e/daemon/test_daemon_spool_outage.py"]
+"""The longest groups (minutes each), handed out first so that neither process is left running one alone at the end
+(test.sh turns xdist's own reordering off)."""
+
+
+def _group(item: pytest.Item) -> str:
+    path = item.nodeid.split("::")[0]
+    return next((group for prefix, group in GROUPS.items() if path.startswith(prefix)), path)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {group: i for i, group in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: files keep their order
 
 
 @pytest.fixture(scope="session")
