@@ -9,5 +9,5 @@ bash scripts/bootstrap.sh test
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 bash scripts/typecheck.sh
-.venv/bin/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder "$@"
+.venv/bin/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder "$@"
 .venv/bin/python fuzz/run_all.py --total-seconds 50

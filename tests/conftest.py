@@ -1,7 +1,7 @@
 """Shared fixtures. The real broker (tansu) is started once per session on a free loopback port; a missing broker is
 an error, never a skip.
 
-test.sh runs the suite in two processes (pytest-xdist, ``-n 2 --dist loadgroup``); each gets its own session fixtures
+test.sh runs the suite in two processes (pytest-xdist, ``-n 2``); each gets its own session fixtures
 (tansu, moto, Spark). Each group below runs whole on one process, so its module and session fixtures start once there
 and its tests never overlap one another: by default a test file; every Spark test in one (a single Spark session and
 standalone cluster); and the tests that use ./run.sh's fixed ports (127.0.0.1:9092 and :9090) in one.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from durable_cluster import DurableCluster, MotoS3
@@ -33,17 +34,27 @@ LONG_FIRST = ["spark", "usual-ports", "tests/e2e/test_chaos.py", "tests/e2e/daem
 (test.sh turns xdist's own reordering off)."""
 
 
-def _group(item: pytest.Item) -> str:
-    path = item.nodeid.split("::")[0]
+def _group(nodeid: str) -> str:
+    path = nodeid.split("::")[0]
     return next((group for prefix, group in GROUPS.items() if path.startswith(prefix)), path)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
     rank = {group: i for i, group in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: files keep their order
+    items.sort(key=lambda item: rank.get(_group(item.nodeid), len(rank)))  # stable: files keep their order
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with :data:`GROUPS` as the scopes (its own ``xdist_group`` marks have no effect on
+    pytest 9.2's test ids)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
