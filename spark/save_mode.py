@@ -74,5 +74,7 @@ def default_to_append() -> None:
         from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
     except ImportError:  # Spark Connect's client dependencies are not installed: nothing to wrap
         return
+    except SystemExit:  # the same, in a process whose __main__ has no file (``python -c``): pyspark exits instead
+        return
     if not getattr(ConnectWriter.save, "_bruce_append", False):
         _wrap_connect(ConnectWriter)

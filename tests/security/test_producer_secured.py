@@ -143,7 +143,9 @@ def test_refused_logins_back_off_doubling_and_are_counted(peers) -> None:
             first = attempts() - start
             await asyncio.sleep(3)
             second = attempts() - start - first
-            return first, second, producer.counters.get("ConnectorAuthenticationFailed")
+            counted = producer.counters.get("ConnectorAuthenticationFailed")
+            await producer.close(0)  # the message cannot go: no waiting shutdown_max_delay_ms (30 s) for it
+            return first, second, counted
 
     first, second, counted = asyncio.run(run())
     # attempts at about 0, 0, 0.1, 0.3, 0.7, 1.5, 3.1 s (±20 %): a flat 0.5 s probe would make 6 in each window

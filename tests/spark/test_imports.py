@@ -1,10 +1,12 @@
 """bruce.spark's modules import each other one way only: no cycle among the imports made when a module loads, and no
 sibling module imported inside a function (the way a cycle hides). Imports under ``if TYPE_CHECKING:`` are for type
-hints only and do not count."""
+hints only and do not count. And loading bruce.spark does not end a process that pyspark takes for a doctest run."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 SPARK = Path(__file__).resolve().parents[2] / "spark"
@@ -68,3 +70,11 @@ def test_no_import_cycle_and_no_hidden_sibling_import() -> None:
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_save_mode_wrapper_installs_in_a_process_without_a_main_file() -> None:
+    """``python -c`` (and pytest-xdist's workers): importing Spark Connect's writer exits such a process (status 0)
+    when Connect's client dependencies are missing; installing the Append default must not end it."""
+    code = "from bruce.spark.save_mode import default_to_append; default_to_append(); print('installed')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "installed", done.stderr[-2000:]
