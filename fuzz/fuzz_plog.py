@@ -20,7 +20,7 @@ import sys
 
 import atheris
 
-with atheris.instrument_imports():
+with atheris.instrument_imports(include=["bruce.wire.plog", "bruce.proxy.plog.defrag", "bruce.proxy.plog.stats"]):
     from bruce.proxy.plog.defrag import INVALID_FRAGMENT, Defragmenter
     from bruce.proxy.plog.stats import PlogStats
     from bruce.wire.errors import MalformedInput
