@@ -1,6 +1,7 @@
-"""The short chaos run (bench/chaos.py) in CI: the daemon on a spool under steady load, through three rounds of faults
-on a durable tansu cluster (each round: a daemon ``kill -9``, a broker restart, a broker moved, a cut, dropped
-answers, the spool full, the memory budget exceeded), then every message read back by number with confluent-kafka.
+"""The short chaos run (bench/chaos.py) in CI: the daemon on a spool under steady load, for two minutes and at least
+three rounds of faults on a durable tansu cluster (each round: a daemon ``kill -9``, a broker restart, a broker moved,
+a cut, dropped answers, the spool full, the memory budget exceeded), then every message read back by number with
+confluent-kafka.
 
 Asserted: exactly once — no message lost (every one the socket took is read back or was discarded with a reason in
 the discard log) and none read twice (the batch journal settles what a ``kill -9`` left unacknowledged, docs/spool.md;
@@ -30,7 +31,7 @@ def test_a_short_chaos_run_reads_back_every_message_exactly_once(tmp_path: Path)
             sys.executable,
             str(CHAOS),
             "--minutes",
-            "1.5",
+            "2",
             "--rounds",
             "3",
             "--seed",
@@ -52,6 +53,7 @@ def test_a_short_chaos_run_reads_back_every_message_exactly_once(tmp_path: Path)
     assert counts["daemon_kill"] >= 3 and counts["broker_restart"] >= 2, counts
     assert counts["cut"] >= 2 and counts["drop_answers"] >= 2 and counts["broker_move"] >= 2, counts
     assert r["settled"] and r["harness"] == [], r
+    assert max(f["at_s"] for f in r["faults"]) >= 110, r["faults"]  # faults kept coming for about two minutes
     assert r["lost"] == 0 and r["duplicated"] == 0, r
     assert r["sent"] > 50_000 and r["delivered"] > 0
     assert r["delivered"] + sum(r["discarded"].values()) - r["discarded_delivered_anyway"] == r["sent"], r
