@@ -23,7 +23,10 @@ its acknowledgement, for batches of 1, 64 and 1,000 messages: CPU µs per batch 
 
 ``--daemon``: the ``bruce`` daemon end to end (bench/proxy_bench.py's run: 2 sender processes, the ``plain``
 configuration, tansu, every message read back) without the spool, then with ``--spool_dir`` (fsync_ms 100), in
-the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no spool.
+the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no spool. The CPU added is also split
+by process: the event loop's process (it does all the spool's work, its sync thread included) and the intake reader
+process (it never touches the spool; what it adds or saves between two runs is how the scheduler treated it, which
+moves either way by up to ~0.7 µs per message on a busy machine). With ``--rounds``, the medians of each.
 
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part
@@ -152,7 +155,7 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
     print(f"\ndaemon: {messages:,} x 100 B from 2 senders, plain configuration, without and with the spool")
     with tempfile.TemporaryDirectory(prefix="spool-daemon-", dir=directory) as tmp, EmbeddedBroker() as broker:
         work = Path(tmp)
-        rates, cpus = [], []
+        rates, cpus, loops, readers = [], [], [], []
         for n in range(rounds):
             runs = []
             for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / f"spool-{n}")))):
@@ -177,16 +180,19 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
             off, on = runs
             rates.append(on.rate / off.rate)
             cpus.append(on.cpu_us - off.cpu_us)
+            loops.append(on.loop_cpu_us - off.loop_cpu_us)
+            readers.append(on.reader_cpu_us - off.reader_cpu_us)
             print(
                 f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x"
-                f" (+{on.cpu_us - off.cpu_us:.2f} µs)"
+                f" ({cpus[-1]:+.2f} µs: loop {loops[-1]:+.2f}, reader {readers[-1]:+.2f})"
             )
             left = sorted((work / f"spool-{n}").glob("*.seg*"))
             print(f"  spool files left after the clean stop: {len(left)}")
         if rounds > 1:
             print(
                 f"  median of {rounds} rounds: rate {statistics.median(rates):.2f}x,"
-                f" CPU +{statistics.median(cpus):.2f} µs per message"
+                f" CPU {statistics.median(cpus):+.2f} µs per message (loop process {statistics.median(loops):+.2f},"
+                f" reader process {statistics.median(readers):+.2f})"
             )
 
 
