@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bruce.proxy.config.model import TopicAction, TopicBatching
+from bruce.proxy.config.model import Config, TopicAction, TopicBatching
 from bruce.proxy.routing.batcher import Batcher
 
 from .helpers import Submitted, config, limits, msg
@@ -354,20 +354,25 @@ _steps = st.lists(
 )
 
 
+def _mixed_config(shared: tuple) -> Config:
+    """Combined batching under ``shared`` limits (at least one set), a per-topic topic "solo" and a disabled "off"."""
+    if shared == (None, None, None):
+        shared = (5, None, None)
+    return config(
+        named={"shared": limits(*shared), "own": limits(4, 3, 10)},
+        combined="shared",
+        default=TopicBatching(COMBINED),
+        topics={"solo": TopicBatching(PER_TOPIC, "own"), "off": TopicBatching(TopicAction.DISABLE)},
+    )
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     steps=_steps,
     shared=st.tuples(st.sampled_from([None, 3, 7]), st.sampled_from([None, 2, 4]), st.sampled_from([None, 5, 16])),
 )
 def test_every_message_ships_once_in_order_within_the_limits(steps: list, shared: tuple) -> None:
-    if shared == (None, None, None):
-        shared = (5, None, None)
-    cfg = config(
-        named={"shared": limits(*shared), "own": limits(4, 3, 10)},
-        combined="shared",
-        default=TopicBatching(COMBINED),
-        topics={"solo": TopicBatching(PER_TOPIC, "own"), "off": TopicBatching(TopicAction.DISABLE)},
-    )
+    cfg = _mixed_config(shared)
     out = Submitted()
     b = Batcher(cfg.batching_for, out)
     now = 0.0
@@ -420,14 +425,7 @@ def test_a_run_added_in_one_step_ships_as_when_added_one_by_one(runs: list, shar
     """The router's runs (one topic, one receive time): try_add_many then expire, or one by one when it declines,
     give the same batches in the same order as add() of each, and it declines only when a message would complete a
     batch."""
-    if shared == (None, None, None):
-        shared = (5, None, None)
-    cfg = config(
-        named={"shared": limits(*shared), "own": limits(4, 3, 10)},
-        combined="shared",
-        default=TopicBatching(COMBINED),
-        topics={"solo": TopicBatching(PER_TOPIC, "own"), "off": TopicBatching(TopicAction.DISABLE)},
-    )
+    cfg = _mixed_config(shared)
     one_out, many_out = Submitted(), Submitted()
     one, many = Batcher(cfg.batching_for, one_out), Batcher(cfg.batching_for, many_out)
     now = 0.0
