@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import child_pids, machine, max_dgram_qlen, proc_cpu_s
+from _common import child_pids, machine, max_dgram_qlen, proc_cpu_s, proc_sys_s
 from confluent_kafka import Consumer, Producer, TopicPartition
 from daemon_profile import print_table, stage_table
 from fake08 import FakeBroker08
@@ -246,6 +246,7 @@ class Result:
     read_seconds: float  # until the daemon had read every datagram
     loop_cpu_us: float  # per message, the daemon's own process (its event loop)
     reader_cpu_us: float  # per message, its intake reader process
+    loop_sys_us: float  # per message, the kernel's part of loop_cpu_us (system calls: sockets, spool writes)
     eagain: int
     blocked_s: float
     sender_wall_s: float
@@ -315,6 +316,7 @@ def run_one(
             wait_for(lambda: settled_count(url) >= warmup, "the warm-up")
         start_rss = status_kib(daemon.pid, "VmRSS")
         loop0, reader0 = daemon_cpu_s(daemon.pid)
+        loop_sys0 = proc_sys_s(daemon.pid)
         t0 = time.monotonic()
         per_sender = _send(sock, topic, messages, senders, blocking)
         read_at: list[float] = []
@@ -329,6 +331,7 @@ def run_one(
         seconds = time.monotonic() - t0
         read_seconds = (read_at[0] if read_at else time.monotonic()) - t0
         loop1, reader1 = daemon_cpu_s(daemon.pid)
+        loop_sys1 = proc_sys_s(daemon.pid)
         c = counters(url)
         hwm = status_kib(daemon.pid, "VmHWM")
         budget_hwm = gauge(url, "bruce_msg_buffer_high_water_bytes") / 1024
@@ -354,6 +357,7 @@ def run_one(
         read_seconds=read_seconds,
         loop_cpu_us=loop_us,
         reader_cpu_us=reader_us,
+        loop_sys_us=(loop_sys1 - loop_sys0) / messages * 1e6,
         eagain=sum(r["eagain"] for r in per_sender),
         blocked_s=sum(r["blocked"] for r in per_sender),
         sender_wall_s=max(r["wall"] for r in per_sender),

@@ -32,6 +32,7 @@ moves either way by up to ~0.7 µs per message on a busy machine). With ``--roun
     .venv/bin/python bench/spool_bench.py --codec         # one part
     .venv/bin/python bench/spool_bench.py --daemon --messages 500000   # the daemon with and without the spool
     .venv/bin/python bench/spool_bench.py --daemon --rounds 3           # alternating three times: the medians
+    .venv/bin/python bench/spool_bench.py --daemon --profile /tmp/sp    # and the CPU added by stage (sampled)
     .venv/bin/python bench/spool_bench.py --path          # the spool's work in the event loop, per message
     .venv/bin/python bench/spool_bench.py --journal       # the batch journal's cost per batch and per message
     .venv/bin/python bench/spool_bench.py --quick         # a short run: checks that it runs
@@ -144,7 +145,7 @@ def writer(quick: bool, directory: Path | None) -> None:
                 )
 
 
-def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
+def daemon(messages: int, directory: Path | None, rounds: int = 1, profile: Path | None = None) -> None:
     """The daemon without and with the spool, alternating, ``rounds`` times in this run (see the module docstring)."""
     import statistics
 
@@ -155,7 +156,8 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
     print(f"\ndaemon: {messages:,} x 100 B from 2 senders, plain configuration, without and with the spool")
     with tempfile.TemporaryDirectory(prefix="spool-daemon-", dir=directory) as tmp, EmbeddedBroker() as broker:
         work = Path(tmp)
-        rates, cpus, loops, readers = [], [], [], []
+        rates, cpus, loops, readers, kernels = [], [], [], [], []
+        added: dict[tuple[str, str], list[float]] = {}  # (process, stage) -> ns/msg on minus off, per round
         for n in range(rounds):
             runs = []
             for label, extra in (("off", ()), ("on", ("--spool_dir", str(work / f"spool-{n}")))):
@@ -170,21 +172,30 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
                     blocking=True,
                     extra_args=extra,
                     label=label,
+                    profile=None if profile is None else profile / f"round-{n}",
                 )
                 lost = r.sent - r.read_back - r.discarded
                 print(
                     f"  spool {label:3}  {r.rate:>9,.0f} msgs/s  daemon CPU {r.cpu_us:.2f} µs/msg "
-                    f"(loop {r.loop_cpu_us:.2f}, reader {r.reader_cpu_us:.2f})  read back {r.read_back:,}  lost {lost}"
+                    f"(loop {r.loop_cpu_us:.2f} of which kernel {r.loop_sys_us:.2f}, reader {r.reader_cpu_us:.2f})"
+                    f"  read back {r.read_back:,}  lost {lost}"
                 )
                 runs.append(r)
             off, on = runs
+            if off.stages is not None and on.stages is not None:
+                before = {(r["process"], r["stage"]): r["ns_per_msg"] for r in off.stages}
+                after = {(r["process"], r["stage"]): r["ns_per_msg"] for r in on.stages}
+                for key in before.keys() | after.keys():
+                    added.setdefault(key, []).append(after.get(key, 0.0) - before.get(key, 0.0))
             rates.append(on.rate / off.rate)
             cpus.append(on.cpu_us - off.cpu_us)
             loops.append(on.loop_cpu_us - off.loop_cpu_us)
             readers.append(on.reader_cpu_us - off.reader_cpu_us)
+            kernels.append(on.loop_sys_us - off.loop_sys_us)
             print(
                 f"  ratio on/off: rate {on.rate / off.rate:.2f}x, CPU per message {on.cpu_us / off.cpu_us:.2f}x"
-                f" ({cpus[-1]:+.2f} µs: loop {loops[-1]:+.2f}, reader {readers[-1]:+.2f})"
+                f" ({cpus[-1]:+.2f} µs: loop {loops[-1]:+.2f} of which kernel {kernels[-1]:+.2f},"
+                f" reader {readers[-1]:+.2f})"
             )
             left = sorted((work / f"spool-{n}").glob("*.seg*"))
             print(f"  spool files left after the clean stop: {len(left)}")
@@ -192,8 +203,13 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1) -> None:
             print(
                 f"  median of {rounds} rounds: rate {statistics.median(rates):.2f}x,"
                 f" CPU {statistics.median(cpus):+.2f} µs per message (loop process {statistics.median(loops):+.2f},"
+                f" of which kernel {statistics.median(kernels):+.2f},"
                 f" reader process {statistics.median(readers):+.2f})"
             )
+        if added:
+            print(f"  CPU added by stage, ns per message (median of {rounds} rounds; sampled, ±10-20 % per stage):")
+            for (process, stage), diffs in sorted(added.items(), key=lambda kv: -statistics.median(kv[1])):
+                print(f"    {process:<20} {stage:<45} {statistics.median(diffs):+7.0f}")
 
 
 def path(quick: bool, directory: Path | None) -> None:
@@ -283,6 +299,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="--daemon: alternate without and with this many times")
     parser.add_argument("--dir", type=Path, help="where the writer's temporary spool goes (default: the temp dir)")
     parser.add_argument("--quick", action="store_true", help="a short run")
+    parser.add_argument("--profile", type=Path, help="--daemon: sample both daemon processes (bench/proxy_bench.py)")
     args = parser.parse_args()
     both = not args.codec and not args.writer and not args.daemon and not args.path and not args.journal
     if args.codec or both:
@@ -294,7 +311,7 @@ def main() -> None:
     if args.journal or both:
         journal(args.quick, args.dir)
     if args.daemon:
-        daemon(20_000 if args.quick else args.messages, args.dir, args.rounds)
+        daemon(20_000 if args.quick else args.messages, args.dir, args.rounds, args.profile)
 
 
 if __name__ == "__main__":
