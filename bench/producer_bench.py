@@ -13,9 +13,11 @@ The best of --repeat runs counts; the clients take turns (one run each, then aga
 in-memory log grows with every run) weighs on every client alike. Targets (issue 16): per-message ``send`` at least
 0.8x confluent-kafka's ``produce`` and 4x aiokafka's; ``send_many`` (all values in one call, awaited once) at least
 1.5x confluent-kafka.
-Each of our rows prints the garbage collector's share of its time (``gc.callbacks`` timing the collections, target
-<= 10 %). Then bruce.producer runs again with the collector off (the share as lost throughput), and both of ours
-with ``Producer(freeze_gc=True)`` (the program's state frozen at start: see docs/producer.md).
+Every row prints the CPU per message of its best run, the client's (this process, its threads included) and the
+broker's (the tansu the bench started); each of ours the garbage collector's share of its time too (``gc.callbacks``
+timing the collections, target <= 10 %). Then bruce.producer runs again with the collector off (the share as lost
+throughput), and both of ours with ``Producer(freeze_gc=True)`` (the program's state frozen at start: see
+docs/producer.md).
 
 ``--sizes`` repeats the whole comparison per value size (at most 100 MB of values per client and size: 10,000
 messages of 10 KB), ``--clients`` picks clients by name prefix, ``--json FILE`` writes every rate for
@@ -47,7 +49,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from _common import machine
+from _common import machine, own_cpu_s, proc_cpu_s
 
 from bruce.producer import Producer, ProducerConfig, new_event_loop
 from bruce.proxy.daemon.embedded import EmbeddedBroker
@@ -240,12 +242,31 @@ def best_rate(
             gc.disable()
         try:
             GC.share = 0.0
+            own0, broker0 = own_cpu_s(), _broker_cpu_s(broker)
             rate = n / (bench(address, topic, n, value, props) if props else bench(address, topic, n, value))
             if rate > best:
                 best, GC.best_share = rate, GC.share
+                CPU.client_us = (own_cpu_s() - own0) / n * 1e6
+                CPU.broker_us = (_broker_cpu_s(broker) - broker0) / n * 1e6
         finally:
             gc.enable()
     return best
+
+
+class CpuOfBest:
+    """CPU µs per message of the best run of the last best_rate(): this process (the client, its threads included)
+    and the broker (0 when it is not ours to measure)."""
+
+    client_us = 0.0
+    broker_us = 0.0
+
+
+CPU = CpuOfBest()
+
+
+def _broker_cpu_s(broker: EmbeddedBroker | None) -> float:
+    process = broker.process if broker is not None else None
+    return proc_cpu_s(process.pid) if process is not None else 0.0
 
 
 MAX_BYTES_PER_RUN = 100_000_000
@@ -259,16 +280,17 @@ def run(
     n = max(1, min(n, MAX_BYTES_PER_RUN // size))
     print(f"-- {n:,} x {size:,}-byte values", flush=True)
     rates: dict[str, float] = {}
-    shares: dict[str, float] = {}
+    notes: dict[str, str] = {}
     chosen = {name: bench for name, bench in CLIENTS.items() if clients is None or name in clients}
     for _ in range(repeat):  # in turns: every client once per round
         for name, bench in chosen.items():
             rate = best_rate(bench, address, broker, n, value, 1)
             if rate > rates.get(name, 0.0):
-                rates[name], shares[name] = rate, GC.best_share
+                rates[name] = rate
+                cpu = f"CPU/msg: client {CPU.client_us:.2f} µs, broker {CPU.broker_us:.2f} µs"
+                notes[name] = f"{cpu}; the garbage collector's share: {GC.best_share:.0%}" if "bruce" in name else cpu
     for name in chosen:
-        ours = f" (the garbage collector's share: {shares[name]:.0%})" if name.startswith("bruce") else ""
-        print(f"{name:36} {rates[name]:12,.0f} msgs/s{ours}", flush=True)
+        print(f"{name:36} {rates[name]:12,.0f} msgs/s ({notes[name]})", flush=True)
     ours = rates.get("bruce.producer")
     if ours is None:
         return rates
