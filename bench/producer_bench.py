@@ -6,8 +6,10 @@ Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat
        python bench/producer_bench.py --sizes 10,100,1000,10000 --clients bruce,confluent,aiokafka --json FILE
        python bench/producer_bench.py --security [--messages 200000] [--repeat 1] [--quick]
        python bench/producer_bench.py --latency 20 [--messages 200000] [--repeat 1] [--quick]
+       python bench/producer_bench.py --idempotent --sizes 1000 --clients bruce,confluent --repeat 3
 
-Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
+Each client gets a fresh one-partition topic, acks=1 (with ``--idempotent``: acks=-1 and idempotence on, so both
+pipeline up to 5 requests per partition and keep order), and its usual batching (linger 5 ms); time runs from the first
 send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/daemon/embedded.py).
 The best of --repeat runs counts; the clients take turns (one run each, then again), so that the broker's state (its
 in-memory log grows with every run) weighs on every client alike. Targets (issue 16): per-message ``send`` at least
@@ -80,6 +82,16 @@ class GcClock:
 GC = GcClock()
 
 
+class WarmUp:
+    """``on``: each client delivers one message before its clock starts (``--idempotent``: confluent-kafka gets its
+    producer id in the background at start, ~0.5 s on tansu, which would otherwise count as sending time)."""
+
+    on = False
+
+
+WARM_UP = WarmUp()
+
+
 def bench_bruce(
     address: str, topic: str, n: int, value: bytes, props: dict | None = None, *, yield_every: int = 0
 ) -> float:
@@ -109,6 +121,11 @@ def _run_bruce(
         )
         async with Producer(config, freeze_gc=freeze) as producer:
             await producer.ready(10)
+            if WARM_UP.on:
+                await producer.send(topic, value)
+                n_more = 1
+            else:
+                n_more = 0
             values = [value] * n if bulk else None
             send = producer.send
             GC.start()
@@ -126,7 +143,7 @@ def _run_bruce(
             left = await producer.flush(120)
             elapsed = time.perf_counter() - started
             GC.share = GC.seconds / elapsed
-            if left or failed or producer.delivered != n:
+            if left or failed or producer.delivered != n + n_more:
                 raise RuntimeError(f"bruce: {left} left, {failed} failed, {producer.delivered} delivered of {n}")
             return elapsed
 
@@ -153,6 +170,10 @@ def bench_confluent(address: str, topic: str, n: int, value: bytes, props: dict 
     )
     producer.list_topics(topic, timeout=10)
     failed = []
+    if WARM_UP.on:
+        producer.produce(topic, value)
+        if producer.flush(30):
+            raise RuntimeError("confluent-kafka: the warm-up message was not delivered")
 
     def on_delivery(err: object, msg: object) -> None:
         if err is not None:
@@ -273,9 +294,16 @@ MAX_BYTES_PER_RUN = 100_000_000
 
 
 def run(
-    address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: int, clients: list[str] | None = None
+    address: str,
+    broker: EmbeddedBroker | None,
+    n: int,
+    size: int,
+    repeat: int,
+    clients: list[str] | None = None,
+    props: dict | None = None,
 ) -> dict[str, float]:
-    """Every client (or those named) at one value size; bruce.producer also with the collector off."""
+    """Every client (or those named) at one value size, with ``props`` added to each one's settings; bruce.producer
+    also with the collector off."""
     value = b"x" * size
     n = max(1, min(n, MAX_BYTES_PER_RUN // size))
     print(f"-- {n:,} x {size:,}-byte values", flush=True)
@@ -284,7 +312,7 @@ def run(
     chosen = {name: bench for name, bench in CLIENTS.items() if clients is None or name in clients}
     for _ in range(repeat):  # in turns: every client once per round
         for name, bench in chosen.items():
-            rate = best_rate(bench, address, broker, n, value, 1)
+            rate = best_rate(bench, address, broker, n, value, 1, props=props)
             if rate > rates.get(name, 0.0):
                 rates[name] = rate
                 cpu = f"CPU/msg: client {CPU.client_us:.2f} µs, broker {CPU.broker_us:.2f} µs"
@@ -295,14 +323,14 @@ def run(
     if ours is None:
         return rates
     without_gc = rates["bruce.producer, no gc"] = best_rate(
-        bench_bruce, address, broker, n, value, repeat, collector=False
+        bench_bruce, address, broker, n, value, repeat, collector=False, props=props
     )
     share = 1 - ours / without_gc
     print(f"{'bruce.producer, no gc':36} {without_gc:12,.0f} msgs/s (the garbage collector's share: {share:.0%})")
     for name, bulk in (("bruce.producer, gc frozen", False), ("bruce.producer send_many, gc frozen", True)):
         if bulk and "bruce.producer send_many" not in rates:
             continue
-        frozen = partial(_run_bruce, props=None, bulk=bulk, freeze=True)
+        frozen = partial(_run_bruce, props=props, bulk=bulk, freeze=True)
         rates[name] = best_rate(frozen, address, broker, n, value, repeat)
         print(f"{name:36} {rates[name]:12,.0f} msgs/s (the garbage collector's share: {GC.best_share:.0%})")
     for peer, target in (("aiokafka (await send)", " (target >= 4)"), ("confluent-kafka", " (target >= 0.8)")):
@@ -421,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rates here (for bench/report.py)")
     parser.add_argument("--security", action="store_true", help="PLAINTEXT vs SSL vs SASL_SSL, ours and confluent's")
     parser.add_argument("--latency", type=float, help="ms added each way: idempotent pipelining, 5 vs 1 in flight")
+    parser.add_argument(
+        "--idempotent", action="store_true", help="acks=-1, idempotence on (5 in flight): ours and confluent only"
+    )
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
     if args.latency is not None:
@@ -433,21 +464,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.size]
     clients = _clients(args.clients)
-    print(f"producing up to {n:,} values per client and size, acks=1, python {sys.version.split()[0]}")
+    props = {"acks": -1, "enable.idempotence": True} if args.idempotent else None
+    WARM_UP.on = bool(props)
+    if props and (clients is None or any(not c.startswith(("bruce", "confluent")) for c in clients)):
+        raise SystemExit("--idempotent: only with --clients bruce,confluent (the others take no settings here)")
+    acks = "acks=-1, idempotence on" if props else "acks=1"
+    print(f"producing up to {n:,} values per client and size, {acks}, python {sys.version.split()[0]}")
     by_size: dict[int, dict[str, float]] = {}
     if args.bootstrap:
         for size in sizes:
-            by_size[size] = run(args.bootstrap, None, n, size, repeat, clients)
+            by_size[size] = run(args.bootstrap, None, n, size, repeat, clients, props)
     else:
         with EmbeddedBroker() as broker:
             for size in sizes:
-                by_size[size] = run(broker.address, broker, n, size, repeat, clients)
+                by_size[size] = run(broker.address, broker, n, size, repeat, clients, props)
     if args.json:
         body = {
             "bench": "producer",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": machine(),
-            "settings": {"messages": n, "max_bytes_per_run": MAX_BYTES_PER_RUN, "acks": 1, "repeat": repeat},
+            "settings": {
+                "messages": n,
+                "max_bytes_per_run": MAX_BYTES_PER_RUN,
+                "acks": -1 if props else 1,
+                "idempotent": bool(props),
+                "repeat": repeat,
+            },
             "rates": [
                 {"size": size, "client": c, "msgs_per_s": round(r)}
                 for size, rs in by_size.items()
