@@ -7,10 +7,13 @@ Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat
        python bench/producer_bench.py --security [--messages 200000] [--repeat 1] [--quick]
        python bench/producer_bench.py --latency 20 [--messages 200000] [--repeat 1] [--quick]
        python bench/producer_bench.py --idempotent --sizes 1000 --clients bruce,confluent --repeat 3
+       python bench/producer_bench.py --peer-in-order --sizes 1000 --clients bruce,confluent --repeat 3
 
 Each client gets a fresh one-partition topic, acks=1 (with ``--idempotent``: acks=-1 and idempotence on, so both
-pipeline up to 5 requests per partition and keep order), and its usual batching (linger 5 ms); time runs from the first
-send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/daemon/embedded.py).
+pipeline up to 5 requests per partition and keep order; with ``--peer-in-order`` confluent-kafka keeps one request
+in flight, its setting for order without idempotence, as ours does at acks=1), and its usual batching (linger 5 ms);
+time runs from the first send until every message is acknowledged. Without --bootstrap the bench starts its own
+tansu (proxy/daemon/embedded.py).
 The best of --repeat runs counts; the clients take turns (one run each, then again), so that the broker's state (its
 in-memory log grows with every run) weighs on every client alike. Targets (issue 16): per-message ``send`` at least
 0.8x confluent-kafka's ``produce`` and 4x aiokafka's; ``send_many`` (all values in one call, awaited once) at least
@@ -82,14 +85,16 @@ class GcClock:
 GC = GcClock()
 
 
-class WarmUp:
-    """``on``: each client delivers one message before its clock starts (``--idempotent``: confluent-kafka gets its
-    producer id in the background at start, ~0.5 s on tansu, which would otherwise count as sending time)."""
+class Mode:
+    """How the main comparison runs: ``warm_up``: each client delivers one message before its clock starts
+    (``--idempotent``: confluent-kafka gets its producer id in the background at start, ~0.5 s on tansu, which would
+    otherwise count as sending time); ``peer``: settings added to confluent-kafka's (``--peer-in-order``)."""
 
-    on = False
+    warm_up = False
+    peer: dict = {}
 
 
-WARM_UP = WarmUp()
+MODE = Mode()
 
 
 def bench_bruce(
@@ -121,7 +126,7 @@ def _run_bruce(
         )
         async with Producer(config, freeze_gc=freeze) as producer:
             await producer.ready(10)
-            if WARM_UP.on:
+            if MODE.warm_up:
                 await producer.send(topic, value)
                 n_more = 1
             else:
@@ -166,11 +171,12 @@ def bench_confluent(address: str, topic: str, n: int, value: bytes, props: dict 
             "queue.buffering.max.messages": n + 1,
             "log_level": 3,
             **(props or {}),
+            **MODE.peer,
         }
     )
     producer.list_topics(topic, timeout=10)
     failed = []
-    if WARM_UP.on:
+    if MODE.warm_up:
         producer.produce(topic, value)
         if producer.flush(30):
             raise RuntimeError("confluent-kafka: the warm-up message was not delivered")
@@ -452,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--idempotent", action="store_true", help="acks=-1, idempotence on (5 in flight): ours and confluent only"
     )
+    parser.add_argument(
+        "--peer-in-order",
+        action="store_true",
+        help="confluent-kafka with one request in flight (its setting for order without idempotence, as ours)",
+    )
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
     if args.latency is not None:
@@ -465,10 +476,14 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.size]
     clients = _clients(args.clients)
     props = {"acks": -1, "enable.idempotence": True} if args.idempotent else None
-    WARM_UP.on = bool(props)
+    MODE.warm_up = bool(props)
+    if args.peer_in_order:
+        MODE.peer = {"max.in.flight.requests.per.connection": 1}
     if props and (clients is None or any(not c.startswith(("bruce", "confluent")) for c in clients)):
         raise SystemExit("--idempotent: only with --clients bruce,confluent (the others take no settings here)")
     acks = "acks=-1, idempotence on" if props else "acks=1"
+    if MODE.peer:
+        acks += ", confluent-kafka with one request in flight"
     print(f"producing up to {n:,} values per client and size, {acks}, python {sys.version.split()[0]}")
     by_size: dict[int, dict[str, float]] = {}
     if args.bootstrap:
