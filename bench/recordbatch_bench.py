@@ -1,7 +1,9 @@
 """RecordBatch v2 build and decode cost, against peers in the same run.
 
-Prints ns per record to build one batch of 100-byte values (uncompressed and lz4) with bruce.wire's fast builder,
-its construct schema, kafka-python (pure Python) and aiokafka (C extension), and the same to decode an lz4 batch.
+Prints ns per record to build one batch of 100-byte values (uncompressed and lz4) with bruce.wire's fast builder, its
+columns entry (the producer's and the daemon's: C records when the extension is built; BRUCE_NO_EXTENSIONS=1 for the
+Python builder), its construct schema, kafka-python (pure Python) and aiokafka (C extension), and the same to decode
+an lz4 batch.
 Ratios compare within this run. Figures to reach: <= 2 us per record to build or decode. Checksum throughput is in
 ``bench/wire_bench.py``.
 
@@ -22,6 +24,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPytho
 from bruce.wire.compression import Codec
 from bruce.wire.recordbatch import (
     build_record_batch,
+    build_record_batch_columns,
     build_record_batch_with_schema,
     build_value_batch,
     decode_record_batch,
@@ -44,7 +47,7 @@ def best_seconds(fn: Callable[[], object], repeat: int) -> float:
 
 def build_peers(count: int, codec: Codec) -> dict[str, Callable[[], object]]:
     records = [(None, VALUE, TIMESTAMP + i, None) for i in range(count)]
-    values, stamps = [VALUE] * count, [TIMESTAMP + i for i in range(count)]
+    keys, values, stamps = [None] * count, [VALUE] * count, [TIMESTAMP + i for i in range(count)]
 
     def peer(builder_cls) -> Callable[[], object]:
         def build() -> object:
@@ -59,6 +62,7 @@ def build_peers(count: int, codec: Codec) -> dict[str, Callable[[], object]]:
     return {
         "bruce fast builder": lambda: build_record_batch(records, codec=codec),
         "bruce column builder": lambda: build_value_batch(values, stamps, codec=codec),  # send_many's, send's chunks
+        "bruce columns (C records)": lambda: build_record_batch_columns(keys, values, stamps, codec=codec),  # daemon's
         "bruce schema (construct)": lambda: build_record_batch_with_schema(records, codec=codec),
         "kafka-python": peer(KafkaPythonBuilder),
         "aiokafka (C)": peer(AioBuilder),

@@ -2,6 +2,8 @@
 
 Record batches have their own: ``bench/recordbatch_bench.py``.
 
+Message sets are built by the C encoder when the extension is built (``BRUCE_NO_EXTENSIONS=1``: the Python builder).
+
 Usage: ``python bench/wire_bench.py [--quick]``. Figures are the best of several rounds (the machine is shared and
 noisy); compare the ratios printed in one run rather than absolute times across runs.
 """
@@ -15,9 +17,15 @@ from collections.abc import Callable
 from kafka.record._crc32c import crc as kafka_python_crc32c
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
+from bruce.wire.compression import Codec
 from bruce.wire.crc import crc32, crc32c, crc32c_crcmod
 from bruce.wire.datagram import build_any_partition, parse_datagram, parse_datagram_schema
-from bruce.wire.messageset import MESSAGE_SET, build_message_set, spec_entry
+from bruce.wire.messageset import MESSAGE_SET, build_message_set, build_message_set_columns, spec_entry
+from bruce.wire.speedups import message_set as c_message_set
+
+c_crc32: Callable[[bytes], int] | None = None
+if c_message_set is not None:  # the extension is in use (not BRUCE_NO_EXTENSIONS=1)
+    from bruce.wire._speedups import crc32 as c_crc32
 
 VALUE = bytes(range(100))
 BLOCK = bytes(range(256)) * 256  # 64 KiB
@@ -62,6 +70,14 @@ def message_set_figures(scale: int, rounds: int) -> None:
         f"message set build (magic 0, uncompressed, 100-byte values): {ours:8.0f} ns/message   "
         f"(kafka-python: {peer:.0f} ns, {peer / ours:.1f}x; construct spec: {spec:.0f} ns, {spec / ours:.0f}x)"
     )
+    keys, values, stamps = [None] * n, [VALUE] * n, [1_700_000_000_000 + i // 100 for i in range(n)]
+    for magic, codec in ((1, Codec.NONE), (1, Codec.SNAPPY)):
+        columns = best_ns(
+            lambda: build_message_set_columns(keys, values, stamps, magic=magic, codec=codec),  # noqa: B023 (called here)
+            calls=scale,
+            rounds=rounds,
+        )
+        print(f"message set columns (magic {magic}, {codec.name.lower()}, the daemon's): {columns / n:8.0f} ns/message")
 
 
 def crc_figures(scale: int, rounds: int) -> None:
@@ -69,6 +85,7 @@ def crc_figures(scale: int, rounds: int) -> None:
     mb = len(BLOCK) / 1e6
     for name, fn in [
         ("CRC-32 (zlib)", lambda: crc32(BLOCK)),
+        *([("CRC-32 (bruce.wire C, message sets')", lambda: c_crc32(BLOCK))] if c_crc32 else []),
         ("CRC-32C (crc32c package)", lambda: crc32c(BLOCK)),
         ("CRC-32C (crcmod fallback)", lambda: crc32c_crcmod(BLOCK)),
         ("CRC-32C (kafka-python, pure Python)", lambda: kafka_python_crc32c(BLOCK)),

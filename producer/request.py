@@ -34,6 +34,7 @@ from bruce.wire import (
     TopicProduceData,
     build_message_set_columns,
     build_record_batch,
+    build_record_batch_columns,
 )
 from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 
@@ -196,9 +197,15 @@ def _build(messages: Sequence[Message], codec: Codec, level: int | None, magic: 
         data = encode(codec, level) if encode is not None else None  # send_many's values, column by column
         if data is not None:
             return data  # type: ignore[no-any-return]  # a Bulk's encode: bytes
-        return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)  # type: ignore[arg-type]  # see _Records
-    keys = [m.key for m in messages]  # columns: no tuple per message (build_message_set_columns)
+        if any([m.headers for m in messages]):  # a list, not a map of attrgetter: half the time
+            return build_record_batch(_Records(messages, empty), codec=codec, compression_level=level)  # type: ignore[arg-type]  # see _Records
+    keys = [m.key for m in messages]  # columns: no tuple per message
     values = [m.value for m in messages]
+    if magic == 2:
+        timestamps = [m.timestamp for m in messages]
+        return build_record_batch_columns(
+            keys, values, timestamps, codec=codec, compression_level=level, empty_as_null=empty
+        )
     stamps = [m.timestamp for m in messages] if magic else None
     return build_message_set_columns(keys, values, stamps, magic=magic, codec=codec, empty_as_null=empty)
 

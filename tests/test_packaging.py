@@ -68,7 +68,8 @@ def test_wheel_and_sdist_build_and_install_only_under_bruce(dist: Path) -> None:
     # the name docs/operations.md gives: a wheel for this Python and platform, as it carries the C encoders
     assert wheel.name.startswith(f"bruce_kafka-{version}-cp3") and wheel.name.endswith(".whl"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
-    assert any(n.startswith("bruce/proxy/spool/_speedups.") and n.endswith(".so") for n in names), "no C encoder"
+    for package in ("proxy/spool", "wire"):
+        assert any(n.startswith(f"bruce/{package}/_speedups.") and n.endswith(".so") for n in names), package
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"bruce"}
     for layer in LAYERS:
@@ -77,7 +78,8 @@ def test_wheel_and_sdist_build_and_install_only_under_bruce(dist: Path) -> None:
     with tarfile.open(sdist) as archive:
         members = archive.getnames()
     assert f"bruce_kafka-{version}/pyproject.toml" in members and f"bruce_kafka-{version}/README.md" in members
-    assert f"bruce_kafka-{version}/proxy/spool/_speedups.c" in members  # the sdist builds the C encoder too
+    for package in ("proxy/spool", "wire"):  # the sdist builds the C encoders too
+        assert f"bruce_kafka-{version}/{package}/_speedups.c" in members
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +133,8 @@ def test_the_installed_wheel_runs_and_delivers(installed: Path, tmp_path: Path) 
     assert where.startswith(str(installed.parent)), f"bruce imported from outside the clean venv: {where}"
     encoder = run("python", "-c", "from bruce.proxy.spool import format; print(format._encode_burst_c)")
     assert "built-in function encode_burst" in encoder, f"the wheel's spool runs without its C encoder: {encoder}"
+    encoders = run("python", "-c", "from bruce.wire import speedups as s; print(s.record_batch_records, s.message_set)")
+    assert encoders.count("built-in function") == 2, f"the wheel's wire runs without its C encoders: {encoders}"
     assert package_version() in run("bruce", "--version")
     assert "--socket_path" in run("to_bruce", "--help")
 

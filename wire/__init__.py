@@ -67,7 +67,13 @@ if TYPE_CHECKING:
     from .protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
     from .protocol.sasl_handshake import KEY as SASL_HANDSHAKE
     from .protocol.sasl_handshake import SaslHandshakeRequest
-    from .recordbatch import build_record_batch, build_value_batch, decode_record_batch, with_producer_identity
+    from .recordbatch import (
+        build_record_batch,
+        build_record_batch_columns,
+        build_value_batch,
+        decode_record_batch,
+        with_producer_identity,
+    )
     from .recordbatch_schema import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
     from .recordbatch_schema import RecordInput
     from .records import Record, decode_records, decompression_limit, entry_spans
@@ -142,6 +148,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "errorcodes": ("errorcodes", None),
     "plog": ("plog", None),
     "build_value_batch": ("recordbatch", "build_value_batch"),
+    "build_record_batch_columns": ("recordbatch", "build_record_batch_columns"),
     "API_VERSIONS_KEY": ("protocol.api_versions", "KEY"),
     "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
     "decode_response": ("protocol.base", "decode_response"),
@@ -245,6 +252,7 @@ __all__ = [
     "build_message_set_columns",
     "build_partition_key",
     "build_record_batch",
+    "build_record_batch_columns",
     "build_value_batch",
     "choose_versions",
     "crc32c",

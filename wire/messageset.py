@@ -5,8 +5,11 @@ magic i8, attributes i8 (low three bits: the codec; magic 1: bit 3 = log-append 
 key (i32 length, -1 = null), value (same).
 
 Rules:
-- :data:`MESSAGE_SET` (construct) is the spec of a complete set; :func:`build_message_set` is a hand-written
-  equivalent for the hot path, proven byte-identical (``tests/wire/test_messageset.py``).
+- :data:`MESSAGE_SET` (construct) is the spec of a complete set; :func:`build_message_set` and
+  :func:`build_message_set_columns` are hand-written equivalents for the hot path, proven byte-identical
+  (``tests/wire/test_messageset.py``). Their plain sets (and a compressed set's inner one) are written by the
+  optional C encoder (:mod:`.speedups`) when it is built and the input is in its plain form, else by the Python loop;
+  anything else, and every error, is the Python loop's (``tests/wire/test_wire_speedups.py``).
 - Compression wraps the whole inner set, compressed, in one message (key null, attributes = codec). Inner offsets
   count from 0; the wrapper carries the last inner offset (and in magic 1 the largest inner timestamp). Reading,
   magic-1 inner offsets are relative to the wrapper (KIP-31: absolute = wrapper - last inner + inner, unless that base
@@ -35,6 +38,7 @@ from .compression import MAX_DECOMPRESSED_SIZE, Codec, DecompressionBudget, comp
 from .errors import MalformedInput, UsageError
 from .primitives import Int8, Int32, Int64, NullableBytes, UInt32
 from .record import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT, Record, new_record
+from .speedups import message_set as _message_set_c
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -173,11 +177,10 @@ def _encode(
 ) -> bytes:
     """The message set of the columns (``stamps`` None for magic 0): plain, or one wrapper entry around the
     compressed inner set (its offset the last one, its timestamp the largest, ``empty_timestamp`` when empty)."""
-    each: Iterable[int] = stamps if stamps is not None else repeat(-1)
     try:
         if codec is Codec.NONE:
-            return _build_columns(keys, values, each, magic, empty_as_null, base_offset)
-        inner = _build_columns(keys, values, each, magic, empty_as_null, 0)
+            return _build_columns(keys, values, stamps, magic, empty_as_null, base_offset)
+        inner = _build_columns(keys, values, stamps, magic, empty_as_null, 0)
         wrapper_ts = max(stamps, default=empty_timestamp) if stamps is not None else -1
         value = compress(codec, inner, legacy_lz4=magic == 0)
         return _entry(base_offset + max(len(values) - 1, 0), magic, int(codec), wrapper_ts, None, value)
@@ -186,6 +189,24 @@ def _encode(
 
 
 def _build_columns(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    stamps: Sequence[int] | None,
+    magic: int,
+    empty_as_null: bool,
+    offset: int = 0,
+) -> bytes:
+    """The uncompressed set of the columns (``stamps`` None for magic 0): by the C encoder when it is built and the
+    input is in its plain form, else by :func:`_build_columns_python`."""
+    if _message_set_c is not None:
+        try:
+            return _message_set_c(keys, values, stamps, magic, empty_as_null, offset)
+        except ValueError:
+            pass  # not the plain form: the Python builder builds it or says why not
+    return _build_columns_python(keys, values, repeat(-1) if stamps is None else stamps, magic, empty_as_null, offset)
+
+
+def _build_columns_python(
     keys: Sequence[bytes | None],
     values: Sequence[bytes | None],
     stamps: Iterable[int],

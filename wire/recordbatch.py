@@ -1,9 +1,13 @@
 """RecordBatch v2 (magic 2): the codecs the producer and readers use. The spec is :mod:`.recordbatch_schema`.
 
 Rules:
-- :func:`build_record_batch` and :func:`decode_record_batch` are hand-written for speed (the producer builds every
-  batch through the first). Differential property tests prove them equal to the schema: identical bytes, and the same
-  inputs accepted and rejected (:class:`UsageError` when building, :class:`MalformedInput` when decoding).
+- :func:`build_record_batch` and :func:`decode_record_batch` are hand-written for speed. Differential property tests
+  prove them equal to the schema: identical bytes, and the same inputs accepted and rejected (:class:`UsageError`
+  when building, :class:`MalformedInput` when decoding).
+- :func:`build_record_batch_columns` (the producer's path: keys, values and timestamps as three columns, no headers)
+  has its records written by the optional C encoder (:mod:`.speedups`) when it is built and the input is in its plain
+  form; the header, compression and CRC-32C stay here. Anything else, and every error, goes through
+  :func:`build_record_batch`: the tests prove the two byte-equal.
 - Decoding (:mod:`.recordbatch_decode`, re-exported here) verifies the CRC-32C; a mismatch is :class:`MalformedInput`
   with reason ``CRC``. A compressed batch may expand to ``max_decompressed_size`` bytes at most; the batches of one
   buffer share one budget.
@@ -42,6 +46,7 @@ from .recordbatch_schema import (
     build_record_batch_with_schema,
     decode_record_batch_with_schema,
 )
+from .speedups import record_batch_records as _records_c
 
 __all__ = [
     "CODEC_MASK",
@@ -55,6 +60,7 @@ __all__ = [
     "RecordBatch",
     "RecordInput",
     "build_record_batch",
+    "build_record_batch_columns",
     "build_record_batch_with_schema",
     "build_value_batch",
     "decode_record_batch",
@@ -182,6 +188,38 @@ def build_record_batch(
         raise
     except (TypeError, ValueError, AttributeError, IndexError, OverflowError, struct.error) as e:
         raise UsageError(f"cannot encode record batch: {e}") from None
+
+
+def build_record_batch_columns(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | bytearray | None],
+    timestamps: Sequence[int],
+    *,
+    codec: int = Codec.NONE,
+    compression_level: int | None = None,
+    empty_as_null: bool = False,
+) -> bytes:
+    """:func:`build_record_batch` of the records ``(keys[i], values[i], timestamps[i], None)`` (no headers), byte for
+    byte, from three columns: the producer's path for the batches it encodes (no tuple per record). With
+    ``empty_as_null`` an empty key or value is written as null. The C encoder (:mod:`.speedups`) writes the records
+    when present and the input is in its plain form; anything else goes through :func:`build_record_batch`, which
+    raises :class:`UsageError` for bad input."""
+    count = len(values)
+    if len(keys) != count or len(timestamps) != count:
+        raise UsageError("a record batch needs a key and a timestamp per value")
+    if count and _records_c is not None:
+        attributes = attributes_for(codec, CREATE_TIME, False)
+        try:
+            data, base_ts, max_ts = _records_c(keys, values, timestamps, empty_as_null)
+        except ValueError:
+            pass  # not the plain form: the Python builder builds it or says why not
+        else:
+            return _finish(data, count, attributes, base_ts, max_ts, compression_level=compression_level)
+    if empty_as_null:
+        keys = [k or None for k in keys]
+        values = [v or None for v in values]
+    records: list[RecordInput] = list(zip(keys, values, timestamps, repeat(None)))
+    return build_record_batch(records, codec=codec, compression_level=compression_level)
 
 
 def _finish(

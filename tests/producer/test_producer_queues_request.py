@@ -146,6 +146,23 @@ def test_empty_as_null_in_every_format(magic: int, empty_as_null: bool) -> None:
     assert [(r.key, r.value) for r in records] == [(null, null), (b"k", null), (null, b"v"), (None, None)]
 
 
+@pytest.mark.parametrize("headers", [None, [], [("h", b"v")]])
+@pytest.mark.parametrize("empty_as_null", [False, True])
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.LZ4])
+def test_record_batches_are_the_tuple_builders_bytes(headers: list | None, empty_as_null: bool, codec: Codec) -> None:
+    """Batches without headers are encoded from columns (C records when built), with headers record by record: both
+    the bytes build_record_batch makes of the messages, empty keys and values written as null or not."""
+    messages = [Message(b"", b"", 1), Message(b"k", b"v" * 70, 2), Message(None, b"", 9), Message(b"kk", None, 3)]
+    messages[1].headers = headers
+    data, used, _ = encode_records(messages, Compression(codec), magic=2, zstd=True, empty_as_null=empty_as_null)
+
+    def field(x: bytes | None) -> bytes | None:
+        return (x or None) if empty_as_null else x
+
+    records = [(field(m.key), field(m.value), m.timestamp, m.headers) for m in messages]
+    assert used == codec and data == build_record_batch(records, codec=codec)
+
+
 @pytest.mark.parametrize("magic", [0, 1, 2])
 @pytest.mark.parametrize("codec", list(Codec))
 def test_encode_records_round_trips_or_falls_back(magic: int, codec: Codec) -> None:

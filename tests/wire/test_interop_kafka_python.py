@@ -21,6 +21,8 @@ from bruce.wire.protocol import metadata as m
 from bruce.wire.protocol import produce as p
 from bruce.wire.protocol.base import decode_request, decode_response, encode_request, encode_response
 
+from .builders import IMPLEMENTATIONS, builders
+
 CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4]
 MESSAGES = [(b"key-0x123", b"value-0x444" * 20, 1_700_000_000_123), (None, b"v2", 5), (b"k3", None, 6), (b"", b"", 7)]
 
@@ -40,10 +42,12 @@ def _ours(data: bytes) -> list[tuple]:
     return [(r.offset, r.timestamp, r.key, r.value) for r in decode_message_set(data)]
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize("magic", [0, 1])
-def test_kafka_python_decodes_our_produce_v0_request(codec: Codec, magic: int) -> None:
-    records = build_message_set(MESSAGES, magic=magic, codec=codec)
+def test_kafka_python_decodes_our_produce_v0_request(codec: Codec, magic: int, implementation: str) -> None:
+    with builders(implementation):
+        records = build_message_set(MESSAGES, magic=magic, codec=codec)
     request = p.ProduceRequest(
         topic_data=(p.TopicProduceData("topic-0x123", (p.PartitionProduceData(0x444, records),)),),
         acks=1,

@@ -102,16 +102,12 @@ def test_size_threshold_boundary() -> None:
 
 
 def test_a_failing_codec_falls_back_to_plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bruce.producer.request as request
+    import bruce.wire.recordbatch as recordbatch
 
-    real = request.build_record_batch
+    def broken(codec, data, **kwargs):
+        raise RuntimeError("codec library failed")
 
-    def broken(records, *, codec=Codec.NONE, compression_level=None):
-        if codec != Codec.NONE:
-            raise RuntimeError("codec library failed")
-        return real(records, codec=codec, compression_level=compression_level)
-
-    monkeypatch.setattr(request, "build_record_batch", broken)
+    monkeypatch.setattr(recordbatch, "compress", broken)  # what every record batch is compressed with
     batch = values(50, 50)
     data, codec, note = encode_records(batch, policy("lz4")("t", batch), magic=2, zstd=True)
     assert (codec, note, codec_of(data)) == (Codec.NONE, "Error", Codec.NONE)

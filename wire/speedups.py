@@ -1,0 +1,35 @@
+"""The optional C encoders of :mod:`bruce.wire` (``_speedups.c``): which are in use.
+
+Rules:
+- The extension is built at install wherever a C compiler is found (optional in ``pyproject.toml``). Without it, or
+  with the environment variable ``BRUCE_NO_EXTENSIONS`` set to any non-empty value, :data:`record_batch_records` and
+  :data:`message_set` are None and the Python builders do all the work: ``bruce.wire`` stands on its own.
+- A C encoder takes only the plain form (columns as lists or tuples, exact ``bytes`` or None, ints within int64);
+  anything else raises ValueError and its caller runs the Python builder, which builds the same bytes or raises the
+  one :class:`~bruce.wire.errors.UsageError` users see. The tests prove the two byte-equal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+
+__all__ = ["message_set", "record_batch_records"]
+
+RecordsEncoder = Callable[
+    [Sequence[bytes | None], Sequence[bytes | bytearray | None], Sequence[int], bool], tuple[bytes, int, int]
+]
+MessageSetEncoder = Callable[
+    [Sequence[bytes | None], Sequence[bytes | None], Sequence[int] | None, int, bool, int], bytes
+]
+
+record_batch_records: RecordsEncoder | None = None
+"""``(keys, values, timestamps, empty_as_null)`` -> the records of a RecordBatch v2 without headers (what
+:func:`~bruce.wire.recordbatch.build_record_batch` joins), the first and the largest timestamp."""
+message_set: MessageSetEncoder | None = None
+"""``(keys, values, timestamps or None, magic, empty_as_null, base_offset)`` -> an uncompressed magic 0/1 set."""
+
+if not os.environ.get("BRUCE_NO_EXTENSIONS"):
+    with suppress(ImportError):  # built without a compiler: the Python builders do it all
+        from ._speedups import message_set, record_batch_records
