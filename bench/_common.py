@@ -16,16 +16,21 @@ def own_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def proc_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (from /proc)."""
+def _proc_times_s(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of process ``pid`` so far (from /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    return sum(_proc_times_s(pid))
 
 
 def proc_sys_s(pid: int) -> float:
-    """System (kernel) CPU seconds of process ``pid`` so far (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[12]) / os.sysconf("SC_CLK_TCK")
+    """System (kernel) CPU seconds of process ``pid`` so far."""
+    return _proc_times_s(pid)[1]
 
 
 def child_pids(pid: int) -> list[int]:

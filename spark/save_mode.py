@@ -72,9 +72,7 @@ def default_to_append() -> None:
         _wrap_classic(DataFrameWriter)
     try:
         from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
-    except ImportError:  # Spark Connect's client dependencies are not installed: nothing to wrap
-        return
-    except SystemExit:  # the same, in a process whose __main__ has no file (``python -c``): pyspark exits instead
-        return
+    except (ImportError, SystemExit):  # Spark Connect's client dependencies are not installed: nothing to wrap
+        return  # (SystemExit: pyspark exits instead of raising in a process whose __main__ has no file, ``python -c``)
     if not getattr(ConnectWriter.save, "_bruce_append", False):
         _wrap_connect(ConnectWriter)
