@@ -4,8 +4,9 @@ encoded by bruce.wire. Prints batches/s and messages/s for both and their ratio,
 
 Usage: python bench/idempotence_bench.py [--latency 20] [--batches 200] [--batch-size 100] [--size 100]
 
-Not the producer's figure (the producer does not pipeline yet): the ceiling its integration can reach on this path,
-and a check that tansu stores pipelined idempotent batches in order (every value is read back and compared).
+Not the producer's figure (``bench/producer_bench.py --latency`` measures the producer): the ceiling on this path
+without a producer's own work, and a check that tansu stores pipelined idempotent batches in order (every value is
+read back and compared).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ in flight, its setting for order without idempotence, as ours does at acks=1), a
 time runs from the first send until every message is acknowledged. Without --bootstrap the bench starts its own
 tansu (proxy/daemon/embedded.py).
 The best of --repeat runs counts; the clients take turns (one run each, then again), so that the broker's state (its
-in-memory log grows with every run) weighs on every client alike. Targets (issue 16): per-message ``send`` at least
+in-memory log grows with every run) weighs on every client alike. Targets: per-message ``send`` at least
 0.8x confluent-kafka's ``produce`` and 4x aiokafka's; ``send_many`` (all values in one call, awaited once) at least
 1.5x confluent-kafka.
 Every row prints the CPU per message of its best run, the client's (this process, its threads included) and the

@@ -116,11 +116,9 @@ def daemon_cpu(data: dict[str, Any], out: Path) -> Path:
         peer = data["peer"]["cpu_us"]
         ax.bar([len(runs)], [peer], color=COLOURS["confluent-kafka"], label="confluent-kafka, all threads")
         ax.text(len(runs), peer + 0.05, f"{peer:.2f}", ha="center", fontsize=9)
-    ax.axhline(3.5, color="#dc2626", linestyle=":", linewidth=1)
-    ax.text(len(x) - 0.55, 3.55, "issue 16 goal: 3.5", color="#dc2626", fontsize=8, ha="right", va="bottom")
     ax.set_xticks(x, labels, fontsize=9)
     ax.set_ylabel("CPU µs per message")
-    ax.set_ylim(0, max([r["cpu_us"] for r in runs] + [3.5]) * 1.45)
+    ax.set_ylim(0, max(r["cpu_us"] for r in runs) * 1.45)
     ax.legend(fontsize=8, loc="upper right")
     ax.grid(True, axis="y", alpha=0.3)
     s = data["settings"]
@@ -177,8 +175,6 @@ def daemon_stages(runs: list[tuple[str, list[dict]]], data: dict[str, Any], out:
                 ax.text(left + ns / 2, y, f"{ns:.0f}", ha="center", va="center", fontsize=7)
             left += ns
         ax.text(left + 30, y, f"{left / 1000:.2f} µs", va="center", fontsize=9)
-    ax.axvline(3500, color="#dc2626", linestyle=":", linewidth=1)
-    ax.text(3500, len(runs) - 0.45, " issue 16 goal: 3.5 µs", color="#dc2626", fontsize=8, va="bottom")
     ax.set_yticks(range(len(runs)), [label for label, _ in runs], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("CPU ns per message (both processes)")

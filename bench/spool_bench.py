@@ -26,7 +26,7 @@ configuration, tansu, every message read back) without the spool, then with ``--
 the same run: msgs/s and the daemon's CPU per message, and the ratios spool/no spool. The CPU added is also split
 by process: the event loop's process (it does all the spool's work, its sync thread included) and the intake reader
 process (it never touches the spool; what it adds or saves between two runs is how the scheduler treated it, which
-moves either way by up to ~0.7 µs per message on a busy machine). With ``--rounds``, the medians of each.
+moves either way on a busy machine). With ``--rounds``, the medians of each.
 
     .venv/bin/python bench/spool_bench.py                 # both parts
     .venv/bin/python bench/spool_bench.py --codec         # one part

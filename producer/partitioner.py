@@ -29,7 +29,7 @@ from .cluster import Topic
 
 PARTITIONERS = ("murmur2_random", "murmur2", "consistent", "consistent_random", "fnv1a", "fnv1a_random", "random")
 _FNV_OFFSET, _FNV_PRIME = 0x811C9DC5, 0x01000193
-_CACHED_KEY_SIZE = 64  # keys up to this many bytes have their murmur2 remembered (murmur2 is pure Python: ~1 µs/word)
+_CACHED_KEY_SIZE = 64  # keys up to this many bytes have their murmur2 remembered (murmur2 is pure Python, per word)
 
 
 @functools.lru_cache(maxsize=4096)  # bounded: 4096 keys (bytes) of at most 64 bytes

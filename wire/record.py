@@ -50,7 +50,7 @@ class _RecordUnderConstruction:
     """A :class:`Record` being created: the same slots, without the frozen dataclass's ``__setattr__``. Its
     ``__init__`` assigns the fields directly, then makes the object a Record (``__class__`` assignment, allowed
     between classes of identical layout). The result is an ordinary Record: same type, equality, hash and
-    immutability; ``Record(...)`` would set each field through ``object.__setattr__``, four times slower."""
+    immutability; ``Record(...)`` would set each field through ``object.__setattr__``, which is slower."""
 
     __slots__ = Record.__slots__
 

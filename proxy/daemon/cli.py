@@ -17,19 +17,15 @@ Rules:
 - The garbage collector, once the daemon serves (this process is the daemon's own: embedding a :class:`Daemon` in
   another program leaves that program's collector alone): what was built at start (modules, config, the parts) is
   frozen (``gc.freeze``, after one full collection: what is frozen is never collected), so the collector's full passes
-  no longer scan it. With Python's thresholds the full passes scanned those ~10^5 objects again and again: the
-  collector took 0.39 µs of CPU per message, 10% of the daemon's, and 0.22-0.31 µs after the freeze
-  (bench/proxy_bench.py --profile, timed with ``gc.callbacks``). The daemon makes no reference cycle per message
-  (``gc.DEBUG_SAVEALL`` finds start-up objects and a few per response parsed), and since Produce requests are written
-  without construct's build contexts (reference cycles that held each request's record sets until the next young
-  pass) the youngest generation's threshold is raised to :data:`YOUNG_THRESHOLD`: a held message mostly dies (its
-  batch acknowledged) before a young pass scans it. The collector's CPU per message fell by about half (0.48-0.98 →
-  0.27-0.56 µs, loaded machine; parsing rose 0.05-0.17 µs with it, unexplained, so the gain is clear on the 0.8
-  path, where more is held: docs/benchmarks.md) and the memory high-water mark's growth stayed within 0.77-1.06x the
-  budget held (with the construct-built requests the same threshold grew it to 1.6-2.1x). The full pass is made rarer
-  (:data:`FULL_PASS_EVERY` middle-generation passes instead of 10): each one scans every message held (30-60 % of the
-  collector's CPU on the 0.8 path, where a slower broker means more held), and what reaches the oldest generation is
-  long-lived, not garbage, since no cycle is made per message.
+  do not scan those ~10^5 objects again and again. The daemon makes no reference cycle per message
+  (``gc.DEBUG_SAVEALL`` finds start-up objects and a few per response parsed; Produce requests are written without
+  construct's build contexts, which held each request's record sets in cycles), so the youngest generation's
+  threshold is raised to :data:`YOUNG_THRESHOLD`: a held message mostly dies (its batch acknowledged) before a young
+  pass scans it, and the memory high-water mark stays close to the budget held. The full pass is made rarer
+  (:data:`FULL_PASS_EVERY` middle-generation passes instead of 10): each one scans every message held (a large share of
+  the collector's CPU on the 0.8 path, where a slower broker means more held), and what reaches the oldest generation is
+  long-lived, not garbage, since no cycle is made per message. What each setting saves, measured with
+  bench/proxy_bench.py --profile: docs/benchmarks.md, "CPU per message" (the garbage collector's settings).
 - The embedded broker (the ``embedded`` extra): started on the port ``configure`` picked (9092 when free), announced
   on stderr with its address (and, when not on 9092, that 9092 was taken), the socket path, the status URL and a
   ready-to-paste ``to_bruce`` command, and stopped (by its PID) when the daemon exits, whatever the reason.

@@ -7,16 +7,15 @@ Rules:
   configured (else the umask rules); the path is unlinked on stop and on close, only while it is still our socket.
 - Reading: the kernel queues only ~11 datagrams for all clients together (``net.unix.max_dgram_qlen`` + 1; SO_RCVBUF
   does not change it), so clients block (or get EAGAIN) whenever the reader is away for longer than ~11 datagrams'
-  worth of traffic. ``bench/intake_bench.py`` compared reading in the loop (stock asyncio, uvloop), a reader thread
-  and a reader process; on 2 CPUs with two flat-out senders (100-byte values) it measured, per datagram: uvloop in
-  the loop 3.0-3.4 µs of CPU, 250-330k datagrams/s; the reader process 3.0-3.2 µs in all but only 1.4-1.5 µs in the
-  loop, 340-400k/s, and when the loop is busy 5 ms in every 10, 290-330k/s against 215k/s with the clients off-CPU
-  half as long. At a moderate paced rate (100k/s) the reader process costs more in all (both sides wake for a few
-  datagrams each time). Stock asyncio costs ~20% more than uvloop; a reader thread is the slowest (the GIL hands it
-  the CPU only between the loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake.intake_process`) is the
-  default on Linux: clients wait only for the reader process's ``recv`` loop, never for the event loop. The loop
-  reader (``add_reader``, then bursts of non-blocking reads) remains for other systems and for low-rate hosts that
-  prefer the least CPU. docs/client.md tells operators when to raise ``net.unix.max_dgram_qlen``.
+  worth of traffic. ``bench/intake_bench.py`` compares reading in the loop (stock asyncio, uvloop), a reader thread
+  and a reader process (docs/benchmarks.md, "Reading the input socket"): the reader process receives more datagrams
+  per second for about the same CPU in all, half of it off the loop, and the clients block far less, most of all
+  while the loop is busy. At a moderate paced rate it costs more CPU in all (both sides wake for a few datagrams each
+  time); stock asyncio costs more than uvloop; a reader thread is the slowest (the GIL hands it the CPU only between
+  the loop's slices). So ``reader="process"`` (:mod:`bruce.proxy.intake.intake_process`) is the default on Linux:
+  clients wait only for the reader process's ``recv`` loop, never for the event loop. The loop reader
+  (``add_reader``, then bursts of non-blocking reads) remains for other systems and for low-rate hosts that prefer
+  the least CPU. docs/client.md tells operators when to raise ``net.unix.max_dgram_qlen``.
 - One ``recv`` of ``max_input_msg_size + 1`` bytes per datagram: a datagram of exactly the limit is accepted, one byte
   more arrives truncated to limit + 1 and is discarded as LONG_MSG (too long), never as malformed (Bruce's off-by-one,
   fixed).

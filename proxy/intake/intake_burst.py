@@ -16,14 +16,13 @@ Rules:
   and topic and whose key and value sizes match is unpacked in one C call, with its topic already decoded. The wire
   layer proves that rule equal to ``parse_datagram``; anything else (another layout, PartitionKey, legacy, invalid)
   takes ``parse_datagram`` itself. The fast path sets the new message's fields itself (its size and charge are the
-  layout's) instead of calling :class:`~bruce.proxy.routing.message.Message`: ~0.3 µs less per message on a loaded
-  machine (the constructor's call and frame); tests/proxy/intake/test_intake_layouts.py checks every slot against the
+  layout's) instead of calling :class:`~bruce.proxy.routing.message.Message` (the constructor's call and frame cost
+  more than the stores); tests/proxy/intake/test_intake_layouts.py checks every slot against the
   constructor's, so a field added to the message cannot go unset here. A length's layout is replaced only after
   :data:`LAYOUT_MISSES` of its datagrams missed it (two topics whose datagrams share a length would otherwise evict each
   other on every datagram and pay for learning each time). Topic names are decoded once (a bounded cache): bytes that
-  are not UTF-8 keep their bytes through ``surrogateescape``, and the router discards them as BAD_TOPIC. Measured
-  (bench/proxy_bench.py --profile, 100-byte values): parsing and making the messages went from ~1.26 to ~0.57 µs per
-  message in the event loop's process.
+  are not UTF-8 keep their bytes through ``surrogateescape``, and the router discards them as BAD_TOPIC. What the
+  layouts save: docs/benchmarks.md, "CPU per message" (parsing).
 - Per burst, not per datagram: a burst is parsed into messages first; when it has no discard and fits the budget whole,
   its charge is reserved in one step (then every message of it fits) and its messages are handed over; otherwise they
   are reserved one by one, so NO_MEM falls on exactly the messages a reservation per message would refuse

@@ -10,8 +10,8 @@ Rules:
   framing each datagram cost a Python loop on both sides). The parent unpickles only what its own child wrote. The
   socket's file description stays blocking: the parent reads it only with ``MSG_DONTWAIT``.
 - It only reads. Clients wait whenever it is away from ``recv``, so the datagrams are parsed in the event loop:
-  parsing here as well (bench/proxy_bench.py, 2 CPUs, the default queue) took the child from ~1.5 to ~2.9 µs per
-  datagram and the end-to-end rate from 265-280k to 195-220k messages/s, though it took 0.8 µs off the loop.
+  parsing here as well nearly doubled this process's CPU per datagram and lowered the end-to-end rate, though it
+  took work off the loop (bench/proxy_bench.py; docs/benchmarks.md, "CPU per message", parsing).
 - Ignores SIGINT and SIGTERM (the daemon orders shutdown); dies with its parent (``PR_SET_PDEATHSIG``, and a write to a
   pipe nobody reads ends it); exits 0 once the socket is shut for reading and its queue is empty, which is how the
   parent's ``stop_accepting`` ends it. An empty read is told apart from a zero-length datagram by ``POLLRDHUP``.

@@ -1,4 +1,4 @@
-"""The durable spool (issue 13): every accepted message on disk before it is routed, replayed after any crash.
+"""The durable spool: every accepted message on disk before it is routed, replayed after any crash.
 
 Rules: one entry point, :class:`Spool` (open, append, tick, replay, done_many, close); the on-disk format is
 :mod:`.format` (spec and fast codec), recovery of one segment is :mod:`.scan`, of the directory :mod:`.recovery`

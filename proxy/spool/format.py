@@ -154,7 +154,7 @@ class SegmentHeader(NamedTuple):
 class SpoolMessage(NamedTuple):
     """A message to spool: ``partition_key`` None routes AnyPartition; ``key`` None is a null key. A plain tuple of
     the same five fields in the same order is accepted wherever a SpoolMessage is (the intake builds those: a
-    NamedTuple costs ~200 ns more per message to create)."""
+    NamedTuple costs more per message to create)."""
 
     topic: bytes
     partition_key: int | None
@@ -312,8 +312,8 @@ def _layout(topic: bytes, partition_key: int | None, key_size: int, value_size: 
 def encode_burst(first_sequence: int, messages: Sequence[SpoolFields]) -> bytes:
     """The records of ``messages`` with sequences ``first_sequence``, ``first_sequence + 1``, …, as one ``bytes``.
 
-    Through the C encoder when it is built (``_speedups``, ~10x faster) and takes the burst, else
-    :func:`encode_burst_python`, which also gives the error for a burst that cannot be spooled."""
+    Through the C encoder when it is built (``_speedups``; docs/benchmarks.md, "The durable spool") and takes the
+    burst, else :func:`encode_burst_python`, which also gives the error for a burst that cannot be spooled."""
     if _encode_burst_c is not None:
         try:
             return _encode_burst_c(first_sequence, messages)

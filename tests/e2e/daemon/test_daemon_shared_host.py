@@ -95,7 +95,7 @@ def test_the_default_socket_directory_is_created_private(
 def test_a_second_daemon_never_takes_over_a_live_socket(
     bruce_process: Callable[..., BruceProcess], workdir: Path
 ) -> None:
-    """Issue 12: a second daemon (--status_port 0, so no port clash) on the first one's socket path refuses to start;
+    """A second daemon (--status_port 0, so no port clash) on the first one's socket path refuses to start;
     the first keeps receiving."""
     sock = str(workdir / "shared.sock")
     first = bruce_process(["--receive_socket_name", sock, *NO_BROKER])
@@ -147,7 +147,7 @@ def _descriptors(pid: int) -> int:
 def test_floods_of_idle_connections_leave_descriptors_for_kafka(
     bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, new_topic: Callable[..., str], workdir: Path
 ) -> None:
-    """Issue 18's probes rerun on the real daemon with RLIMIT_NOFILE 512: 1,100 idle status connections and 1,000
+    """The resource probes rerun on the real daemon with RLIMIT_NOFILE 512: 1,100 idle status connections and 1,000
     idle plog TCP connections. The status pages still answer (the quietest connection makes room), the plog listener
     holds its 256 and refuses the rest (counted), the daemon stays far from its limit, and a message sent meanwhile
     is delivered to Kafka."""
@@ -199,7 +199,7 @@ def test_floods_of_idle_connections_leave_descriptors_for_kafka(
 def test_hostile_status_requests_change_nothing_and_log_one_line(
     bruce_process: Callable[..., BruceProcess], workdir: Path
 ) -> None:
-    """Issue 18's status probes on the real daemon: 2,000 over-long requests log one line (no traceback); a
+    """The status pages' probes on the real daemon: 2,000 over-long requests log one line (no traceback); a
     cross-origin GET and a rebound Host cannot switch on message debugging (which writes message contents)."""
     debug_dir = workdir / "debug"
     sock = str(workdir / "status.sock")

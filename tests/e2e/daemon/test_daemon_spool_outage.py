@@ -1,4 +1,4 @@
-"""With the durable spool, a broker outage is bounded by disk, not memory (issue 13, docs/spool.md "Held on disk
+"""With the durable spool, a broker outage is bounded by disk, not memory (docs/spool.md "Held on disk
 only"): a 60-s outage at 20,000 msgs/s with a 16 MiB memory budget, through bench/outage_bench.py --spool (the real
 ``bruce`` command, tansu behind a gate that goes away and comes back on the same port, a steady sender), discards
 nothing, and every message sent is read back from tansu by its number with confluent-kafka (CRC checks on). Without

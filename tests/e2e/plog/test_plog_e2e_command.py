@@ -1,4 +1,4 @@
-"""The issue's "done when", with the real ``bruce`` command: senders written for plog — socat for an unboxed datagram
+"""plog's inputs end to end, with the real ``bruce`` command: senders written for plog — socat for an unboxed datagram
 and for TCP lines, plog's multipart format from Python — deliver to Kafka through ``bruce --plog_udp PORT:TOPIC`` and
 a ``[[plog.listener]]`` table in a TOML config file; confluent-kafka reads every message back; SIGTERM stops it with
 everything accounted. And a plog port already in use is a clear start-up error."""

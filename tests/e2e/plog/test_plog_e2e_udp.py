@@ -32,7 +32,7 @@ pytestmark = pytest.mark.e2e
 def test_socat_datagram_is_delivered(
     plog_daemon: Callable[..., PlogDaemon], new_topic: Callable[..., str], tansu: EmbeddedBroker
 ) -> None:
-    """The issue's sender, unchanged: ``printf 'hello' | socat - UDP-DATAGRAM:127.0.0.1:PORT``."""
+    """A plog user's sender, unchanged: ``printf 'hello' | socat - UDP-DATAGRAM:127.0.0.1:PORT``."""
     socat = shutil.which("socat")
     assert socat, "socat is not installed: run scripts/bootstrap.sh (it installs the Debian package socat)"
     topic = new_topic(partitions=1)
