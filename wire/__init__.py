@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from .protocol.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
     from .protocol.api_versions import KEY as API_VERSIONS_KEY
     from .protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse, decode_api_versions_response
-    from .protocol.base import decode_response, encode_request, request_spec
+    from .protocol.base import REGISTRY as API_REGISTRY
+    from .protocol.base import ApiSpec, RequestHeader, decode_request, decode_response, encode_request, request_spec
     from .protocol.end_txn import EndTxnRequest
     from .protocol.fetch import (
         READ_COMMITTED,
@@ -152,6 +153,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "API_VERSIONS_KEY": ("protocol.api_versions", "KEY"),
     "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
     "decode_response": ("protocol.base", "decode_response"),
+    "decode_request": ("protocol.base", "decode_request"),
+    "API_REGISTRY": ("protocol", "REGISTRY"),
+    "ApiSpec": ("protocol.base", "ApiSpec"),
+    "RequestHeader": ("protocol.base", "RequestHeader"),
     "encode_request": ("protocol.base", "encode_request"),
     "produce_frame": ("protocol.produce_frame", "produce_frame"),
     "request_spec": ("protocol.base", "request_spec"),
@@ -188,6 +193,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
 }
 __all__ = [
     "ADD_PARTITIONS_TO_TXN",
+    "API_REGISTRY",
     "API_VERSIONS_KEY",
     "EARLIEST",
     "END_TXN",
@@ -211,6 +217,7 @@ __all__ = [
     "AbortedTransaction",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnTopic",
+    "ApiSpec",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "BruceError",
@@ -238,6 +245,7 @@ __all__ = [
     "ProtocolChoice",
     "Record",
     "RecordInput",
+    "RequestHeader",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
@@ -260,6 +268,7 @@ __all__ = [
     "decode_message_set",
     "decode_record_batch",
     "decode_records",
+    "decode_request",
     "decode_response",
     "decompression_limit",
     "encode_request",
