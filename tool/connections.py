@@ -50,7 +50,7 @@ class Connection:
     streams: dict[Endpoint, Stream] = field(default_factory=dict)  # by sending endpoint
     held: dict[Endpoint, list[tuple[Piece, float]]] = field(default_factory=dict)  # before recognition
     framers: dict[Endpoint, Framer] = field(default_factory=dict)
-    closed: set[Endpoint] = field(default_factory=set)
+    last_ts: float = 0.0  # capture time of its latest segment
 
     @property
     def server(self) -> Endpoint | None:
@@ -118,6 +118,7 @@ class Connections:
             self.table[key] = conn
         else:
             self.table.move_to_end(key)
+        conn.last_ts = ts
         if conn.kafka is False:
             return out
         stream = conn.streams.get(src)
@@ -149,7 +150,7 @@ class Connections:
         out: list[Framed_] = []
         for src, stream in conn.streams.items():
             for piece in stream.finish():
-                out += self._piece(conn, src, piece, 0.0)
+                out += self._piece(conn, src, piece, conn.last_ts)
             self.duplicates += stream.duplicates
             self.overflows += stream.overflows
             stream.duplicates = stream.overflows = 0

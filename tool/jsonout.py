@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from .records import batches, record_value
+from .records import Batch, batches, record_json
 from .sequences import Sequences
 from .tree import RecordSet
 
@@ -63,15 +63,25 @@ class JsonWriter:
     def _records(self, rs: RecordSet) -> None:
         write = self.out.write
         write("[")
-        topic, partition = rs.topic, rs.partition
-        for i, batch in enumerate(batches(rs.data, topic=topic, partition=partition, sequences=self.sequences, scope=rs.scope)):
-            if batch.error is not None:
-                self.failed_batches += 1
+        found = batches(rs.data, topic=rs.topic, partition=rs.partition, sequences=self.sequences, scope=rs.scope)
+        for i, batch in enumerate(found):
             if i:
                 write(",")
-            header = _dumps(batch.header())
-            write(header[:-1])
-            write(',"records":[')
-            write(",".join([_dumps(record_value(r, topic, partition)) for r in batch.records]))
-            write("]}")
+            self._batch(batch, rs.topic, rs.partition)
         write("]")
+
+    def _batch(self, batch: Batch, topic: str | None, partition: int | None) -> None:
+        if batch.error is not None:
+            self.failed_batches += 1
+        write = self.out.write
+        write(_dumps(batch.header())[:-1])
+        write(',"records":[')
+        t, p = _dumps(topic), _dumps(partition)
+        write(",".join([record_json(r, t, p) for r in batch.records]))
+        write("]}")
+
+    def batch_line(self, head: dict[str, Any], batch: Batch) -> None:
+        """One line: ``head``'s fields, then ``"batch"``: the batch and its records."""
+        self.out.write(_dumps(head)[:-1] + ',"batch":')
+        self._batch(batch, None, None)
+        self.out.write("}\n")

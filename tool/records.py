@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import base64
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json.encoder import encode_basestring  # type: ignore[attr-defined]  # C accelerated, untyped
 from typing import Any
 
 from bruce.wire import Codec, MalformedInput, Record, decode_message_set, decode_record_batch, entry_spans
@@ -209,6 +210,39 @@ def text_or_base64(data: bytes | None) -> str | dict[str, str] | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+_quote: Callable[[str], str] = encode_basestring  # the json module's C string encoder (UTF-8 kept, not escaped)
+_iso_cache: dict[int, str | None] = {}
+
+
+def _json_bytes(data: bytes | None) -> str:
+    if data is None:
+        return "null"
+    try:
+        return _quote(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return '{"base64":"' + base64.b64encode(data).decode("ascii") + '"}'
+
+
+def record_json(r: Record, topic_json: str, partition_json: str) -> str:
+    """:func:`record_value` as JSON text, written directly: the hot path of ``--json`` (equal to encoding
+    :func:`record_value`, tests/tool/test_records.py)."""
+    ts = r.timestamp
+    iso = _iso_cache.get(ts)
+    if iso is None:
+        if len(_iso_cache) > 4096:
+            _iso_cache.clear()
+        iso = _iso_cache[ts] = _quote(iso_ms(ts) or "") if ts >= 0 else "null"
+    if r.headers:
+        headers = ",".join(f"{_quote(k)},{_json_bytes(v)}" for k, v in r.headers)
+    else:
+        headers = ""
+    return (
+        f'{{"topic":{topic_json},"partition":{partition_json},"offset":{r.offset},'
+        f'"tstype":"{"log_append" if r.timestamp_type else "create"}","ts":{ts},"ts_iso":{iso},'
+        f'"key":{_json_bytes(r.key)},"payload":{_json_bytes(r.value)},"headers":[{headers}]}}'
+    )
 
 
 def record_value(r: Record, topic: str | None, partition: int | None) -> dict[str, Any]:

@@ -75,7 +75,7 @@ class Stats:
             if a.latencies:
                 ordered = sorted(a.latencies)
                 entry["latency_ms"] = {
-                    f"p{p}": round(ordered[min(len(ordered) - 1, (len(ordered) * p) // 100)] * 1000, 3)
+                    f"p{p}": round(ordered[max(0, -(-len(ordered) * p // 100) - 1)] * 1000, 3)  # nearest rank
                     for p in PERCENTILES
                 }
             apis.append(entry)

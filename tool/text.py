@@ -75,19 +75,24 @@ class TextWriter:
             write(f"{prefix}{key}: {_short(value, self.width)}\n")
 
     def _records(self, rs: RecordSet, indent: str) -> None:
+        found = batches(rs.data, topic=rs.topic, partition=rs.partition, sequences=self.sequences, scope=rs.scope)
+        for batch in found:
+            self.batch(batch, indent)
+
+    def batch(self, batch: Batch, indent: str) -> None:
+        """A batch's line, then one line per record."""
         write = self.out.write
-        for batch in batches(rs.data, topic=rs.topic, partition=rs.partition, sequences=self.sequences, scope=rs.scope):
-            write(f"{indent}{_batch_line(batch)}\n")
-            if batch.error is not None:
-                self.failed_batches += 1
-            for r in batch.records:
-                ts = iso_ms(r.timestamp) or "-"
-                line = f"{indent}  {r.offset} {ts} ({r.timestamp}) key={_short(text_or_base64(r.key), 60)}"
-                line += f" value={_short(text_or_base64(r.value), self.width)}"
-                if r.headers:
-                    hs = ", ".join(f"{k}={_short(text_or_base64(v), 60)}" for k, v in r.headers)
-                    line += f" headers=[{hs}]"
-                write(line + "\n")
+        write(f"{indent}{_batch_line(batch)}\n")
+        if batch.error is not None:
+            self.failed_batches += 1
+        for r in batch.records:
+            ts = iso_ms(r.timestamp) or "-"
+            line = f"{indent}  {r.offset} {ts} ({r.timestamp}) key={_short(text_or_base64(r.key), 60)}"
+            line += f" value={_short(text_or_base64(r.value), self.width)}"
+            if r.headers:
+                hs = ", ".join(f"{k}={_short(text_or_base64(v), 60)}" for k, v in r.headers)
+                line += f" headers=[{hs}]"
+            write(line + "\n")
 
 
 def _flat(value: Any, width: int) -> str | None:

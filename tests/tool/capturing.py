@@ -1,7 +1,8 @@
 """Loopback captures for bruce-wire's tests: tcpdump writes what the clients and tansu exchange on ``lo``.
 
-``Capture(path, port)`` starts tcpdump on the loopback interface for one TCP port (the broker's), waits until it is
-listening, and on ``stop()`` lets it write everything out. Root (or CAP_NET_RAW) is needed, as in CI.
+``Capture(path, ports)`` starts tcpdump on the loopback interface for one TCP port (the broker's), waits until it is
+listening, and on ``stop()`` lets it write everything out. Its kernel buffer is 64 MiB: loopback segments are
+64 KiB and a fast producer fills the default 2 MiB, which would drop packets. Root (or CAP_NET_RAW) is needed, as in CI.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class Capture:
         terms = [f"tcp port {p}" for p in ports] + [f"udp port {p}" for p in udp_ports]
         self.log = path.with_suffix(".tcpdump.log")
         self.process = subprocess.Popen(
-            [tcpdump, "-i", "lo", "-U", "-s", "0", "-w", str(path), " or ".join(terms)],
+            [tcpdump, "-i", "lo", "-U", "-s", "0", "-B", "65536", "-w", str(path), " or ".join(terms)],
             stdout=subprocess.DEVNULL,
             stderr=self.log.open("wb"),
         )
