@@ -31,7 +31,6 @@ from capturing import Capture  # noqa: E402  # the tests' tcpdump helper
 
 from bruce.proxy.daemon.embedded import EmbeddedBroker  # noqa: E402
 
-
 # Clients held to versions tshark 4.0 decodes (Produce v7, Fetch v10): kafka-python's table for a 2.1 broker.
 TSHARK_VERSIONS = (2, 1, 0)
 

@@ -104,8 +104,8 @@ class Connections:
         out: list[Framed_] = []
         syn = bool(seg.flags & SYN)
         if conn is not None and syn and not seg.flags & ACK and conn.streams.get(src) is not None:
-            stream = conn.streams[src]
-            if stream.next_seq is not None and stream.next_seq != (seg.seq + 1) % (1 << 32):
+            old = conn.streams[src]
+            if old.next_seq is not None and old.next_seq != (seg.seq + 1) % (1 << 32):
                 out += self._finish(conn)  # a new connection on the same ports
                 del self.table[key]
                 conn = None
@@ -154,10 +154,8 @@ class Connections:
             self.duplicates += stream.duplicates
             self.overflows += stream.overflows
             stream.duplicates = stream.overflows = 0
-        if conn.kafka is None and conn.held:
-            self._decide(conn, final=True)
-            if conn.kafka:
-                out += self._release(conn)
+        if conn.kafka is None and conn.held and self._decide(conn, final=True):
+            out += self._release(conn)
         if conn.kafka:
             for src, framer in conn.framers.items():
                 out += [Framed_(conn, src == conn.client, item) for item in framer.finish()]
@@ -170,13 +168,12 @@ class Connections:
             return []
         if conn.kafka is None:
             conn.held.setdefault(src, []).append((piece, ts))
-            self._decide(conn, final=False)
-            return self._release(conn) if conn.kafka else []
+            return self._release(conn) if self._decide(conn, final=False) else []
         framer = conn.framers[src]
         return [Framed_(conn, src == conn.client, item) for item in framer.feed(piece, ts)]
 
-    def _decide(self, conn: Connection, *, final: bool) -> None:
-        """Recognise the connection from what each side has sent so far, or give up on it."""
+    def _decide(self, conn: Connection, *, final: bool) -> bool | None:
+        """Recognise the connection from what each side has sent so far, or give up on it: ``conn.kafka``."""
         starts: dict[Endpoint, int | None] = {}
         for src, pieces in conn.held.items():
             data = b"".join(p for p, _ in pieces if not isinstance(p, Gap))
@@ -198,15 +195,16 @@ class Connections:
         else:
             candidates = [(pos, src) for src, pos in starts.items() if pos is not None and pos >= 0]
             if candidates:
-                pos, client = min(candidates, key=lambda c: (c[0] > 0, c[0]))
+                _, client = min(candidates, key=lambda c: (c[0] > 0, c[0]))
                 conn.kafka = True
-            elif final or all(pos == -1 for pos in starts.values()) and len(starts) == 2:
+            elif final or (all(pos == -1 for pos in starts.values()) and len(starts) == 2):
                 conn.kafka = False
         if conn.kafka:
             conn.client = client
         elif conn.kafka is False:
             self.not_kafka += 1
             conn.held.clear()
+        return conn.kafka
 
     def _release(self, conn: Connection) -> list[Framed_]:
         """The connection was recognised: frame what was held."""

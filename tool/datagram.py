@@ -91,7 +91,7 @@ def _bytes(value: Any, what: str) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, dict) and isinstance(value.get("base64"), str):
         return base64.b64decode(value["base64"], validate=True)
-    raise UsageError(f"{what}: expected text or {{\"base64\": ...}}")
+    raise UsageError(f'{what}: expected text or {{"base64": ...}}')
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -99,18 +99,18 @@ def _encode(args: argparse.Namespace) -> int:
     if data is None:
         return 2
     try:
-        spec = json.loads(data)
+        spec: dict[str, Any] = json.loads(data)
         if not isinstance(spec, dict):
             raise UsageError("expected a JSON object")
         kind = spec.get("kind", "any_partition")
         topic = spec["topic"]
         value = _bytes(spec.get("value", spec.get("payload")), "value")
         key = _bytes(spec.get("key"), "key")
-        ts = int(spec.get("timestamp", spec.get("ts", time.time_ns() // 1_000_000)))
+        ts = int(spec.get("timestamp", spec.get("ts", time.time_ns() // 1_000_000)) or 0)
         if kind == "any_partition":
             out = build_any_partition(topic, value, key, timestamp=ts)
         elif kind == "partition_key":
-            out = build_partition_key(topic, value, key, partition_key=int(spec["partition_key"]), timestamp=ts)
+            out = build_partition_key(topic, value, key, partition_key=int(str(spec["partition_key"])), timestamp=ts)
         elif kind == "old_v0":
             out = build_old_v0(topic, value, timestamp=ts)
         else:

@@ -178,5 +178,7 @@ class Pairing:
         else:
             chosen = fits[-1]
             names = ", ".join(f"{API_REGISTRY[k].name} v{v}" for k, v, _ in fits[:6])
-            message.how = f"request not captured; ambiguous, {len(fits)} parse it ({names}{', ...' if len(fits) > 6 else ''})"
+            message.how = (
+                f"request not captured; ambiguous, {len(fits)} parse it ({names}{', ...' if len(fits) > 6 else ''})"
+            )
         message.api_key, message.version, message.body = chosen

@@ -128,9 +128,8 @@ class PcapRun:
 
     def _message(self, conn: Any, m: Message) -> None:
         self.result.messages += 1
-        if m.error is not None or (m.raw is not None and m.api_key is not None and m.body is None and m.how is None):
-            if m.error is not None:
-                self.result.undecoded += 1
+        if m.error is not None:
+            self.result.undecoded += 1
         tree = self.trees.tree(m.body, scope="produce" if m.from_client else "log") if m.body is not None else None
         wanted = self._conn_wanted(m.conn) and self._api_wanted(m)
         if self.options.topics:

@@ -21,7 +21,7 @@ import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from json.encoder import encode_basestring  # type: ignore[attr-defined]  # C accelerated, untyped
+from json.encoder import encode_basestring  # the C string encoder when the json module has its speedups
 from typing import Any
 
 from bruce.wire import Codec, MalformedInput, Record, decode_message_set, decode_record_batch, entry_spans
@@ -93,6 +93,7 @@ def batches(
     """The batches of a record set, one at a time (see the module's rules)."""
     view = memoryview(data)
     run_start = run_end = -1
+    last = 0  # where the complete entries end
     try:
         for start, end, magic in entry_spans(data):
             if magic in (0, 1) and not data[start + _ENTRY_ATTRIBUTES] & 0x07:
@@ -116,16 +117,8 @@ def batches(
     except MalformedInput as e:  # an entry whose size field is impossible: the rest cannot be framed
         yield Batch(0, len(data), -1, error=str(e))
         return
-    tail = len(data) - _end_of_entries(data)
-    if tail:
-        yield Batch(len(data) - tail, tail, -1, partial=True)
-
-
-def _end_of_entries(data: bytes) -> int:
-    end = 0
-    for _, end, _ in entry_spans(data):
-        pass
-    return end
+    if last < len(data):
+        yield Batch(last, len(data) - last, -1, partial=True)
 
 
 def _message_run(view: memoryview, start: int, end: int) -> Batch:
@@ -234,10 +227,7 @@ def record_json(r: Record, topic_json: str, partition_json: str) -> str:
         if len(_iso_cache) > 4096:
             _iso_cache.clear()
         iso = _iso_cache[ts] = _quote(iso_ms(ts) or "") if ts >= 0 else "null"
-    if r.headers:
-        headers = ",".join(f"{_quote(k)},{_json_bytes(v)}" for k, v in r.headers)
-    else:
-        headers = ""
+    headers = ",".join(f"{_quote(k)},{_json_bytes(v)}" for k, v in r.headers) if r.headers else ""
     return (
         f'{{"topic":{topic_json},"partition":{partition_json},"offset":{r.offset},'
         f'"tstype":"{"log_append" if r.timestamp_type else "create"}","ts":{ts},"ts_iso":{iso},'

@@ -42,10 +42,7 @@ class SegmentCheck:
         self.firsts: list[int] = []  # their first offsets
         self.lasts: list[int] = []  # their last offsets
         self.records = 0
-        try:
-            self.base = int(path.stem)
-        except ValueError:
-            self.base = None
+        self.base: int | None = int(path.stem) if path.stem.isdigit() else None  # Kafka names it after its base offset
 
     def run(self) -> None:
         size = self.path.stat().st_size

@@ -114,7 +114,9 @@ def main(args: argparse.Namespace) -> int:
     held = sum(s["held"] for s in segs)
     print(f"{directory}: {len(segs)} segments, {sum(s['records'] for s in segs)} records, {held} held (not done)")
     for s in segs:
-        line = f"  {s['segment']}: {s['records']} records, {s['done']} done, {s['held']} held, done file {s['done_file']}"
+        line = (
+            f"  {s['segment']}: {s['records']} records, {s['done']} done, {s['held']} held, done file {s['done_file']}"
+        )
         if s["corrupt"]:
             line += f", {len(s['corrupt'])} corrupt regions"
         if "torn_tail_at" in s:

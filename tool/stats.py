@@ -84,7 +84,8 @@ class Stats:
 
     def text(self) -> str:
         s = self.summary()
-        lines = [f"{'api':<24} {'v':>3} {'requests':>9} {'bytes':>12} {'answers':>9} {'bytes':>12}  latency ms p50/p90/p99/max"]
+        head = f"{'api':<24} {'v':>3} {'requests':>9} {'bytes':>12} {'answers':>9} {'bytes':>12}"
+        lines = [head + "  latency ms p50/p90/p99/max"]
         for a in s["apis"]:
             lat = a.get("latency_ms")
             latency = "/".join(f"{lat[f'p{p}']:g}" for p in PERCENTILES) if lat else "-"

@@ -108,7 +108,9 @@ def _batch_line(b: Batch) -> str:
         return f"partial batch at byte {b.position}: {b.size} bytes (cut by the fetch size)"
     if b.error is not None:
         return f"batch at byte {b.position} ({b.size} bytes, magic {b.magic}) does not decode: {b.error}"
-    line = f"batch at byte {b.position}: magic {b.magic}, {b.codec}, base offset {b.base_offset}, {len(b.records)} records"
+    line = (
+        f"batch at byte {b.position}: magic {b.magic}, {b.codec}, base offset {b.base_offset}, {len(b.records)} records"
+    )
     if b.magic == 2:
         line += f", crc {b.crc:#010x}" if b.crc is not None else ""
         if b.producer_id >= 0:

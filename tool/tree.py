@@ -77,9 +77,14 @@ class Trees:
         else:
             if isinstance(topic_id, bytes) and topic_id in self.topic_ids:
                 topic = self.topic_ids[topic_id]
-        if isinstance(topic_id, bytes) and len(topic_id) == 16 and isinstance(values.get("name"), str):
-            if len(self.topic_ids) < MAX_TOPIC_IDS:
-                self.topic_ids[topic_id] = values["name"]
+        name = values.get("name")
+        if (
+            isinstance(topic_id, bytes)
+            and len(topic_id) == 16
+            and isinstance(name, str)
+            and len(self.topic_ids) < MAX_TOPIC_IDS
+        ):
+            self.topic_ids[topic_id] = name
         for key in _PARTITION_FIELDS:
             if isinstance(values.get(key), int) and not isinstance(values.get(key), bool):
                 partition = values[key]

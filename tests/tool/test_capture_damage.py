@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
 
 import dpkt
 import pytest
@@ -106,7 +105,9 @@ def test_an_answer_whose_request_was_cut_is_still_decoded(client_capture: Client
             target = i  # a Metadata request (api key 3) in one segment
             break
     assert target is not None
-    run = bruce_wire("pcap", "--json", str(_write(tmp_path / "orphan.pcap", linktype, packets[:target] + packets[target + 1 :])))
+    run = bruce_wire(
+        "pcap", "--json", str(_write(tmp_path / "orphan.pcap", linktype, packets[:target] + packets[target + 1 :]))
+    )
     answers = [m for m in json_lines(run.stdout) if m.get("direction") == "answer" and "how" in m]
     assert answers and answers[0]["api"] == "Metadata" and "body" in answers[0]
     assert "request not captured" in answers[0]["how"]
@@ -130,7 +131,7 @@ def test_garbage_inside_frames_is_reported_with_its_path_and_decoding_goes_on(
     from bruce.tool.packets import Segment, decode_packet
 
     linktype, packets = _packets(client_capture.path)
-    for i, (ts, buf) in enumerate(packets):
+    for i, (ts, buf) in enumerate(packets):  # noqa: B007  # the loop finds i, ts and buf
         seg = decode_packet(linktype, buf)
         if isinstance(seg, Segment) and len(seg.payload) > 40 and bytes(seg.payload[4:8]) == b"\x00\x00\x00\x07":
             break  # Produce v7 (the tshark-range client): classic strings

@@ -168,7 +168,7 @@ def test_control_batches_are_decoded() -> None:
 
 def test_record_json_equals_the_plain_value() -> None:
     for r in (
-        Record(5, 1_700_000_000_123, b"k", "vé\n\"".encode(), (("h", b"\xff"), ("n", None)), 0, 2),
+        Record(5, 1_700_000_000_123, b"k", 'vé\n"'.encode(), (("h", b"\xff"), ("n", None)), 0, 2),
         Record(1, -1, None, b"\x80", (), 1, 0),
     ):
         assert json.loads(record_json(r, json.dumps("t"), "3")) == record_value(r, "t", 3)
