@@ -115,7 +115,10 @@ def batches(
             yield _message_run(view, run_start, run_end)
             last = run_end
     except MalformedInput as e:  # an entry whose size field is impossible: the rest cannot be framed
-        yield Batch(0, len(data), -1, error=str(e))
+        if run_start >= 0:
+            yield _message_run(view, run_start, run_end)
+            last = run_end
+        yield Batch(last, len(data) - last, -1, error=str(e))
         return
     if last < len(data):
         yield Batch(last, len(data) - last, -1, partial=True)

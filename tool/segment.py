@@ -97,9 +97,11 @@ class SegmentCheck:
         entries = [_INDEX.unpack_from(raw, i) for i in range(0, len(raw) - len(raw) % 8, 8)]
         base = self.base or 0
         last = -1
+        checked = 0
         for n, (relative, position) in enumerate(entries):
             if n and relative == 0 and position == 0:
                 break  # preallocated, never written
+            checked += 1
             offset = base + relative
             if offset <= last:
                 self.problems.append(f".index entry {n}: offset {offset} not above the previous {last}")
@@ -112,7 +114,7 @@ class SegmentCheck:
                     f".index entry {n}: offset {offset} is not in the batch at {position} "
                     f"({self.firsts[i]}..{self.lasts[i]})"
                 )
-        self.notes.append(f".index: {n + 1 if entries else 0} entries checked")
+        self.notes.append(f".index: {checked} entries checked")
 
     def _timeindex(self, raw: bytes) -> None:
         entries = [_TIMEINDEX.unpack_from(raw, i) for i in range(0, len(raw) - len(raw) % 12, 12)]
