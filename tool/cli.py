@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     pcap.add_argument("--topic", action="append", default=[], help="only messages about this topic (repeatable)")
     pcap.add_argument("--conn", action="append", default=[], help="only connections whose name contains this")
     pcap.add_argument("--port", type=int, help="decode connections to this port as Kafka whatever their shape")
-    pcap.add_argument("--plog", type=int, action="append", default=[], help="decode UDP to this port as plog")
+    pcap.add_argument("--plog", type=int, action="append", default=[], help="decode UDP and TCP to this port as plog")
     pcap.add_argument("--max-frame", type=int, default=100 << 20, help="largest frame believed (bytes)")
 
     seg = sub.add_parser("segment", help="a Kafka log segment (.log), with its .index and .timeindex if present")

@@ -7,7 +7,8 @@ Rules:
 - Losses (bytes not captured, bytes skipped to find a frame, frames cut short) are reported where they are: the
   connection, the side, the stream offset.
 - The result says whether every frame decoded: the command's exit status is 0 if so, 1 if not.
-- UDP datagrams to a ``--plog`` port are decoded as plog packets (:func:`bruce.wire.parse_packet`).
+- UDP datagrams to a ``--plog`` port are decoded as plog packets (:func:`bruce.wire.parse_packet`); TCP to it is
+  plog's line protocol (one message per line), reassembled like Kafka's streams, a line cut by a hole dropped.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ from .connections import Connections, Framed_
 from .exchanges import Message, Pairing
 from .framing import MAX_FRAME, Frame
 from .jsonout import JsonWriter
-from .packets import Datagram, Segment, decode_packet
+from .packets import SYN, Datagram, Segment, decode_packet
 from .plogview import plog_tree
+from .reassembly import Gap, Piece, Stream
+from .records import text_or_base64
 from .sequences import Sequences
 from .stats import Stats
 from .text import TextWriter
 from .tree import Trees, topics_of
+
+MAX_PLOG_CONNECTIONS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,18 +81,23 @@ class PcapRun:
         self.json = JsonWriter(out, self.sequences, flush=options.live)
         self.text = TextWriter(out, self.sequences, flush=options.live)
         self.result = Result()
+        self.plog_streams: dict[str, tuple[Stream, bytearray]] = {}  # plog over TCP: one line per message
 
     def run(self, stream: BinaryIO) -> Result:
         reader = Reader(stream)
         for ts, linktype, data in reader:
             packet = decode_packet(linktype, data)
-            if isinstance(packet, Segment):
+            if isinstance(packet, Segment) and packet.dport in self.options.plog_ports:
+                self._plog_tcp(packet, ts)
+            elif isinstance(packet, Segment) and packet.sport not in self.options.plog_ports:
                 for item in self.connections.segment(packet, ts):
                     self._framed(item)
             elif isinstance(packet, Datagram) and packet.dport in self.options.plog_ports:
                 self._plog(packet, ts)
         for item in self.connections.finish():
             self._framed(item)
+        for name, (plog_stream, pending) in self.plog_streams.items():
+            self._plog_lines(name, plog_stream.finish(), pending, 0.0, final=True)
         if reader.truncated:
             self.result.notes.append(reader.truncated)
             self.result.losses += 1
@@ -213,6 +223,49 @@ class PcapRun:
         return value
 
     # ------------------------------------------------------------ plog
+
+    def _plog_tcp(self, seg: Segment, ts: float) -> None:
+        name = f"{seg.src}:{seg.sport}>{seg.dst}:{seg.dport}"
+        if name not in self.plog_streams:
+            if len(self.plog_streams) >= MAX_PLOG_CONNECTIONS:
+                return
+            self.plog_streams[name] = (Stream(), bytearray())
+        stream, pending = self.plog_streams[name]
+        if seg.flags & SYN:
+            stream.syn(seg.seq)
+        self._plog_lines(name, stream.add(seg.seq, seg.payload, ts), pending, ts, final=False)
+
+    def _plog_lines(self, conn: str, pieces: list[Piece], pending: bytearray, ts: float, *, final: bool) -> None:
+        """plog's TCP input: each line (LF or CR LF) is one message; a hole drops the line it cuts."""
+        for piece in pieces:
+            if isinstance(piece, Gap):
+                pending.clear()
+                self._plog_value(conn, ts, {"lost": {"offset": piece.offset, "size": piece.size}}, "tcp")
+                continue
+            pending += piece
+            while (end := pending.find(b"\n")) >= 0:
+                line = bytes(pending[:end]).removesuffix(b"\r")
+                del pending[: end + 1]
+                self._plog_value(conn, ts, {"plog": {"kind": "line", "message": text_or_base64(line)}}, "tcp")
+            if len(pending) > self.options.max_frame:
+                self._plog_value(conn, ts, {"lost": {"size": len(pending), "why": "line too long"}}, "tcp")
+                pending.clear()
+        if final and pending:
+            self._plog_value(conn, ts, {"lost": {"size": len(pending), "why": "unterminated line"}}, "tcp")
+            pending.clear()
+
+    def _plog_value(self, conn: str, ts: float, value: dict[str, Any], direction: str) -> None:
+        if not self._conn_wanted(conn) or self.options.stats:
+            return
+        if "lost" in value:
+            self.result.losses += 1
+        else:
+            self.result.messages += 1
+        head = {"conn": conn, "direction": direction, "ts": ts, "time": _time(ts)}
+        if self.options.json:
+            self.json.line(head | value)
+        else:
+            self.text.message(f"{_time(ts)} {conn} plog {direction}", value, [])
 
     def _plog(self, d: Datagram, ts: float) -> None:
         conn = f"{d.src}:{d.sport}>{d.dst}:{d.dport}"

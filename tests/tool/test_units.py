@@ -183,3 +183,27 @@ def test_json_writer_streams_record_sets() -> None:
     JsonWriter(out).line({"body": {"records": RecordSet(data, "t", 0)}})
     value = json.loads(out.getvalue())
     assert [r["payload"] for r in value["body"]["records"][0]["records"]] == [str(i) for i in range(1000)]
+
+
+def test_plog_in_captures_over_udp_and_tcp(tmp_path: object) -> None:
+    """``--plog PORT``: UDP datagrams are plog packets, TCP is plog's line protocol."""
+    from bruce.tool.pcap_cmd import Options, PcapRun
+
+    def eth(ip: bytes) -> bytes:
+        return b"\x00" * 12 + b"\x08\x00" + ip
+
+    udp = dpkt.udp.UDP(sport=5000, dport=23456, data=b"one message")
+    udp.ulen = len(bytes(udp))
+    uip = dpkt.ip.IP(src=bytes([127, 0, 0, 1]), dst=bytes([127, 0, 0, 1]), p=dpkt.ip.IP_PROTO_UDP, data=udp)
+    uip.len = len(bytes(uip))
+    tcp_a = _tcp_ip4(b"first line\r\nsecond ", seq=10)
+    tcp_b = _tcp_ip4(b"line\n", seq=10 + len(b"first line\r\nsecond "))
+    buf = io.BytesIO()
+    writer = dpkt.pcap.Writer(buf, linktype=1)
+    for ts, ip in enumerate((bytes(uip), tcp_a, tcp_b)):
+        writer.writepkt(eth(ip), ts)
+    out = io.StringIO()
+    result = PcapRun(Options(json=True, plog_ports=frozenset({23456, 9092})), out).run(io.BytesIO(buf.getvalue()))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [m["plog"]["message"] for m in lines] == ["one message", "first line", "second line"]
+    assert result.status == 0
