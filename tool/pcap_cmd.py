@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
 
-from bruce.wire import MalformedInput, parse_packet
+from bruce.wire import API_REGISTRY, MalformedInput, parse_packet
 
 from .capture import Reader
 from .connections import Connections, Framed_
@@ -140,7 +140,11 @@ class PcapRun:
         self.result.messages += 1
         if m.error is not None:
             self.result.undecoded += 1
-        tree = self.trees.tree(m.body, scope="produce" if m.from_client else "log") if m.body is not None else None
+        tree = None
+        if m.body is not None:
+            spec = API_REGISTRY.get(m.api_key) if m.api_key is not None else None
+            schemas = (spec.requests if m.from_client else spec.responses) if spec is not None else {}
+            tree = self.trees.tree(m.body, scope="produce" if m.from_client else "log", schema=schemas.get(m.version or 0))
         wanted = self._conn_wanted(m.conn) and self._api_wanted(m)
         if self.options.topics:
             if m.from_client:

@@ -2,7 +2,8 @@
 
 Rules:
 - Generic: dataclass fields become keys in declaration order, tuples lists; nothing here knows an API by name, so
-  every API the registry gains is shown without a change here.
+  every API the registry gains is shown without a change here. Given the version's schema, only the fields that
+  version has are shown (a dataclass serves every version; the others keep defaults that were never on the wire).
 - A field named ``records`` holding bytes is a :class:`RecordSet` (decoded lazily by the output, batch by batch),
   tagged with the topic and partition of the structs around it (``name``/``topic``/``topic_name``, or ``topic_id``
   resolved through the names seen in Metadata answers; ``index``/``partition``/``partition_index``).
@@ -48,16 +49,17 @@ class Trees:
         self.topic_ids: dict[bytes, str] = {}
         self.scope = "log"
 
-    def tree(self, body: Any, *, scope: str = "log") -> dict[str, Any]:
+    def tree(self, body: Any, *, scope: str = "log", schema: Any = None) -> dict[str, Any]:
+        """``body`` as plain values; ``schema``, the construct schema it was parsed with, limits the fields shown."""
         self.scope = scope
-        value = self._value(body, None, None, "")
+        value = self._value(body, None, None, "", schema_fields(schema) if schema is not None else None)
         return value if isinstance(value, dict) else {"value": value}
 
-    def _value(self, obj: Any, topic: str | None, partition: int | None, name: str) -> Any:
+    def _value(self, obj: Any, topic: str | None, partition: int | None, name: str, fields: Fields = None) -> Any:
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            return self._struct(obj, topic, partition, name)
+            return self._struct(obj, topic, partition, name, fields)
         if isinstance(obj, tuple | list):
-            return [self._value(v, topic, partition, name) for v in obj]
+            return [self._value(v, topic, partition, name, fields) for v in obj]
         if isinstance(obj, bytes | bytearray | memoryview):
             raw = bytes(obj)
             if name == "records":
@@ -67,8 +69,10 @@ class Trees:
             return text_or_base64(raw)
         return obj
 
-    def _struct(self, obj: Any, topic: str | None, partition: int | None, parent: str) -> dict[str, Any]:
-        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    def _struct(
+        self, obj: Any, topic: str | None, partition: int | None, parent: str, fields: Fields
+    ) -> dict[str, Any]:
+        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if fields is None or f.name in fields}
         topic_id = values.get("topic_id")
         for key in _TOPIC_FIELDS:
             if isinstance(values.get(key), str) and (key != "name" or "topic" in parent or parent == "responses"):
@@ -95,10 +99,29 @@ class Trees:
                 if value:
                     out["tags"] = {str(tag): bytes(raw).hex() for tag, raw in value.items()}
                 continue
-            out[key] = self._value(value, topic, partition, key)
+            out[key] = self._value(value, topic, partition, key, fields.get(key) if fields is not None else None)
             if key == "error_code" and isinstance(value, int) and value:
                 out["error_name"] = errorcodes.lookup(value).name
         return out
+
+
+Fields = dict[str, "Fields"] | None  # a struct's field names, each with its own fields (None: not a struct)
+
+
+def schema_fields(schema: Any) -> Fields:
+    """The field names a construct schema holds, nested: structs by their subcons' names, arrays and adapters by what
+    they wrap, a struct's tagged fields by the names they decode to. None for anything that is not a struct."""
+    seen = 0
+    while not hasattr(schema, "subcons") and hasattr(schema, "subcon") and seen < 16:
+        tagged = getattr(schema, "tagged", None)
+        if isinstance(tagged, dict):  # a struct with named tagged fields
+            found = schema_fields(schema.subcon) or {}
+            return found | {name: schema_fields(sub) for name, sub in tagged.values()}
+        schema, seen = schema.subcon, seen + 1
+    subcons = getattr(schema, "subcons", None)
+    if not isinstance(subcons, list):
+        return None
+    return {sub.name: schema_fields(sub) for sub in subcons if isinstance(getattr(sub, "name", None), str)}
 
 
 def topics_of(tree: Any, parent: str = "") -> set[str]:

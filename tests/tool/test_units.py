@@ -207,3 +207,14 @@ def test_plog_in_captures_over_udp_and_tcp(tmp_path: object) -> None:
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [m["plog"]["message"] for m in lines] == ["one message", "first line", "second line"]
     assert result.status == 0
+
+
+def test_only_the_fields_a_version_has_are_shown() -> None:
+    from bruce.tool.tree import Trees
+    from bruce.wire import API_REGISTRY, decode_request
+
+    frame = encode_request(metadata_request(["t"], version=1), version=1, correlation_id=1)
+    _, body = decode_request(frame[4:])
+    tree = Trees().tree(body, schema=API_REGISTRY[3].requests[1])
+    assert tree == {"topics": [{"name": "t"}]}  # no topic_id (v10), no allow_auto_topic_creation (v4)
+    assert "allow_auto_topic_creation" in Trees().tree(body)  # without the schema: every field
