@@ -144,7 +144,9 @@ class PcapRun:
         if m.body is not None:
             spec = API_REGISTRY.get(m.api_key) if m.api_key is not None else None
             schemas = (spec.requests if m.from_client else spec.responses) if spec is not None else {}
-            tree = self.trees.tree(m.body, scope="produce" if m.from_client else "log", schema=schemas.get(m.version or 0))
+            tree = self.trees.tree(
+                m.body, scope="produce" if m.from_client else "log", schema=schemas.get(m.version or 0)
+            )
         wanted = self._conn_wanted(m.conn) and self._api_wanted(m)
         if self.options.topics:
             if m.from_client:
