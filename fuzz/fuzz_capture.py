@@ -28,7 +28,7 @@ with atheris.instrument_imports(include=["bruce.tool"]):
     from bruce.tool.reassembly import Stream
 
 
-def test_one(data: bytes) -> None:
+def test_one_input(data: bytes) -> None:
     out = io.StringIO()
     with contextlib.suppress(CaptureError):  # not a capture: refused cleanly
         PcapRun(Options(json=True, max_frame=1 << 20), out).run(io.BytesIO(data))
@@ -52,7 +52,7 @@ def test_one(data: bytes) -> None:
 
 
 def main() -> None:
-    atheris.Setup(sys.argv, test_one)
+    atheris.Setup(sys.argv, test_one_input)
     atheris.Fuzz()
 
 
