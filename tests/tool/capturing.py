@@ -34,7 +34,17 @@ class Capture:
             time.sleep(0.05)
 
     def stop(self) -> Path:
-        time.sleep(0.3)  # the last packets reach the capture
+        """Stop once the file has stopped growing (tcpdump may still be reading the kernel's buffer on a loaded
+        machine), at most 10 s from now."""
+        deadline = time.monotonic() + 10
+        size, stable_since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            now = self.path.stat().st_size if self.path.exists() else 0
+            if now != size:
+                size, stable_since = now, time.monotonic()
+            elif time.monotonic() - stable_since >= 0.7:
+                break
+            time.sleep(0.1)
         self.process.terminate()
         self.process.wait(timeout=10)
         return self.path

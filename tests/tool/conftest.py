@@ -146,9 +146,8 @@ def _daemon(broker: EmbeddedBroker, cap: ClientCapture, workdir: Path) -> None:
         for v in values:
             client.send_any_partition(topic, v)
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if daemon.call(lambda: daemon.daemon.accounting()).delivered >= len(values):
-                break
+        while daemon.call(lambda: daemon.daemon.accounting()).delivered < len(values):
+            assert time.monotonic() < deadline, daemon.call(lambda: daemon.daemon.accounting())
             time.sleep(0.1)
         daemon.stop()
     cap.sent["bruce"] = values
