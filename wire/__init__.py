@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         DatagramKind,
         any_partition_layout,
         build_any_partition,
+        build_old_v0,
         build_partition_key,
         parse_datagram,
         peek_topic,
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from .protocol.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
     from .protocol.api_versions import KEY as API_VERSIONS_KEY
     from .protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse, decode_api_versions_response
-    from .protocol.base import decode_response, encode_request, request_spec
+    from .protocol.base import REGISTRY as API_REGISTRY
+    from .protocol.base import ApiSpec, RequestHeader, decode_request, decode_response, encode_request, request_spec
     from .protocol.end_txn import EndTxnRequest
     from .protocol.fetch import (
         READ_COMMITTED,
@@ -103,6 +105,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "any_partition_layout": ("datagram", "any_partition_layout"),
     "build_any_partition": ("datagram", "build_any_partition"),
     "build_partition_key": ("datagram", "build_partition_key"),
+    "build_old_v0": ("datagram", "build_old_v0"),
     "parse_datagram": ("datagram", "parse_datagram"),
     "peek_topic": ("datagram", "peek_topic"),
     "LEGAL": ("topic_name", "LEGAL"),
@@ -152,6 +155,10 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "API_VERSIONS_KEY": ("protocol.api_versions", "KEY"),
     "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
     "decode_response": ("protocol.base", "decode_response"),
+    "decode_request": ("protocol.base", "decode_request"),
+    "API_REGISTRY": ("protocol", "REGISTRY"),
+    "ApiSpec": ("protocol.base", "ApiSpec"),
+    "RequestHeader": ("protocol.base", "RequestHeader"),
     "encode_request": ("protocol.base", "encode_request"),
     "produce_frame": ("protocol.produce_frame", "produce_frame"),
     "request_spec": ("protocol.base", "request_spec"),
@@ -188,6 +195,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
 }
 __all__ = [
     "ADD_PARTITIONS_TO_TXN",
+    "API_REGISTRY",
     "API_VERSIONS_KEY",
     "EARLIEST",
     "END_TXN",
@@ -211,6 +219,7 @@ __all__ = [
     "AbortedTransaction",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnTopic",
+    "ApiSpec",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "BruceError",
@@ -238,6 +247,7 @@ __all__ = [
     "ProtocolChoice",
     "Record",
     "RecordInput",
+    "RequestHeader",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
@@ -250,6 +260,7 @@ __all__ = [
     "build_any_partition",
     "build_message_set",
     "build_message_set_columns",
+    "build_old_v0",
     "build_partition_key",
     "build_record_batch",
     "build_record_batch_columns",
@@ -260,6 +271,7 @@ __all__ = [
     "decode_message_set",
     "decode_record_batch",
     "decode_records",
+    "decode_request",
     "decode_response",
     "decompression_limit",
     "encode_request",

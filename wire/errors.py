@@ -24,9 +24,16 @@ class BruceError(Exception):
 
 
 class MalformedInput(BruceError):
-    """Bytes from a peer (client datagram, broker response) that do not parse."""
+    """Bytes from a peer (client datagram, broker response) that do not parse. ``path``, when known, names the field
+    where decoding stopped (``body -> topic_data -> [0] -> name``)."""
 
     reason = "MALFORMED"
+    path: str | None = None
+
+    def __init__(self, message: str, *, reason: str | None = None, path: str | None = None) -> None:
+        super().__init__(message, reason=reason)
+        if path is not None:
+            self.path = path
 
 
 class UnsupportedApiKey(MalformedInput):

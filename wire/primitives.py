@@ -318,13 +318,17 @@ def TaggedStruct(*subcons: c.Construct, tagged: dict[int, tuple[str, c.Construct
 
 
 def parse(schema: c.Construct, data: bytes, what: str) -> Any:
-    """Parse ``data`` with ``schema``; any construct failure becomes :class:`MalformedInput` naming ``what``.
+    """Parse ``data`` with ``schema``; any construct failure becomes :class:`MalformedInput` naming ``what`` (and, in
+    its ``path``, the field where parsing stopped).
 
     The schema is responsible for rejecting trailing bytes (end it with ``c.Terminated``) where that matters.
     """
     try:
         return schema.parse(data)
-    except (c.ConstructError, UnicodeDecodeError, OverflowError, ValueError) as e:
+    except c.ConstructError as e:
+        path = (e.path or "").removeprefix("(parsing)").removeprefix(" -> ") or None
+        raise MalformedInput(f"malformed {what}: {e}", path=path) from None
+    except (UnicodeDecodeError, OverflowError, ValueError) as e:
         raise MalformedInput(f"malformed {what}: {e}") from None
 
 

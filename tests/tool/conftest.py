@@ -1,0 +1,182 @@
+"""One loopback capture for the whole session, shared by bruce-wire's tests: independent clients talking to tansu.
+
+``client_capture`` holds the pcap and what each client sent (``sent[client_id]``: the record values), so the tests
+compare what bruce-wire decodes with what was produced. Clients, each with its own client id:
+- confluent-kafka, idempotent (lz4, headers), and transactional: one transaction committed, one aborted;
+- kafka-python, modern (gzip, read back by a kafka-python consumer) and held to old versions:
+  ``api_version=(0, 10, 0)`` (magic 1, snappy) and ``(0, 8, 2)`` (magic 0, gzip), whose Produce requests tansu refuses
+  (they are still captured, which is what the tests need);
+- aiokafka reading the transactional topic with ``read_committed`` (Fetch v4: control batches), and producing;
+- ``tshark-range``: kafka-python held to ``(2, 1, 0)`` (Produce v7, Fetch v10), inside tshark 4.0's version table;
+- the bruce daemon itself (in-process, its own producer) delivering datagrams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from capturing import Capture
+
+from bruce.proxy.daemon.embedded import EmbeddedBroker
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass
+class ClientCapture:
+    path: Path
+    port: int
+    topics: dict[str, str]  # role -> topic name
+    sent: dict[str, list[bytes]] = field(default_factory=dict)  # client id -> values produced
+
+
+def _confluent(bootstrap: str, cap: ClientCapture) -> None:
+    import confluent_kafka as ck
+
+    topic = cap.topics["idempotent"]
+    p = ck.Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "compression.type": "lz4", "client.id": "ck-idem"}
+    )
+    values = [b"idem-%d" % i for i in range(30)]
+    for i, v in enumerate(values):
+        p.produce(topic, key=b"k%d" % (i % 3), value=v, headers=[("h", b"x%d" % i), ("bin", b"\xff\x00")])
+        if i % 10 == 9:
+            p.flush(10)
+    assert p.flush(10) == 0
+    cap.sent["ck-idem"] = values
+    txn_topic = cap.topics["txn"]
+    t = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "bruce-wire-txn", "client.id": "ck-txn"})
+    t.init_transactions(10)
+    t.begin_transaction()
+    for i in range(5):
+        t.produce(txn_topic, value=b"committed-%d" % i)
+    t.commit_transaction(10)
+    t.begin_transaction()
+    for i in range(3):
+        t.produce(txn_topic, value=b"aborted-%d" % i)
+    t.flush(10)
+    t.abort_transaction(10)
+    cap.sent["ck-txn"] = [b"committed-%d" % i for i in range(5)] + [b"aborted-%d" % i for i in range(3)]
+
+
+def _kafka_python(bootstrap: str, cap: ClientCapture) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    runs = [
+        ("kp-modern", None, "gzip"),
+        ("kp-0.10", (0, 10, 0), "snappy"),
+        ("kp-0.8", (0, 8, 2), "gzip"),
+        ("tshark-range", (2, 1, 0), None),
+    ]
+    for client_id, version, codec in runs:
+        topic = cap.topics[client_id]
+        extra: dict[str, Any] = {} if version is None else {"api_version": version}
+        idempotence = {} if version is None else {"enable_idempotence": False}  # tansu: InitProducerId v1 fails
+        p = KafkaProducer(
+            bootstrap_servers=bootstrap, client_id=client_id, compression_type=codec, **extra, **idempotence
+        )
+        values = [b"%s-%d" % (client_id.encode(), i) for i in range(12)]
+        for v in values:
+            p.send(topic, key=b"key", value=v)
+        p.flush(10)
+        p.close()
+        cap.sent[client_id] = values
+        if version is not None and version < (0, 11):
+            continue  # tansu refuses magic 0/1 sets (UNKNOWN_PRODUCER_ID): the requests are what the capture needs
+        c = KafkaConsumer(bootstrap_servers=bootstrap, client_id=client_id, **extra)
+        tp = TopicPartition(topic, 0)
+        c.assign([tp])
+        c.seek(tp, 0)  # not seek_to_beginning: tansu answers ListOffsets v0 in v1's shape
+        got: list[bytes] = []
+        deadline = time.monotonic() + 15
+        while len(got) < len(values) and time.monotonic() < deadline:
+            for batch in c.poll(timeout_ms=300).values():
+                got += [m.value for m in batch]
+        c.close()
+        assert got == values, client_id
+
+
+def _aiokafka(bootstrap: str, cap: ClientCapture) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id="aio")
+        await p.start()
+        values = [b"aio-%d" % i for i in range(7)]
+        for v in values:
+            await p.send_and_wait(cap.topics["aio"], v)
+        await p.stop()
+        cap.sent["aio"] = values
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, client_id="aio-txn-reader", isolation_level="read_committed")
+        await c.start()
+        tp = TopicPartition(cap.topics["txn"], 0)
+        c.assign([tp])
+        await c.seek_to_beginning(tp)
+        got: list[bytes] = []
+        deadline = time.monotonic() + 15
+        while len(got) < 5 and time.monotonic() < deadline:
+            for batch in (await c.getmany(timeout_ms=300)).values():
+                got += [m.value for m in batch]
+        await c.stop()
+        assert got[:5] == [b"committed-%d" % i for i in range(5)], got  # tansu leaves the aborted ones in
+
+    asyncio.run(run())
+
+
+def _daemon(broker: EmbeddedBroker, cap: ClientCapture, workdir: Path) -> None:
+    from e2e.daemon.harness import daemon_starter
+
+    from bruce.client import BruceClient
+    from bruce.proxy.config import Broker
+
+    topic = cap.topics["daemon"]
+    values = [b"daemon-%d" % i for i in range(10)]
+    with daemon_starter(workdir, (Broker("127.0.0.1", broker.port),)) as start:
+        daemon = start()
+        client = BruceClient(str(workdir / "bruce.sock"))
+        for v in values:
+            client.send_any_partition(topic, v)
+        deadline = time.monotonic() + 15
+        while daemon.call(lambda: daemon.daemon.accounting()).delivered < len(values):
+            assert time.monotonic() < deadline, daemon.call(lambda: daemon.daemon.accounting())
+            time.sleep(0.1)
+        daemon.stop()
+    cap.sent["bruce"] = values
+
+
+@pytest.fixture(scope="session")
+def client_capture(tansu: EmbeddedBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientCapture]:
+    workdir = tmp_path_factory.mktemp("capture")
+    roles = ["idempotent", "txn", "kp-modern", "kp-0.10", "kp-0.8", "tshark-range", "aio", "daemon"]
+    topics = {role: f"wire-{role.replace('.', '')}-{time.monotonic_ns() % 10**6}" for role in roles}
+    for topic in topics.values():
+        tansu.create_topic(topic, 1)
+    cap = ClientCapture(workdir / "clients.pcap", tansu.port, topics)
+    capture = Capture(cap.path, [tansu.port])
+    try:
+        _confluent(tansu.address, cap)
+        _kafka_python(tansu.address, cap)
+        _aiokafka(tansu.address, cap)
+        _daemon(tansu, cap, Path(str(workdir)))
+    finally:
+        capture.stop()
+    yield cap
+
+
+def bruce_wire(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run the installed command (as a user does), with a time limit."""
+    script = Path(sys.executable).parent / "bruce-wire"
+    return subprocess.run([str(script), *args], input=stdin, capture_output=True, timeout=120, check=False)
+
+
+def json_lines(out: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines()]

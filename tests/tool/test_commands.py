@@ -1,0 +1,173 @@
+"""bruce-wire segment, spool and datagram on files made here, and the field-by-field comparison with tshark on the
+session capture's traffic that stays inside tshark 4.0's version table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ClientCapture, bruce_wire, json_lines
+
+from bruce.wire import Codec, build_record_batch
+
+
+def _segment(path: Path, counts: list[int], *, corrupt: int | None = None) -> list[bytes]:
+    """A segment of batches with consecutive offsets, and its .index (one entry per batch)."""
+    data, index, offset = b"", b"", 0
+    batches = []
+    for i, n in enumerate(counts):
+        b = build_record_batch(
+            [(None, b"v%d" % (offset + j), 1_700_000_000_000 + j, None) for j in range(n)],
+            codec=Codec.GZIP if i % 2 else Codec.NONE,
+            base_offset=offset,
+        )
+        if i == corrupt:
+            b = b[:-1] + bytes([b[-1] ^ 1])
+        index += struct.pack(">ii", offset + n - 1, len(data))
+        data += b
+        batches.append(b)
+        offset += n
+    path.write_bytes(data)
+    path.with_suffix(".index").write_bytes(index + b"\x00" * 16)  # Kafka preallocates: a zero tail
+    return batches
+
+
+def test_segment_checks_pass_and_records_come_out(tmp_path: Path) -> None:
+    log = tmp_path / "00000000000000000000.log"
+    _segment(log, [3, 5, 2])
+    run = bruce_wire("segment", "--json", str(log))
+    assert run.returncode == 0, run.stdout
+    lines = json_lines(run.stdout)
+    values = [r["payload"] for line in lines if "batch" in line for r in line["batch"]["records"]]
+    assert values == [f"v{i}" for i in range(10)]
+    summary = lines[-1]["summary"]
+    assert (summary["batches"], summary["records"], summary["problems"]) == (3, 10, [])
+    assert ".index: 3 entries checked" in summary["notes"]  # the zero-filled tail is not an entry
+
+
+def test_segment_reports_a_bad_crc_a_bad_index_and_a_torn_tail(tmp_path: Path) -> None:
+    log = tmp_path / "00000000000000000000.log"
+    _segment(log, [3, 5, 2], corrupt=1)
+    log.write_bytes(log.read_bytes() + b"\x00" * 20)
+    index = log.with_suffix(".index")
+    index.write_bytes(struct.pack(">ii", 2, 7) + index.read_bytes()[8:])
+    run = bruce_wire("segment", str(log))
+    assert run.returncode == 1
+    text = run.stdout.decode()
+    assert "CRC" in text and "declares size 0" in text and "position 7 is not the start of a batch" in text
+
+
+def test_spool_is_read_with_the_daemons_readers(tmp_path: Path) -> None:
+    from bruce.proxy.spool.format import encode_burst, encode_header
+
+    (tmp_path / f"{100:020d}.seg").write_bytes(
+        encode_header(100, 1_700_000_000_000) + encode_burst(100, [(b"t", None, b"k", b"held", 1_700_000_000_000)])
+    )
+    run = bruce_wire("spool", "--json", "--records", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    seg, journal = json_lines(run.stdout)
+    assert (seg["records"], seg["held"], seg["held_records"][0]["payload"]) == (1, 1, "held")
+    assert journal["journal"]["batches"] == 0
+    assert bruce_wire("spool", str(tmp_path / "missing")).returncode == 2
+
+
+def test_datagram_round_trip_and_bad_datagrams() -> None:
+    spec = {"kind": "partition_key", "topic": "t", "value": {"base64": "/wA="}, "partition_key": 3, "timestamp": 5}
+    built = bruce_wire("datagram", "--encode", stdin=json.dumps(spec).encode())
+    assert built.returncode == 0
+    decoded = json_lines(bruce_wire("datagram", "--json", stdin=built.stdout).stdout)[0]
+    assert (decoded["kind"], decoded["payload"], decoded["partition_key"], decoded["ts"]) == (
+        "partition_key",
+        {"base64": "/wA="},
+        3,
+        5,
+    )
+    bad = bruce_wire("datagram", "--json", "--hex", "00000010ffff")
+    assert bad.returncode == 1 and json_lines(bad.stdout)[0]["reason"]
+    assert bruce_wire("datagram", "--encode", stdin=b"{}").returncode == 2
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    return pairs  # tshark's JSON repeats keys ("Record" once per record): keep them all, in order
+
+
+def _fields(node: Any, name: str) -> list[Any]:
+    """Every value of field ``name`` under ``node`` (tshark's JSON read as key/value pair lists), in order."""
+    found: list[Any] = []
+    if isinstance(node, list):
+        for item in node:
+            if isinstance(item, tuple) and len(item) == 2:
+                key, value = item
+                if key == name:
+                    found.append(value)
+                else:
+                    found += _fields(value, name)
+            else:
+                found += _fields(item, name)
+    return found
+
+
+def _hex(colons: str) -> bytes:
+    return bytes.fromhex(colons.replace(":", ""))
+
+
+@pytest.mark.e2e
+def test_fields_equal_tsharks_inside_its_version_table(client_capture: ClientCapture) -> None:
+    """The client held to (2, 1, 0) (Produce v7, Fetch v10): every request's api key, version, correlation id and
+    client id, and every produced batch's CRC and records (offset, key, value), as tshark -T json shows them."""
+    tshark = shutil.which("tshark")
+    assert tshark, "tshark is needed (scripts/bootstrap.sh test installs it)"
+    out = subprocess.run(
+        [
+            tshark,
+            "-r",
+            str(client_capture.path),
+            "-d",
+            f"tcp.port=={client_capture.port},kafka",
+            "-T",
+            "json",
+            "-Y",
+            'kafka.client_id == "tshark-range"',
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    packets = json.loads(out, object_pairs_hook=_pairs)
+    theirs = []
+    for kafka in _fields(packets, "kafka"):
+        head = tuple(int(_fields(kafka, k)[0]) for k in ("kafka.api_key", "kafka.api_version", "kafka.correlation_id"))
+        records = [
+            (
+                int(_fields(r, "kafka.offset")[0]),
+                _hex(_fields(r, "kafka.message_key")[0]),
+                _hex(_fields(r, "kafka.message_value")[0]),
+            )
+            for r in _fields(kafka, "Record")
+        ]
+        theirs.append(
+            (
+                head,
+                _fields(kafka, "kafka.client_id")[0],
+                [int(c, 16) for c in _fields(kafka, "kafka.batch_crc")],
+                records,
+            )
+        )
+    assert theirs, "tshark decoded nothing"
+    ours = []
+    for m in json_lines(bruce_wire("pcap", "--json", str(client_capture.path)).stdout):
+        if m.get("direction") != "request" or m.get("client_id") != "tshark-range":
+            continue
+        batches = [b for t in m["body"].get("topic_data", []) for p in t["partition_data"] for b in p["records"]]
+        records = [(r["offset"], r["key"].encode(), r["payload"].encode()) for b in batches for r in b["records"]]
+        ours.append(
+            ((m["api_key"], m["version"], m["correlation_id"]), m["client_id"], [b["crc"] for b in batches], records)
+        )
+    assert sorted(ours, key=repr) == sorted(theirs, key=repr)
+    produced = [r for _, _, _, records in ours for r in records]
+    assert [v for _, _, v in produced] == client_capture.sent["tshark-range"]

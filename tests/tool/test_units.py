@@ -1,0 +1,220 @@
+"""bruce-wire's pure parts without a broker: link layers and IP versions, TCP reassembly, framing and its
+resynchronisation, producer sequences, records of every magic and codec, the outputs."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+
+import dpkt
+import pytest
+
+from bruce.tool.framing import Frame, Framer, Lost, request_start
+from bruce.tool.packets import SLL, SLL2, Segment, decode_packet
+from bruce.tool.reassembly import Gap, Stream
+from bruce.tool.records import batches, record_json, record_value
+from bruce.tool.sequences import Sequences
+from bruce.wire import Codec, Record, build_message_set, build_record_batch, encode_request, metadata_request
+
+
+def _tcp_ip4(payload: bytes, seq: int = 1000) -> bytes:
+    tcp = dpkt.tcp.TCP(sport=40000, dport=9092, seq=seq, flags=dpkt.tcp.TH_ACK | dpkt.tcp.TH_PUSH, data=payload)
+    ip = dpkt.ip.IP(src=bytes([127, 0, 0, 1]), dst=bytes([127, 0, 0, 2]), p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+    ip.len = len(bytes(ip))
+    return bytes(ip)
+
+
+def _tcp_ip6(payload: bytes) -> bytes:
+    tcp = dpkt.tcp.TCP(sport=40000, dport=9092, seq=5, flags=dpkt.tcp.TH_ACK, data=payload)
+    ip = dpkt.ip6.IP6(src=b"\x00" * 15 + b"\x01", dst=b"\x00" * 15 + b"\x01", nxt=dpkt.ip.IP_PROTO_TCP, hlim=64)
+    ip.data = tcp
+    ip.plen = len(bytes(tcp))
+    return bytes(ip)
+
+
+@pytest.mark.parametrize(
+    ("linktype", "wrap"),
+    [
+        (1, lambda ip, v: b"\x00" * 12 + (b"\x08\x00" if v == 4 else b"\x86\xdd") + ip),  # Ethernet
+        (1, lambda ip, v: b"\x00" * 12 + b"\x81\x00\x00\x05" + (b"\x08\x00" if v == 4 else b"\x86\xdd") + ip),  # VLAN
+        (SLL, lambda ip, v: b"\x00" * 14 + (b"\x08\x00" if v == 4 else b"\x86\xdd") + ip),
+        (SLL2, lambda ip, v: (b"\x08\x00" if v == 4 else b"\x86\xdd") + b"\x00" * 18 + ip),
+        (0, lambda ip, v: struct.pack("<I", 2 if v == 4 else 30) + ip),  # BSD loopback (null)
+        (108, lambda ip, v: struct.pack(">I", 2 if v == 4 else 24) + ip),  # OpenBSD loop
+        (101, lambda ip, v: ip),  # raw IP
+    ],
+)
+@pytest.mark.parametrize("version", [4, 6])
+def test_link_layers_and_ip_versions(linktype: int, wrap: object, version: int) -> None:
+    ip = _tcp_ip4(b"hello") if version == 4 else _tcp_ip6(b"hello")
+    seg = decode_packet(linktype, wrap(ip, version))  # type: ignore[operator]
+    assert isinstance(seg, Segment) and bytes(seg.payload) == b"hello" and seg.dport == 9092
+    assert seg.src == ("127.0.0.1" if version == 4 else "::1")
+
+
+def test_packets_never_raise_on_any_prefix() -> None:
+    packet = b"\x00" * 12 + b"\x08\x00" + _tcp_ip4(b"data")
+    for n in range(len(packet)):
+        decode_packet(1, packet[:n])  # None or a segment, never an exception
+
+
+def test_reassembly_orders_drops_duplicates_and_reports_gaps() -> None:
+    s = Stream(max_pending=100)
+    s.syn(99)
+    assert s.add(100, b"abc", 0.0) == [b"abc"]
+    assert s.add(100, b"abc", 0.0) == []  # duplicate
+    assert s.add(106, b"ghi", 0.0) == []  # out of order: waits
+    assert s.add(102, b"cdef", 0.0) == [b"def", b"ghi"]  # overlap trimmed, the waiting one follows
+    assert s.duplicates == 1
+    assert s.add(120, b"x", 0.0) == []
+    assert s.finish() == [Gap(9, 11, "hole"), b"x"]
+
+
+def test_reassembly_bounds_what_waits() -> None:
+    s = Stream(max_pending=10)
+    s.add(0, b"a", 0.0)
+    out = s.add(50, b"0123456789AB", 0.0)  # more than max_pending after a hole: the hole is given up
+    assert out == [Gap(1, 49, "overflow"), b"0123456789AB"] and s.overflows == 1
+    s2 = Stream(max_wait=1.0)
+    s2.add(0, b"a", 0.0)
+    assert s2.add(5, b"b", 0.5) == []
+    assert s2.add(9, b"c", 2.0)[0] == Gap(1, 4, "timeout")
+
+
+def test_sequence_numbers_wrap() -> None:
+    s = Stream()
+    s.add(2**32 - 2, b"ab", 0.0)
+    assert s.add(0, b"cd", 0.0) == [b"cd"]
+
+
+def _frame(version: int = 1, correlation: int = 7) -> bytes:
+    return encode_request(metadata_request(["t"], version=version), version=version, correlation_id=correlation)
+
+
+def test_request_start_by_shape() -> None:
+    frame = _frame()
+    assert request_start(frame, 0) is True
+    assert request_start(frame[:10], 0) is None
+    assert request_start(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 0) is False
+    assert request_start(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 20, 0) is False  # TLS hello
+
+
+def test_framer_cuts_frames_fed_byte_by_byte_and_resyncs_after_a_gap() -> None:
+    frames = _frame(correlation=1) + _frame(correlation=2) + _frame(correlation=3)
+    f = Framer(lambda b, p: request_start(b, p))
+    out = [item for i in range(len(frames)) for item in f.feed(frames[i : i + 1], 0.0)]
+    assert [x.data[4:8] for x in out if isinstance(x, Frame)] == [struct.pack(">i", i) for i in (1, 2, 3)]
+    f = Framer(lambda b, p: request_start(b, p))
+    one = len(_frame())
+    got = f.feed(frames[:10], 0.0) + f.feed(Gap(10, one, "hole"), 0.0) + f.feed(frames[10 + one :], 0.0)
+    assert any(isinstance(x, Lost) for x in got)
+    assert [x.data[4:8] for x in got if isinstance(x, Frame)] == [struct.pack(">i", 3)]  # 2 lost, 3 found again
+
+
+def test_sequences_flag_gaps_and_repeats() -> None:
+    s = Sequences()
+    assert s.observe("k", 0, 0, 5) is None
+    assert s.observe("k", 0, 5, 5) is None
+    assert "gap" in (s.observe("k", 0, 12, 1) or "")
+    assert "repeat" in (s.observe("k", 0, 3, 2) or "")
+    assert s.observe("k", 1, 0, 1) is None  # a new epoch restarts at 0
+    assert (s.gaps, s.repeats) == (1, 1)
+
+
+@pytest.mark.parametrize("codec", list(Codec))
+def test_record_batches_of_every_codec(codec: Codec) -> None:
+    data = build_record_batch(
+        [(b"k", b"v1", 1_700_000_000_000, [("h", b"\xff")]), (None, None, 1_700_000_000_001, None)],
+        codec=codec,
+        producer_id=9,
+        producer_epoch=1,
+        base_sequence=4,
+    )
+    (b,) = list(batches(data))
+    assert (b.codec, b.producer_id, b.producer_epoch, b.base_sequence) == (codec.name.lower(), 9, 1, 4)
+    assert [(r.key, r.value) for r in b.records] == [(b"k", b"v1"), (None, None)]
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4])
+def test_message_sets_of_every_magic_and_codec(magic: int, codec: Codec) -> None:
+    data = build_message_set([(b"k", b"a"), (None, b"b")], magic=magic, codec=codec, timestamp=1_700_000_000_000)
+    found = list(batches(data + data[:7]))  # and a partial tail
+    assert found[-1].partial and found[0].magic == magic and found[0].codec == codec.name.lower()
+    assert [r.value for b in found for r in b.records] == [b"a", b"b"]
+
+
+def test_a_bad_crc_is_one_bad_batch_and_the_next_is_read() -> None:
+    good = build_record_batch([(None, b"x", 1, None)])
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF
+    found = list(batches(bytes(bad) + good))
+    assert found[0].error is not None and "CRC" in found[0].error and found[1].records[0].value == b"x"
+
+
+def test_control_batches_are_decoded() -> None:
+    from bruce.wire.recordbatch import build_record_batch as build
+
+    marker = (struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 42), 5, None)  # COMMIT, coordinator epoch 42
+    data = bytearray(build([marker], producer_id=3, producer_epoch=0, transactional=True))
+    data[22] |= 0x20  # the control bit (attributes' low byte)
+    from bruce.wire.crc import crc32c
+
+    data[17:21] = struct.pack(">I", crc32c(bytes(data[21:])))
+    (b,) = list(batches(bytes(data)))
+    assert b.control == {"type": "COMMIT", "version": 0, "coordinator_epoch": 42, "offset": 0}
+
+
+def test_record_json_equals_the_plain_value() -> None:
+    for r in (
+        Record(5, 1_700_000_000_123, b"k", 'vé\n"'.encode(), (("h", b"\xff"), ("n", None)), 0, 2),
+        Record(1, -1, None, b"\x80", (), 1, 0),
+    ):
+        assert json.loads(record_json(r, json.dumps("t"), "3")) == record_value(r, "t", 3)
+
+
+def test_json_writer_streams_record_sets() -> None:
+    from bruce.tool.jsonout import JsonWriter
+    from bruce.tool.tree import RecordSet
+
+    out = io.StringIO()
+    data = build_record_batch([(None, b"%d" % i, 1, None) for i in range(1000)])
+    JsonWriter(out).line({"body": {"records": RecordSet(data, "t", 0)}})
+    value = json.loads(out.getvalue())
+    assert [r["payload"] for r in value["body"]["records"][0]["records"]] == [str(i) for i in range(1000)]
+
+
+def test_plog_in_captures_over_udp_and_tcp(tmp_path: object) -> None:
+    """``--plog PORT``: UDP datagrams are plog packets, TCP is plog's line protocol."""
+    from bruce.tool.pcap_cmd import Options, PcapRun
+
+    def eth(ip: bytes) -> bytes:
+        return b"\x00" * 12 + b"\x08\x00" + ip
+
+    udp = dpkt.udp.UDP(sport=5000, dport=23456, data=b"one message")
+    udp.ulen = len(bytes(udp))
+    uip = dpkt.ip.IP(src=bytes([127, 0, 0, 1]), dst=bytes([127, 0, 0, 1]), p=dpkt.ip.IP_PROTO_UDP, data=udp)
+    uip.len = len(bytes(uip))
+    tcp_a = _tcp_ip4(b"first line\r\nsecond ", seq=10)
+    tcp_b = _tcp_ip4(b"line\n", seq=10 + len(b"first line\r\nsecond "))
+    buf = io.BytesIO()
+    writer = dpkt.pcap.Writer(buf, linktype=1)
+    for ts, ip in enumerate((bytes(uip), tcp_a, tcp_b)):
+        writer.writepkt(eth(ip), ts)
+    out = io.StringIO()
+    result = PcapRun(Options(json=True, plog_ports=frozenset({23456, 9092})), out).run(io.BytesIO(buf.getvalue()))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [m["plog"]["message"] for m in lines] == ["one message", "first line", "second line"]
+    assert result.status == 0
+
+
+def test_only_the_fields_a_version_has_are_shown() -> None:
+    from bruce.tool.tree import Trees
+    from bruce.wire import API_REGISTRY, decode_request
+
+    frame = encode_request(metadata_request(["t"], version=1), version=1, correlation_id=1)
+    _, body = decode_request(frame[4:])
+    tree = Trees().tree(body, schema=API_REGISTRY[3].requests[1])
+    assert tree == {"topics": [{"name": "t"}]}  # no topic_id (v10), no allow_auto_topic_creation (v4)
+    assert "allow_auto_topic_creation" in Trees().tree(body)  # without the schema: every field

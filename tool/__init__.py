@@ -1,0 +1,1 @@
+"""bruce.tool: the bruce-wire command."""

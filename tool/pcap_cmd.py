@@ -1,0 +1,290 @@
+"""``bruce-wire pcap``: a capture in, every Kafka request and answer out (text, or JSON lines), as each completes.
+
+Rules:
+- The pipeline, one packet at a time: :mod:`.capture` → :mod:`.packets` → :mod:`.connections` (reassembly,
+  recognition, framing) → :mod:`.exchanges` (decoding, pairing) → the filters → :mod:`.text` / :mod:`.jsonout` or
+  :mod:`.stats`. Nothing waits for the end of the capture except what the pairing and reassembly bound.
+- Losses (bytes not captured, bytes skipped to find a frame, frames cut short) are reported where they are: the
+  connection, the side, the stream offset.
+- The result says whether every frame decoded: the command's exit status is 0 if so, 1 if not.
+- UDP datagrams to a ``--plog`` port are decoded as plog packets (:func:`bruce.wire.parse_packet`); TCP to it is
+  plog's line protocol (one message per line), reassembled like Kafka's streams, a line cut by a hole dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, BinaryIO, TextIO
+
+from bruce.wire import API_REGISTRY, MalformedInput, parse_packet
+
+from .capture import Reader
+from .connections import Connections, Framed_
+from .exchanges import Message, Pairing
+from .framing import MAX_FRAME, Frame
+from .jsonout import JsonWriter
+from .packets import SYN, Datagram, Segment, decode_packet
+from .plogview import plog_tree
+from .reassembly import Gap, Piece, Stream
+from .records import text_or_base64
+from .sequences import Sequences
+from .stats import Stats
+from .text import TextWriter
+from .tree import Trees, topics_of
+
+MAX_PLOG_CONNECTIONS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    json: bool = False
+    stats: bool = False
+    apis: frozenset[str] = frozenset()  # names (lower case) or keys as text
+    topics: frozenset[str] = frozenset()
+    conns: tuple[str, ...] = ()
+    port: int | None = None
+    plog_ports: frozenset[int] = frozenset()
+    max_frame: int = MAX_FRAME
+    live: bool = False
+
+
+@dataclass(slots=True)
+class Result:
+    messages: int = 0
+    undecoded: int = 0
+    losses: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> int:
+        return 1 if self.undecoded or self.losses else 0
+
+
+def _time(ts: float) -> str:
+    if ts <= 0:
+        return "-"
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class PcapRun:
+    """One run of the command over one capture."""
+
+    def __init__(self, options: Options, out: TextIO) -> None:
+        self.options = options
+        self.out = out
+        self.pairing = Pairing()
+        self.connections = Connections(self.pairing.waiting, port=options.port, max_frame=options.max_frame)
+        self.trees = Trees()
+        self.sequences = Sequences()
+        self.stats = Stats()
+        self.json = JsonWriter(out, self.sequences, flush=options.live)
+        self.text = TextWriter(out, self.sequences, flush=options.live)
+        self.result = Result()
+        self.plog_streams: dict[str, tuple[Stream, bytearray]] = {}  # plog over TCP: one line per message
+
+    def run(self, stream: BinaryIO) -> Result:
+        reader = Reader(stream)
+        for ts, linktype, data in reader:
+            packet = decode_packet(linktype, data)
+            if isinstance(packet, Segment) and packet.dport in self.options.plog_ports:
+                self._plog_tcp(packet, ts)
+            elif isinstance(packet, Segment) and packet.sport not in self.options.plog_ports:
+                for item in self.connections.segment(packet, ts):
+                    self._framed(item)
+            elif isinstance(packet, Datagram) and packet.dport in self.options.plog_ports:
+                self._plog(packet, ts)
+        for item in self.connections.finish():
+            self._framed(item)
+        for name, (plog_stream, pending) in self.plog_streams.items():
+            self._plog_lines(name, plog_stream.finish(), pending, 0.0, final=True)
+        if reader.truncated:
+            self.result.notes.append(reader.truncated)
+            self.result.losses += 1
+        c = self.connections
+        self.result.notes.append(
+            f"{reader.count} packets, {c.count} TCP connections ({c.not_kafka} not Kafka), {self.result.messages} "
+            f"Kafka messages, {self.result.undecoded} not decoded, {self.result.losses} losses, {c.duplicates} "
+            f"retransmitted segments, {self.pairing.dropped_waiting + self.pairing.unanswered} requests unanswered"
+        )
+        if self.options.stats:
+            if self.options.json:
+                self.json.line({"stats": self.stats.summary()})
+            else:
+                self.out.write(self.stats.text())
+        return self.result
+
+    # ------------------------------------------------------------ frames
+
+    def _framed(self, item: Framed_) -> None:
+        conn, framed = item.conn, item.item
+        if not isinstance(framed, Frame):
+            self.result.losses += 1
+            if self._conn_wanted(conn.name) and not self.options.stats and not self.options.apis:
+                side = "client" if item.from_client else "server"
+                lost = {"offset": framed.offset, "size": framed.size, "why": framed.why}
+                if self.options.json:
+                    self.json.line({"conn": conn.name, "direction": f"from {side}", "lost": lost})
+                else:
+                    self.out.write(
+                        f"! {conn.name} from {side}: {framed.size} bytes at offset {framed.offset}: {framed.why}\n"
+                    )
+            return
+        if item.from_client:
+            message = self.pairing.request(conn, framed.offset, framed.ts, framed.data)
+        else:
+            message = self.pairing.answer(conn, framed.offset, framed.ts, framed.data)
+        self._message(conn, message)
+
+    def _message(self, conn: Any, m: Message) -> None:
+        self.result.messages += 1
+        if m.error is not None:
+            self.result.undecoded += 1
+        tree = None
+        if m.body is not None:
+            spec = API_REGISTRY.get(m.api_key) if m.api_key is not None else None
+            schemas = (spec.requests if m.from_client else spec.responses) if spec is not None else {}
+            tree = self.trees.tree(
+                m.body, scope="produce" if m.from_client else "log", schema=schemas.get(m.version or 0)
+            )
+        wanted = self._conn_wanted(m.conn) and self._api_wanted(m)
+        if self.options.topics:
+            if m.from_client:
+                m.topics_wanted = bool(tree is not None and topics_of(tree) & self.options.topics)
+                if m.correlation_id is not None:
+                    self.pairing.mark(conn, m.correlation_id, m.topics_wanted)
+            elif tree is not None and topics_of(tree) & self.options.topics:
+                m.topics_wanted = True
+            wanted = wanted and m.topics_wanted
+        if not wanted:
+            return
+        name = m.api_name or (f"api-{m.api_key}" if m.api_key is not None else "unknown")
+        if self.options.stats:
+            self.stats.add(name, m.version, m.from_client, m.size, m.latency)
+            if tree is not None and not m.from_client:
+                self.stats.add_errors(name, tree)
+            return
+        if self.options.json:
+            self.json.line(self._json_value(m, name, tree))
+        else:
+            self.text.message(self._heading(m, name), tree, self._notes(m))
+
+    def _api_wanted(self, m: Message) -> bool:
+        if not self.options.apis:
+            return True
+        names = {str(m.api_key)} | ({m.api_name.lower()} if m.api_name else set())
+        return bool(names & self.options.apis)
+
+    def _conn_wanted(self, name: str) -> bool:
+        return not self.options.conns or any(c in name for c in self.options.conns)
+
+    def _heading(self, m: Message, name: str) -> str:
+        kind = "request" if m.from_client else "answer"
+        version = f" v{m.version}" if m.version is not None else ""
+        line = f"{_time(m.ts)} {m.conn} {kind} {name}{version} correlation {m.correlation_id} ({m.size} bytes)"
+        if m.client_id:
+            line += f" client {m.client_id!r}"
+        if m.latency is not None:
+            line += f" after {m.latency * 1000:.3f} ms"
+        return line
+
+    def _notes(self, m: Message) -> list[str]:
+        notes = []
+        if m.how:
+            notes.append(m.how)
+        if m.error:
+            where = f" at {m.path}" if m.path else ""
+            notes.append(f"does not decode{where} (stream offset {m.offset}): {m.error}")
+        elif m.raw is not None and m.body is None and not m.how:
+            notes.append("API or version not known to bruce.wire: shown as bytes")
+        if m.raw is not None:
+            notes.append(f"bytes: {m.raw[:512].hex()}{'…' if len(m.raw) > 512 else ''}")
+        return notes
+
+    def _json_value(self, m: Message, name: str, tree: dict[str, Any] | None) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "conn": m.conn,
+            "direction": "request" if m.from_client else "answer",
+            "ts": m.ts,
+            "time": _time(m.ts),
+            "offset": m.offset,
+            "size": m.size,
+            "api_key": m.api_key,
+            "api": name,
+            "version": m.version,
+            "correlation_id": m.correlation_id,
+        }
+        if m.client_id is not None:
+            value["client_id"] = m.client_id
+        if m.latency is not None:
+            value["latency_ms"] = round(m.latency * 1000, 3)
+        if m.how:
+            value["how"] = m.how
+        if m.error:
+            value["error"] = {"message": m.error, "path": m.path, "offset": m.offset}
+        if m.raw is not None:
+            value["hex"] = m.raw.hex()
+        if tree is not None:
+            value["body"] = tree
+        return value
+
+    # ------------------------------------------------------------ plog
+
+    def _plog_tcp(self, seg: Segment, ts: float) -> None:
+        name = f"{seg.src}:{seg.sport}>{seg.dst}:{seg.dport}"
+        if name not in self.plog_streams:
+            if len(self.plog_streams) >= MAX_PLOG_CONNECTIONS:
+                return
+            self.plog_streams[name] = (Stream(), bytearray())
+        stream, pending = self.plog_streams[name]
+        if seg.flags & SYN:
+            stream.syn(seg.seq)
+        self._plog_lines(name, stream.add(seg.seq, seg.payload, ts), pending, ts, final=False)
+
+    def _plog_lines(self, conn: str, pieces: list[Piece], pending: bytearray, ts: float, *, final: bool) -> None:
+        """plog's TCP input: each line (LF or CR LF) is one message; a hole drops the line it cuts."""
+        for piece in pieces:
+            if isinstance(piece, Gap):
+                pending.clear()
+                self._plog_value(conn, ts, {"lost": {"offset": piece.offset, "size": piece.size}}, "tcp")
+                continue
+            pending += piece
+            while (end := pending.find(b"\n")) >= 0:
+                line = bytes(pending[:end]).removesuffix(b"\r")
+                del pending[: end + 1]
+                self._plog_value(conn, ts, {"plog": {"kind": "line", "message": text_or_base64(line)}}, "tcp")
+            if len(pending) > self.options.max_frame:
+                self._plog_value(conn, ts, {"lost": {"size": len(pending), "why": "line too long"}}, "tcp")
+                pending.clear()
+        if final and pending:
+            self._plog_value(conn, ts, {"lost": {"size": len(pending), "why": "unterminated line"}}, "tcp")
+            pending.clear()
+
+    def _plog_value(self, conn: str, ts: float, value: dict[str, Any], direction: str) -> None:
+        if not self._conn_wanted(conn) or self.options.stats:
+            return
+        if "lost" in value:
+            self.result.losses += 1
+        else:
+            self.result.messages += 1
+        head = {"conn": conn, "direction": direction, "ts": ts, "time": _time(ts)}
+        if self.options.json:
+            self.json.line(head | value)
+        else:
+            self.text.message(f"{_time(ts)} {conn} plog {direction}", value, [])
+
+    def _plog(self, d: Datagram, ts: float) -> None:
+        conn = f"{d.src}:{d.sport}>{d.dst}:{d.dport}"
+        if not self._conn_wanted(conn) or self.options.stats:
+            return
+        self.result.messages += 1
+        try:
+            value: dict[str, Any] = {"plog": plog_tree(parse_packet(bytes(d.payload)))}
+        except MalformedInput as e:
+            self.result.undecoded += 1
+            value = {"error": {"message": str(e), "reason": e.reason}, "hex": bytes(d.payload).hex()}
+        head = {"conn": conn, "direction": "udp", "ts": ts, "time": _time(ts)}
+        if self.options.json:
+            self.json.line(head | value)
+        else:
+            self.text.message(f"{_time(ts)} {conn} plog datagram ({len(d.payload)} bytes)", value, [])
