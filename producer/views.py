@@ -43,13 +43,17 @@ class ProducerViews:
         fetcher: MetadataFetcher,
         senders: dict[int, Sender],
         wake_broker: Callable[[int], None],
+        *,
+        keep_on_auth_failure: bool = False,
     ) -> None:
         self.config = config
         self.d = dispatcher
         self.fetcher = fetcher
         self.senders = senders  # the producer's, by broker
         self.wake_broker = wake_broker
-        self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
+        self.keep_on_auth_failure = (
+            keep_on_auth_failure  # the daemon keeps messages (within its budget) while brokers refuse it
+        )
         self.first_view: asyncio.Future[None] | None = None  # set by start: done at the first view
         self._last_refusal = ""
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -15,20 +15,11 @@ Exported for other packages: :func:`free_port` (spark's local cluster), loaded o
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the type of what __getattr__ loads
-    from .config.ports import free_port
+from bruce.wire import lazy_face
 
-__all__ = ["free_port"]
+if TYPE_CHECKING:  # the face, loaded on first use: importing a subsystem does not load the others
+    from .config.ports import free_port as free_port
 
-
-def __getattr__(name: str) -> object:
-    """Load an exported name on first use: importing a subsystem (the intake's reader process imports almost nothing)
-    does not load the others."""
-    if name != "free_port":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = importlib.import_module(f"{__name__}.config.ports").free_port
-    globals()[name] = value
-    return value
+__getattr__ = lazy_face(__name__, __file__)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from bruce.wire.face import face_names
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["wire", "producer", "client", "proxy", "spark"]
 ALLOWED = {
@@ -30,7 +32,7 @@ ALLOWED = {
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
-    """``proxy/intake/budget.py`` -> ``bruce.proxy.intake.budget``; a package's ``__init__.py`` is the package."""
+    """``proxy/messages/budget.py`` -> ``bruce.proxy.messages.budget``; a package's ``__init__.py`` is the package."""
     parts = path.relative_to(root).with_suffix("").parts
     return ".".join(("bruce", *(parts[:-1] if parts[-1] == "__init__" else parts)))
 
@@ -96,14 +98,17 @@ FACE_CHECKED = ["client", "producer", "proxy", "spark"]
 
 
 def _exports(package: str) -> set[str]:
-    """The names in ``package/__init__.py``'s ``__all__`` (read from the source)."""
-    tree = ast.parse((ROOT / package / "__init__.py").read_text())
+    """The names of ``package/__init__.py``'s face (read from the source): its ``__all__``, or for a face that loads
+    on first use, its ``TYPE_CHECKING`` re-exports (:func:`bruce.wire.face.face_names`)."""
+    init = ROOT / package.replace(".", "/") / "__init__.py"
+    tree = ast.parse(init.read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
                 return set(ast.literal_eval(node.value))
-    return set()
+    eager = {a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names if a.asname == a.name}
+    return set(face_names(init)) | eager  # names re-exported at import (X as X) and those loaded on first use
 
 
 def _face_problems(path: Path, own: str) -> list[str]:
@@ -134,21 +139,31 @@ def test_other_packages_are_used_through_their_public_face(package: str) -> None
     assert bad == {}
 
 
-def test_wire_exports_load_on_first_use() -> None:
-    """wire's face is lazy (so that the client does not build every schema): each exported name resolves, to the
-    object its module defines, and the ``TYPE_CHECKING`` imports name the same set."""
+@pytest.mark.parametrize("package", ["wire", "proxy", "proxy.intake"])
+def test_lazy_faces_serve_their_one_list(package: str) -> None:
+    """A lazy face (wire's: so that the client does not build every schema) is listed once, as ``TYPE_CHECKING``
+    re-exports: each name resolves to the object its module defines, and ``__all__`` is that list."""
     import importlib
 
-    wire = importlib.import_module("bruce.wire")
-    assert sorted(wire.__all__) == sorted(wire._EXPORTS)
-    for name, (module, attribute) in wire._EXPORTS.items():
-        loaded = importlib.import_module(f"bruce.wire.{module}")
-        assert getattr(wire, name) is (loaded if attribute is None else getattr(loaded, attribute)), name
-    checked = set()
-    for node in ast.parse((ROOT / "wire" / "__init__.py").read_text()).body:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            checked = {a.asname or a.name for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert checked == set(wire._EXPORTS)
+    face = importlib.import_module(f"bruce.{package}")
+    names = face_names(ROOT / package.replace(".", "/") / "__init__.py")
+    assert names and face.__all__ == list(names)
+    for name, (module, attribute) in names.items():
+        loaded = importlib.import_module(f"bruce.{package}.{module}")
+        if attribute is not None and hasattr(loaded, attribute):
+            loaded = getattr(loaded, attribute)
+        elif attribute is not None:  # a submodule
+            loaded = importlib.import_module(f"{loaded.__name__}.{attribute}")
+        assert getattr(face, name) is loaded, name
+
+
+def test_a_lazy_face_refuses_anything_but_re_exports(tmp_path: Path) -> None:
+    init = tmp_path / "__init__.py"
+    init.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import b as b\n")
+    assert face_names(init) == {"b": ("a", "b")}
+    init.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import b as c\n")
+    with pytest.raises(TypeError, match="re-exported"):
+        face_names(init)
 
 
 CYCLE_CHECKED = ["client", "producer", "proxy", "spark", "wire"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .format import SpoolFields, SpoolMessage, SpoolRecord
 from .lock import SpoolLocked
 from .settings import FullPolicy, SpoolConfig
+from .slot import SpoolSlot
 from .spool import NOT_SPOOLED, SPOOL_FULL, Spool
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "SpoolLocked",
     "SpoolMessage",
     "SpoolRecord",
+    "SpoolSlot",
 ]
