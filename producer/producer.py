@@ -43,7 +43,7 @@ from .duplicates import DuplicateCheck
 from .errors import ProducerClosed
 from .expiry import expire_loop
 from .handle import Handle
-from .health import BootstrapState, BrokerState, QueueStats
+from .health import BootstrapState, BrokerState, TopicQueueStats
 from .journal import PartJournal
 from .message import M, Message, OutcomeSink
 from .metadata import MetadataFetcher
@@ -422,7 +422,7 @@ class Producer(Generic[M]):
         """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
         return self._views.requests_in_flight()
 
-    def queue_stats(self) -> dict[str, QueueStats]:
+    def queue_stats(self) -> dict[str, TopicQueueStats]:
         """Held messages per topic and state (Bruce's ``/queues``)."""
         return self._views.queue_stats()
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,132 @@ def test_the_cycle_check_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> No
     graph = import_graph(["pkg"], tmp_path)
     assert graph["bruce.pkg.c"] == {"bruce.pkg.a"}
     assert import_cycles(graph) == [["bruce.pkg.a", "bruce.pkg.b"]]
+
+
+# -- the floors of bruce.proxy (docs/architecture.md#the-floors-of-bruceproxy) -----------------------------------------
+
+PROXY_FLOORS = ["config", "spool", "messages", "accounting", "routing", "intake", "plog", "status", "daemon"]
+"""proxy's subpackages, lowest first: a subpackage imports only lower floors, and only through their faces."""
+
+
+def _proxy_floor_problems(root: Path = ROOT) -> dict[str, list[str]]:
+    bad: dict[str, list[str]] = {}
+    for f in sorted((root / "proxy").rglob("*.py")):
+        parts = f.relative_to(root).parts
+        if len(parts) < 3:
+            continue
+        own = parts[1]
+        name = module_name(f, root)
+        package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
+        problems = []
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.Import):
+                problems += [f"import {a.name}" for a in node.names if a.name.startswith("bruce.proxy.")]
+                continue
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            sub = source.split(".")
+            if sub[:2] != ["bruce", "proxy"] or len(sub) < 3 or sub[2] == own:
+                continue
+            other = sub[2]
+            if PROXY_FLOORS.index(other) > PROXY_FLOORS.index(own):
+                problems.append(f"{source}: {other} is a higher floor than {own}")
+            elif len(sub) > 3:
+                problems.append(f"from {source} import ...: through the face of {other}")
+            else:
+                exported = _exports(f"proxy/{other}")
+                problems += [f"{source}.{a.name} (not exported)" for a in node.names if a.name not in exported]
+        if problems:
+            bad[str(f.relative_to(root))] = problems
+    return bad
+
+
+def test_proxy_floors_are_every_subpackage() -> None:
+    assert sorted(PROXY_FLOORS) == sorted(d.name for d in (ROOT / "proxy").iterdir() if (d / "__init__.py").exists())
+
+
+def test_a_proxy_floor_imports_only_lower_floors_through_their_faces() -> None:
+    assert _proxy_floor_problems() == {}
+
+
+# -- wiring: collaborators are given at construction (docs/architecture.md#wiring) -------------------------------------
+
+HOOK = re.compile(r"^(on_[a-z_]+|sink|send|settle|hooks?|route|route_many|submit|pack|discard|callback)$")
+WIRED = ["producer", "proxy"]
+LATE_PATCHES_LEFT = {
+    # The producer's and the spool's own hand-offs still set after construction: the producer's grouping (its next
+    # step) and the spool's owners will give them at construction. No other may be added.
+    ("producer/producer.py", "fetcher.on_refused"),
+    ("producer/producer.py", "d.seq.on_duplicate"),
+    ("producer/producer.py", "self.send"),
+    ("producer/producer.py", "d.hooks"),
+    ("producer/sequencing.py", "idem.on_done"),
+    ("producer/sender.py", "conn.on_writable"),
+    ("proxy/daemon/spooling.py", "spool.on_corrupt"),
+    ("proxy/daemon/spooling.py", "self.cursor.on_behind"),
+    ("proxy/daemon/spooling.py", "self.cursor.on_lost"),
+}
+
+
+def late_patches(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
+    """Assignments that hand a hook or sink to another object after it was built (``x.on_full = ...``,
+    ``self.part.sink = ...``), or that replace one of the class's own methods on an instance (``self.send = ...``)."""
+    found = set()
+    tree = ast.parse(path.read_text(), str(path))
+    where = str(path.relative_to(root))
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] + [tree]:
+        body = cls.body if isinstance(cls, ast.ClassDef) else []
+        methods = {n.name for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets if isinstance(node, ast.Assign | ast.AnnAssign) else []:
+                if not isinstance(target, ast.Attribute):
+                    continue
+                text = ast.unparse(target)
+                on_self = isinstance(target.value, ast.Name) and target.value.id == "self"
+                if (not on_self and HOOK.match(target.attr)) or (on_self and target.attr in methods - {"__init__"}):
+                    found.add((where, text))
+    return found
+
+
+def test_no_hook_is_patched_onto_an_object_after_its_construction() -> None:
+    found = set().union(*(late_patches(f) for p in WIRED for f in sorted((ROOT / p).rglob("*.py"))))
+    assert found - LATE_PATCHES_LEFT == set()
+    assert LATE_PATCHES_LEFT - found == set(), "fixed: take it off the list"
+
+
+def test_the_wiring_check_sees_a_late_patch(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "class A:\n"
+        "    def __init__(self, b):\n"
+        "        self.on_x = b.on_x\n"  # its own hook, given at construction: fine
+        "        b.on_full = self.f\n"  # patched onto another object
+        "        self.b = b\n"
+        "        self.b.sink = self\n"
+        "        self.f = len\n"  # its own method replaced
+        "    def f(self): pass\n"
+    )
+    assert late_patches(module, tmp_path) == {("m.py", "b.on_full"), ("m.py", "self.b.sink"), ("m.py", "self.f")}
+
+
+# -- one name, one class -----------------------------------------------------------------------------------------------
+
+NAMED_TWICE_LEFT = {"ConfigError"}  # the producer's and the daemon's: one class changes `bruce`'s exit status for two
+# start-up errors (1 today), so it waits for that decision
+
+
+def test_no_public_class_name_is_defined_twice() -> None:
+    where: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for f in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text(), str(f))):
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    where.setdefault(node.name, []).append(str(f.relative_to(ROOT)))
+    twice = {name: files for name, files in where.items() if len(files) > 1}
+    assert set(twice) == NAMED_TWICE_LEFT, twice
