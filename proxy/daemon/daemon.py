@@ -28,8 +28,8 @@ Rules:
   when a new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.daemon.plog_inputs.PlogInputs`: the config
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
-  budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
-  read count with ``outcomes.add_input``.
+  budget, hands them to the router (its sink, given at construction), reports its discards to ``outcomes`` and
+  registers its read count with ``outcomes.add_input``.
 - The durable spool (``--spool_dir``, :mod:`bruce.proxy.daemon.spooling`): opened first in :meth:`Daemon.run` (another
   daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but

@@ -116,7 +116,7 @@ class Router:
 
     def route(self, msg: HeldMessage, now: float | None = None) -> None:
         """Validate one message (received at ``msg.received``; ``now`` for a message routed later) and batch it or
-        discard it. The daemon's ``IntakeSink.on_message``."""
+        discard it. The inputs' ``MessageSink.route``."""
         if now is None:
             now = msg.received
         view = self._cluster()
@@ -142,7 +142,7 @@ class Router:
             self._add(msg, now)
 
     def route_many(self, messages: list[HeldMessage]) -> None:
-        """:meth:`route` for each of a burst's messages, in order (the intake's ``IntakeSink.on_messages``). The
+        """:meth:`route` for each of a burst's messages, in order (the intake's ``MessageSink.route_many``). The
         cluster view and the debug log's switch are looked at once for the burst: neither changes while it is routed
         (a new view comes with a metadata response, handled between callbacks). A burst of one topic, received at
         one time, that passes every check as a whole (a usable topic, no message too long, no rate limit, the debug
