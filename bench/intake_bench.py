@@ -42,8 +42,8 @@ from pathlib import Path
 from _common import max_dgram_qlen, own_cpu_s, proc_cpu_s
 
 from bruce.producer.counters import Counters
-from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.intake.intake import DEFAULT_BURST, DatagramIntake
+from bruce.proxy.messages.budget import MessageBudget
 from bruce.wire.datagram import build_any_partition, build_partition_key
 
 DESIGNS = ("asyncio", "uvloop", "thread", "process")
@@ -123,7 +123,11 @@ class _CountingSink:
         self.last = 0.0
         self.done = done
 
-    def on_message(self, msg: object) -> None:
+    def route_many(self, messages: list[object]) -> None:
+        for msg in messages:
+            self.route(msg)
+
+    def route(self, msg: object) -> None:
         self.count += 1
         self.last = time.perf_counter()
         if self.count == 1:
@@ -188,7 +192,9 @@ def _receiver(
     done = loop.create_future()
     sink = _CountingSink(total, done)
     reader = "process" if design == "process" else "loop"
-    intake = DatagramIntake(path, sink=sink, budget=MessageBudget(1 << 60), counters=Counters(), reader=reader)
+    intake = DatagramIntake(
+        path, sink=sink, discards=sink, budget=MessageBudget(1 << 60), counters=Counters(), reader=reader
+    )
     intake.open()
     stalled = [0.0]
     child_cpu = [0.0]

@@ -25,15 +25,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import uvloop
 
 from bruce.producer.counters import Counters
 from bruce.proxy.accounting.discards import DiscardTracker
 from bruce.proxy.accounting.outcomes import Outcomes
+from bruce.proxy.config.listeners import ListenerConfig
 from bruce.proxy.daemon.plog_inputs import PlogInputs
-from bruce.proxy.intake.budget import MessageBudget
-from bruce.proxy.plog.config import ListenerConfig
+from bruce.proxy.messages.budget import MessageBudget
 from bruce.proxy.plog.defrag import Defragmenter
 from bruce.proxy.plog.listeners import TcpListener, UdpListener
 from bruce.proxy.plog.stats import PlogStats
@@ -260,8 +261,10 @@ def bench_sink(n: int) -> None:
     budget = MessageBudget(1 << 40, counters=counters)
     outcomes = Outcomes(budget, DiscardTracker(counters=counters, log_discards=False))
     routed: list = []
-    outcomes.on_message = routed.append
-    daemon = UdpListener(config, PlogInputs((config,), budget=budget, outcomes=outcomes, counters=counters))
+    router = SimpleNamespace(route=routed.append, route_many=routed.extend)
+    daemon = UdpListener(
+        config, PlogInputs((config,), sink=router, budget=budget, outcomes=outcomes, counters=counters)
+    )
     plain = _best_ns(lambda: counting.handle(packet, addr), n)
     full = _best_ns(lambda: daemon.handle(packet, addr), n)
     ratio = full / plain

@@ -45,8 +45,8 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
+from bruce.proxy.messages.message import HeldMessage
 from bruce.proxy.routing.batcher import Batcher
-from bruce.proxy.routing.message import Message
 from bruce.proxy.routing.ratelimit import RateLimiter
 from bruce.proxy.routing.router import Router
 
@@ -95,29 +95,29 @@ def _view():
     return build_view(brokers, topics)
 
 
-def _messages(n: int, keyed: bool) -> list[Message]:
+def _messages(n: int, keyed: bool) -> list[HeldMessage]:
     value = b"v" * 100
     return [
-        Message(TOPICS[i % len(TOPICS)], b"", value, 1_700_000_000_000 + i, i if keyed else None, i * 5e-6)
+        HeldMessage(TOPICS[i % len(TOPICS)], b"", value, 1_700_000_000_000 + i, i if keyed else None, i * 5e-6)
         for i in range(n)
     ]
 
 
-def _burst_messages(n: int, keyed: bool) -> list[Message]:
+def _burst_messages(n: int, keyed: bool) -> list[HeldMessage]:
     """One topic; each 256 messages (a burst) received at one time, as the intake stamps a burst."""
     value = b"v" * 100
     return [
-        Message(TOPICS[0], b"", value, 1_700_000_000_000 + i, i if keyed else None, (i // 256) * 256 * 5e-6)
+        HeldMessage(TOPICS[0], b"", value, 1_700_000_000_000 + i, i if keyed else None, (i // 256) * 256 * 5e-6)
         for i in range(n)
     ]
 
 
-def _discard(msg: Message, reason: DiscardReason) -> None:
+def _discard(msg: HeldMessage, reason: DiscardReason) -> None:
     raise AssertionError(f"the benchmark discarded a message: {reason}")
 
 
 def _run_router(
-    messages: list[Message], cfg: Config, submit_kind: str, limited: bool, burst: int = 0
+    messages: list[HeldMessage], cfg: Config, submit_kind: str, limited: bool, burst: int = 0
 ) -> tuple[float, int]:
     """Route every message (one ``route`` call each, or ``route_many`` per ``burst`` messages as the intake hands
     them over); returns (seconds, messages that reached submit)."""
@@ -163,9 +163,9 @@ def _run_router(
     return elapsed, reached[0]
 
 
-def _baseline(messages: list[Message]) -> float:
+def _baseline(messages: list[HeldMessage]) -> float:
     class Empty:
-        def route(self, msg: Message) -> None:
+        def route(self, msg: HeldMessage) -> None:
             pass
 
     call = Empty().route

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from _common import own_cpu_s
 
-from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
+from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage, SpoolSlot
 from bruce.proxy.spool.format import encode_burst, encode_burst_schema, encode_header
 from bruce.proxy.spool.scan import scan_segment
 from bruce.wire.datagram import build_any_partition, parse_datagram
@@ -214,11 +214,13 @@ def daemon(messages: int, directory: Path | None, rounds: int = 1, profile: Path
 
 def path(quick: bool, directory: Path | None) -> None:
     """The intake's burst path and the done marking, spool off and on, alternating (see the module docstring)."""
+    from types import SimpleNamespace
+
     from bruce.producer.counters import Counters
     from bruce.proxy.accounting.discards import DiscardTracker
     from bruce.proxy.accounting.outcomes import Outcomes
-    from bruce.proxy.intake.budget import MessageBudget
     from bruce.proxy.intake.intake import DatagramIntake
+    from bruce.proxy.messages.budget import MessageBudget
 
     burst, total = 256, 20_000 if quick else 400_000
     stamp = 1_700_000_000_000
@@ -227,12 +229,20 @@ def path(quick: bool, directory: Path | None) -> None:
     def one(spool_dir: Path | None) -> float:
         counters = Counters()
         budget = MessageBudget(10**12, counters=counters)
-        outcomes = Outcomes(budget, DiscardTracker(interval_s=600, log_discards=False, counters=counters))
+        spool = SpoolSlot(Spool.open(SpoolConfig(spool_dir)) if spool_dir is not None else None)
+        outcomes = Outcomes(budget, DiscardTracker(interval_s=600, log_discards=False, counters=counters), spool=spool)
         batch: list = []
-        outcomes.on_message = batch.append
-        intake = DatagramIntake("/nonexistent/b.sock", sink=outcomes, budget=budget, counters=counters, reader="loop")
-        spool = Spool.open(SpoolConfig(spool_dir)) if spool_dir is not None else None
-        outcomes.spool = intake.spool = spool
+        router = SimpleNamespace(route=batch.append, route_many=batch.extend)
+        intake = DatagramIntake(
+            "/nonexistent/b.sock",
+            sink=router,
+            discards=outcomes,
+            budget=budget,
+            counters=counters,
+            spool=spool,
+            reader="loop",
+        )
+        spool = spool.spool
         start = own_cpu_s()
         for _ in range(total // burst):
             intake.feed(datagrams, 1.0)

@@ -24,14 +24,14 @@ import atheris
 with atheris.instrument_imports(include=["bruce.tool"]):
     from bruce.tool.capture import CaptureError
     from bruce.tool.framing import Frame, Framer, request_start
-    from bruce.tool.pcap_cmd import Options, PcapRun
+    from bruce.tool.pcap_cmd import PcapOptions, PcapRun
     from bruce.tool.reassembly import Stream
 
 
 def test_one_input(data: bytes) -> None:
     out = io.StringIO()
     with contextlib.suppress(CaptureError):  # not a capture: refused cleanly
-        PcapRun(Options(json=True, max_frame=1 << 20), out).run(io.BytesIO(data))
+        PcapRun(PcapOptions(json=True, max_frame=1 << 20), out).run(io.BytesIO(data))
     for line in out.getvalue().splitlines():
         json.loads(line)
     stream = Stream(max_pending=4096)

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from .aio import new_event_loop, run
 from .bulk import Bulk
-from .cluster import BadMetadata, Broker, ClusterView, Partition, Topic, build_view
+from .cluster import BadMetadata, BrokerNode, ClusterView, Partition, Topic, build_view
 from .config import PROTOCOLS, ProducerConfig, parse_host_port, servers
 from .counters import Counters, Labels
 from .errors import ConfigError, DeliveryError, MessageTooLarge, ProducerClosed, QueueFull, TransportError
 from .handle import Handle
-from .health import CONNECTED, IDLE, BootstrapState, BrokerState, QueueStats
+from .health import CONNECTED, IDLE, BootstrapState, BrokerState, TopicQueueStats
 from .journal import Journal, JournalEntry, PartJournal, read_journal
 from .message import Message, OutcomeSink
 from .partitioner import PARTITIONERS, key_to_partition_key, partition_for_key
@@ -54,8 +54,8 @@ __all__ = [
     "AuthenticationFailed",
     "BadMetadata",
     "BootstrapState",
-    "Broker",
     "BrokerConnection",
+    "BrokerNode",
     "BrokerState",
     "Bulk",
     "ClusterView",
@@ -78,12 +78,12 @@ __all__ = [
     "ProducerClosed",
     "ProducerConfig",
     "QueueFull",
-    "QueueStats",
     "Secret",
     "SecurityConfig",
     "Settler",
     "Timeouts",
     "Topic",
+    "TopicQueueStats",
     "TransactionError",
     "TransportError",
     "build_view",

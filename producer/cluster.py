@@ -29,7 +29,7 @@ class BadMetadata(MalformedInput):
 
 
 @dataclass(frozen=True, slots=True)
-class Broker:
+class BrokerNode:
     node_id: int
     host: str
     port: int
@@ -58,7 +58,7 @@ class Topic:
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    brokers: dict[int, Broker]
+    brokers: dict[int, BrokerNode]
     topics: dict[str, Topic]
 
     def topic(self, name: str) -> Topic | None:
@@ -78,11 +78,11 @@ def build_view(brokers: Any, topics: Any, *, require_topics: bool = False) -> Cl
     partitions: error_code, partition_index, leader_id). Raises :class:`BadMetadata`."""
     if not brokers:
         raise BadMetadata("metadata lists no brokers")
-    by_id: dict[int, Broker] = {}
+    by_id: dict[int, BrokerNode] = {}
     for b in brokers:
         if b.node_id in by_id:
             raise BadMetadata(f"metadata lists broker {b.node_id} twice")
-        by_id[b.node_id] = Broker(b.node_id, b.host, b.port)
+        by_id[b.node_id] = BrokerNode(b.node_id, b.host, b.port)
     seen_topics: set[str] = set()
     kept: dict[str, Topic] = {}
     for t in topics:

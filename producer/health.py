@@ -5,7 +5,7 @@ Rules:
   ``disconnected``, ``idle``: no produce connection opened yet), keyed by node id, changed only on transitions
   (connect, connect failure, connection lost), never per message; times are wall-clock (epoch s) for the pages.
 - :class:`BrokerState` is one broker's row as the pages show it (its address and its sender's health);
-  :class:`QueueStats` one topic's held messages by state.
+  :class:`TopicQueueStats` one topic's held messages by state.
 - The log's account of broker trouble is :mod:`bruce.producer.trouble`, a separate concern on purpose: it is keyed by
   address (bootstrap and metadata brokers too, which have no sender), counts failed attempts per episode on the
   monotonic clock, and only rate-limits lines; a connection lost mid-request is a state here, not trouble there.
@@ -39,7 +39,7 @@ class BrokerHealth:
 
 
 @dataclass(frozen=True, slots=True)
-class QueueStats:
+class TopicQueueStats:
     """Messages of one topic by state (Bruce's /queues): accumulating, waiting to be sent, waiting for an ACK."""
 
     batching: int

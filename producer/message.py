@@ -15,13 +15,16 @@ Rules:
   as MALFORMED.
 - The :class:`OutcomeSink` (implemented by the daemon) hears about every message's fate, per batch, in the event loop;
   it must not block or raise. Its ``sent`` hook is optional: the producer looks for it once, at construction.
+- One message type through a producer: ``Producer[M]`` takes batches of ``M`` (a :class:`Message` or a subclass, such
+  as the daemon's, that adds its own fields) and gives its sink back those same objects, typed ``M``
+  (:data:`M`; ``Message`` when not said).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bruce.wire import UsageError
 
@@ -225,23 +228,36 @@ def _wake(waiters: list[Any]) -> None:
             waiter.settled(n)
 
 
-class OutcomeSink(Protocol):
-    """Where the producer reports each message's fate, one call per batch (the daemon's accounting).
+if TYPE_CHECKING:  # a default (Message) for the type checker; Python 3.11's TypeVar has none, nor needs one
+    from typing_extensions import TypeVar
+
+    M = TypeVar("M", bound="Message", default="Message")
+    M_contra = TypeVar("M_contra", bound="Message", default="Message", contravariant=True)
+else:
+    from typing import TypeVar
+
+    M = TypeVar("M", bound="Message")
+    M_contra = TypeVar("M_contra", bound="Message", contravariant=True)
+
+
+class OutcomeSink(Protocol[M_contra]):
+    """Where the producer reports each message's fate, one call per batch (the daemon's accounting), with the
+    messages it was given (``M_contra``: the producer's type of message).
 
     ``sent`` is optional: a sink without it (or one that inherits this class's no-op) is not called per request."""
 
-    def sent(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+    def sent(self, topic: str, partition: int, messages: Sequence[M_contra]) -> None:
         """Optional. A produce request carrying ``messages`` was written to the broker's connection (handed to the
         socket; the kernel may still hold part of it). Called again for each resend; before ``delivered`` with
         acks=0."""
 
-    def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
+    def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[M_contra]) -> None:
         """Acknowledged by the broker (``base_offset`` -1 when acks=0). Each message's offset is set."""
 
-    def discarded(self, topic: str, messages: Sequence[Message], reason: DiscardReason) -> None:
+    def discarded(self, topic: str, messages: Sequence[M_contra], reason: DiscardReason) -> None:
         """Given up with ``reason``; the producer holds none of them any more."""
 
-    def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
+    def possible_duplicates(self, topic: str, messages: Sequence[M_contra]) -> None:
         """Written, then the connection failed before the ACK: they will be sent again (Bruce's DUP)."""
 
 

@@ -29,7 +29,7 @@ import asyncio
 import gc
 import random
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from typing import Any, Generic, cast
 
 from bruce.wire import Codec, UsageError
 
@@ -43,9 +43,9 @@ from .duplicates import DuplicateCheck
 from .errors import ProducerClosed
 from .expiry import expire_loop
 from .handle import Handle
-from .health import BootstrapState, BrokerState, QueueStats
+from .health import BootstrapState, BrokerState, TopicQueueStats
 from .journal import PartJournal
-from .message import Message, OutcomeSink
+from .message import M, Message, OutcomeSink
 from .metadata import MetadataFetcher
 from .partitioner import AnyPartitionCycle
 from .pause import PauseController
@@ -65,19 +65,23 @@ from .trouble import BrokerTrouble
 from .views import ProducerViews
 
 
-class Producer:
-    """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``."""
+class Producer(Generic[M]):
+    """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``.
+
+    ``M`` is the type of message the daemon submits (a :class:`Message` subclass): its sink and its ``pack`` get those
+    same objects back."""
 
     def __init__(
         self,
         config: ProducerConfig | None = None,
         *,
-        sink: OutcomeSink | None = None,
+        sink: OutcomeSink[M] | None = None,
         compression: CompressionPolicy | None = None,
         require_topics: bool = False,
         rng: random.Random | None = None,
-        pack: Pack | None = None,
+        pack: Pack[M] | None = None,
         freeze_gc: bool = False,
+        keep_on_auth_failure: bool = False,
     ) -> None:
         self.config = config = config or ProducerConfig()
         self._freeze_gc = freeze_gc
@@ -114,10 +118,19 @@ class Producer:
             fetches_begun=lambda: fetcher.begun,
         )
         self._dispatcher = d = Dispatcher(
-            config, self.counters, sink, hooks=hooks, cycle=AnyPartitionCycle(self._rng), pack=pack
+            config,
+            self.counters,
+            # The producer gives the sink and pack only the messages submitted to it (M), or made by send (a daemon
+            # never sends): inside, every message is a Message.
+            cast("OutcomeSink[Message] | None", sink),
+            hooks=hooks,
+            cycle=AnyPartitionCycle(self._rng),
+            pack=cast("Pack[Message] | None", pack),
         )
         self._ledger = d.ledger
-        self._views = views = ProducerViews(config, d, fetcher, self._senders, self._wake_broker)
+        self._views = views = ProducerViews(
+            config, d, fetcher, self._senders, self._wake_broker, keep_on_auth_failure=keep_on_auth_failure
+        )
         fetcher.on_refused = views.refused
         self._outcomes = RequestOutcomes(d)
         self._duplicates = DuplicateCheck(d, views, config, self._spawn)
@@ -150,7 +163,7 @@ class Producer:
 
     # ---------------------------------------------------------------- lifecycle
 
-    async def __aenter__(self) -> Producer:
+    async def __aenter__(self) -> Producer[M]:
         await self.start()
         return self
 
@@ -305,12 +318,12 @@ class Producer:
         that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
         return self._sending.send_many(topic, values, keys, partition=partition, timestamp=timestamp)
 
-    def submit(self, topic: str, messages: list[Message]) -> None:
+    def submit(self, topic: str, messages: list[M]) -> None:
         """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
         (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
         :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
         :class:`ProducerClosed` before taking any message when the producer is not accepting."""
-        self._sending.submit(topic, messages)
+        self._sending.submit(topic, cast("list[Message]", messages))  # M is a Message
 
     # ---------------------------------------------------------------- topics
 
@@ -368,12 +381,9 @@ class Producer:
 
     @property
     def keep_on_auth_failure(self) -> bool:
-        """The daemon's choice: keep the messages (within its budget) while every broker refuses authentication."""
+        """The daemon's choice (given at construction): keep the messages (within its budget) while every broker
+        refuses authentication, rather than fail them and :meth:`ready`."""
         return self._views.keep_on_auth_failure
-
-    @keep_on_auth_failure.setter
-    def keep_on_auth_failure(self, keep: bool) -> None:
-        self._views.keep_on_auth_failure = keep
 
     @property
     def authentication_failure(self) -> str | None:
@@ -412,7 +422,7 @@ class Producer:
         """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
         return self._views.requests_in_flight()
 
-    def queue_stats(self) -> dict[str, QueueStats]:
+    def queue_stats(self) -> dict[str, TopicQueueStats]:
         """Held messages per topic and state (Bruce's ``/queues``)."""
         return self._views.queue_stats()
 

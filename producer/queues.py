@@ -34,18 +34,19 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from .message import Message
+from .message import M, Message
 
 
 class Packed(Protocol):
-    """A ready batch in compact form: its message count, and its messages back, in order."""
+    """A ready batch in compact form: its message count, and its messages back, in order (the ones packed, or equal
+    objects of their type)."""
 
     def __len__(self) -> int: ...
 
     def unpack(self) -> list[Message]: ...
 
 
-Pack = Callable[[str, list[Message]], Packed | None]  # (topic, a ready batch) → its compact form, or None
+Pack = Callable[[str, list[M]], Packed | None]  # (topic, a ready batch of the producer's M) → its compact form, or None
 
 
 class PartitionQueue:

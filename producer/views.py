@@ -25,7 +25,7 @@ from .cluster import ClusterView
 from .config import ProducerConfig
 from .dispatcher import Dispatcher
 from .errors import DeliveryError, ProducerClosed
-from .health import BootstrapState, BrokerHealth, BrokerState, QueueStats
+from .health import BootstrapState, BrokerHealth, BrokerState, TopicQueueStats
 from .metadata import MetadataFetcher
 from .reasons import DiscardReason
 from .sender import Sender
@@ -43,13 +43,17 @@ class ProducerViews:
         fetcher: MetadataFetcher,
         senders: dict[int, Sender],
         wake_broker: Callable[[int], None],
+        *,
+        keep_on_auth_failure: bool = False,
     ) -> None:
         self.config = config
         self.d = dispatcher
         self.fetcher = fetcher
         self.senders = senders  # the producer's, by broker
         self.wake_broker = wake_broker
-        self.keep_on_auth_failure = False  # the daemon keeps messages (within its budget) while brokers refuse it
+        self.keep_on_auth_failure = (
+            keep_on_auth_failure  # the daemon keeps messages (within its budget) while brokers refuse it
+        )
         self.first_view: asyncio.Future[None] | None = None  # set by start: done at the first view
         self._last_refusal = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -165,7 +169,7 @@ class ProducerViews:
         """Produce requests written and not yet answered, over all brokers (always 0 with acks=0)."""
         return sum(s.outstanding for s in self.senders.values())
 
-    def queue_stats(self) -> dict[str, QueueStats]:
+    def queue_stats(self) -> dict[str, TopicQueueStats]:
         """Held messages per topic and state (Bruce's ``/queues``)."""
         out: dict[str, list[int]] = {}
         d = self.d
@@ -176,4 +180,4 @@ class ProducerViews:
             row[2] += pq.in_flight
         for topic, (messages, _, _) in d.unknown.items():
             out.setdefault(topic, [0, 0, 0])[1] += len(messages)
-        return {topic: QueueStats(*row) for topic, row in sorted(out.items())}
+        return {topic: TopicQueueStats(*row) for topic, row in sorted(out.items())}

@@ -38,7 +38,7 @@ COMMIT, ABORT = 1, 0
 
 
 @dataclass(frozen=True, slots=True)
-class Batch:
+class FetchedBatch:
     """One log entry as read_committed sees it: its offsets, producer id, flags and records."""
 
     base: int
@@ -55,11 +55,12 @@ class TransactionUnknown(MalformedInput):
     reason = "TRANSACTION_UNKNOWN"
 
 
-def decode_batches(data: bytes) -> tuple[list[Batch], int | None]:
-    """The complete entries of a Fetch answer as :class:`Batch` es, and the offset after the last one (None: none)."""
+def decode_batches(data: bytes) -> tuple[list[FetchedBatch], int | None]:
+    """The complete entries of a Fetch answer as :class:`FetchedBatch` es, and the offset after the last one (None:
+    none)."""
     budget = DecompressionBudget(decompression_limit(data))
     view = memoryview(data)
-    out: list[Batch] = []
+    out: list[FetchedBatch] = []
     for start, end, magic in entry_spans(data):
         if magic == 2:
             b = decode_record_batch(view[start:end], max_decompressed_size=budget)
@@ -70,17 +71,17 @@ def decode_batches(data: bytes) -> tuple[list[Batch], int | None]:
                     raise MalformedInput(f"control batch at offset {b.base_offset} has no marker key")
                 marker = _CONTROL_KEY.unpack_from(key)[1]
             last = b.base_offset + b.last_offset_delta
-            out.append(Batch(b.base_offset, last, b.producer_id, b.is_transactional, marker, b.records))
+            out.append(FetchedBatch(b.base_offset, last, b.producer_id, b.is_transactional, marker, b.records))
         elif magic in (0, 1):  # no transactions in the old formats
             records = tuple(decode_message_set(view[start:end], max_decompressed_size=budget))
             if records:
-                out.append(Batch(records[0].offset, records[-1].offset, -1, False, None, records))
+                out.append(FetchedBatch(records[0].offset, records[-1].offset, -1, False, None, records))
         else:
             raise MalformedInput(f"log entry at byte {start} has unknown magic {magic}", reason="MAGIC")
     return out, (out[-1].last + 1 if out else None)
 
 
-def by_aborted_list(batches: Sequence[Batch], aborted: Sequence[AbortedTransaction]) -> list[Record]:
+def by_aborted_list(batches: Sequence[FetchedBatch], aborted: Sequence[AbortedTransaction]) -> list[Record]:
     """The committed records of one answer by the broker's aborted list (Kafka's consumer rule)."""
     pending = sorted(aborted, key=lambda a: a.first_offset)
     aborting: set[int] = set()
@@ -106,7 +107,7 @@ class Markers:
         self.scanned = 0  # every marker below this offset is known
         self._by_producer: dict[int, list[tuple[int, int]]] = {}  # producer id → sorted (offset, marker)
 
-    def add(self, batches: Sequence[Batch], after: int) -> None:
+    def add(self, batches: Sequence[FetchedBatch], after: int) -> None:
         """Note the markers of ``batches``, which cover the log up to ``after``."""
         for b in batches:
             if b.marker is not None and b.base >= self.scanned:
@@ -120,7 +121,7 @@ class Markers:
         del markers[:i]  # markers before the offset are read past
         return markers[0][1] if markers else None
 
-    def committed(self, batches: Sequence[Batch], look_ahead: Callable[[], bool]) -> list[Record]:
+    def committed(self, batches: Sequence[FetchedBatch], look_ahead: Callable[[], bool]) -> list[Record]:
         """The committed records of ``batches``; ``look_ahead()`` reads markers further on, False at the log end."""
         self.add(batches, batches[-1].last + 1 if batches else 0)
         out: list[Record] = []

@@ -67,10 +67,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _pcap(args: argparse.Namespace) -> int:
-    from .pcap_cmd import Options, PcapRun
+    from .pcap_cmd import PcapOptions, PcapRun
 
     live = args.file == "-"
-    options = Options(
+    options = PcapOptions(
         json=args.json,
         stats=args.stats,
         apis=frozenset(a.lower() for a in args.api),

@@ -22,14 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .framing import MAX_FRAME, Framed, Framer, request_start
-from .packets import ACK, FIN, RST, SYN, Segment
+from .packets import ACK, FIN, RST, SYN, TcpSegment
 from .reassembly import Gap, Piece, Stream
 
 DETECT_BYTES = 64 << 10
 MAX_CONNECTIONS = 10_000
 
 Endpoint = tuple[str, int]
-Waiting = Callable[["Connection", int], bool]  # (connection, correlation id) -> is a request waiting for it?
+Waiting = Callable[["TcpConnection", int], bool]  # (connection, correlation id) -> is a request waiting for it?
 
 
 def endpoint_text(e: Endpoint) -> str:
@@ -38,7 +38,7 @@ def endpoint_text(e: Endpoint) -> str:
 
 
 @dataclass(eq=False)
-class Connection:
+class TcpConnection:
     """One TCP connection: its endpoints, and once recognised which is the client."""
 
     number: int
@@ -68,7 +68,7 @@ class Connection:
 class Framed_:
     """A frame or a loss on one side of a Kafka connection."""
 
-    conn: Connection
+    conn: TcpConnection
     from_client: bool
     item: Framed
 
@@ -90,13 +90,13 @@ class Connections:
         self.max_frame = max_frame
         self.max_connections = max_connections
         self.max_pending = max_pending
-        self.table: OrderedDict[frozenset[Endpoint], Connection] = OrderedDict()
+        self.table: OrderedDict[frozenset[Endpoint], TcpConnection] = OrderedDict()
         self.count = 0
         self.not_kafka = 0
         self.duplicates = 0
         self.overflows = 0
 
-    def segment(self, seg: Segment, ts: float) -> list[Framed_]:
+    def segment(self, seg: TcpSegment, ts: float) -> list[Framed_]:
         src: Endpoint = (seg.src, seg.sport)
         dst: Endpoint = (seg.dst, seg.dport)
         key = frozenset((src, dst))
@@ -114,7 +114,7 @@ class Connections:
                 _, oldest = self.table.popitem(last=False)
                 out += self._finish(oldest)
             self.count += 1
-            conn = Connection(self.count, src, dst)
+            conn = TcpConnection(self.count, src, dst)
             self.table[key] = conn
         else:
             self.table.move_to_end(key)
@@ -146,7 +146,7 @@ class Connections:
         self.table.clear()
         return out
 
-    def _finish(self, conn: Connection) -> list[Framed_]:
+    def _finish(self, conn: TcpConnection) -> list[Framed_]:
         out: list[Framed_] = []
         for src, stream in conn.streams.items():
             for piece in stream.finish():
@@ -163,7 +163,7 @@ class Connections:
         conn.kafka = conn.kafka or False
         return out
 
-    def _piece(self, conn: Connection, src: Endpoint, piece: Piece, ts: float) -> list[Framed_]:
+    def _piece(self, conn: TcpConnection, src: Endpoint, piece: Piece, ts: float) -> list[Framed_]:
         if conn.kafka is False:
             return []
         if conn.kafka is None:
@@ -172,7 +172,7 @@ class Connections:
         framer = conn.framers[src]
         return [Framed_(conn, src == conn.client, item) for item in framer.feed(piece, ts)]
 
-    def _decide(self, conn: Connection, *, final: bool) -> bool | None:
+    def _decide(self, conn: TcpConnection, *, final: bool) -> bool | None:
         """Recognise the connection from what each side has sent so far, or give up on it: ``conn.kafka``."""
         starts: dict[Endpoint, int | None] = {}
         for src, pieces in conn.held.items():
@@ -206,7 +206,7 @@ class Connections:
             conn.held.clear()
         return conn.kafka
 
-    def _release(self, conn: Connection) -> list[Framed_]:
+    def _release(self, conn: TcpConnection) -> list[Framed_]:
         """The connection was recognised: frame what was held."""
         assert conn.client is not None and conn.server is not None
         client, server = conn.client, conn.server

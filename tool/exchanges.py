@@ -4,7 +4,7 @@ id per connection, and the (api key, version) of an answer whose request was not
 Rules:
 - Registry-driven: a request's header names its (api key, version); :data:`bruce.wire.API_REGISTRY` decodes it when
   it has that version, else the message keeps its header, size and bytes (``raw``), never dropped.
-- A frame that does not decode is a :class:`Message` with ``error`` (what, and the field ``path`` where decoding
+- A frame that does not decode is a :class:`FrameMessage` with ``error`` (what, and the field ``path`` where decoding
   stopped) and its bytes; decoding goes on with the next frame.
 - An answer is decoded with its request's (key, version). Without one (the request fell before the capture or in a
   hole), every (key, version) of the registry whose answer schema parses the frame exactly is a candidate; among
@@ -22,7 +22,7 @@ from typing import Any
 
 from bruce.wire import API_REGISTRY, MalformedInput, UsageError, decode_request, decode_response
 
-from .connections import Connection
+from .connections import TcpConnection
 
 MAX_WAITING = 4096
 PRODUCE = 0
@@ -30,7 +30,7 @@ _HEAD = struct.Struct(">hhih")
 
 
 @dataclass(slots=True)
-class Message:
+class FrameMessage:
     """One request or answer, decoded as far as it goes."""
 
     conn: str
@@ -80,18 +80,18 @@ class Pairing:
         self.dropped_waiting = 0
         self.unanswered = 0
 
-    def waiting(self, conn: Connection, correlation_id: int) -> bool:
+    def waiting(self, conn: TcpConnection, correlation_id: int) -> bool:
         """Is a request of ``conn`` waiting for the answer ``correlation_id``? (the framer's resynchronisation)"""
         state = self.states.get(conn.number)
         return state is not None and correlation_id in state.waiting
 
-    def closed(self, conn: Connection) -> None:
+    def closed(self, conn: TcpConnection) -> None:
         state = self.states.pop(conn.number, None)
         if state is not None:
             self.unanswered += len(state.waiting)
 
-    def request(self, conn: Connection, offset: int, ts: float, frame: bytes) -> Message:
-        message = Message(conn.name, True, ts, offset, len(frame), None)
+    def request(self, conn: TcpConnection, offset: int, ts: float, frame: bytes) -> FrameMessage:
+        message = FrameMessage(conn.name, True, ts, offset, len(frame), None)
         if len(frame) < _HEAD.size:
             message.raw, message.error = frame, f"request frame of {len(frame)} bytes is shorter than its header"
             return message
@@ -121,14 +121,14 @@ class Pairing:
                 self.dropped_waiting += 1
         return message
 
-    def mark(self, conn: Connection, correlation_id: int, wanted: bool) -> None:
+    def mark(self, conn: TcpConnection, correlation_id: int, wanted: bool) -> None:
         """Record whether the answer to this request passes the filters (the request's topics decide)."""
         state = self.states.get(conn.number)
         if state is not None and correlation_id in state.waiting:
             state.waiting[correlation_id].wanted = wanted
 
-    def answer(self, conn: Connection, offset: int, ts: float, frame: bytes) -> Message:
-        message = Message(conn.name, False, ts, offset, len(frame), None)
+    def answer(self, conn: TcpConnection, offset: int, ts: float, frame: bytes) -> FrameMessage:
+        message = FrameMessage(conn.name, False, ts, offset, len(frame), None)
         if len(frame) < 4:
             message.raw, message.error = frame, f"answer frame of {len(frame)} bytes has no correlation id"
             return message
@@ -152,7 +152,7 @@ class Pairing:
         self._infer(state, message, frame)
         return message
 
-    def _infer(self, state: _ConnState, message: Message, frame: bytes) -> None:
+    def _infer(self, state: _ConnState, message: FrameMessage, frame: bytes) -> None:
         """Decode an answer whose request was not captured with the (key, version) that parses it."""
         fits: list[tuple[int, int, Any]] = []
         for key, spec in API_REGISTRY.items():

@@ -65,7 +65,7 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
-class Lost:
+class LostBytes:
     """Bytes of this direction not framed: a gap in the capture, or bytes skipped while finding a frame start."""
 
     offset: int
@@ -73,7 +73,7 @@ class Lost:
     why: str
 
 
-Framed = Frame | Lost
+Framed = Frame | LostBytes
 
 
 class Framer:
@@ -115,7 +115,9 @@ class Framer:
         out: list[Framed] = []
         self._report_skipped(out)
         if self.buf:
-            out.append(Lost(self.base, len(self.buf), "stream ended inside a frame" if self.synced else "not framed"))
+            out.append(
+                LostBytes(self.base, len(self.buf), "stream ended inside a frame" if self.synced else "not framed")
+            )
             self.base += len(self.buf)
             self.buf = bytearray()
         return out
@@ -126,16 +128,18 @@ class Framer:
         if self.synced and len(self.buf) >= 4:
             (size,) = struct.unpack_from(">i", self.buf)
             frame_end = self.base + 4 + size
-            out.append(Lost(self.base, len(self.buf), f"frame of {size} bytes cut by {gap.size} bytes not captured"))
+            out.append(
+                LostBytes(self.base, len(self.buf), f"frame of {size} bytes cut by {gap.size} bytes not captured")
+            )
             if gap_end <= frame_end:
                 self.skip = frame_end - gap_end
             else:
                 self.synced = False
         else:
             if self.buf:
-                out.append(Lost(self.base, len(self.buf), "frame cut by bytes not captured"))
+                out.append(LostBytes(self.base, len(self.buf), "frame cut by bytes not captured"))
             self.synced = False
-        out.append(Lost(gap.offset, gap.size, f"not captured ({gap.reason})"))
+        out.append(LostBytes(gap.offset, gap.size, f"not captured ({gap.reason})"))
         self.buf = bytearray()
         self.base = gap_end
         self.scanned = 0
@@ -181,7 +185,7 @@ class Framer:
 
     def _report_skipped(self, out: list[Framed]) -> None:
         if self._skip_size:
-            out.append(Lost(self._skip_from, self._skip_size, self._why or "skipped to the next frame start"))
+            out.append(LostBytes(self._skip_from, self._skip_size, self._why or "skipped to the next frame start"))
             self._skip_size = 0
             self._why = ""
 

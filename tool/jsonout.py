@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from .records import Batch, batches, record_json
+from .records import LogBatch, batches, record_json
 from .sequences import Sequences
 from .tree import RecordSet
 
@@ -70,7 +70,7 @@ class JsonWriter:
             self._batch(batch, rs.topic, rs.partition)
         write("]")
 
-    def _batch(self, batch: Batch, topic: str | None, partition: int | None) -> None:
+    def _batch(self, batch: LogBatch, topic: str | None, partition: int | None) -> None:
         if batch.error is not None:
             self.failed_batches += 1
         write = self.out.write
@@ -80,7 +80,7 @@ class JsonWriter:
         write(",".join([record_json(r, t, p) for r in batch.records]))
         write("]}")
 
-    def batch_line(self, head: dict[str, Any], batch: Batch) -> None:
+    def batch_line(self, head: dict[str, Any], batch: LogBatch) -> None:
         """One line: ``head``'s fields, then ``"batch"``: the batch and its records."""
         self.out.write(_dumps(head)[:-1] + ',"batch":')
         self._batch(batch, None, None)

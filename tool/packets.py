@@ -48,7 +48,7 @@ _TCP_HEAD = struct.Struct(">HHIIBB")
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
+class TcpSegment:
     """A TCP segment: endpoints, sequence number, flags and payload."""
 
     src: str
@@ -61,7 +61,7 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
-class Datagram:
+class UdpDatagram:
     """A UDP datagram."""
 
     src: str
@@ -139,7 +139,7 @@ def _ip(version: int, data: memoryview, pos: int) -> tuple[str, str, int, int, i
     return None
 
 
-def decode_packet(linktype: int, packet: bytes | memoryview) -> Segment | Datagram | None:
+def decode_packet(linktype: int, packet: bytes | memoryview) -> TcpSegment | UdpDatagram | None:
     """The TCP segment or UDP datagram in a captured packet, or None for anything else."""
     data = memoryview(packet)
     found = _network(linktype, data)
@@ -156,10 +156,10 @@ def decode_packet(linktype: int, packet: bytes | memoryview) -> Segment | Datagr
         header = (offset >> 4) * 4
         if header < 20 or pos + header > end:
             return None
-        return Segment(src, sport, dst, dport, seq, flags, data[pos + header : end])
+        return TcpSegment(src, sport, dst, dport, seq, flags, data[pos + header : end])
     if protocol == _UDP:
         if end < pos + 8:
             return None
         sport, dport = struct.unpack_from(">HH", data, pos)
-        return Datagram(src, sport, dst, dport, data[pos + 8 : end])
+        return UdpDatagram(src, sport, dst, dport, data[pos + 8 : end])
     return None

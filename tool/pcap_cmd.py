@@ -21,10 +21,10 @@ from bruce.wire import API_REGISTRY, MalformedInput, parse_packet
 
 from .capture import Reader
 from .connections import Connections, Framed_
-from .exchanges import Message, Pairing
+from .exchanges import FrameMessage, Pairing
 from .framing import MAX_FRAME, Frame
 from .jsonout import JsonWriter
-from .packets import SYN, Datagram, Segment, decode_packet
+from .packets import SYN, TcpSegment, UdpDatagram, decode_packet
 from .plogview import plog_tree
 from .reassembly import Gap, Piece, Stream
 from .records import text_or_base64
@@ -37,7 +37,7 @@ MAX_PLOG_CONNECTIONS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
-class Options:
+class PcapOptions:
     json: bool = False
     stats: bool = False
     apis: frozenset[str] = frozenset()  # names (lower case) or keys as text
@@ -70,7 +70,7 @@ def _time(ts: float) -> str:
 class PcapRun:
     """One run of the command over one capture."""
 
-    def __init__(self, options: Options, out: TextIO) -> None:
+    def __init__(self, options: PcapOptions, out: TextIO) -> None:
         self.options = options
         self.out = out
         self.pairing = Pairing()
@@ -87,12 +87,12 @@ class PcapRun:
         reader = Reader(stream)
         for ts, linktype, data in reader:
             packet = decode_packet(linktype, data)
-            if isinstance(packet, Segment) and packet.dport in self.options.plog_ports:
+            if isinstance(packet, TcpSegment) and packet.dport in self.options.plog_ports:
                 self._plog_tcp(packet, ts)
-            elif isinstance(packet, Segment) and packet.sport not in self.options.plog_ports:
+            elif isinstance(packet, TcpSegment) and packet.sport not in self.options.plog_ports:
                 for item in self.connections.segment(packet, ts):
                     self._framed(item)
-            elif isinstance(packet, Datagram) and packet.dport in self.options.plog_ports:
+            elif isinstance(packet, UdpDatagram) and packet.dport in self.options.plog_ports:
                 self._plog(packet, ts)
         for item in self.connections.finish():
             self._framed(item)
@@ -136,7 +136,7 @@ class PcapRun:
             message = self.pairing.answer(conn, framed.offset, framed.ts, framed.data)
         self._message(conn, message)
 
-    def _message(self, conn: Any, m: Message) -> None:
+    def _message(self, conn: Any, m: FrameMessage) -> None:
         self.result.messages += 1
         if m.error is not None:
             self.result.undecoded += 1
@@ -169,7 +169,7 @@ class PcapRun:
         else:
             self.text.message(self._heading(m, name), tree, self._notes(m))
 
-    def _api_wanted(self, m: Message) -> bool:
+    def _api_wanted(self, m: FrameMessage) -> bool:
         if not self.options.apis:
             return True
         names = {str(m.api_key)} | ({m.api_name.lower()} if m.api_name else set())
@@ -178,7 +178,7 @@ class PcapRun:
     def _conn_wanted(self, name: str) -> bool:
         return not self.options.conns or any(c in name for c in self.options.conns)
 
-    def _heading(self, m: Message, name: str) -> str:
+    def _heading(self, m: FrameMessage, name: str) -> str:
         kind = "request" if m.from_client else "answer"
         version = f" v{m.version}" if m.version is not None else ""
         line = f"{_time(m.ts)} {m.conn} {kind} {name}{version} correlation {m.correlation_id} ({m.size} bytes)"
@@ -188,7 +188,7 @@ class PcapRun:
             line += f" after {m.latency * 1000:.3f} ms"
         return line
 
-    def _notes(self, m: Message) -> list[str]:
+    def _notes(self, m: FrameMessage) -> list[str]:
         notes = []
         if m.how:
             notes.append(m.how)
@@ -201,7 +201,7 @@ class PcapRun:
             notes.append(f"bytes: {m.raw[:512].hex()}{'…' if len(m.raw) > 512 else ''}")
         return notes
 
-    def _json_value(self, m: Message, name: str, tree: dict[str, Any] | None) -> dict[str, Any]:
+    def _json_value(self, m: FrameMessage, name: str, tree: dict[str, Any] | None) -> dict[str, Any]:
         value: dict[str, Any] = {
             "conn": m.conn,
             "direction": "request" if m.from_client else "answer",
@@ -230,7 +230,7 @@ class PcapRun:
 
     # ------------------------------------------------------------ plog
 
-    def _plog_tcp(self, seg: Segment, ts: float) -> None:
+    def _plog_tcp(self, seg: TcpSegment, ts: float) -> None:
         name = f"{seg.src}:{seg.sport}>{seg.dst}:{seg.dport}"
         if name not in self.plog_streams:
             if len(self.plog_streams) >= MAX_PLOG_CONNECTIONS:
@@ -273,7 +273,7 @@ class PcapRun:
         else:
             self.text.message(f"{_time(ts)} {conn} plog {direction}", value, [])
 
-    def _plog(self, d: Datagram, ts: float) -> None:
+    def _plog(self, d: UdpDatagram, ts: float) -> None:
         conn = f"{d.src}:{d.sport}>{d.dst}:{d.dport}"
         if not self._conn_wanted(conn) or self.options.stats:
             return

@@ -6,7 +6,7 @@ Rules:
   transactional and control flags), magic 0/1 message sets (a compressed wrapper is one batch with its codec; a run
   of uncompressed messages is one batch). Control batches are decoded: COMMIT or ABORT, and the coordinator epoch.
 - Lazy and bounded: :func:`batches` yields one batch at a time, so a 100,000-record Fetch answer is never held
-  decoded as a whole; a batch that does not decode (bad CRC, corrupt compression) is one :class:`Batch` with
+  decoded as a whole; a batch that does not decode (bad CRC, corrupt compression) is one :class:`LogBatch` with
   ``error`` and the next one is read. A batch cut at the end of the set (normal in a Fetch answer) is reported as
   ``partial``.
 - Record values are plain: :func:`record_value` gives kcat's ``-J`` names (``topic``, ``partition``, ``offset``,
@@ -36,7 +36,7 @@ _CONTROL = 0x20
 
 
 @dataclass(slots=True)
-class Batch:
+class LogBatch:
     """One batch (magic 2), compressed wrapper or run of messages (magic 0/1) of a record set."""
 
     position: int  # byte position in the record set
@@ -89,7 +89,7 @@ def batches(
     partition: int | None = None,
     sequences: Sequences | None = None,
     scope: str = "log",
-) -> Iterator[Batch]:
+) -> Iterator[LogBatch]:
     """The batches of a record set, one at a time (see the module's rules)."""
     view = memoryview(data)
     run_start = run_end = -1
@@ -109,7 +109,7 @@ def batches(
             elif magic in (0, 1):
                 yield _wrapper(view, start, end, magic)
             else:
-                yield Batch(start, end - start, magic, error=f"unknown magic {magic}")
+                yield LogBatch(start, end - start, magic, error=f"unknown magic {magic}")
             last = end
         if run_start >= 0:
             yield _message_run(view, run_start, run_end)
@@ -118,39 +118,39 @@ def batches(
         if run_start >= 0:
             yield _message_run(view, run_start, run_end)
             last = run_end
-        yield Batch(last, len(data) - last, -1, error=str(e))
+        yield LogBatch(last, len(data) - last, -1, error=str(e))
         return
     if last < len(data):
-        yield Batch(last, len(data) - last, -1, partial=True)
+        yield LogBatch(last, len(data) - last, -1, partial=True)
 
 
-def _message_run(view: memoryview, start: int, end: int) -> Batch:
+def _message_run(view: memoryview, start: int, end: int) -> LogBatch:
     magic = view[start + 16]
     try:
         records = decode_message_set(view[start:end])
     except MalformedInput as e:
-        return Batch(start, end - start, magic, error=str(e))
-    return Batch(start, end - start, magic, base_offset=records[0].offset if records else 0, records=records)
+        return LogBatch(start, end - start, magic, error=str(e))
+    return LogBatch(start, end - start, magic, base_offset=records[0].offset if records else 0, records=records)
 
 
-def _wrapper(view: memoryview, start: int, end: int, magic: int) -> Batch:
+def _wrapper(view: memoryview, start: int, end: int, magic: int) -> LogBatch:
     codec = _CODECS.get(view[start + _ENTRY_ATTRIBUTES] & 0x07, "unknown")
     try:
         records = decode_message_set(view[start:end])
     except MalformedInput as e:
-        return Batch(start, end - start, magic, codec=codec, error=str(e))
+        return LogBatch(start, end - start, magic, codec=codec, error=str(e))
     base = records[0].offset if records else 0
-    return Batch(start, end - start, magic, codec=codec, base_offset=base, records=records)
+    return LogBatch(start, end - start, magic, codec=codec, base_offset=base, records=records)
 
 
 def _batch_v2(
     view: memoryview, start: int, end: int, where: tuple[str, str | None, int | None], sequences: Sequences | None
-) -> Batch:
+) -> LogBatch:
     try:
         b = decode_record_batch(view[start:end])
     except MalformedInput as e:
-        return Batch(start, end - start, 2, error=str(e))
-    out = Batch(
+        return LogBatch(start, end - start, 2, error=str(e))
+    out = LogBatch(
         start,
         end - start,
         2,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .jsonout import JsonWriter
-from .records import Batch, batches
+from .records import LogBatch, batches
 from .text import TextWriter
 
 _INDEX = struct.Struct(">ii")
@@ -69,7 +69,7 @@ class SegmentCheck:
                 expected = batch.control.get("offset", expected or 0) + 1
             self._write(batch, text, jsonw)
 
-    def _check(self, b: Batch, expected: int | None) -> None:
+    def _check(self, b: LogBatch, expected: int | None) -> None:
         if b.partial:
             self.problems.append(f"torn tail: {b.size} bytes at byte {b.position} are not a whole batch")
             return
@@ -87,7 +87,7 @@ class SegmentCheck:
         elif expected is not None and first > expected and self.starts[:-1]:
             self.notes.append(f"batch at byte {b.position}: offsets jump from {expected} to {first}")
 
-    def _write(self, b: Batch, text: TextWriter, jsonw: JsonWriter) -> None:
+    def _write(self, b: LogBatch, text: TextWriter, jsonw: JsonWriter) -> None:
         if self.json:
             jsonw.batch_line({"file": str(self.path)}, b)
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from .records import Batch, batches, iso_ms, text_or_base64
+from .records import LogBatch, batches, iso_ms, text_or_base64
 from .sequences import Sequences
 from .tree import RecordSet
 
@@ -79,7 +79,7 @@ class TextWriter:
         for batch in found:
             self.batch(batch, indent)
 
-    def batch(self, batch: Batch, indent: str) -> None:
+    def batch(self, batch: LogBatch, indent: str) -> None:
         """A batch's line, then one line per record."""
         write = self.out.write
         write(f"{indent}{_batch_line(batch)}\n")
@@ -103,7 +103,7 @@ def _flat(value: Any, width: int) -> str | None:
     return line if len(line) <= 120 else None
 
 
-def _batch_line(b: Batch) -> str:
+def _batch_line(b: LogBatch) -> str:
     if b.partial:
         return f"partial batch at byte {b.position}: {b.size} bytes (cut by the fetch size)"
     if b.error is not None:

@@ -5,302 +5,115 @@ Rules: bytes in, values out, no sockets, clocks or threads; nothing imported fro
 :class:`~bruce.wire.errors.UsageError` for what cannot be encoded. construct schemas are the specification of each
 format; a hand-written fast path sits next to its schema only with a differential test proving them equal.
 
-The names other packages use are exported here (``from bruce.wire import BruceError``). They load on first use
-(:func:`__getattr__`), so a client that needs the datagram format and the errors does not pay for building every
-Kafka schema; the ``TYPE_CHECKING`` imports below give type checkers the same names.
+The names other packages use are exported here (``from bruce.wire import BruceError``), listed once: the
+``TYPE_CHECKING`` re-exports below, which type checkers read and :func:`bruce.wire.face.lazy_face` serves, each name
+loaded on first use, so a client that needs the datagram format and the errors does not pay for building every Kafka
+schema.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from . import errorcodes, plog
-    from .compression import Codec, DecompressionBudget
-    from .crc import crc32c
-    from .datagram import (
-        TOPIC_MAX,
-        DatagramKind,
-        any_partition_layout,
-        build_any_partition,
-        build_old_v0,
-        build_partition_key,
-        parse_datagram,
-        peek_topic,
-    )
-    from .errors import BruceError, MalformedInput, UnsupportedApiKey, UnsupportedVersion, UsageError
-    from .messageset import MESSAGE_OVERHEAD, build_message_set, build_message_set_columns, decode_message_set
-    from .plog import (
-        KEY_TAG,
-        TOPIC_TAG,
-        Command,
-        Fragment,
-        Unboxed,
-        last_tag,
-        murmur2,
-        murmur3_32,
-        parse_packet,
-        plog_partition_key,
-    )
-    from .protocol import find_coordinator
-    from .protocol.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
-    from .protocol.api_versions import KEY as API_VERSIONS_KEY
-    from .protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse, decode_api_versions_response
-    from .protocol.base import REGISTRY as API_REGISTRY
-    from .protocol.base import ApiSpec, RequestHeader, decode_request, decode_response, encode_request, request_spec
-    from .protocol.end_txn import EndTxnRequest
-    from .protocol.fetch import (
-        READ_COMMITTED,
-        READ_UNCOMMITTED,
-        AbortedTransaction,
-        FetchPartition,
-        FetchPartitionResponse,
-        FetchRequest,
-        FetchResponse,
-        FetchTopic,
-    )
-    from .protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-    from .protocol.list_offsets import EARLIEST, LATEST, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-    from .protocol.metadata import MetadataResponse, metadata_request
-    from .protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-    from .protocol.produce_frame import produce_frame
-    from .protocol.sasl_authenticate import KEY as SASL_AUTHENTICATE
-    from .protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-    from .protocol.sasl_handshake import KEY as SASL_HANDSHAKE
-    from .protocol.sasl_handshake import SaslHandshakeRequest
-    from .recordbatch import (
-        build_record_batch,
-        build_record_batch_columns,
-        build_value_batch,
-        decode_record_batch,
-        with_producer_identity,
-    )
-    from .recordbatch_schema import HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
-    from .recordbatch_schema import RecordInput
-    from .records import Record, decode_records, decompression_limit, entry_spans
-    from .topic_name import LEGAL, topic_name_problem
-    from .versions import (
-        ADD_PARTITIONS_TO_TXN,
-        END_TXN,
-        FETCH,
-        FIND_COORDINATOR,
-        INIT_PRODUCER_ID,
-        LIST_OFFSETS,
-        METADATA,
-        PRODUCE,
-        Generation,
-        ProtocolChoice,
-        choose_versions,
-    )
+from .face import lazy_face as lazy_face  # the other packages' lazy faces use it too
 
-_EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name there; None: the module itself)
-    "BruceError": ("errors", "BruceError"),
-    "MalformedInput": ("errors", "MalformedInput"),
-    "UnsupportedApiKey": ("errors", "UnsupportedApiKey"),
-    "UnsupportedVersion": ("errors", "UnsupportedVersion"),
-    "UsageError": ("errors", "UsageError"),
-    "TOPIC_MAX": ("datagram", "TOPIC_MAX"),
-    "DatagramKind": ("datagram", "DatagramKind"),
-    "any_partition_layout": ("datagram", "any_partition_layout"),
-    "build_any_partition": ("datagram", "build_any_partition"),
-    "build_partition_key": ("datagram", "build_partition_key"),
-    "build_old_v0": ("datagram", "build_old_v0"),
-    "parse_datagram": ("datagram", "parse_datagram"),
-    "peek_topic": ("datagram", "peek_topic"),
-    "LEGAL": ("topic_name", "LEGAL"),
-    "topic_name_problem": ("topic_name", "topic_name_problem"),
-    "crc32c": ("crc", "crc32c"),
-    "Codec": ("compression", "Codec"),
-    "DecompressionBudget": ("compression", "DecompressionBudget"),
-    "MESSAGE_OVERHEAD": ("messageset", "MESSAGE_OVERHEAD"),
-    "decode_message_set": ("messageset", "decode_message_set"),
-    "build_record_batch": ("recordbatch", "build_record_batch"),
-    "decode_record_batch": ("recordbatch", "decode_record_batch"),
-    "Record": ("records", "Record"),
-    "decode_records": ("records", "decode_records"),
-    "decompression_limit": ("records", "decompression_limit"),
-    "entry_spans": ("records", "entry_spans"),
-    "KEY_TAG": ("plog", "KEY_TAG"),
-    "TOPIC_TAG": ("plog", "TOPIC_TAG"),
-    "Command": ("plog", "Command"),
-    "Fragment": ("plog", "Fragment"),
-    "Unboxed": ("plog", "Unboxed"),
-    "last_tag": ("plog", "last_tag"),
-    "murmur3_32": ("plog", "murmur3_32"),
-    "parse_packet": ("plog", "parse_packet"),
-    "plog_partition_key": ("plog", "plog_partition_key"),
-    "FETCH": ("versions", "FETCH"),
-    "LIST_OFFSETS": ("versions", "LIST_OFFSETS"),
-    "METADATA": ("versions", "METADATA"),
-    "READ_COMMITTED": ("protocol.fetch", "READ_COMMITTED"),
-    "READ_UNCOMMITTED": ("protocol.fetch", "READ_UNCOMMITTED"),
-    "AbortedTransaction": ("protocol.fetch", "AbortedTransaction"),
-    "FetchPartition": ("protocol.fetch", "FetchPartition"),
-    "FetchPartitionResponse": ("protocol.fetch", "FetchPartitionResponse"),
-    "FetchRequest": ("protocol.fetch", "FetchRequest"),
-    "FetchResponse": ("protocol.fetch", "FetchResponse"),
-    "FetchTopic": ("protocol.fetch", "FetchTopic"),
-    "EARLIEST": ("protocol.list_offsets", "EARLIEST"),
-    "LATEST": ("protocol.list_offsets", "LATEST"),
-    "ListOffsetsPartition": ("protocol.list_offsets", "ListOffsetsPartition"),
-    "ListOffsetsRequest": ("protocol.list_offsets", "ListOffsetsRequest"),
-    "ListOffsetsTopic": ("protocol.list_offsets", "ListOffsetsTopic"),
-    "metadata_request": ("protocol.metadata", "metadata_request"),
-    "RECORD_BATCH_HEADER_SIZE": ("recordbatch_schema", "HEADER_SIZE"),
-    "errorcodes": ("errorcodes", None),
-    "plog": ("plog", None),
-    "build_value_batch": ("recordbatch", "build_value_batch"),
-    "build_record_batch_columns": ("recordbatch", "build_record_batch_columns"),
-    "API_VERSIONS_KEY": ("protocol.api_versions", "KEY"),
-    "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
-    "decode_response": ("protocol.base", "decode_response"),
-    "decode_request": ("protocol.base", "decode_request"),
-    "API_REGISTRY": ("protocol", "REGISTRY"),
-    "ApiSpec": ("protocol.base", "ApiSpec"),
-    "RequestHeader": ("protocol.base", "RequestHeader"),
-    "encode_request": ("protocol.base", "encode_request"),
-    "produce_frame": ("protocol.produce_frame", "produce_frame"),
-    "request_spec": ("protocol.base", "request_spec"),
-    "find_coordinator": ("protocol.find_coordinator", None),
-    "FIND_COORDINATOR": ("versions", "FIND_COORDINATOR"),
-    "InitProducerIdRequest": ("protocol.init_producer_id", "InitProducerIdRequest"),
-    "InitProducerIdResponse": ("protocol.init_producer_id", "InitProducerIdResponse"),
-    "MetadataResponse": ("protocol.metadata", "MetadataResponse"),
-    "murmur2": ("plog", "murmur2"),
-    "PartitionProduceData": ("protocol.produce", "PartitionProduceData"),
-    "ProduceRequest": ("protocol.produce", "ProduceRequest"),
-    "TopicProduceData": ("protocol.produce", "TopicProduceData"),
-    "with_producer_identity": ("recordbatch", "with_producer_identity"),
-    "PRODUCE": ("versions", "PRODUCE"),
-    "build_message_set": ("messageset", "build_message_set"),
-    "build_message_set_columns": ("messageset", "build_message_set_columns"),
-    "RecordInput": ("recordbatch_schema", "RecordInput"),
-    "SASL_AUTHENTICATE": ("protocol.sasl_authenticate", "KEY"),
-    "SaslAuthenticateRequest": ("protocol.sasl_authenticate", "SaslAuthenticateRequest"),
-    "SaslAuthenticateResponse": ("protocol.sasl_authenticate", "SaslAuthenticateResponse"),
-    "SASL_HANDSHAKE": ("protocol.sasl_handshake", "KEY"),
-    "SaslHandshakeRequest": ("protocol.sasl_handshake", "SaslHandshakeRequest"),
-    "ProtocolChoice": ("versions", "ProtocolChoice"),
-    "INIT_PRODUCER_ID": ("versions", "INIT_PRODUCER_ID"),
-    "Generation": ("versions", "Generation"),
-    "AddPartitionsToTxnRequest": ("protocol.add_partitions_to_txn", "AddPartitionsToTxnRequest"),
-    "AddPartitionsToTxnTopic": ("protocol.add_partitions_to_txn", "AddPartitionsToTxnTopic"),
-    "EndTxnRequest": ("protocol.end_txn", "EndTxnRequest"),
-    "ADD_PARTITIONS_TO_TXN": ("versions", "ADD_PARTITIONS_TO_TXN"),
-    "END_TXN": ("versions", "END_TXN"),
-    "ApiVersionsRequest": ("protocol.api_versions", "ApiVersionsRequest"),
-    "ApiVersionsResponse": ("protocol.api_versions", "ApiVersionsResponse"),
-    "choose_versions": ("versions", "choose_versions"),
-}
-__all__ = [
-    "ADD_PARTITIONS_TO_TXN",
-    "API_REGISTRY",
-    "API_VERSIONS_KEY",
-    "EARLIEST",
-    "END_TXN",
-    "FETCH",
-    "FIND_COORDINATOR",
-    "INIT_PRODUCER_ID",
-    "KEY_TAG",
-    "LATEST",
-    "LEGAL",
-    "LIST_OFFSETS",
-    "MESSAGE_OVERHEAD",
-    "METADATA",
-    "PRODUCE",
-    "READ_COMMITTED",
-    "READ_UNCOMMITTED",
-    "RECORD_BATCH_HEADER_SIZE",
-    "SASL_AUTHENTICATE",
-    "SASL_HANDSHAKE",
-    "TOPIC_MAX",
-    "TOPIC_TAG",
-    "AbortedTransaction",
-    "AddPartitionsToTxnRequest",
-    "AddPartitionsToTxnTopic",
-    "ApiSpec",
-    "ApiVersionsRequest",
-    "ApiVersionsResponse",
-    "BruceError",
-    "Codec",
-    "Command",
-    "DatagramKind",
-    "DecompressionBudget",
-    "EndTxnRequest",
-    "FetchPartition",
-    "FetchPartitionResponse",
-    "FetchRequest",
-    "FetchResponse",
-    "FetchTopic",
-    "Fragment",
-    "Generation",
-    "InitProducerIdRequest",
-    "InitProducerIdResponse",
-    "ListOffsetsPartition",
-    "ListOffsetsRequest",
-    "ListOffsetsTopic",
-    "MalformedInput",
-    "MetadataResponse",
-    "PartitionProduceData",
-    "ProduceRequest",
-    "ProtocolChoice",
-    "Record",
-    "RecordInput",
-    "RequestHeader",
-    "SaslAuthenticateRequest",
-    "SaslAuthenticateResponse",
-    "SaslHandshakeRequest",
-    "TopicProduceData",
-    "Unboxed",
-    "UnsupportedApiKey",
-    "UnsupportedVersion",
-    "UsageError",
-    "any_partition_layout",
-    "build_any_partition",
-    "build_message_set",
-    "build_message_set_columns",
-    "build_old_v0",
-    "build_partition_key",
-    "build_record_batch",
-    "build_record_batch_columns",
-    "build_value_batch",
-    "choose_versions",
-    "crc32c",
-    "decode_api_versions_response",
-    "decode_message_set",
-    "decode_record_batch",
-    "decode_records",
-    "decode_request",
-    "decode_response",
-    "decompression_limit",
-    "encode_request",
-    "entry_spans",
-    "errorcodes",
-    "find_coordinator",
-    "last_tag",
-    "metadata_request",
-    "murmur2",
-    "murmur3_32",
-    "parse_datagram",
-    "parse_packet",
-    "peek_topic",
-    "plog",
-    "plog_partition_key",
-    "produce_frame",
-    "request_spec",
-    "topic_name_problem",
-    "with_producer_identity",
-]
+if TYPE_CHECKING:  # the face: what other packages import (bruce.wire.face reads this list)
+    from . import errorcodes as errorcodes
+    from . import plog as plog
+    from .compression import Codec as Codec
+    from .compression import DecompressionBudget as DecompressionBudget
+    from .crc import crc32c as crc32c
+    from .datagram import TOPIC_MAX as TOPIC_MAX
+    from .datagram import DatagramKind as DatagramKind
+    from .datagram import any_partition_layout as any_partition_layout
+    from .datagram import build_any_partition as build_any_partition
+    from .datagram import build_old_v0 as build_old_v0
+    from .datagram import build_partition_key as build_partition_key
+    from .datagram import parse_datagram as parse_datagram
+    from .datagram import peek_topic as peek_topic
+    from .errors import BruceError as BruceError
+    from .errors import MalformedInput as MalformedInput
+    from .errors import UnsupportedApiKey as UnsupportedApiKey
+    from .errors import UnsupportedVersion as UnsupportedVersion
+    from .errors import UsageError as UsageError
+    from .messageset import MESSAGE_OVERHEAD as MESSAGE_OVERHEAD
+    from .messageset import build_message_set as build_message_set
+    from .messageset import build_message_set_columns as build_message_set_columns
+    from .messageset import decode_message_set as decode_message_set
+    from .plog import KEY_TAG as KEY_TAG
+    from .plog import TOPIC_TAG as TOPIC_TAG
+    from .plog import Command as Command
+    from .plog import Fragment as Fragment
+    from .plog import Unboxed as Unboxed
+    from .plog import last_tag as last_tag
+    from .plog import murmur2 as murmur2
+    from .plog import murmur3_32 as murmur3_32
+    from .plog import parse_packet as parse_packet
+    from .plog import plog_partition_key as plog_partition_key
+    from .protocol import find_coordinator as find_coordinator
+    from .protocol.add_partitions_to_txn import AddPartitionsToTxnRequest as AddPartitionsToTxnRequest
+    from .protocol.add_partitions_to_txn import AddPartitionsToTxnTopic as AddPartitionsToTxnTopic
+    from .protocol.api_versions import API_VERSIONS_KEY as API_VERSIONS_KEY
+    from .protocol.api_versions import ApiVersionsRequest as ApiVersionsRequest
+    from .protocol.api_versions import ApiVersionsResponse as ApiVersionsResponse
+    from .protocol.api_versions import decode_api_versions_response as decode_api_versions_response
+    from .protocol.base import API_REGISTRY as API_REGISTRY
+    from .protocol.base import ApiSpec as ApiSpec
+    from .protocol.base import RequestHeader as RequestHeader
+    from .protocol.base import decode_request as decode_request
+    from .protocol.base import decode_response as decode_response
+    from .protocol.base import encode_request as encode_request
+    from .protocol.base import request_spec as request_spec
+    from .protocol.end_txn import EndTxnRequest as EndTxnRequest
+    from .protocol.fetch import READ_COMMITTED as READ_COMMITTED
+    from .protocol.fetch import READ_UNCOMMITTED as READ_UNCOMMITTED
+    from .protocol.fetch import AbortedTransaction as AbortedTransaction
+    from .protocol.fetch import FetchPartition as FetchPartition
+    from .protocol.fetch import FetchPartitionResponse as FetchPartitionResponse
+    from .protocol.fetch import FetchRequest as FetchRequest
+    from .protocol.fetch import FetchResponse as FetchResponse
+    from .protocol.fetch import FetchTopic as FetchTopic
+    from .protocol.init_producer_id import InitProducerIdRequest as InitProducerIdRequest
+    from .protocol.init_producer_id import InitProducerIdResponse as InitProducerIdResponse
+    from .protocol.list_offsets import EARLIEST as EARLIEST
+    from .protocol.list_offsets import LATEST as LATEST
+    from .protocol.list_offsets import ListOffsetsPartition as ListOffsetsPartition
+    from .protocol.list_offsets import ListOffsetsRequest as ListOffsetsRequest
+    from .protocol.list_offsets import ListOffsetsTopic as ListOffsetsTopic
+    from .protocol.metadata import MetadataResponse as MetadataResponse
+    from .protocol.metadata import metadata_request as metadata_request
+    from .protocol.produce import PartitionProduceData as PartitionProduceData
+    from .protocol.produce import ProduceRequest as ProduceRequest
+    from .protocol.produce import TopicProduceData as TopicProduceData
+    from .protocol.produce_frame import produce_frame as produce_frame
+    from .protocol.sasl_authenticate import SASL_AUTHENTICATE as SASL_AUTHENTICATE
+    from .protocol.sasl_authenticate import SaslAuthenticateRequest as SaslAuthenticateRequest
+    from .protocol.sasl_authenticate import SaslAuthenticateResponse as SaslAuthenticateResponse
+    from .protocol.sasl_handshake import SASL_HANDSHAKE as SASL_HANDSHAKE
+    from .protocol.sasl_handshake import SaslHandshakeRequest as SaslHandshakeRequest
+    from .recordbatch import build_record_batch as build_record_batch
+    from .recordbatch import build_record_batch_columns as build_record_batch_columns
+    from .recordbatch import build_value_batch as build_value_batch
+    from .recordbatch import decode_record_batch as decode_record_batch
+    from .recordbatch import with_producer_identity as with_producer_identity
+    from .recordbatch_schema import RECORD_BATCH_HEADER_SIZE as RECORD_BATCH_HEADER_SIZE
+    from .recordbatch_schema import RecordInput as RecordInput
+    from .records import Record as Record
+    from .records import decode_records as decode_records
+    from .records import decompression_limit as decompression_limit
+    from .records import entry_spans as entry_spans
+    from .topic_name import LEGAL as LEGAL
+    from .topic_name import topic_name_problem as topic_name_problem
+    from .versions import ADD_PARTITIONS_TO_TXN as ADD_PARTITIONS_TO_TXN
+    from .versions import END_TXN as END_TXN
+    from .versions import FETCH as FETCH
+    from .versions import FIND_COORDINATOR as FIND_COORDINATOR
+    from .versions import INIT_PRODUCER_ID as INIT_PRODUCER_ID
+    from .versions import LIST_OFFSETS as LIST_OFFSETS
+    from .versions import METADATA as METADATA
+    from .versions import PRODUCE as PRODUCE
+    from .versions import Generation as Generation
+    from .versions import ProtocolChoice as ProtocolChoice
+    from .versions import choose_versions as choose_versions
 
-
-def __getattr__(name: str) -> object:
-    """Load an exported name from its module on first use, then keep it here."""
-    try:
-        module, attribute = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    loaded = importlib.import_module(f"{__name__}.{module}")
-    value = loaded if attribute is None else getattr(loaded, attribute)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_face(__name__, __file__)

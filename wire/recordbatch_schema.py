@@ -47,6 +47,7 @@ from .record import CODEC_MASK, CREATE_TIME, LOG_APPEND_TIME, TIMESTAMP_TYPE_BIT
 
 MAGIC = 2
 HEADER_SIZE = 61  # bytes before the first record
+RECORD_BATCH_HEADER_SIZE = HEADER_SIZE  # as bruce.wire exports it
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 

@@ -5,7 +5,7 @@ Rules:
   ``record_unparsed`` for datagrams that did not). Each call increments ``Discard{reason=<NAME>}``, updates the
   current report, writes the discard log line (when a :class:`~bruce.proxy.accounting.discard_log.DiscardLog` is
   attached) and logs a warning at most once per 30 s per reason. The warning and the discard log line say why where
-  there is more to say: LONG_MSG the size and the limit (``message_limit`` for key + value, set by the daemon; an
+  there is more to say: LONG_MSG the size and the limit (``message_limit`` for key + value, given by the daemon; an
   oversized datagram's limit comes as ``detail``, its topic and size are read from its first bytes), BAD_TOPIC_NAME what
   is wrong with the name. Possible duplicates go through ``record_possible_duplicate``
   (the report and a ``DUP`` log line; the producer counts ``PossibleDuplicateMsg``). Call sites must not increment
@@ -200,6 +200,7 @@ class DiscardTracker:
         max_topics: int = DEFAULT_MAX_TOPICS,
         log_discards: bool = True,
         quiet_until_queried: bool = False,
+        message_limit: int | None = None,
     ) -> None:
         if interval_s < 1:
             raise UsageError(f"discard report interval must be at least 1 s, got {interval_s}")
@@ -218,7 +219,7 @@ class DiscardTracker:
         self._finished: _Period | None = None
         self._last_query = now
         self._last_logged: dict[DiscardReason, tuple[int, int]] = {}  # reason -> (when logged, suppressed since)
-        self.message_limit: int | None = None  # the longest key + value the router lets through (LONG_MSG's limit)
+        self.message_limit = message_limit  # the longest key + value the router lets through (LONG_MSG's limit)
 
     # -- recording ---------------------------------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """Settling every message's fate: the one place the daemon's accounting happens.
 
 Rules:
-- :class:`Outcomes` is at once the intake's :class:`~bruce.proxy.intake.intake.IntakeSink`, the router's ``discard``
-  callback and the producer's :class:`~bruce.producer.message.OutcomeSink`. Every datagram read ends here exactly
-  once: as a discard at intake (no budget held), as a discard by the router or the producer, or as a delivery.
+- :class:`Outcomes` is where every discard goes, from wherever it arises — the inputs' (``on_discard``,
+  ``on_unparsed``: the intake's :class:`~bruce.proxy.intake.IntakeDiscards`), the router's and the batcher's
+  (``discard_routed``) — and the producer's :class:`~bruce.producer.OutcomeSink`. Every datagram read ends here
+  exactly once: as a discard at intake (no budget held), as a discard by the router or the producer, or as a
+  delivery. The messages themselves go from the inputs to the router, never through here.
 - A message's budget charge is released exactly once, when its fate is known (delivered or discarded); discards are
   counted, reported and logged only through the :class:`~bruce.proxy.accounting.discards.DiscardTracker`
   (``Discard{reason}``), possible duplicates through ``record_possible_duplicate``. When message debugging is on,
@@ -16,13 +18,12 @@ Rules:
   :class:`AccountingCounters` shows the totals on ``/metrics`` and the front page (``MsgReceived``, ``MsgDelivered``,
   ``MsgDiscarded``, and ``TopicMsgDelivered{topic}`` per topic, counted per batch); in flight is Bruce's
   ``MsgCreate - MsgDestroy`` (plus ``SpoolHeldOnDisk``) beside them (and the ``MsgInFlight`` gauge).
-- With the durable spool (``spool``), every fate marks the message done there (its ``spool_seq``), so the spool
+- With the durable spool (the :class:`~bruce.proxy.spool.SpoolSlot` given at construction, once the daemon opened
+  it), every fate marks the message done there (its ``spool_seq``), so the spool
   can delete the segment — except SERVER_SHUTDOWN: a spooled message the stop leaves undelivered is not discarded
   but *kept* (``kept``, ``MsgKeptInSpool``): it stays in the spool and the next start delivers it. The invariant
   is then ``received = delivered + discarded + kept + in flight``. A message held in memory only (no sequence) is
   discarded SERVER_SHUTDOWN as without the spool.
-- ``on_message`` is the router's ``route`` itself and ``on_messages`` (a burst) its ``route_many`` (set by the
-  daemon), so a valid message costs no extra call here.
 - Synchronous, for the event loop's thread; never raises for a well-formed call (the tracker and the debug log
   contain their own failures).
 """
@@ -32,11 +33,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from bruce.producer import DiscardReason, Labels, Message
+from bruce.producer import DiscardReason, Labels
 
-from ..intake.budget import MessageBudget
-from ..routing import message
-from ..spool import Spool
+from ..messages import HeldMessage, MessageBudget
+from ..spool import Spool, SpoolSlot
 from .discards import DiscardTracker
 from .msg_debug import MessageDebugLog
 
@@ -62,7 +62,14 @@ class Accounting:
 class Outcomes:
     """Every message's fate: release its budget, count it, report it. See the module rules."""
 
-    def __init__(self, budget: MessageBudget, tracker: DiscardTracker, debug: MessageDebugLog | None = None) -> None:
+    def __init__(
+        self,
+        budget: MessageBudget,
+        tracker: DiscardTracker,
+        debug: MessageDebugLog | None = None,
+        *,
+        spool: SpoolSlot | None = None,
+    ) -> None:
         self.budget = budget
         self.tracker = tracker
         self.debug = debug
@@ -71,30 +78,18 @@ class Outcomes:
         self.kept_total = 0  # SERVER_SHUTDOWN with the spool: left in it for the next start
         self.delivered_by_topic: dict[str, int] = {}  # topics a broker accepted: bounded by the cluster's topics
         self._inputs: list[Callable[[], int]] = []
-        self.on_message: Callable[[message.Message], None] = self._no_router
-        self.on_messages: Callable[[list[message.Message]], None] = self._each  # a burst; the daemon sets the router's
-        self.spool: Spool | None = None  # the durable spool, when it is on
+        self._spool = spool or SpoolSlot()  # the durable spool, once opened
+
+    @property
+    def spool(self) -> Spool | None:
+        """The durable spool, when it is on and open."""
+        return self._spool.spool
 
     def add_input(self, received: Callable[[], int]) -> None:
         """Register an input by a callable giving how many datagrams or messages it has read so far."""
         self._inputs.append(received)
 
-    def _each(self, messages: list[message.Message]) -> None:
-        """``on_message`` for each of a burst's messages; on failure ``messages`` keeps those not handed over."""
-        handed = 0
-        try:
-            for msg in messages:
-                handed += 1
-                self.on_message(msg)
-        except BaseException:
-            del messages[:handed]
-            raise
-
-    @staticmethod
-    def _no_router(msg: Message) -> None:
-        raise RuntimeError("Outcomes.on_message used before the daemon connected the router")
-
-    # -- the intake's sink (IntakeSink) ------------------------------------------------------------------------------
+    # -- the inputs' discards (IntakeDiscards) -------------------------------------------------------------------------
 
     def on_discard(self, reason: DiscardReason, topic: str, key: bytes | None, value: bytes, client_ts: int) -> None:
         """A parsed datagram discarded at intake (NO_MEM): it never held a reservation."""
@@ -106,9 +101,9 @@ class Outcomes:
         self.discarded_total += 1
         self.tracker.record_unparsed(reason, datagram, detail=detail)
 
-    # -- the router's discard callback ---------------------------------------------------------------------------------
+    # -- the router's and the batcher's discards -----------------------------------------------------------------------
 
-    def discard_routed(self, msg: message.Message, reason: DiscardReason) -> None:
+    def discard_routed(self, msg: HeldMessage, reason: DiscardReason) -> None:
         """A held message discarded before it reached the producer (router checks, shutdown)."""
         self.budget.release(msg.charge)
         if reason is _SHUTDOWN and self.spool is not None and msg.spool_seq >= 0:
@@ -121,17 +116,17 @@ class Outcomes:
 
     # -- the producer's sink (OutcomeSink) -----------------------------------------------------------------------------
 
-    def sent(self, topic: str, partition: int, messages: Sequence[Message]) -> None:
+    def sent(self, topic: str, partition: int, messages: Sequence[HeldMessage]) -> None:
         """Written in a produce request: the ``msg_send`` debug file, when message debugging is on."""
         debug = self.debug
         if debug is not None and debug.active:
             for m in messages:
                 debug.on_send(topic, m.key, m.value, m.timestamp)
 
-    def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[Message]) -> None:
+    def delivered(self, topic: str, partition: int, base_offset: int, messages: Sequence[HeldMessage]) -> None:
         charge = 0
         for m in messages:
-            charge += m.charge  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
+            charge += m.charge
         self.budget.release(charge, len(messages))
         self.delivered_total += len(messages)
         by_topic = self.delivered_by_topic
@@ -143,19 +138,19 @@ class Outcomes:
             for m in messages:
                 debug.on_ack(topic, m.key, m.value, m.timestamp)
 
-    def discarded(self, topic: str, messages: Sequence[Message], reason: DiscardReason) -> None:
+    def discarded(self, topic: str, messages: Sequence[HeldMessage], reason: DiscardReason) -> None:
         if reason is _SHUTDOWN and self.spool is not None:
-            kept = [m for m in messages if m.spool_seq >= 0]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
+            kept = [m for m in messages if m.spool_seq >= 0]
             if kept:
-                self.budget.release(sum(m.charge for m in kept), len(kept))  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
+                self.budget.release(sum(m.charge for m in kept), len(kept))
                 self.kept_total += len(kept)
-                messages = [m for m in messages if m.spool_seq < 0]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
+                messages = [m for m in messages if m.spool_seq < 0]
             if not messages:
                 return
         record = self.tracker.record
         charge = 0
         for m in messages:
-            charge += m.charge  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
+            charge += m.charge
             record(reason, topic, m.key, m.value, m.timestamp)
         self.budget.release(charge, len(messages))
         self.discarded_total += len(messages)
@@ -166,10 +161,10 @@ class Outcomes:
         """``count`` spooled messages that held no reservation (held on disk only) stay in the spool at a stop."""
         self.kept_total += count
 
-    def _done(self, messages: Sequence[Message]) -> None:
+    def _done(self, messages: Sequence[HeldMessage]) -> None:
         """Mark the spooled ones among ``messages`` done in the spool: a batch of consecutive sequences (one topic's
         bursts) as one run, whole bitmap bytes at once; any other batch one sequence at a time."""
-        sequences = [m.spool_seq for m in messages]  # type: ignore[attr-defined]  # a daemon Message (routing.message) carries charge and spool_seq
+        sequences = [m.spool_seq for m in messages]
         first = sequences[0] if sequences else -1
         if (
             first >= 0
@@ -182,7 +177,7 @@ class Outcomes:
         if sequences:
             self.spool.done_many(sequences)  # type: ignore[union-attr]  # called only with a spool
 
-    def possible_duplicates(self, topic: str, messages: Sequence[Message]) -> None:
+    def possible_duplicates(self, topic: str, messages: Sequence[HeldMessage]) -> None:
         record = self.tracker.record_possible_duplicate
         for m in messages:
             record(topic, m.key, m.value, m.timestamp)

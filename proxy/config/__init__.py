@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .command_line import ConvertConfig, ImmediateExit, parse_command_line
 from .errors import ConfigError
+from .listeners import ListenerConfig, PlogConfigError, check_descriptors, check_unique, listeners_from_section
 from .model import (
     BatchingConfig,
     BatchingPolicy,
@@ -26,14 +27,17 @@ from .model import (
     TopicBatching,
 )
 from .options import NOTICE, Options, option_specs
+from .ports import KAFKA_PORT, free_port
 from .producer_settings import producer_config
 from .startup import EXIT_CONFIG, EXIT_USAGE, configure, default_config, load_config, load_config_file
 from .toml_config import load_toml, to_toml
+from .version import package_version
 from .xml_config import load_xml
 
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_USAGE",
+    "KAFKA_PORT",
     "NOTICE",
     "BatchLimits",
     "BatchingConfig",
@@ -48,18 +52,25 @@ __all__ = [
     "ConvertConfig",
     "FrozenMap",
     "ImmediateExit",
+    "ListenerConfig",
     "Options",
+    "PlogConfigError",
     "RateLimit",
     "RateLimitingConfig",
     "TopicAction",
     "TopicBatching",
+    "check_descriptors",
+    "check_unique",
     "configure",
     "default_config",
+    "free_port",
+    "listeners_from_section",
     "load_config",
     "load_config_file",
     "load_toml",
     "load_xml",
     "option_specs",
+    "package_version",
     "parse_command_line",
     "producer_config",
     "to_toml",

@@ -37,10 +37,10 @@ from typing import TypeVar
 
 from bruce.producer import PLAINTEXT, SECURITY_PROPERTIES, SETTINGS, SecurityConfig, read_setting
 from bruce.producer import SETTING_NAMES as NAMES
-from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_section
 from bruce.wire import BruceError
 
 from .errors import ConfigError, Path
+from .listeners import ListenerConfig, PlogConfigError, listeners_from_section
 from .model import (
     DEFAULT_BROKER_PORT,
     IDEMPOTENCE,

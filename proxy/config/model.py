@@ -4,7 +4,7 @@
 Rules:
 - One :class:`Config` holds everything Bruce's XML config file says: batching, compression, per-topic rate limiting
   and the initial brokers; and, from TOML files only, the plog listeners (``[[plog.listener]]``, each a
-  :class:`~bruce.proxy.plog.config.ListenerConfig` that validated itself). The XML and TOML loaders both produce it;
+  :class:`~bruce.proxy.config.ListenerConfig` that validated itself). The XML and TOML loaders both produce it;
   ``to_toml`` renders it back.
 - Named configs keep their names and topics refer to them by name, as in the files; the lookups
   (:meth:`Config.batching_for`, :meth:`Config.compression_for`, :meth:`Config.rate_limit_for`) resolve a topic to
@@ -29,9 +29,9 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from bruce.producer import PLAINTEXT, SecurityConfig
-from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError, Path
+from .listeners import ListenerConfig
 
 K = TypeVar("K")
 V = TypeVar("V")

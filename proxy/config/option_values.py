@@ -14,9 +14,9 @@ from typing import Any
 
 from bruce.client import default_socket_path
 from bruce.producer import REDACTED, SECRETS, SECURITY_PROPERTIES, Secret, is_secret
-from bruce.proxy.plog.config import ListenerConfig, listeners_from_option
 from bruce.wire import BruceError
 
+from .listeners import ListenerConfig, listeners_from_option
 from .model import DEFAULT_BROKER_PORT, PRODUCER_PROPERTIES, Broker
 
 MAX_NUMBER = 2**63 - 1

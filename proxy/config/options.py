@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bruce.producer import PROTOCOLS
-from bruce.proxy.plog.config import ListenerConfig
 
 from .errors import ConfigError
+from .listeners import ListenerConfig
 from .model import Broker
 from .option_values import (
     Reader,

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields
 
 from bruce.producer import Secret, SecurityConfig
-from bruce.proxy.plog.config import ListenerConfig
 
 from .build import build_config
 from .errors import ConfigError
+from .listeners import ListenerConfig
 from .model import BatchLimits, Broker, CompressionType, Config, RateLimitingConfig, TopicAction, TopicBatching, dotted
 
 TOML_ACTIONS = {action.value: action for action in TopicAction}

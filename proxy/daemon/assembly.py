@@ -1,32 +1,44 @@
 """How the daemon's parts are set up from its :class:`~bruce.proxy.config.Options` and
-:class:`~bruce.proxy.config.Config`: the legacy output rewrite, the plog listeners, the timer task's tick (the
-producer's settings are :func:`bruce.proxy.config.producer_config`). Pure functions: nothing here opens, starts or
-reads anything.
+:class:`~bruce.proxy.config.Config`: the legacy output rewrite (a stage before the router), the plog listeners, the
+timer task's tick (the producer's settings are :func:`bruce.proxy.config.producer_config`). Nothing here opens,
+starts or reads anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ..config import Config, ConfigError, Options
-from ..plog.config import ListenerConfig, PlogConfigError, check_unique
-from ..routing.message import Message
+from ..config import Config, ConfigError, ListenerConfig, Options, PlogConfigError, check_unique
+from ..intake import MessageSink
+from ..messages import HeldMessage
 
 MAX_TICK_S = 0.05  # the timer task's longest sleep (see Daemon._timers)
 
 
-def legacy_output(route: Callable[[Message], None], *, omit_timestamp: bool) -> Callable[[Message], None]:
+class LegacyOutput:
     """``--use_old_output_format``: each value becomes ``"<ts> <topic> <value>"`` (``"<topic> <value>"`` with
-    ``--omit_timestamp``) before routing. The budget charge stays what was reserved."""
+    ``--omit_timestamp``) before the router sees it; the inputs' :class:`~bruce.proxy.intake.MessageSink` in its
+    place. The budget charge stays what was reserved."""
 
-    def rewrite(msg: Message) -> None:
+    def __init__(self, router: MessageSink, *, omit_timestamp: bool) -> None:
+        self.router = router
+        self.omit_timestamp = omit_timestamp
+
+    def route(self, msg: HeldMessage) -> None:
         topic = msg.topic.encode("utf-8", "surrogateescape")
-        prefix = topic if omit_timestamp else b"%d %s" % (msg.timestamp, topic)
+        prefix = topic if self.omit_timestamp else b"%d %s" % (msg.timestamp, topic)
         msg.value = prefix + b" " + (msg.value or b"")
         msg.size = len(msg.key or b"") + len(msg.value)
-        route(msg)
+        self.router.route(msg)
 
-    return rewrite
+    def route_many(self, messages: list[HeldMessage]) -> None:
+        """Each in turn; if routing one raises, ``messages`` keeps only those after it."""
+        handed = 0
+        try:
+            for msg in messages:
+                handed += 1
+                self.route(msg)
+        except BaseException:
+            del messages[:handed]
+            raise
 
 
 def plog_listeners(options: Options, config: Config) -> tuple[ListenerConfig, ...]:

@@ -49,8 +49,7 @@ from bruce.producer import ConfigError as ProducerConfigError
 from bruce.producer import run
 from bruce.wire import BruceError
 
-from ..config import EXIT_USAGE, NOTICE, ConfigError, Options, configure
-from ..config.ports import KAFKA_PORT
+from ..config import EXIT_USAGE, KAFKA_PORT, NOTICE, ConfigError, Options, configure
 from ..status import StatusBindError
 from .daemon import Daemon
 from .embedded import EmbeddedBroker

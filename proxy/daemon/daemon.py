@@ -28,8 +28,8 @@ Rules:
   when a new message does not fit, the rest is packed first; only what still does not fit is NO_MEM.
 - Inputs: the datagram intake and the plog listeners (:class:`~bruce.proxy.daemon.plog_inputs.PlogInputs`: the config
   file's ``[[plog.listener]]`` tables, then ``--plog_udp`` and ``--plog_tcp``). Each creates messages with the same
-  budget, hands them to ``outcomes.on_message`` (the router), reports its discards to ``outcomes`` and registers its
-  read count with ``outcomes.add_input``.
+  budget, hands them to the router (its sink, given at construction), reports its discards to ``outcomes`` and
+  registers its read count with ``outcomes.add_input``.
 - The durable spool (``--spool_dir``, :mod:`bruce.proxy.daemon.spooling`): opened first in :meth:`Daemon.run` (another
   daemon holding it stops the start: ``SpoolLocked``), replayed into the router before the datagram intake is read
   (its own input of the accounting), appended to by the inputs before routing, marked done by every fate but
@@ -51,29 +51,19 @@ import logging
 import resource
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 
 from bruce.client import default_socket_path
 from bruce.producer import Counters, DiscardReason, Producer, ProducerClosed
 
-from ..accounting.discard_log import DiscardLog
-from ..accounting.discards import DiscardTracker
-from ..accounting.msg_debug import MessageDebugLog
-from ..accounting.outcomes import Accounting, Outcomes
-from ..config import NOTICE, Config, ConfigError, Options, producer_config
-from ..intake.budget import MessageBudget
-from ..intake.intake import DEFAULT_READER, DatagramIntake, check_large_datagrams
-from ..plog.config import check_descriptors
-from ..routing.batcher import Batcher
-from ..routing.compression_policy import TopicCompression
-from ..routing.message import Message
-from ..routing.packed import Packer
-from ..routing.ratelimit import RateLimiter
-from ..routing.router import Router, message_overhead
-from ..spool import Spool
+from ..accounting import Accounting, DiscardLog, DiscardTracker, MessageDebugLog, Outcomes
+from ..config import NOTICE, Config, ConfigError, Options, check_descriptors, producer_config
+from ..intake import DEFAULT_READER, DatagramIntake, MessageSink, check_large_datagrams
+from ..messages import HeldMessage, MakeRoom, MessageBudget
+from ..routing import Batcher, Packer, RateLimiter, Router, TopicCompression, message_overhead
+from ..spool import Spool, SpoolSlot
 from ..status import StatusServer, check_status_port
-from .assembly import legacy_output, plog_listeners, tick_for
+from .assembly import LegacyOutput, plog_listeners, tick_for
 from .exactly_once import SpoolJournal, why_at_least_once
 from .plog_inputs import PlogInputs
 from .shutdown import Shutdown, logged
@@ -90,13 +80,20 @@ class Daemon:
     """One bruce daemon. ``Daemon(options, config)``; ``preflight()``; ``await run()`` until shut down."""
 
     def __init__(self, options: Options, config: Config, *, reader: str = DEFAULT_READER) -> None:
+        """Build the parts, each given at construction what it hands on to (module rules: the path of a message is
+        datagram → intake → router → batcher → producer → accounting; every stage hands its discards to the
+        accounting). Each part is built before the parts that hand it something, so this reads from the end of the
+        path back to its start: the accounting, the producer, the batcher, the router, then the inputs."""
         self.options = options
         self.config = config
         embedded = options.use_embedded_broker
         self.counters = counters = Counters()
-        self.budget = MessageBudget(options.msg_buffer_max_bytes, counters=counters)
-        self.packer = Packer(self.budget)
-        self.budget.on_full = self._make_room
+        self.spool_slot = SpoolSlot()  # the durable spool: opened by run(), seen by the inputs and the accounting
+        make_room = MakeRoom()  # a full budget packs the batches waiting in the producer's queues (connected below)
+        self.budget = budget = MessageBudget(options.msg_buffer_max_bytes, counters=counters, on_full=make_room)
+        limit = config.batching.message_max_bytes - message_overhead(options.kafka_protocol)
+
+        # -- accounting: every fate ends here (the discards of every stage, the producer's outcomes)
         self.discard_log = (
             DiscardLog(
                 options.discard_log_path,
@@ -115,6 +112,7 @@ class Daemon:
             discard_log=self.discard_log,
             log_discards=not options.no_log_discard,
             quiet_until_queried=embedded,  # trying bruce out: nobody monitors /discards (yet)
+            message_limit=limit,
         )
         self.debug = MessageDebugLog(
             options.debug_dir,
@@ -122,16 +120,23 @@ class Daemon:
             byte_limit=options.msg_debug_byte_limit,
             counters=counters,
         )
-        self.outcomes = outcomes = Outcomes(self.budget, self.tracker, self.debug)
-        self.producer = Producer(
+        self.outcomes = outcomes = Outcomes(budget, self.tracker, self.debug, spool=self.spool_slot)
+
+        # -- the producer: batches to Kafka; their fates to the accounting
+        self.producer: Producer[HeldMessage] = Producer(
             producer_config(options, config),
             sink=outcomes,
             compression=TopicCompression(config),
             require_topics=True,  # topics listed but all in error: ask another broker (docs/producer.md#metadata)
-            pack=self.packer.pack,  # type: ignore[arg-type]  # it unpacks to daemon Messages, the producer's subclass
+            pack=Packer(budget).pack,  # batches waiting for a broker held packed (their charge shrinks)
+            keep_on_auth_failure=True,  # held within the budget while brokers refuse us; retried
         )
-        self.producer.keep_on_auth_failure = True  # held within the budget while brokers refuse us; retried
+        make_room.connect(self.producer.compact)
+
+        # -- the batcher: complete batches to the producer
         self.batcher = Batcher(config.batching_for, self._submit)
+
+        # -- the router: Bruce's checks, then the batcher; its discards to the accounting
         self.autocreate = options.topic_autocreate or embedded
         self.router = Router(
             cluster=self.producer.cluster,
@@ -146,38 +151,42 @@ class Daemon:
             debug=self.debug,
             counters=counters,
         )
-        self.tracker.message_limit = config.batching.message_max_bytes - message_overhead(options.kafka_protocol)
-        route: Callable[[Message], None] = self.router.route
+        route: MessageSink = self.router
         if options.use_old_output_format:
-            route = legacy_output(route, omit_timestamp=options.omit_timestamp)
-        else:
-            outcomes.on_messages = self.router.route_many  # the intake's bursts, one call each
-        outcomes.on_message = route
+            route = LegacyOutput(self.router, omit_timestamp=options.omit_timestamp)
+        self.route = route
+
+        # -- the inputs: their messages to the router, their discards to the accounting
         self.intake = DatagramIntake(
             options.receive_socket_name,
-            sink=outcomes,
-            budget=self.budget,
+            sink=route,
+            discards=outcomes,
+            budget=budget,
             counters=counters,
+            spool=self.spool_slot,
             mode=options.receive_socket_mode,
             private_dir=options.receive_socket_name == default_socket_path(),
             max_input_msg_size=options.max_input_msg_size,
             reader=reader,
         )
-        outcomes.add_input(lambda: self.intake.datagrams)
         self.plog = PlogInputs(
             plog_listeners(options, config),
-            budget=self.budget,
+            sink=route,
+            budget=budget,
             outcomes=outcomes,
+            spool=self.spool_slot,
             counters=counters,
             on_kill=self.request_shutdown,
         )
-        outcomes.add_input(lambda: self.plog.received)
         self.spool_config = spool_config(options)
-        self.spool: Spool | None = None  # opened by run()
-        self._replay: Replay | None = None
+        self._replay: Replay | None = None  # the spool's replay into the router (another input), made by run()
         self._journal: SpoolJournal | None = None
         self._backlog: DiskBacklog | None = None  # routes what the inputs hold on disk only
+        outcomes.add_input(lambda: self.intake.datagrams)
+        outcomes.add_input(lambda: self.plog.received)
         outcomes.add_input(lambda: 0 if self._replay is None else self._replay.received)
+
+        # -- what the operator sees
         spool_status = SpoolStatus(lambda: self.spool)
         self.status_source = DaemonStatus(
             counters=counters,
@@ -350,18 +359,30 @@ class Daemon:
         finally:
             self._group = None
 
+    @property
+    def spool(self) -> Spool | None:
+        """The durable spool, once :meth:`run` opened it (None without one)."""
+        return self.spool_slot.spool
+
     def _open_spool(self) -> None:
         """Open the durable spool, when configured, and connect it to the inputs and the outcomes."""
         if self.spool_config is None:
             return
-        self.spool = spool = Spool.open(self.spool_config)  # SpoolLocked: another daemon has it
-        self.outcomes.spool = self.intake.spool = spool
-        self._replay = Replay(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        spool = self.spool_slot.open(self.spool_config)  # SpoolLocked: another daemon has it
         self._journal = SpoolJournal(
             spool, self.producer, self.counters, why_off=why_at_least_once(self.producer.config)
         )
-        self._replay.settle = self._journal.settle
-        self._backlog = DiskBacklog(spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        self._replay = Replay(
+            spool,
+            sink=self.route,
+            budget=self.budget,
+            outcomes=self.outcomes,
+            counters=self.counters,
+            settle=self._journal.settle,
+        )
+        self._backlog = DiskBacklog(
+            spool, sink=self.route, budget=self.budget, outcomes=self.outcomes, counters=self.counters
+        )
         self._stopping.spool_opened(self._backlog)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
 
@@ -439,19 +460,14 @@ class Daemon:
                 wake = deadline
             await asyncio.sleep(max(0.0, wake - time.monotonic()))
 
-    def _submit(self, topic: str, messages: list[Message]) -> None:
+    def _submit(self, topic: str, messages: list[HeldMessage]) -> None:
         """The batcher's output: a complete batch to the producer; once the producer no longer takes any (closed,
         or failed), the batch is discarded as SERVER_SHUTDOWN instead."""
         try:
-            self.producer.submit(topic, messages)  # type: ignore[arg-type]  # daemon Messages, the producer's subclass
+            self.producer.submit(topic, messages)
         except ProducerClosed:  # raised before the producer takes any of them
             for msg in messages:
                 self.outcomes.discard_routed(msg, DiscardReason.SERVER_SHUTDOWN)
-
-    def _make_room(self) -> None:
-        """The budget is full: store the batches waiting in the producer's queues compactly (what is packed gives
-        back the bytes it saves)."""
-        self.producer.compact()
 
     def _create_topic(self, topic: str) -> None:
         """The router's callback for a topic to create (``--topic_autocreate``)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bruce.wire import BruceError
 
-from ..config.ports import free_port
+from ..config import free_port
 
 
 class EmbeddedBrokerError(BruceError):

@@ -34,6 +34,7 @@ from bruce.producer import Counters, Journal, JournalEntry, PartJournal, Produce
 from bruce.wire import build_record_batch
 
 from ..config import NOTICE
+from ..messages import HeldMessage
 from ..spool import Spool, SpoolRecord
 
 log = logging.getLogger("bruce.spool")
@@ -74,7 +75,7 @@ def _merge(runs: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
 class SpoolJournal:
     """The daemon's batch journal (see the module rules)."""
 
-    def __init__(self, spool: Spool, producer: Producer, counters: Counters, *, why_off: str) -> None:
+    def __init__(self, spool: Spool, producer: Producer[HeldMessage], counters: Counters, *, why_off: str) -> None:
         self.spool = spool
         self.producer = producer
         self.counters = counters

@@ -2,11 +2,11 @@
 listeners' lifecycle and their counters.
 
 Rules:
-- :meth:`PlogInputs.submit` makes a daemon :class:`~bruce.proxy.routing.message.Message` exactly as the datagram intake
-  does: its charge (key + value + overhead) is reserved in the same :class:`~bruce.proxy.intake.budget.MessageBudget`,
-  it counts ``MsgCreate`` and goes to ``outcomes.on_message`` (the router). A message that does not fit is discarded as
+- :meth:`PlogInputs.submit` makes a daemon :class:`~bruce.proxy.messages.message.Message` exactly as the datagram intake
+  does: its charge (key + value + overhead) is reserved in the same :class:`~bruce.proxy.messages.budget.MessageBudget`,
+  it counts ``MsgCreate`` and goes to ``sink`` (the router). A message that does not fit is discarded as
   NO_MEM through ``outcomes.on_discard``. The timestamp is the receive time (plog's producer stamps records on send);
-  a message without ``pk:`` has a null key, as in plog. With the durable spool (``outcomes.spool``) each message is
+  a message without ``pk:`` has a null key, as in plog. With the durable spool (``spool``, once open) each message is
   appended before it is routed, as the datagram intake's bursts are (SPOOL_FULL when the full spool discards), and
   held on disk only when the budget has no room (or others are held so), as the intake does.
 - :meth:`PlogInputs.reject` settles what a listener dropped itself: MALFORMED and LONG_MSG as unparsed input
@@ -37,13 +37,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from bruce.producer import Counters, DiscardReason, Labels
 from bruce.wire import BruceError
 
-from ..accounting.outcomes import Outcomes
-from ..intake.budget import MessageBudget
-from ..plog.config import ListenerConfig
-from ..plog.listeners import Listener, TcpListener, UdpListener, make_listener
-from ..routing.message import MESSAGE_OVERHEAD, Message
-from ..spool import SPOOL_FULL, SpoolMessage
-from ..status.source import Gauge
+from ..accounting import Outcomes
+from ..config import ListenerConfig
+from ..intake import MessageSink
+from ..messages import MESSAGE_OVERHEAD, HeldMessage, MessageBudget
+from ..plog import Listener, TcpListener, UdpListener, make_listener
+from ..spool import SPOOL_FULL, SpoolMessage, SpoolSlot
+from ..status import Gauge
 
 log = logging.getLogger("bruce.proxy.plog")
 
@@ -68,13 +68,17 @@ class PlogInputs:
         self,
         configs: Sequence[ListenerConfig],
         *,
+        sink: MessageSink,
         budget: MessageBudget,
         outcomes: Outcomes,
         counters: Counters,
+        spool: SpoolSlot | None = None,
         on_kill: Callable[[], object] | None = None,
     ) -> None:
+        self.sink = sink
         self.budget = budget
         self.outcomes = outcomes
+        self.spool_slot = spool or SpoolSlot()
         self.counters = counters
         self.listeners: tuple[Listener, ...] = tuple(make_listener(c, self, on_kill=on_kill) for c in configs)
         self.received = 0  # messages submitted or rejected, all listeners
@@ -149,8 +153,8 @@ class PlogInputs:
         if self._refusing:
             self.outcomes.on_discard(_SHUTDOWN, topic, key or b"", value, now_ms)
             return False
-        msg = Message(topic, key, value, now_ms, partition_key, time.monotonic())  # keyless plog records: null key
-        spool = self.outcomes.spool
+        msg = HeldMessage(topic, key, value, now_ms, partition_key, time.monotonic())  # keyless plog records: null key
+        spool = self.spool_slot.spool
         if spool is not None:
             raw = topic.encode("utf-8", "surrogateescape")
             msg.spool_seq = seq = spool.append([SpoolMessage(raw, partition_key, key, value, now_ms)])
@@ -166,7 +170,7 @@ class PlogInputs:
             self.outcomes.on_discard(_NO_MEM, topic, key or b"", value, now_ms)
             return False
         self.counters.inc("MsgCreate")
-        self.outcomes.on_message(msg)
+        self.sink.route(msg)
         return True
 
     def reject(self, reason: DiscardReason, data: bytes, *, topic: str | None, listener: str) -> None:

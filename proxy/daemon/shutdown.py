@@ -29,13 +29,11 @@ from typing import Any
 
 from bruce.producer import DiscardReason, Producer
 
-from ..accounting.discard_log import DiscardLog
-from ..accounting.msg_debug import MessageDebugLog
-from ..accounting.outcomes import Outcomes
+from ..accounting import DiscardLog, MessageDebugLog, Outcomes
 from ..config import NOTICE, Options
-from ..intake.intake import DatagramIntake
-from ..routing.batcher import Batcher
-from ..routing.router import Router
+from ..intake import DatagramIntake
+from ..messages import HeldMessage
+from ..routing import Batcher, Router
 from ..status import StatusServer
 from .plog_inputs import PlogInputs
 from .spooling import DiskBacklog
@@ -54,7 +52,7 @@ class Shutdown:
         plog: PlogInputs,
         router: Router,
         batcher: Batcher,
-        producer: Producer,
+        producer: Producer[HeldMessage],
         status: StatusServer,
         debug: MessageDebugLog,
         discard_log: DiscardLog | None,

@@ -4,7 +4,7 @@ Rules:
 - :func:`spool_config` turns the ``--spool_*`` options into a :class:`~bruce.proxy.spool.SpoolConfig` (None: no
   spool, Bruce's behaviour). Opening is the daemon's (``Spool.open`` raises only ``SpoolLocked``).
 - :class:`Replay` hands what earlier runs left in the spool to the router, before new input is read: each record
-  becomes a :class:`~bruce.proxy.routing.message.Message` with its ``spool_seq``. A record the batch journal settled as
+  becomes a :class:`~bruce.proxy.messages.message.Message` with its ``spool_seq``. A record the batch journal settled as
   delivered is marked done and not sent (``SpoolSettled``); one it cannot vouch for (no journal, or sent before the
   crash and not settled) is reported as a possible duplicate (``SpoolReplayedPossibleDuplicate``; the discard
   report's ``possible_duplicate_topic`` and the discard log, where Bruce reports resends; the message's own flag stays
@@ -39,13 +39,12 @@ from typing import TYPE_CHECKING
 
 from bruce.producer import Counters, DiscardReason, Labels
 
-from ..accounting.outcomes import Outcomes
+from ..accounting import Outcomes
 from ..config import NOTICE, Options
-from ..intake.budget import MessageBudget
-from ..intake.intake_burst import TOPIC_CACHE_SIZE
-from ..routing.message import Message
+from ..intake import TOPIC_CACHE_SIZE, MessageSink
+from ..messages import HeldMessage, MessageBudget
 from ..spool import FullPolicy, Spool, SpoolConfig, SpoolRecord
-from ..status.source import Gauge
+from ..status import Gauge
 
 if TYPE_CHECKING:
     from .exactly_once import Verdict
@@ -99,17 +98,25 @@ class Replay:
     """Replays ``spool`` into ``route`` (see the module rules). ``received`` counts what it handed over or
     discarded."""
 
-    def __init__(self, spool: Spool, *, budget: MessageBudget, outcomes: Outcomes, counters: Counters) -> None:
+    def __init__(
+        self,
+        spool: Spool,
+        *,
+        sink: MessageSink,
+        budget: MessageBudget,
+        outcomes: Outcomes,
+        counters: Counters,
+        settle: Callable[[], Awaitable[Verdict]] | None = None,
+    ) -> None:
         self.spool = spool
+        self.sink = sink
         self.counters = counters
         self.budget = budget
         self.outcomes = outcomes
         self.received = 0
         self.possible_duplicates = 0  # replayed records that may have been delivered before the restart
         self.settled = 0  # records not replayed: settled by the batch journal (delivered before the restart)
-        self.settle: Callable[[], Awaitable[Verdict]] | None = (
-            None  # the batch journal's (bruce.proxy.daemon.exactly_once)
-        )
+        self.settle = settle  # the batch journal's (bruce.proxy.daemon.exactly_once)
         spool.on_corrupt = self._on_corrupt
 
     def _on_corrupt(self, file: str, offset: int, count: int, detail: str) -> None:
@@ -157,7 +164,7 @@ class Replay:
                     self.settled += 1
                     continue
                 topic = topic_of(record.topic)
-                msg = Message(topic, record.key, record.value, record.timestamp, record.partition_key, now)
+                msg = HeldMessage(topic, record.key, record.value, record.timestamp, record.partition_key, now)
                 msg.spool_seq = record.sequence
                 while not reserve(msg.charge):
                     if stopping():
@@ -169,7 +176,7 @@ class Replay:
                 if verdict is None or verdict.possible_duplicate(record.sequence):
                     duplicate(topic, msg.key, msg.value, msg.timestamp)
                     self.possible_duplicates += 1
-                self.outcomes.on_message(msg)
+                self.sink.route(msg)
             await asyncio.sleep(0)  # let deliveries and the status pages run between bursts
             if stopping():
                 break
@@ -183,8 +190,11 @@ class Replay:
 class DiskBacklog:
     """Routes the records held on disk only (see the module rules); ``run`` is a task of the daemon."""
 
-    def __init__(self, spool: Spool, *, budget: MessageBudget, outcomes: Outcomes, counters: Counters) -> None:
+    def __init__(
+        self, spool: Spool, *, sink: MessageSink, budget: MessageBudget, outcomes: Outcomes, counters: Counters
+    ) -> None:
         self.spool = spool
+        self.sink = sink
         self.cursor = spool.cursor
         self.budget = budget
         self.outcomes = outcomes
@@ -231,7 +241,7 @@ class DiskBacklog:
 
     def route_some(self, limit: int) -> bool:
         """Hand up to ``limit`` records to the router; False when the budget had no room for the next one."""
-        cursor, reserve, route = self.cursor, self.budget.try_reserve, self.outcomes.on_message
+        cursor, reserve, route = self.cursor, self.budget.try_reserve, self.sink.route
         now = time.monotonic()
         created = 0
         try:
@@ -239,7 +249,7 @@ class DiskBacklog:
                 record = cursor.peek()
                 if record is None:
                     break
-                msg = Message(
+                msg = HeldMessage(
                     self._topic(record.topic), record.key, record.value, record.timestamp, record.partition_key, now
                 )
                 if not reserve(msg.charge):

@@ -20,15 +20,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from bruce.producer import Counters, Producer
-from bruce.proxy.accounting.discards import DiscardReport, DiscardTracker
 
-from ..accounting.msg_debug import MessageDebugLog
-from ..accounting.outcomes import AccountingCounters, Outcomes
-from ..config.version import package_version
-from ..routing.batcher import Batcher
-from ..routing.router import Router
-from ..status.history import RateHistory, RateSample
-from ..status.source import BrokerState, CounterSet, Gauge, MetadataTimes, QueueStats, ServerInfo, TopicQueue
+from ..accounting import AccountingCounters, DiscardReport, DiscardTracker, MessageDebugLog, Outcomes
+from ..config import package_version
+from ..messages import HeldMessage
+from ..routing import Batcher, Router
+from ..status import (
+    BrokerState,
+    CounterSet,
+    Gauge,
+    MetadataTimes,
+    QueueStats,
+    RateHistory,
+    RateSample,
+    ServerInfo,
+    TopicQueue,
+)
 
 
 class DaemonStatus:
@@ -43,7 +50,7 @@ class DaemonStatus:
         debug: MessageDebugLog,
         router: Router,
         batcher: Batcher,
-        producer: Producer,
+        producer: Producer[HeldMessage],
         extra_gauges: Callable[[], Iterable[Gauge]] = tuple,
         extra_counter_sets: Iterable[tuple[str, CounterSet]] = (),
         start_time: float | None = None,

@@ -46,9 +46,9 @@ from time import monotonic
 
 from bruce.producer import Counters
 
-from ..spool import Spool
-from .budget import MessageBudget
-from .intake_burst import TOPIC_CACHE_SIZE, IntakeBursts, IntakeSink
+from ..messages import MessageBudget
+from ..spool import SpoolSlot
+from .intake_burst import TOPIC_CACHE_SIZE, IntakeBursts, IntakeDiscards, MessageSink
 from .intake_process import ReaderProcess
 from .socket_path import IntakeError, check_not_live, ensure_private_dir
 
@@ -58,8 +58,9 @@ __all__ = [
     "DEFAULT_READER",
     "TOPIC_CACHE_SIZE",
     "DatagramIntake",
+    "IntakeDiscards",
     "IntakeError",
-    "IntakeSink",
+    "MessageSink",
     "check_large_datagrams",
 ]
 
@@ -135,7 +136,8 @@ def _max_dgram_qlen() -> int | None:
 
 
 class DatagramIntake:
-    """Bruce's input socket: bind it, read it (see ``reader``), hand each datagram's outcome to ``sink``.
+    """Bruce's input socket: bind it, read it (see ``reader``), hand each datagram's message to ``sink`` (the router)
+    or its discard to ``discards`` (the accounting); spooled first when ``spool`` holds an open spool.
 
     ``reader="process"`` (the default on Linux) reads through a child process
     (:mod:`bruce.proxy.intake.intake_process`); ``reader="loop"`` reads in the event loop itself (``add_reader``).
@@ -148,9 +150,11 @@ class DatagramIntake:
         self,
         path: str | os.PathLike[str],
         *,
-        sink: IntakeSink,
+        sink: MessageSink,
+        discards: IntakeDiscards,
         budget: MessageBudget,
         counters: Counters,
+        spool: SpoolSlot | None = None,
         mode: int | None = None,
         private_dir: bool = False,
         max_input_msg_size: int = DEFAULT_MAX_INPUT_MSG_SIZE,
@@ -168,9 +172,17 @@ class DatagramIntake:
             raise IntakeError("burst must be at least 1")
         self.path = Path(path)
         self.sink = sink
+        self.discards = discards
         self.budget = budget
         self.counters = counters
-        self.bursts = IntakeBursts(sink=sink, budget=budget, counters=counters, max_input_msg_size=max_input_msg_size)
+        self.bursts = IntakeBursts(
+            sink=sink,
+            discards=discards,
+            budget=budget,
+            counters=counters,
+            max_input_msg_size=max_input_msg_size,
+            spool=spool,
+        )
         self.mode = mode
         self.private_dir = private_dir  # the default path: its directory is created 0700 and verified
         self.reader = reader
@@ -205,15 +217,6 @@ class DatagramIntake:
     def wakeups(self) -> int:
         """Bursts processed so far (datagrams / wakeups = the mean burst)."""
         return self.bursts.wakeups
-
-    @property
-    def spool(self) -> Spool | None:
-        """The durable spool, when it is on (set by the daemon; :mod:`bruce.proxy.intake.intake_burst` uses it)."""
-        return self.bursts.spool
-
-    @spool.setter
-    def spool(self, spool: Spool | None) -> None:
-        self.bursts.spool = spool
 
     # -- socket lifecycle ------------------------------------------------------------------------------------------
 

@@ -7,16 +7,16 @@ Rules:
 - Each datagram is parsed as :func:`bruce.wire.datagram.parse_datagram` parses it: failures are discarded as
   MALFORMED, API_KEY(n) or VERSION(n); one longer than ``max_input_msg_size`` (it arrives truncated to the limit + 1)
   as LONG_MSG, never as malformed; a message whose charge does not fit the
-  :class:`~bruce.proxy.intake.budget.MessageBudget` as NO_MEM. Every outcome reaches the :class:`IntakeSink` exactly
-  once, in the datagrams' order, and is counted with Bruce's ``InputAgent*`` names, once per burst rather than per
-  datagram.
+  :class:`~bruce.proxy.messages.budget.MessageBudget` as NO_MEM. Every outcome is handed on exactly once, a message
+  to the :class:`MessageSink` (the router), a discard to the :class:`IntakeDiscards` (the accounting), in the
+  datagrams' order, and is counted with Bruce's ``InputAgent*`` names, once per burst rather than per datagram.
 - Cheap per datagram: clients repeat their datagrams' layout (topic, key and value sizes), so each AnyPartition layout
   seen is kept by datagram length (:func:`bruce.wire.datagram.any_partition_layout`; at most :data:`LAYOUT_LENGTHS`
   lengths, topics up to :data:`LAYOUT_TOPIC_MAX` bytes): a datagram of a known length that starts with the same header
   and topic and whose key and value sizes match is unpacked in one C call, with its topic already decoded. The wire
   layer proves that rule equal to ``parse_datagram``; anything else (another layout, PartitionKey, legacy, invalid)
   takes ``parse_datagram`` itself. The fast path sets the new message's fields itself (its size and charge are the
-  layout's) instead of calling :class:`~bruce.proxy.routing.message.Message` (the constructor's call and frame cost
+  layout's) instead of calling :class:`~bruce.proxy.messages.message.HeldMessage` (the constructor's call and frame cost
   more than the stores); tests/proxy/intake/test_intake_layouts.py checks every slot against the
   constructor's, so a field added to the message cannot go unset here. A length's layout is replaced only after
   :data:`LAYOUT_MISSES` of its datagrams missed it (two topics whose datagrams share a length would otherwise evict each
@@ -27,7 +27,7 @@ Rules:
   its charge is reserved in one step (then every message of it fits) and its messages are handed over; otherwise they
   are reserved one by one, so NO_MEM falls on exactly the messages a reservation per message would refuse
   (tests/proxy/intake/test_intake_bursts.py checks that equivalence). Counters are updated once per burst, and a
-  sink with ``on_messages`` takes the burst's messages in one call.
+  burst's messages go to the sink in one call (``route_many``).
 - The durable spool (``spool``; every spool call of the intake is in :meth:`IntakeBursts._spool` and
   :meth:`IntakeBursts._admit_in_order`, besides reading ``next_sequence``): each burst's valid messages are appended
   to it in one call after parsing and before the budget sees them; each gets its sequence (``spool_seq``), set while
@@ -57,9 +57,8 @@ from bruce.wire import (
     parse_datagram,
 )
 
-from ..routing.message import MESSAGE_OVERHEAD, Message
-from ..spool import SPOOL_FULL, Spool, SpoolFields
-from .budget import MessageBudget
+from ..messages import MESSAGE_OVERHEAD, HeldMessage, MessageBudget
+from ..spool import SPOOL_FULL, Spool, SpoolFields, SpoolSlot
 
 TOPIC_CACHE_SIZE = 4096  # distinct topic names kept decoded (cleared when full)
 LAYOUT_LENGTHS = 4096  # datagram lengths whose AnyPartition layout is kept (cleared when full)
@@ -72,19 +71,24 @@ _ANY = DatagramKind.ANY_PARTITION
 _Unparsed = tuple[int, DiscardReason, int | None, str, bytes]
 
 
-class IntakeSink(Protocol):
-    """Where the intake hands every datagram's outcome (implemented by the daemon). Called in the event loop; the two
-    discard methods have the signatures of ``DiscardTracker.record`` and ``DiscardTracker.record_unparsed``."""
+class MessageSink(Protocol):
+    """Where the intake hands its valid messages, each with its charge already reserved in the budget (the daemon's
+    router, :class:`bruce.proxy.routing.Router`): their fate is now the sink's. Called in the event loop."""
 
-    def on_message(self, msg: Message) -> None:
-        """A valid message, its charge already reserved in the budget: its fate is now the daemon's."""
+    def route(self, msg: HeldMessage) -> None:
+        """One message."""
 
-    # Optional: ``on_messages(messages)`` takes a whole burst of valid messages (each as ``on_message`` would, in
-    # order); if it raises, it leaves in ``messages`` only those it never saw. The daemon's is the router's
-    # ``route_many``: one call per burst instead of one per message.
+    def route_many(self, messages: list[HeldMessage]) -> None:
+        """A burst, each as :meth:`route` would take it, in order; if it raises, it leaves in ``messages`` only those
+        it never saw."""
+
+
+class IntakeDiscards(Protocol):
+    """Where the intake reports what it discards (the daemon's accounting, :class:`bruce.proxy.accounting.Outcomes`):
+    the signatures of ``DiscardTracker.record`` and ``DiscardTracker.record_unparsed``. Called in the event loop."""
 
     def on_discard(self, reason: DiscardReason, topic: str, key: bytes | None, value: bytes, client_ts: int) -> None:
-        """A datagram that parsed was discarded (NO_MEM: the budget is full)."""
+        """A datagram that parsed was discarded (NO_MEM: the budget is full; SPOOL_FULL)."""
 
     def on_unparsed(self, reason: DiscardReason, datagram: bytes, *, detail: int | None = None) -> None:
         """A datagram that did not parse: MALFORMED, API_KEY (``detail`` = the API key), VERSION (``detail`` = the
@@ -92,14 +96,25 @@ class IntakeSink(Protocol):
 
 
 class IntakeBursts:
-    """Bursts of datagrams → messages for ``sink.on_message`` or discards, within ``budget``. See the module rules."""
+    """Bursts of datagrams → messages for ``sink`` or discards for ``discards``, within ``budget``, spooled when
+    ``spool`` holds an open spool. See the module rules."""
 
-    def __init__(self, *, sink: IntakeSink, budget: MessageBudget, counters: Counters, max_input_msg_size: int) -> None:
+    def __init__(
+        self,
+        *,
+        sink: MessageSink,
+        discards: IntakeDiscards,
+        budget: MessageBudget,
+        counters: Counters,
+        max_input_msg_size: int,
+        spool: SpoolSlot | None = None,
+    ) -> None:
         self.sink = sink
+        self.discards = discards
         self.budget = budget
         self.counters = counters
         self.max_input_msg_size = max_input_msg_size
-        self.spool: Spool | None = None  # the durable spool, when it is on (set by the daemon)
+        self.spool_slot = spool or SpoolSlot()  # the durable spool, when it is on (opened by the daemon)
         self.datagrams = 0  # datagrams processed so far
         self.wakeups = 0  # bursts processed so far (datagrams / wakeups = mean burst)
         self.topics: dict[bytes, str] = {}  # topic bytes → the shared str
@@ -110,16 +125,16 @@ class IntakeBursts:
 
     def feed(self, datagrams: Iterable[bytes], now: float) -> int:
         """Process datagrams (``bytes`` as received, up to ``max_input_msg_size + 1`` bytes each) received at
-        monotonic time ``now``: every one becomes a message for ``sink.on_message`` or a discard, in order. Returns
+        monotonic time ``now``: every one becomes a message for ``sink`` or a discard, in order. Returns
         the messages created."""
         max_size = self.max_input_msg_size
         layout_for = self._layouts.get
-        new_message = Message.__new__
+        new_message = HeldMessage.__new__
         topic_for = self.topics.get
-        messages: list[Message] = []
+        messages: list[HeldMessage] = []
         append = messages.append
         unparsed: list[_Unparsed] = []
-        spool = self.spool
+        spool = self.spool_slot.spool
         spooled: list[SpoolFields] = []
         seq = -1 if spool is None else spool.next_sequence  # the next message's, if the spool takes the burst
         charges = 0
@@ -130,8 +145,8 @@ class IntakeBursts:
                 if data.startswith(prefix):
                     timestamp, ks, key, vs, value = unpack(data)
                     if ks == key_size and vs == value_size:
-                        # Message(topic, key, value, timestamp, None, now), its fields set here (module rules)
-                        msg = new_message(Message)
+                        # HeldMessage(topic, key, value, timestamp, None, now), its fields set here (module rules)
+                        msg = new_message(HeldMessage)
                         msg.topic = topic
                         msg.key = key
                         msg.value = value
@@ -166,7 +181,7 @@ class IntakeBursts:
                 topic = self._topic_name(raw_topic)
             if kind is _ANY and len(raw_topic) <= LAYOUT_TOPIC_MAX and type(data) is bytes:
                 self._learn(data, raw_topic, key, topic)
-            msg = Message(topic, key, value, timestamp, partition_key, now)
+            msg = HeldMessage(topic, key, value, timestamp, partition_key, now)
             charges += msg.charge
             append(msg)
             if spool is not None:
@@ -188,7 +203,7 @@ class IntakeBursts:
         created = len(messages)
         self._count_created(created)
         try:
-            (getattr(self.sink, "on_messages", None) or self._one_by_one)(messages)
+            self.sink.route_many(messages)
         except (
             BaseException
         ):  # the sink failed (serve() raises it): settle the messages it never saw (left in the list)
@@ -197,18 +212,6 @@ class IntakeBursts:
                 self._discard_unrouted(messages)
             raise
         return created
-
-    def _one_by_one(self, messages: list[Message]) -> None:
-        """``sink.on_message`` for each (a sink without ``on_messages``); on failure ``messages`` keeps the unseen."""
-        deliver = self.sink.on_message
-        handed = 0
-        try:
-            for msg in messages:
-                handed += 1
-                deliver(msg)
-        except BaseException:
-            del messages[:handed]
-            raise
 
     def _learn(self, data: bytes, raw_topic: bytes, key: bytes, topic: str) -> None:
         """Keep the layout of ``data``, a valid AnyPartition datagram, for the next datagrams of its length. A length
@@ -235,7 +238,7 @@ class IntakeBursts:
         self._misses.clear()
 
     @staticmethod
-    def _spool(spool: Spool, spooled: list[SpoolFields], messages: list[Message]) -> DiscardReason | None:
+    def _spool(spool: Spool, spooled: list[SpoolFields], messages: list[HeldMessage]) -> DiscardReason | None:
         """Append a burst to the spool; SPOOL_FULL if it refused them. :meth:`feed` gave the messages the sequences
         the spool hands out next (one loop less per burst): they are corrected if it handed out others, and set to -1
         if it did not take the burst."""
@@ -247,20 +250,22 @@ class IntakeBursts:
         return DiscardReason.SPOOL_FULL if first == SPOOL_FULL else None
 
     def _admit_in_order(
-        self, messages: list[Message], unparsed: list[_Unparsed], refused: DiscardReason | None = None
+        self, messages: list[HeldMessage], unparsed: list[_Unparsed], refused: DiscardReason | None = None
     ) -> int:
         """The slow path: the discards reported and the messages between them reserved one by one, in order
         (``refused``: every message is discarded for that reason)."""
         reserve = self.budget.try_reserve
-        sink = self.sink
-        cursor = self.spool.cursor if self.spool is not None else None
+        route = self.sink.route
+        discards = self.discards
+        spool = self.spool_slot.spool
+        cursor = spool.cursor if spool is not None else None
         created = handed = reported = on_disk = 0  # messages created, held on disk only; fates given
         try:
             for position in [*(u[0] for u in unparsed), len(messages)]:
                 for msg in messages[handed:position]:
                     handed += 1
                     if refused is not None:
-                        sink.on_discard(refused, msg.topic, msg.key, msg.value, msg.timestamp)
+                        discards.on_discard(refused, msg.topic, msg.key, msg.value, msg.timestamp)
                     elif (
                         cursor is not None
                         and msg.spool_seq >= 0
@@ -270,20 +275,20 @@ class IntakeBursts:
                         cursor.hold(msg.spool_seq)
                     elif msg.spool_seq >= 0 or reserve(msg.charge):  # a spooled one here is reserved already
                         created += 1
-                        sink.on_message(msg)
+                        route(msg)
                     else:
                         self.counters.inc("InputAgentDiscardMsgNoMem")
-                        sink.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
+                        discards.on_discard(DiscardReason.NO_MEM, msg.topic, msg.key, msg.value, msg.timestamp)
                 if reported < len(unparsed):
                     _, reason, detail, counter, data = unparsed[reported]
                     reported += 1
                     self.counters.inc(counter)
-                    sink.on_unparsed(reason, data, detail=detail)
+                    discards.on_unparsed(reason, data, detail=detail)
         except BaseException:  # the sink failed (serve() raises it): settle what it never saw
             self._discard_unrouted(messages[handed:])
             for _, reason, detail, counter, data in unparsed[reported:]:
                 self.counters.inc(counter)
-                sink.on_unparsed(reason, data, detail=detail)
+                discards.on_unparsed(reason, data, detail=detail)
             raise
         finally:
             self._count_created(created)
@@ -291,10 +296,10 @@ class IntakeBursts:
                 self.counters.inc("InputAgentGotOkMsg", on_disk)
         return created
 
-    def _discard_unrouted(self, messages: list[Message]) -> None:
+    def _discard_unrouted(self, messages: list[HeldMessage]) -> None:
         """After the sink failed: messages that never reached it are discarded (the daemon is stopping)."""
         for msg in messages:
-            self.sink.on_discard(DiscardReason.SERVER_SHUTDOWN, msg.topic, msg.key, msg.value, msg.timestamp)
+            self.discards.on_discard(DiscardReason.SERVER_SHUTDOWN, msg.topic, msg.key, msg.value, msg.timestamp)
 
     def _count_created(self, n: int) -> None:
         if n:

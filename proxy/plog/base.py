@@ -20,7 +20,7 @@ from collections.abc import Callable
 from bruce.producer import DiscardReason
 from bruce.wire import UsageError, plog_partition_key
 
-from .config import ListenerConfig
+from ..config import ListenerConfig
 from .sink import PlogSink
 from .stats import PlogStats
 

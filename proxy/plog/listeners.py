@@ -27,8 +27,8 @@ from typing import Any
 from bruce.producer import DiscardReason
 from bruce.wire import Command, Fragment, MalformedInput, Unboxed, UsageError, parse_packet
 
+from ..config import ListenerConfig
 from .base import BaseListener
-from .config import ListenerConfig
 from .defrag import TOO_LARGE, Defragmenter
 from .sink import PlogSink
 from .tcp import TcpListener

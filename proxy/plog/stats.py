@@ -27,7 +27,7 @@ from typing import Any
 
 from bruce.wire import plog
 
-from ..config.version import package_version
+from ..config import package_version
 
 BUCKETS = 17  # log2 buckets for values 0..65535
 

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from bruce.producer import DiscardReason
 from bruce.wire import UsageError
 
+from ..config import ListenerConfig
 from .base import REJECT_SAMPLE, BaseListener
-from .config import ListenerConfig
 from .sink import PlogSink
 
 log = logging.getLogger("bruce.proxy.plog")

@@ -6,3 +6,21 @@ Modules: ``message`` (the daemon's in-memory message), ``router`` (checks in Bru
 producer's compression hook), ``packed`` (a ready batch as one bytes arena).
 Rule: imports no part of :mod:`bruce.proxy.daemon`.
 """
+
+from __future__ import annotations
+
+from .batcher import Batcher
+from .compression_policy import TopicCompression
+from .packed import PackedBatch, Packer
+from .ratelimit import RateLimiter
+from .router import Router, message_overhead
+
+__all__ = [
+    "Batcher",
+    "PackedBatch",
+    "Packer",
+    "RateLimiter",
+    "Router",
+    "TopicCompression",
+    "message_overhead",
+]

@@ -11,7 +11,7 @@ Rules:
 - A message that would take the batch *over* the byte limit ships the batch first and starts the next one (or ships
   alone when it would complete a batch by itself at once: ``messages`` = 1, or already past its time). A message of
   the byte limit or more ships alone, after the current batch. This is Bruce's batcher core, decision for decision.
-- Age is measured from the daemon's receive time (``Message.received``, monotonic seconds), never from the client's
+- Age is measured from the daemon's receive time (``HeldMessage.received``, monotonic seconds), never from the client's
   timestamp: a stale or future client clock changes nothing. (Bruce used the client timestamp.)
 - Complete batches go to ``submit(topic, messages)`` (the producer's ``submit``) at once. Batches whose time is up
   ship in deadline order (ties: the order they started). :meth:`Batcher.add` first handles its own topic's batch, then
@@ -33,10 +33,10 @@ import itertools
 import sys
 from collections.abc import Callable
 
-from ..config.model import BatchingPolicy, BatchLimits, TopicAction
-from .message import Message
+from ..config import BatchingPolicy, BatchLimits, TopicAction
+from ..messages import HeldMessage
 
-Submit = Callable[[str, list[Message]], None]
+Submit = Callable[[str, list[HeldMessage]], None]
 BatchingLookup = Callable[[str], BatchingPolicy]
 
 DEFAULT_MAX_TOPICS = 100_000
@@ -51,7 +51,7 @@ class _Batch:
 
     def __init__(self, topic: str | None, limits: BatchLimits) -> None:
         self.topic = topic
-        self.messages: list[Message] = []
+        self.messages: list[HeldMessage] = []
         self.bytes = 0
         self.oldest = _NEVER  # the oldest receive time in the batch
         self.seq = 0  # the live heap entry's sequence number; 0: none
@@ -92,7 +92,7 @@ class Batcher:
 
     # ---------------------------------------------------------------- the hot path
 
-    def add(self, msg: Message, now: float) -> None:
+    def add(self, msg: HeldMessage, now: float) -> None:
         """Batch one routed message at monotonic time ``now``; ships whatever completes (this topic's batch first,
         then every batch whose time is up)."""
         topic = msg.topic
@@ -118,7 +118,7 @@ class Batcher:
         if heap and heap[0][0] <= now:
             self.expire(now)
 
-    def try_add_many(self, messages: list[Message], nbytes: int, now: float) -> bool:
+    def try_add_many(self, messages: list[HeldMessage], nbytes: int, now: float) -> bool:
         """Put ``messages`` (one topic, all received at ``now``; ``nbytes``: the sum of their ``size or 1``) in their
         batch in one step when none of them completes it, and return ``True``: the caller then calls
         :meth:`expire` ``(now)``, and the batches are those :meth:`add` of each gives, shipped in the same order (the
@@ -142,7 +142,7 @@ class Batcher:
             self._set_oldest(batch, now)
         return True
 
-    def _add_at_byte_limit(self, batch: _Batch, msg: Message, total: int, now: float) -> None:
+    def _add_at_byte_limit(self, batch: _Batch, msg: HeldMessage, total: int, now: float) -> None:
         size = msg.size or 1
         if size >= batch.max_bytes:  # too big for any batch: after the current batch, alone
             if batch.messages:
@@ -184,7 +184,7 @@ class Batcher:
         if batch.topic is not None:
             self._submit(batch.topic, messages)
             return
-        parts: dict[str, list[Message]] = {}
+        parts: dict[str, list[HeldMessage]] = {}
         for m in messages:
             part = parts.get(m.topic)
             if part is None:

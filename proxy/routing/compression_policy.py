@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from bruce.producer import NO_COMPRESSION, Compression, Message
 from bruce.wire import MESSAGE_OVERHEAD, Codec
 
-from ..config.model import CompressionType, Config
+from ..config import CompressionType, Config
 
 PER_MESSAGE_OVERHEAD = MESSAGE_OVERHEAD[0]  # Bruce counts each message as key + value + 26 against min_size
 DEFAULT_MAX_TOPICS = 10_000

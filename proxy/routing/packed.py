@@ -15,7 +15,7 @@ Rules:
 - :meth:`Packer.pack` turns a batch of loose messages into one; it packs only what it can restore exactly: fresh
   messages (no failed attempt, not a possible duplicate, no headers, not pinned) whose packing saves budget, and
   releases the difference between their loose charges and the packed charge from the budget at once.
-- :meth:`PackedBatch.unpack` gives the messages back as loose :class:`~bruce.proxy.routing.message.Message` objects,
+- :meth:`PackedBatch.unpack` gives the messages back as loose :class:`~bruce.proxy.messages.message.Message` objects,
   equal field by field to what was packed (``received`` aside: the batch's), whose charges add up to the packed charge:
   so whoever settles them releases exactly what the batch held. The producer's queues unpack a batch when it is
   about to be sent or rerouted (see :mod:`bruce.producer.queues`).
@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from typing import cast
 
 from bruce.producer import Message as ProducerMessage
 
-from ..intake.budget import MessageBudget
-from .message import Message
+from ..messages import HeldMessage, MessageBudget
 
 INDEX_BYTES = 12  # per message: end offset, key length and timestamp offset, 4 bytes each
 KEYED_INDEX_BYTES = INDEX_BYTES + 8  # and a partition key (8 bytes: any 32-bit key, signed or not, and "none")
@@ -74,7 +74,7 @@ class PackedBatch:
     def __len__(self) -> int:
         return len(self.ends)
 
-    def unpack(self) -> list[Message]:
+    def unpack(self) -> list[ProducerMessage]:
         """The loose messages, in order; their charges add up to :attr:`charge` (the batch's share on the first)."""
         topic, data, base, received = self.topic, self.data, self.base, self.received
         seqs = self.seqs
@@ -82,7 +82,7 @@ class PackedBatch:
         batch_share = packed_charge(0, 0, keyed, seq_bytes)
         per = packed_charge(0, 1, keyed, seq_bytes) - batch_share
         pkeys = self.pkeys if self.pkeys is not None else [None] * len(self.ends)
-        out: list[Message] = []
+        out: list[HeldMessage] = []
         append = out.append
         start = 0
         for end, klen, stamp, pkey in zip(self.ends, self.keys, self.stamps, pkeys, strict=True):
@@ -93,7 +93,7 @@ class PackedBatch:
                 split = start + klen
                 key = data[start:split]
                 value = data[split:end]
-            m = Message(topic, key, value, base + stamp, None if pkey == _NO_KEY else pkey, received)
+            m = HeldMessage(topic, key, value, base + stamp, None if pkey == _NO_KEY else pkey, received)
             m.charge = end - start + per
             append(m)
             start = end
@@ -103,7 +103,7 @@ class PackedBatch:
                 m.spool_seq = seq + seq_base if seq >= 0 else -1
         if out:
             out[0].charge += batch_share
-        return out
+        return cast("list[ProducerMessage]", out)  # the producer's queues hold a Producer[HeldMessage]'s as Messages
 
     def __repr__(self) -> str:
         return f"<PackedBatch {self.topic!r} {len(self)} messages {len(self.data)} B charge={self.charge}>"
@@ -124,7 +124,7 @@ class Packer:
     def __init__(self, budget: MessageBudget) -> None:
         self.budget = budget
 
-    def pack(self, topic: str, messages: Sequence[ProducerMessage]) -> PackedBatch | None:
+    def pack(self, topic: str, messages: Sequence[HeldMessage]) -> PackedBatch | None:
         """``messages`` (the daemon's, all of ``topic``) as one :class:`PackedBatch`, or None when they stay loose."""
         n = len(messages)
         if n < PACK_MIN:
@@ -139,7 +139,7 @@ class Packer:
         loose = 0
         pos = 0
         base = messages[0].timestamp
-        received = messages[0].received  # type: ignore[attr-defined]  # a daemon Message (routing.message): see Pack
+        received = messages[0].received
         for m in messages:
             if m.attempts or m.possible_duplicate or m.headers is not None or m.pinned:
                 return None
@@ -149,7 +149,7 @@ class Packer:
             else:
                 keys.append(len(key))
                 parts.append(key)
-            parts.append(m.value)  # type: ignore[arg-type]  # a daemon Message's value is never None
+            parts.append(m.value)
             pos += m.size
             ends.append(pos)
             stamp = m.timestamp - base
@@ -162,8 +162,8 @@ class Packer:
             else:
                 pkeys.append(pkey)
                 keyed = True
-            seqs.append(m.spool_seq)  # type: ignore[attr-defined]  # a daemon Message (routing.message): see Pack
-            loose += m.charge  # type: ignore[attr-defined]  # a daemon Message (routing.message): see Pack
+            seqs.append(m.spool_seq)
+            loose += m.charge
         seq_array, seq_base = _sequences(seqs)
         seq_bytes = 0 if seq_array is None else seq_array.itemsize
         if pos > _MAX_ARENA or packed_charge(pos, n, keyed, seq_bytes) >= loose:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 from bruce.wire import UsageError
 
-from ..config.model import RateLimit
+from ..config import RateLimit
 
 RateLimitLookup = Callable[[str], RateLimit | None]
 

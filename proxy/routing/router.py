@@ -41,9 +41,9 @@ from bruce.producer import ClusterView, Counters, DiscardReason
 from bruce.wire import MESSAGE_OVERHEAD, topic_name_problem
 from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 
-from ..accounting.msg_debug import MessageDebugLog
+from ..accounting import MessageDebugLog
+from ..messages import HeldMessage
 from .batcher import Batcher
-from .message import Message
 from .ratelimit import RateLimiter
 
 # Bytes a single message adds beyond its key and value, by the message format it is written in. Magic 0 (Bruce):
@@ -56,7 +56,7 @@ RECORD_BATCH_OVERHEAD = HEADER_SIZE + 19
 DEFAULT_PARK_TOPICS = 100  # topics being created at once
 
 CreateTopic = Callable[[str], None]
-Discard = Callable[[Message, DiscardReason], None]
+Discard = Callable[[HeldMessage, DiscardReason], None]
 
 _SIZE, _TOPIC, _RECEIVED = attrgetter("size"), attrgetter("topic"), attrgetter("received")
 _BAD_TOPIC = DiscardReason.BAD_TOPIC
@@ -109,14 +109,14 @@ class Router:
         self._park_topics = park_topics
         self._view: ClusterView | None = None
         self._usable: dict[str, bool] = {}  # topics of the current view looked up so far → any partition available
-        self._waiting: deque[Message] = deque()  # before the first view
-        self._parked: dict[str, list[Message]] = {}  # topics being created → their messages, in arrival order
+        self._waiting: deque[HeldMessage] = deque()  # before the first view
+        self._parked: dict[str, list[HeldMessage]] = {}  # topics being created → their messages, in arrival order
 
     # ---------------------------------------------------------------- the hot path
 
-    def route(self, msg: Message, now: float | None = None) -> None:
+    def route(self, msg: HeldMessage, now: float | None = None) -> None:
         """Validate one message (received at ``msg.received``; ``now`` for a message routed later) and batch it or
-        discard it. The daemon's ``IntakeSink.on_message``."""
+        discard it. The inputs' ``MessageSink.route``."""
         if now is None:
             now = msg.received
         view = self._cluster()
@@ -141,8 +141,8 @@ class Router:
                 debug.on_receive(topic, msg.key, msg.value, msg.timestamp)
             self._add(msg, now)
 
-    def route_many(self, messages: list[Message]) -> None:
-        """:meth:`route` for each of a burst's messages, in order (the intake's ``IntakeSink.on_messages``). The
+    def route_many(self, messages: list[HeldMessage]) -> None:
+        """:meth:`route` for each of a burst's messages, in order (the intake's ``MessageSink.route_many``). The
         cluster view and the debug log's switch are looked at once for the burst: neither changes while it is routed
         (a new view comes with a metadata response, handled between callbacks). A burst of one topic, received at
         one time, that passes every check as a whole (a usable topic, no message too long, no rate limit, the debug
@@ -186,7 +186,7 @@ class Router:
             del messages[:routed]
             raise
 
-    def _batch_whole(self, messages: list[Message]) -> bool:
+    def _batch_whole(self, messages: list[HeldMessage]) -> bool:
         """Hand a whole burst to the batcher in one step if it is one run (one topic, one receive time, every
         message passing the checks, none completing a batch): ``True`` once done. ``False``, with nothing done,
         sends it message by message. Each test is one C-level pass over the burst."""
@@ -228,7 +228,7 @@ class Router:
         usable = self._usable[topic] = bool(info.available)
         return usable
 
-    def _drop(self, msg: Message, reason: DiscardReason) -> None:
+    def _drop(self, msg: HeldMessage, reason: DiscardReason) -> None:
         counter = _COUNTER.get(reason)
         if counter is not None:
             self.counters.inc(counter)
@@ -236,7 +236,7 @@ class Router:
 
     # ---------------------------------------------------------------- unknown topics
 
-    def _unknown(self, msg: Message, now: float) -> None:
+    def _unknown(self, msg: HeldMessage, now: float) -> None:
         if topic_name_problem(msg.topic) is not None:
             self._drop(msg, DiscardReason.BAD_TOPIC_NAME)
             return
@@ -314,7 +314,7 @@ class Router:
         for topic in [t for t in self._parked if t in view.topics]:
             self._release(self._parked.pop(topic), now)
 
-    def _release(self, messages: list[Message] | deque[Message], now: float) -> None:
+    def _release(self, messages: list[HeldMessage] | deque[HeldMessage], now: float) -> None:
         route = self.route
         for msg in messages:
             route(msg, now)

@@ -8,9 +8,11 @@ Nothing here imports the daemon: the daemon calls in (docs/spool.md).
 
 from __future__ import annotations
 
-from .format import SpoolFields, SpoolMessage, SpoolRecord
+from .format import SpoolFields, SpoolMessage, SpoolRecord, parse_done
 from .lock import SpoolLocked
+from .scan import scan_segment
 from .settings import FullPolicy, SpoolConfig
+from .slot import SpoolSlot
 from .spool import NOT_SPOOLED, SPOOL_FULL, Spool
 
 __all__ = [
@@ -23,4 +25,7 @@ __all__ = [
     "SpoolLocked",
     "SpoolMessage",
     "SpoolRecord",
+    "SpoolSlot",
+    "parse_done",
+    "scan_segment",
 ]

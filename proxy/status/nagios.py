@@ -124,7 +124,7 @@ class CheckError(Exception):
 
 
 @dataclass
-class Verdict:
+class CheckResult:
     """The worst state so far, the problems found and the performance data."""
 
     state: int = OK
@@ -225,9 +225,9 @@ def _keep(reports: list[dict[str, Any]], now: int, interval: int) -> list[dict[s
 
 def judge_counters(
     now: int, pid: int, counters: dict[str, int], previous: list[dict[str, Any]], args: argparse.Namespace
-) -> Verdict:
+) -> CheckResult:
     """Bruce's rules (module docstring) for one report against the earlier ones (oldest first)."""
-    v = Verdict()
+    v = CheckResult()
     same = [r for r in previous if r.get("pid") == pid and r.get("now", now) < now]
     last = same[-1]["counters"] if same else None
     if last is not None and set(last) != set(counters):
@@ -273,7 +273,7 @@ def judge_counters(
     return v
 
 
-def check_counters(args: argparse.Namespace) -> Verdict:
+def check_counters(args: argparse.Namespace) -> CheckResult:
     data = fetch_json(f"http://{args.bruce_host}:{args.bruce_status_port}/counters/json", args.timeout)
     now, pid, counters = parse_counters(data)
     state = Path(args.state_file)
@@ -303,9 +303,9 @@ def _reports(data: dict[str, Any]) -> list[dict[str, Any]]:
     return reports
 
 
-def check_discards(args: argparse.Namespace) -> Verdict:
+def check_discards(args: argparse.Namespace) -> CheckResult:
     data = fetch_json(f"http://{args.bruce_host}:{args.bruce_status_port}/discards/json", args.timeout)
-    v = Verdict()
+    v = CheckResult()
     malformed = bad_topic = discarded = 0
     topics: dict[str, int] = {}
     ignored = set(args.ignore_topic)

@@ -22,8 +22,7 @@ from base64 import b64encode
 from collections.abc import Iterable
 from typing import Any
 
-from bruce.proxy.accounting.discards import DiscardReport, PeriodReport, TopicInterval
-
+from ..accounting import DiscardReport, PeriodReport, TopicInterval
 from .bruce_counters import LOCATION, bruce_counters
 from .source import CounterSet, MetadataTimes, QueueStats, ServerInfo
 

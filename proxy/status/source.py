@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bruce.producer import BootstrapState, BrokerState, Labels
-from bruce.proxy.accounting.discards import DiscardReport
 
+from ..accounting import DiscardReport
 from .history import RateSample
 
 __all__ = [

@@ -9,8 +9,8 @@ import pytest
 
 from bruce.proxy.config import ConfigError, Options, load_toml, parse_command_line, to_toml
 from bruce.proxy.config.command_line import help_text
+from bruce.proxy.config.listeners import ListenerConfig, PlogConfigError, listeners_from_option, listeners_from_section
 from bruce.proxy.daemon.daemon import Daemon
-from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, listeners_from_option, listeners_from_section
 from bruce.proxy.plog.listeners import TcpListener, UdpListener, make_listener
 
 EXAMPLE = """

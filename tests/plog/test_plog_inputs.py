@@ -16,29 +16,31 @@ from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.accounting.discards import DiscardTracker
 from bruce.proxy.accounting.outcomes import Outcomes
+from bruce.proxy.config.listeners import ListenerConfig
 from bruce.proxy.daemon import plog_inputs as inputs_module
 from bruce.proxy.daemon.plog_inputs import PlogInputs, PlogStartError
 from bruce.proxy.daemon.spooling import DiskBacklog
-from bruce.proxy.intake.budget import MessageBudget
-from bruce.proxy.plog.config import ListenerConfig
-from bruce.proxy.routing.message import MESSAGE_OVERHEAD, Message
-from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig
+from bruce.proxy.messages.budget import MessageBudget
+from bruce.proxy.messages.message import MESSAGE_OVERHEAD, HeldMessage
+from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig, SpoolSlot
 from bruce.wire.plog import build_fragments, plog_partition_key
 
 
 class Daemon:
-    """The parts of the daemon PlogInputs works with; routed messages are kept in ``routed``."""
+    """The parts of the daemon PlogInputs works with; it is the router too: routed messages are kept in ``routed``."""
 
     def __init__(self, capacity: int = 100_000, listeners: tuple[ListenerConfig, ...] = ()) -> None:
         self.counters = Counters()
         self.budget = MessageBudget(capacity, counters=self.counters)
         self.tracker = DiscardTracker(counters=self.counters, log_discards=False)
-        self.outcomes = Outcomes(self.budget, self.tracker)
-        self.routed: list[Message] = []
-        self.outcomes.on_message = self.routed.append
+        self.slot = SpoolSlot()
+        self.outcomes = Outcomes(self.budget, self.tracker, spool=self.slot)
+        self.routed: list[HeldMessage] = []
         self.kills: list[str] = []
         self.inputs = PlogInputs(
             listeners,
+            sink=self,
+            spool=self.slot,
             budget=self.budget,
             outcomes=self.outcomes,
             counters=self.counters,
@@ -51,7 +53,12 @@ class Daemon:
         if self.routed:
             self.outcomes.delivered("t", 0, 0, self.routed)
             self.routed = []
-            self.outcomes.on_message = self.routed.append
+
+    def route(self, msg: HeldMessage) -> None:
+        self.routed.append(msg)
+
+    def route_many(self, messages: list[HeldMessage]) -> None:
+        self.routed.extend(messages)
 
     def balanced(self) -> bool:
         return self.outcomes.snapshot().balanced
@@ -104,8 +111,8 @@ def test_with_the_spool_each_message_is_spooled_before_routing(tmp_path: Path) -
     d = Daemon(capacity=1000, listeners=(udp(),))
     config = SpoolConfig(tmp_path / "s", max_bytes=800, full_policy=FullPolicy.DISCARD)
     with Spool.open(config) as spool:
-        d.outcomes.spool = spool
-        backlog = DiskBacklog(spool, budget=d.budget, outcomes=d.outcomes, counters=d.counters)
+        d.slot.spool = spool
+        backlog = DiskBacklog(spool, sink=d, budget=d.budget, outcomes=d.outcomes, counters=d.counters)
         assert d.inputs.submit("events", b"k", b"x" * 10, partition_key=5, listener="u")
         assert d.inputs.submit("events", None, b"y" * 500, partition_key=None, listener="u")  # no room: on disk
         assert d.inputs.submit("events", None, b"w" * 10, partition_key=None, listener="u")  # behind it: on disk
@@ -262,7 +269,7 @@ def test_serve_raises_a_listeners_failure_and_returns_after_stop() -> None:
         d = Daemon(listeners=(udp(),))
         await d.inputs.start()
         serving = asyncio.ensure_future(d.inputs.serve())
-        d.outcomes.on_message = _router_bug
+        d.route = _router_bug
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.sendto(b"meets the bug", d.inputs.listeners[0].address)
         with pytest.raises(RuntimeError, match="router bug") as raised:
@@ -281,7 +288,7 @@ def test_serve_raises_a_listeners_failure_and_returns_after_stop() -> None:
     run(main())
 
 
-def _router_bug(msg: Message) -> None:
+def _router_bug(msg: HeldMessage) -> None:
     raise RuntimeError("router bug")
 
 

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from bruce.proxy.plog.config import ListenerConfig
+from bruce.proxy.config.listeners import ListenerConfig
 from bruce.proxy.plog.listeners import TcpListener, UdpListener
 
 

@@ -10,7 +10,7 @@ import socket
 import struct
 
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.plog.config import ListenerConfig
+from bruce.proxy.config.listeners import ListenerConfig
 from bruce.proxy.plog.listeners import TcpListener
 
 

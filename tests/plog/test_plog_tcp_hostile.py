@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.plog.config import ListenerConfig, PlogConfigError, check_descriptors
+from bruce.proxy.config.listeners import ListenerConfig, PlogConfigError, check_descriptors
 from bruce.proxy.plog.listeners import TcpListener
 
 FLOOD = 1000

@@ -11,8 +11,8 @@ import socket
 import pytest
 
 from bruce.producer.reasons import DiscardReason
+from bruce.proxy.config.listeners import ListenerConfig
 from bruce.proxy.plog import listeners
-from bruce.proxy.plog.config import ListenerConfig
 from bruce.proxy.plog.listeners import UdpListener
 from bruce.wire.errors import UsageError
 from bruce.wire.plog import Fragment, build_command, build_fragment, build_fragments, plog_partition_key

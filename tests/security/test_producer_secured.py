@@ -135,8 +135,8 @@ def test_refused_logins_back_off_doubling_and_are_counted(peers) -> None:
         return sum("SCRAM-SHA-256 alice failed" in line for line in secured.front.auth_lines())
 
     async def run() -> tuple[int, int, int]:
-        async with Producer(cfg) as producer:
-            producer.keep_on_auth_failure = True  # as the daemon: the message waits and the broker is probed
+        # as the daemon: the message waits and the broker is probed
+        async with Producer(cfg, keep_on_auth_failure=True) as producer:
             producer.send("any-topic", b"v")
             start = attempts()
             await asyncio.sleep(3)

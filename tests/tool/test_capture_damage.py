@@ -30,10 +30,10 @@ def _write(path: Path, linktype: int, packets: list[tuple[float, bytes]]) -> Pat
 
 
 def _direction(linktype: int, buf: bytes) -> tuple[str, int, str, int] | None:
-    from bruce.tool.packets import Segment, decode_packet
+    from bruce.tool.packets import TcpSegment, decode_packet
 
     seg = decode_packet(linktype, buf)
-    return (seg.src, seg.sport, seg.dst, seg.dport) if isinstance(seg, Segment) else None
+    return (seg.src, seg.sport, seg.dst, seg.dport) if isinstance(seg, TcpSegment) else None
 
 
 def _exchanges(out: bytes) -> dict[tuple[str, str, int], str]:
@@ -95,13 +95,13 @@ def test_a_capture_cut_at_random_points_keeps_every_exchange_it_still_holds(
 
 def test_an_answer_whose_request_was_cut_is_still_decoded(client_capture: ClientCapture, tmp_path: Path) -> None:
     """Drop the packet carrying one Metadata request: its answer is decoded from its shape, and says how."""
-    from bruce.tool.packets import Segment, decode_packet
+    from bruce.tool.packets import TcpSegment, decode_packet
 
     linktype, packets = _packets(client_capture.path)
     target = None
     for i, (_, buf) in enumerate(packets):
         seg = decode_packet(linktype, buf)
-        if isinstance(seg, Segment) and len(seg.payload) > 8 and bytes(seg.payload[4:6]) == b"\x00\x03":
+        if isinstance(seg, TcpSegment) and len(seg.payload) > 8 and bytes(seg.payload[4:6]) == b"\x00\x03":
             target = i  # a Metadata request (api key 3) in one segment
             break
     assert target is not None
@@ -128,12 +128,12 @@ def test_garbage_inside_frames_is_reported_with_its_path_and_decoding_goes_on(
 ) -> None:
     """Corrupt a Produce request's topic-name length in place: that frame is reported (connection, offset, field
     path), the frames after it still decode, exit status 1."""
-    from bruce.tool.packets import Segment, decode_packet
+    from bruce.tool.packets import TcpSegment, decode_packet
 
     linktype, packets = _packets(client_capture.path)
     for i, (ts, buf) in enumerate(packets):  # noqa: B007  # the loop finds i, ts and buf
         seg = decode_packet(linktype, buf)
-        if isinstance(seg, Segment) and len(seg.payload) > 40 and bytes(seg.payload[4:8]) == b"\x00\x00\x00\x07":
+        if isinstance(seg, TcpSegment) and len(seg.payload) > 40 and bytes(seg.payload[4:8]) == b"\x00\x00\x00\x07":
             break  # Produce v7 (the tshark-range client): classic strings
     start = len(buf) - len(seg.payload)
     n = int.from_bytes(buf[start + 12 : start + 14], "big")  # client id length

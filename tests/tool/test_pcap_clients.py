@@ -111,7 +111,7 @@ def test_kafka_python_reads_the_same_record_sets(client_capture: ClientCapture) 
     """bruce-wire's records of every Fetch answer equal kafka-python's MemoryRecords reading the same bytes."""
     from kafka.record.memory_records import MemoryRecords
 
-    from bruce.tool.pcap_cmd import Options, PcapRun
+    from bruce.tool.pcap_cmd import PcapOptions, PcapRun
     from bruce.wire import FetchResponse
 
     seen: list[tuple[str, int, bytes]] = []
@@ -127,7 +127,7 @@ def test_kafka_python_reads_the_same_record_sets(client_capture: ClientCapture) 
 
     out = io.StringIO()
     with client_capture.path.open("rb") as f:
-        Collect(Options(json=True), out).run(f)
+        Collect(PcapOptions(json=True), out).run(f)
     assert seen
     from bruce.tool.records import batches
 

@@ -10,8 +10,8 @@ import struct
 import dpkt
 import pytest
 
-from bruce.tool.framing import Frame, Framer, Lost, request_start
-from bruce.tool.packets import SLL, SLL2, Segment, decode_packet
+from bruce.tool.framing import Frame, Framer, LostBytes, request_start
+from bruce.tool.packets import SLL, SLL2, TcpSegment, decode_packet
 from bruce.tool.reassembly import Gap, Stream
 from bruce.tool.records import batches, record_json, record_value
 from bruce.tool.sequences import Sequences
@@ -49,7 +49,7 @@ def _tcp_ip6(payload: bytes) -> bytes:
 def test_link_layers_and_ip_versions(linktype: int, wrap: object, version: int) -> None:
     ip = _tcp_ip4(b"hello") if version == 4 else _tcp_ip6(b"hello")
     seg = decode_packet(linktype, wrap(ip, version))  # type: ignore[operator]
-    assert isinstance(seg, Segment) and bytes(seg.payload) == b"hello" and seg.dport == 9092
+    assert isinstance(seg, TcpSegment) and bytes(seg.payload) == b"hello" and seg.dport == 9092
     assert seg.src == ("127.0.0.1" if version == 4 else "::1")
 
 
@@ -108,7 +108,7 @@ def test_framer_cuts_frames_fed_byte_by_byte_and_resyncs_after_a_gap() -> None:
     f = Framer(lambda b, p: request_start(b, p))
     one = len(_frame())
     got = f.feed(frames[:10], 0.0) + f.feed(Gap(10, one, "hole"), 0.0) + f.feed(frames[10 + one :], 0.0)
-    assert any(isinstance(x, Lost) for x in got)
+    assert any(isinstance(x, LostBytes) for x in got)
     assert [x.data[4:8] for x in got if isinstance(x, Frame)] == [struct.pack(">i", 3)]  # 2 lost, 3 found again
 
 
@@ -187,7 +187,7 @@ def test_json_writer_streams_record_sets() -> None:
 
 def test_plog_in_captures_over_udp_and_tcp(tmp_path: object) -> None:
     """``--plog PORT``: UDP datagrams are plog packets, TCP is plog's line protocol."""
-    from bruce.tool.pcap_cmd import Options, PcapRun
+    from bruce.tool.pcap_cmd import PcapOptions, PcapRun
 
     def eth(ip: bytes) -> bytes:
         return b"\x00" * 12 + b"\x08\x00" + ip
@@ -203,7 +203,7 @@ def test_plog_in_captures_over_udp_and_tcp(tmp_path: object) -> None:
     for ts, ip in enumerate((bytes(uip), tcp_a, tcp_b)):
         writer.writepkt(eth(ip), ts)
     out = io.StringIO()
-    result = PcapRun(Options(json=True, plog_ports=frozenset({23456, 9092})), out).run(io.BytesIO(buf.getvalue()))
+    result = PcapRun(PcapOptions(json=True, plog_ports=frozenset({23456, 9092})), out).run(io.BytesIO(buf.getvalue()))
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [m["plog"]["message"] for m in lines] == ["one message", "first line", "second line"]
     assert result.status == 0

@@ -17,6 +17,7 @@ from ._versioned import array, register_api, since, string, struct
 from .base import decode_response
 
 KEY = 18
+API_VERSIONS_KEY = KEY  # as bruce.wire exports it
 VERSIONS = range(5)
 FIRST_FLEXIBLE = 3
 

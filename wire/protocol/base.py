@@ -59,6 +59,7 @@ class ApiSpec:
 
 
 REGISTRY: dict[int, ApiSpec] = {}
+API_REGISTRY = REGISTRY  # the name bruce.wire exports it under
 _BY_TYPE: dict[type, ApiSpec] = {}
 
 

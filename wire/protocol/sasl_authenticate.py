@@ -14,6 +14,7 @@ from ..primitives import Int16, Int64
 from ._versioned import blob, nullable_string, register_api, since, struct
 
 KEY = 36
+SASL_AUTHENTICATE = KEY  # as bruce.wire exports it
 VERSIONS = range(3)
 FIRST_FLEXIBLE = 2
 

@@ -15,6 +15,7 @@ from ..primitives import Int16
 from ._versioned import array, register_api, string, struct
 
 KEY = 17
+SASL_HANDSHAKE = KEY  # as bruce.wire exports it
 VERSIONS = range(2)
 
 

@@ -15,7 +15,7 @@ import pytest
 from bruce.client import to_bruce
 from bruce.proxy.config import Broker, RateLimit, RateLimitingConfig
 from bruce.proxy.daemon.embedded import EmbeddedBroker
-from bruce.proxy.routing.message import message_charge
+from bruce.proxy.messages.message import message_charge
 from bruce.wire.datagram import build_any_partition
 
 from .harness import DaemonThread, consume_topic, make_config, malformed, wait_for

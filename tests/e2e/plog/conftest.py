@@ -16,7 +16,7 @@ import pytest
 from dashboard_check import metric_counters
 
 from bruce.proxy.config import Broker, Config
-from bruce.proxy.plog.config import ListenerConfig
+from bruce.proxy.config.listeners import ListenerConfig
 
 from ..daemon.harness import DaemonThread, brokers, bruce_process, daemon_starter, http_get, make_config, workdir
 

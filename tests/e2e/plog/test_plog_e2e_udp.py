@@ -19,7 +19,7 @@ from bruce.proxy.config import Broker
 from bruce.proxy.daemon.daemon import Daemon
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.proxy.daemon.plog_inputs import PlogStartError
-from bruce.proxy.routing.message import Message
+from bruce.proxy.messages.message import HeldMessage
 from bruce.proxy.routing.router import Router
 from bruce.wire.plog import build_command, build_fragments, plog_partition_key
 
@@ -188,7 +188,7 @@ def test_an_unexpected_error_in_a_listener_stops_the_daemon_loudly(
     topic = new_topic(partitions=1)
     route = Router.route
 
-    def buggy(self: Router, msg: Message, now: float | None = None) -> None:
+    def buggy(self: Router, msg: HeldMessage, now: float | None = None) -> None:
         if msg.value == b"boom":
             raise RuntimeError("router bug")
         route(self, msg, now)

@@ -29,8 +29,8 @@ from bruce.proxy.config import (
     parse_command_line,
     to_toml,
 )
+from bruce.proxy.config.listeners import ListenerConfig
 from bruce.proxy.config.startup import MAX_FILE_BYTES
-from bruce.proxy.plog.config import ListenerConfig
 
 # Bruce's defaults (docs/bruce-compatibility.md#options), and ours for the options Bruce does not have.
 DEFAULTS = {

@@ -18,9 +18,9 @@ import uvloop
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.intake.intake import DatagramIntake
-from bruce.proxy.routing.message import Message
+from bruce.proxy.messages.budget import MessageBudget
+from bruce.proxy.messages.message import HeldMessage
 
 TIMEOUT = 10.0
 
@@ -30,14 +30,28 @@ class RecordingSink:
     """Records every outcome the intake reports, by kind and (``log``) all of them in the order reported: a message's
     value, or a discard's ``(reason, detail)``."""
 
-    messages: list[Message] = field(default_factory=list)
+    messages: list[HeldMessage] = field(default_factory=list)
     discards: list[tuple[DiscardReason, str, bytes, bytes, int]] = field(default_factory=list)
     unparsed: list[tuple[DiscardReason, bytes, int | None]] = field(default_factory=list)
     log: list[bytes | tuple[DiscardReason, int | None]] = field(default_factory=list)
 
-    def on_message(self, msg: Message) -> None:
+    def on_message(self, msg: HeldMessage) -> None:
         self.messages.append(msg)
         self.log.append(msg.value)
+
+    def route(self, msg: HeldMessage) -> None:
+        self.on_message(msg)
+
+    def route_many(self, messages: list[HeldMessage]) -> None:
+        """Each in turn; if one raises, ``messages`` keeps only those after it (as the router does)."""
+        handed = 0
+        try:
+            for msg in messages:
+                handed += 1
+                self.on_message(msg)
+        except BaseException:
+            del messages[:handed]
+            raise
 
     def on_discard(self, reason: DiscardReason, topic: str, key: bytes, value: bytes, client_ts: int) -> None:
         self.discards.append((reason, topic, key, value, client_ts))
@@ -52,6 +66,19 @@ class RecordingSink:
         return len(self.messages) + len(self.discards) + len(self.unparsed)
 
 
+class ListRouter:
+    """A router that keeps what it is given, in order (``routed``)."""
+
+    def __init__(self, routed: list[HeldMessage] | None = None) -> None:
+        self.routed = [] if routed is None else routed
+
+    def route(self, msg: HeldMessage) -> None:
+        self.routed.append(msg)
+
+    def route_many(self, messages: list[HeldMessage]) -> None:
+        self.routed.extend(messages)
+
+
 @pytest.fixture
 def sock_path() -> Iterator[str]:
     """A socket path short enough for AF_UNIX (pytest's tmp_path can exceed the 107-byte limit)."""
@@ -62,12 +89,14 @@ def sock_path() -> Iterator[str]:
 
 @pytest.fixture
 def make_intake(sock_path: str) -> Iterator[Callable[..., DatagramIntake]]:
-    """``make_intake(**kwargs)`` → a DatagramIntake on ``sock_path`` with a RecordingSink (``.sink``), fresh
+    """``make_intake(**kwargs)`` → a DatagramIntake on ``sock_path`` with a RecordingSink (``.sink``, and its
+    ``discards``), fresh
     Counters and a 64 MiB budget unless given. Every intake made is closed at the end of the test."""
     made: list[DatagramIntake] = []
 
     def make(**kwargs: Any) -> DatagramIntake:
         kwargs.setdefault("sink", RecordingSink())
+        kwargs.setdefault("discards", kwargs["sink"])
         kwargs.setdefault("counters", Counters())
         kwargs.setdefault("budget", MessageBudget(64 << 20))
         kwargs.setdefault("reader", "loop")

@@ -10,9 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from bruce.producer.counters import Counters
-from bruce.proxy.intake.budget import BudgetError, MessageBudget
 from bruce.proxy.intake.intake import DatagramIntake
-from bruce.proxy.routing.message import MESSAGE_OVERHEAD, Message, message_charge
+from bruce.proxy.messages.budget import BudgetError, MessageBudget
+from bruce.proxy.messages.message import MESSAGE_OVERHEAD, HeldMessage, message_charge
 from bruce.wire.datagram import build_any_partition, build_partition_key
 
 
@@ -114,7 +114,7 @@ def test_held_messages_stay_within_their_charge(
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    messages: list[Message] = intake.sink.messages
+    messages: list[HeldMessage] = intake.sink.messages
     assert len(messages) == n
     charge = message_charge(key, value)
     assert all(m.charge == charge for m in messages)

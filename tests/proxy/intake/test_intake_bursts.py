@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.intake.intake import DatagramIntake
 from bruce.proxy.intake.intake_process import READ_SIZE
-from bruce.proxy.routing.message import message_charge
+from bruce.proxy.messages.budget import MessageBudget
+from bruce.proxy.messages.message import message_charge
 from bruce.wire.datagram import build_any_partition, build_old_v0, build_partition_key
 
 from .conftest import RecordingSink, connect, wait_until
@@ -79,7 +79,9 @@ def test_a_burst_has_the_outcomes_of_one_datagram_after_another(
     sink = RecordingSink()
     counters = Counters()
     budget = MessageBudget(capacity)
-    intake = DatagramIntake("/nonexistent/bruce.socket", sink=sink, budget=budget, counters=counters, reader="loop")
+    intake = DatagramIntake(
+        "/nonexistent/bruce.socket", sink=sink, discards=sink, budget=budget, counters=counters, reader="loop"
+    )
     intake.max_input_msg_size = MAX_SIZE
     bounds = sorted({0, len(datagrams), *(c for c in cuts if c < len(datagrams))})
     for start, stop in itertools.pairwise(bounds):

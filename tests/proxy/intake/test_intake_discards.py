@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.intake.intake import TOPIC_CACHE_SIZE, DatagramIntake
-from bruce.proxy.routing.message import MESSAGE_OVERHEAD, message_charge
+from bruce.proxy.messages.budget import MessageBudget
+from bruce.proxy.messages.message import MESSAGE_OVERHEAD, message_charge
 from bruce.wire.datagram import build_any_partition, build_old_v0, build_partition_key
 
 from .conftest import connect, wait_until

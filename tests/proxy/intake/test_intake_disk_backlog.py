@@ -13,11 +13,13 @@ from bruce.producer.reasons import DiscardReason
 from bruce.proxy.accounting.discards import DiscardTracker
 from bruce.proxy.accounting.outcomes import Accounting, Outcomes
 from bruce.proxy.daemon.spooling import DiskBacklog
-from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.intake.intake import DatagramIntake
-from bruce.proxy.routing.message import Message, message_charge
-from bruce.proxy.spool import Spool, SpoolConfig
+from bruce.proxy.messages.budget import MessageBudget
+from bruce.proxy.messages.message import HeldMessage, message_charge
+from bruce.proxy.spool import Spool, SpoolConfig, SpoolSlot
 from bruce.wire.datagram import build_any_partition
+
+from .conftest import ListRouter
 
 TS = 1_700_000_000_000
 CHARGE = message_charge(None, b"v000")
@@ -30,20 +32,29 @@ class Daemon:
     def __init__(self, directory: Path, room: int) -> None:
         self.counters = Counters()
         self.budget = MessageBudget(room * CHARGE, counters=self.counters)
+        self.spool = Spool.open(SpoolConfig(directory, segment_bytes=400))
+        self.slot = SpoolSlot(self.spool)
         self.outcomes = Outcomes(
-            self.budget, DiscardTracker(interval_s=600, log_discards=False, counters=self.counters)
+            self.budget, DiscardTracker(interval_s=600, log_discards=False, counters=self.counters), spool=self.slot
         )
-        self.routed: list[Message] = []
-        self.outcomes.on_message = self.routed.append
+        self.routed: list[HeldMessage] = []
+        self.router = ListRouter(self.routed)
         self.intake = DatagramIntake(
-            "/nonexistent/b.sock", sink=self.outcomes, budget=self.budget, counters=self.counters, reader="loop"
+            "/nonexistent/b.sock",
+            sink=self.router,
+            discards=self.outcomes,
+            budget=self.budget,
+            counters=self.counters,
+            spool=self.slot,
+            reader="loop",
         )
         self.outcomes.add_input(lambda: self.intake.datagrams)
-        self.spool = Spool.open(SpoolConfig(directory, segment_bytes=400))
-        self.outcomes.spool = self.intake.spool = self.spool
-        self.backlog = DiskBacklog(self.spool, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        self.backlog = self.backlog_of(self.spool)
         self.sent = 0
         self.acked = 0  # routed messages acknowledged
+
+    def backlog_of(self, spool: Spool) -> DiskBacklog:
+        return DiskBacklog(spool, sink=self.router, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
 
     def send(self, n: int) -> None:
         self.intake.feed(
@@ -148,8 +159,8 @@ def test_with_the_spool_full_too_the_full_policy_and_no_mem_apply_as_before(tmp_
     d = Daemon(tmp_path, room=2)
     d.spool.close()
     d.spool = Spool.open(SpoolConfig(tmp_path / "small", segment_bytes=400, max_bytes=700))  # ten records or so
-    d.outcomes.spool = d.intake.spool = d.spool
-    d.backlog = DiskBacklog(d.spool, budget=d.budget, outcomes=d.outcomes, counters=d.counters)
+    d.slot.spool = d.spool
+    d.backlog = d.backlog_of(d.spool)
     for _ in range(30):  # one datagram per burst (a burst is spooled whole or not at all)
         d.send(1)
     on_disk, full = d.spool.cursor.held, d.spool.full

@@ -225,16 +225,18 @@ def test_reader_process_ignores_ctrl_c(make_intake: Callable[..., DatagramIntake
 DAEMON = """
 import asyncio, sys
 from bruce.producer.counters import Counters
-from bruce.proxy.intake.budget import MessageBudget
+from bruce.proxy.messages.budget import MessageBudget
 from bruce.proxy.intake.intake import DatagramIntake
 
 class Sink:
-    def on_message(self, m): pass
+    def route(self, m): pass
+    def route_many(self, ms): pass
     def on_discard(self, *a): pass
     def on_unparsed(self, *a, **k): pass
 
 async def main():
-    intake = DatagramIntake(sys.argv[1], sink=Sink(), budget=MessageBudget(1 << 20), counters=Counters())
+    sink = Sink()
+    intake = DatagramIntake(sys.argv[1], sink=sink, discards=sink, budget=MessageBudget(1 << 20), counters=Counters())
     serving = asyncio.ensure_future(intake.serve())
     await asyncio.sleep(0.3)
     print(intake._process.process.pid, flush=True)

@@ -89,17 +89,17 @@ def test_two_topics_of_one_length_do_not_relearn_every_datagram(
 def test_the_fast_path_sets_every_slot_as_the_constructor_does(
     make_intake: Callable[..., DatagramIntake], key: bytes
 ) -> None:
-    """The fast path builds its messages without calling ``Message``: every slot (the producer's and the daemon's)
+    """The fast path builds its messages without calling ``HeldMessage``: every slot (the producer's and the daemon's)
     must hold what the constructor would have put there."""
-    from bruce.proxy.routing.message import Message
+    from bruce.proxy.messages.message import HeldMessage
 
     intake = make_intake()
     datagrams = [build_any_partition("clicks", b"value-%d" % i, key=key, timestamp=TS + i) for i in range(3)]
     intake.feed(datagrams, 12.5)
     assert len(intake.sink.messages) == 3  # the first learns the layout, the next two take the fast path
-    slots = [s for cls in Message.__mro__ for s in getattr(cls, "__slots__", ())]
+    slots = [s for cls in HeldMessage.__mro__ for s in getattr(cls, "__slots__", ())]
     for m, d in zip(intake.sink.messages, datagrams, strict=True):
         _, topic, ts, k, value, pk = parse_datagram(d)
-        built = Message(topic.decode(), k, value, ts, pk, 12.5)
+        built = HeldMessage(topic.decode(), k, value, ts, pk, 12.5)
         for name in slots:
             assert getattr(m, name) == getattr(built, name), name

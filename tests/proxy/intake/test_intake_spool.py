@@ -11,10 +11,10 @@ from bruce.producer.counters import Counters
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.accounting.discards import DiscardTracker
 from bruce.proxy.accounting.outcomes import Outcomes
-from bruce.proxy.intake.budget import MessageBudget
 from bruce.proxy.intake.intake import DatagramIntake
-from bruce.proxy.routing.message import Message, message_charge
-from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig, SpoolMessage
+from bruce.proxy.messages.budget import MessageBudget
+from bruce.proxy.messages.message import HeldMessage, message_charge
+from bruce.proxy.spool import FullPolicy, Spool, SpoolConfig, SpoolMessage, SpoolSlot
 from bruce.wire.datagram import build_any_partition, build_partition_key
 
 from .conftest import RecordingSink
@@ -25,8 +25,15 @@ TS = 1_700_000_000_000
 def intake_with(spool: Spool, capacity: int = 10**9) -> tuple[DatagramIntake, RecordingSink, MessageBudget]:
     sink = RecordingSink()
     budget = MessageBudget(capacity)
-    intake = DatagramIntake("/nonexistent/bruce.socket", sink=sink, budget=budget, counters=Counters(), reader="loop")
-    intake.spool = spool
+    intake = DatagramIntake(
+        "/nonexistent/bruce.socket",
+        sink=sink,
+        discards=sink,
+        budget=budget,
+        counters=Counters(),
+        spool=SpoolSlot(spool),
+        reader="loop",
+    )
     return intake, sink, budget
 
 
@@ -107,13 +114,12 @@ def test_a_spooled_message_without_room_is_held_on_disk_only_and_later_ones_foll
 
 def test_every_fate_but_server_shutdown_is_done(tmp_path: Path) -> None:
     budget = MessageBudget(10**9)
-    outcomes = Outcomes(budget, DiscardTracker(interval_s=600, log_discards=False))
     with Spool.open(SpoolConfig(tmp_path / "s")) as spool:
-        outcomes.spool = spool
+        outcomes = Outcomes(budget, DiscardTracker(interval_s=600, log_discards=False), spool=SpoolSlot(spool))
         first = spool.append([SpoolMessage(b"t", None, None, b"v", TS)] * 6)
         messages = []
         for i in range(6):
-            m = Message("t", None, b"v", TS, None, 1.0)
+            m = HeldMessage("t", None, b"v", TS, None, 1.0)
             m.spool_seq = first + i
             assert budget.try_reserve(m.charge)
             messages.append(m)

@@ -23,17 +23,19 @@ from bruce.proxy.config.model import (
     TopicAction,
     TopicBatching,
 )
+from bruce.proxy.messages.message import HeldMessage
 from bruce.proxy.routing.batcher import Batcher
-from bruce.proxy.routing.message import Message
 from bruce.proxy.routing.router import Router
 
 _timestamps = itertools.count(1_700_000_000_000)
 
 
-def msg(topic: str, value: bytes | str, received: float = 0.0, *, key: bytes = b"", pk: int | None = None) -> Message:
+def msg(
+    topic: str, value: bytes | str, received: float = 0.0, *, key: bytes = b"", pk: int | None = None
+) -> HeldMessage:
     """A daemon message received at ``received`` (monotonic seconds) with an unrelated client timestamp."""
     value = value.encode() if isinstance(value, str) else value
-    return Message(topic, key, value, next(_timestamps), pk, received)
+    return HeldMessage(topic, key, value, next(_timestamps), pk, received)
 
 
 def limits(time_s: int | None = None, messages: int | None = None, nbytes: int | None = None) -> BatchLimits:
@@ -79,9 +81,9 @@ class Submitted:
     """A recording ``submit``: every batch handed to the producer, in order."""
 
     def __init__(self) -> None:
-        self.batches: list[tuple[str, list[Message]]] = []
+        self.batches: list[tuple[str, list[HeldMessage]]] = []
 
-    def __call__(self, topic: str, messages: list[Message]) -> None:
+    def __call__(self, topic: str, messages: list[HeldMessage]) -> None:
         assert messages, "an empty batch was submitted"
         assert all(m.topic == topic for m in messages), "a batch mixes topics"
         self.batches.append((topic, list(messages)))
@@ -134,7 +136,7 @@ class Rig:
             **router_kw,
         )
 
-    def discard(self, m: Message, reason: DiscardReason) -> None:
+    def discard(self, m: HeldMessage, reason: DiscardReason) -> None:
         self.discards.append((reason, m.topic, m.value.decode()))  # type: ignore[attr-defined]
 
     def send(self, topic: str, value: str | bytes, now: float = 1.0, **kw: Any) -> None:

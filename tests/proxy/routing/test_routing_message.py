@@ -1,5 +1,5 @@
-"""One object per message end to end: the daemon's Message is the producer's Message plus topic, receive time and
-budget charge, and its fast constructor sets every producer field exactly as the producer's constructor does."""
+"""One object per message end to end: the daemon's HeldMessage is the producer's Message plus topic, receive time and
+budget charge, and its constructor sets every producer field exactly as the producer's constructor does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from bruce.producer.message import Message as ProducerMessage
 from bruce.producer.message import resolve_delivered, resolve_failed
 from bruce.producer.reasons import DiscardReason
-from bruce.proxy.routing.message import MESSAGE_OVERHEAD, Message
+from bruce.proxy.messages.message import MESSAGE_OVERHEAD, HeldMessage
 
 
 def producer_slots() -> list[str]:
@@ -19,7 +19,7 @@ def producer_slots() -> list[str]:
     ("key", "value", "partition_key"), [(b"", b"", None), (b"k", b"value", None), (b"", b"v" * 300, 0x444)]
 )
 def test_every_producer_field_is_set_as_the_producer_does(key: bytes, value: bytes, partition_key: int | None) -> None:
-    ours = Message("clicks", key, value, 0x123, partition_key, 12.5)
+    ours = HeldMessage("clicks", key, value, 0x123, partition_key, 12.5)
     theirs = ProducerMessage(key, value, 0x123, None, partition_key)
     for name in producer_slots():
         assert getattr(ours, name) == getattr(theirs, name), name
@@ -28,8 +28,8 @@ def test_every_producer_field_is_set_as_the_producer_does(key: bytes, value: byt
 
 
 def test_the_producer_resolves_it_like_its_own() -> None:
-    delivered = Message("t", b"", b"a", 1, None, 0.0)
-    failed = Message("t", b"", b"b", 1, None, 0.0)
+    delivered = HeldMessage("t", b"", b"a", 1, None, 0.0)
+    failed = HeldMessage("t", b"", b"b", 1, None, 0.0)
     resolve_delivered([delivered], 3, 0x444)
     resolve_failed([failed], DiscardReason.KAFKA_ERROR_ACK, "t")
     assert delivered.done and delivered.result() == (3, 0x444)
@@ -37,12 +37,12 @@ def test_the_producer_resolves_it_like_its_own() -> None:
 
 
 def test_a_null_key_is_held_as_null_and_charged_as_empty() -> None:
-    m = Message("t", None, b"value", 1, None, 0.0)
+    m = HeldMessage("t", None, b"value", 1, None, 0.0)
     assert (m.key, m.size, m.charge) == (None, 5, 5 + MESSAGE_OVERHEAD)
     assert "key=0B value=5B" in repr(m)
 
 
 def test_no_instance_dict() -> None:
-    m = Message("t", b"", b"", 1, None, 0.0)
+    m = HeldMessage("t", b"", b"", 1, None, 0.0)
     with pytest.raises(AttributeError):
         m.extra = 1  # type: ignore[attr-defined]

@@ -14,8 +14,8 @@ from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.dispatcher import Dispatcher
 from bruce.producer.queues import PartitionQueue
-from bruce.proxy.intake.budget import MessageBudget
-from bruce.proxy.routing.message import Message
+from bruce.proxy.messages.budget import MakeRoom, MessageBudget
+from bruce.proxy.messages.message import HeldMessage
 from bruce.proxy.routing.packed import (
     BATCH_BYTES,
     INDEX_BYTES,
@@ -31,10 +31,12 @@ from .helpers import view
 FIELDS = ("topic", "key", "value", "timestamp", "partition_key", "size", "headers", "pinned", "attempts", "spool_seq")
 
 
-def loose(n: int, *, value: int = 100, keyed: bool = False, key: bytes | None = b"", spooled: int = 0) -> list[Message]:
+def loose(
+    n: int, *, value: int = 100, keyed: bool = False, key: bytes | None = b"", spooled: int = 0
+) -> list[HeldMessage]:
     """``spooled``: 0 no sequences; else two bursts' runs ``spooled`` apart and one message in memory only."""
     out = [
-        Message(
+        HeldMessage(
             "t", key, b"%06d" % i + b"v" * (value - 6), 1_700_000_000_000 + i, (i * 7919 - 50) if keyed else None, 5.0
         )
         for i in range(n)
@@ -45,13 +47,13 @@ def loose(n: int, *, value: int = 100, keyed: bool = False, key: bytes | None = 
     return out
 
 
-def reserved(messages: list[Message], capacity: int = 10**9) -> MessageBudget:
+def reserved(messages: list[HeldMessage], capacity: int = 10**9) -> MessageBudget:
     budget = MessageBudget(capacity)
     assert budget.try_reserve_many(sum(m.charge for m in messages), len(messages))
     return budget
 
 
-def fields(m: Message) -> tuple:
+def fields(m: HeldMessage) -> tuple:
     return tuple(getattr(m, f) for f in FIELDS)
 
 
@@ -153,12 +155,13 @@ def test_queues_send_and_drain_packed_batches_like_loose_ones() -> None:
 
 
 def test_the_budget_packs_before_it_refuses() -> None:
-    budget = MessageBudget(10_000)
+    make_room = MakeRoom()  # the daemon's: connected to the producer's compact once it exists
+    budget = MessageBudget(10_000, on_full=make_room)
     messages = loose(20)  # 20 x 500 = 10,000: full
     assert budget.try_reserve_many(sum(m.charge for m in messages), 20)
     packer = Packer(budget)
     queued = [messages]
-    budget.on_full = lambda: [packer.pack("t", ms) for ms in queued]
+    make_room.connect(lambda: [packer.pack("t", ms) for ms in queued])
     assert budget.has_room(500)  # room made by packing (what a TCP input asks before it reads)
     assert budget.try_reserve(500)
     assert budget.used == 20 * (100 + INDEX_BYTES) + BATCH_BYTES + 500 and budget.refused == 0

@@ -21,9 +21,9 @@ from bruce.proxy.config.model import (
     TopicBatching,
 )
 from bruce.proxy.daemon.embedded import EmbeddedBroker
+from bruce.proxy.messages.message import HeldMessage
 from bruce.proxy.routing.batcher import Batcher
 from bruce.proxy.routing.compression_policy import TopicCompression
-from bruce.proxy.routing.message import Message
 from bruce.proxy.routing.router import Router, message_overhead
 
 from .helpers import config, limits, msg
@@ -57,7 +57,7 @@ def test_router_batcher_and_compression_deliver_to_tansu(tansu: EmbeddedBroker, 
             topic_configs={topic: codec for codec, topic in topics.items()},
         ),
     )
-    sent: dict[str, list[Message]] = {t: [] for t in topics.values()}
+    sent: dict[str, list[HeldMessage]] = {t: [] for t in topics.values()}
 
     async def main() -> Producer:
         producer_config = ProducerConfig(bootstrap_servers=(tansu.address,), produce_request_data_limit=256 * 1024)
@@ -91,7 +91,7 @@ def test_router_batcher_and_compression_deliver_to_tansu(tansu: EmbeddedBroker, 
     assert producer.counters.get("MsgSetCompressionYes") > 0
     assert producer.counters.get("MsgSetCompressionError") == 0
     for topic, messages in sent.items():
-        by_partition: dict[int, list[Message]] = {}
+        by_partition: dict[int, list[HeldMessage]] = {}
         for m in messages:  # each message is its own delivery handle: where did it land?
             by_partition.setdefault(m.partition, []).append(m)
         assert sorted(by_partition) == list(range(PARTITIONS)), topic

@@ -1,7 +1,7 @@
 """The memory budget for held messages (Bruce's ``--msg_buffer_max``, given in KiB; counted here in bytes).
 
 Rules:
-- Every message the daemon holds has a *charge* (:func:`bruce.proxy.routing.message.message_charge`: key + value + a
+- Every message the daemon holds has a *charge* (:func:`bruce.proxy.messages.message.message_charge`: key + value + a
   fixed per-message overhead that covers its Python objects), reserved when the message is created and released exactly
   once when its fate is known (delivered, or discarded with a reason). So the memory held by messages stays within
   the budget. Bruce counts 128-byte blocks of key + value instead; the overhead plays the role of its block rounding.
@@ -12,7 +12,7 @@ Rules:
 - Inputs that can pause (the TCP listeners) ask to be told when space is back with
   :meth:`MessageBudget.notify_when_free`; the callbacks run once, from :meth:`release`, when usage falls to the resume
   level (7/8 of the capacity by default), so a paused input does not flap at the boundary.
-- When a reservation does not fit, ``on_full`` (if set) is called first: it may make room by storing held messages
+- When a reservation does not fit, ``on_full`` (if given) is called first: it may make room by storing held messages
   more compactly (the daemon packs its ready batches, :mod:`bruce.proxy.routing.packed`) and gives back the bytes saved
   with :meth:`MessageBudget.shrink`; then the reservation is tried again. Nothing is evicted.
 - Releasing more than is held is a bug and raises :class:`BudgetError` at once.
@@ -57,7 +57,14 @@ class MessageBudget:
         "used",
     )
 
-    def __init__(self, capacity: int, *, resume_fraction: float = 0.875, counters: Counters | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        resume_fraction: float = 0.875,
+        counters: Counters | None = None,
+        on_full: Callable[[], object] | None = None,
+    ) -> None:
         if capacity <= 0:
             raise ValueError(f"budget capacity must be positive, got {capacity}")
         if not 0.0 <= resume_fraction <= 1.0:
@@ -70,7 +77,7 @@ class MessageBudget:
         self.refused = 0  # reservations refused because the budget was full
         self._counters = counters
         self._waiters: dict[Callable[[], object], None] = {}
-        self.on_full: Callable[[], object] | None = None  # called before a reservation is refused (see the rules)
+        self.on_full = on_full  # called before a reservation is refused (see the rules)
 
     @property
     def free(self) -> int:
@@ -160,3 +167,24 @@ class MessageBudget:
 
     def __repr__(self) -> str:
         return f"<MessageBudget used={self.used}/{self.capacity} held={self.held} high_water={self.high_water}>"
+
+
+class MakeRoom:
+    """A budget's ``on_full`` whose maker exists only after the budget: the daemon's budget must pack the batches
+    waiting in the producer's queues, and the producer is built after the budget (its packer gives bytes back to the
+    budget). Built first, given to the budget, connected once, by the composition root, to what makes the room."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self) -> None:
+        self._make: Callable[[], object] | None = None
+
+    def connect(self, make: Callable[[], object]) -> None:
+        """Make room with ``make()`` from now on (once)."""
+        if self._make is not None:
+            raise BudgetError("MakeRoom is connected already")
+        self._make = make
+
+    def __call__(self) -> None:
+        if self._make is not None:
+            self._make()
