@@ -34,8 +34,8 @@ from html import escape
 from bruce.producer import CONNECTED, IDLE
 
 from .charts import sparkline
-from .history import WINDOW_S, RateSample, rate, series, window_span
 from .controls import controls
+from .history import WINDOW_S, RateSample, rate, series, window_span
 from .source import BootstrapState, BrokerState, CounterSet, MetadataTimes, QueueStats, StatusSource
 from .spool_panel import spool_panel
 
