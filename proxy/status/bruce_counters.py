@@ -8,8 +8,9 @@ Rules:
   ``"Name{k=v}"`` only that label value, and a leading ``-`` subtracts. A name with no terms is always 0: Bruce counts
   something that cannot happen here, and its scripts read the name (each such entry says why).
 - Bruce renamed some counters between releases; an old name that counts exactly what a served name counts is served
-  with the same value (``_RENAMED``). Where Bruce split one count in two (a send and a receive thread), the halves
-  are not served: the whole is.
+  with the same value (``_RENAMED``). Where Bruce split one count in two (a send and a receive thread), the whole is
+  served, and the two halves its scripts of those releases read and add (``_SIDES``): the receive side carries the
+  whole, the send side is 0, so their sum is the whole and nothing counts twice. Other halves are not served.
 - :data:`ABSENT` holds Bruce's names that mean nothing here (threads, buffers and wire details of Bruce's own
   design): they are not served. docs/bruce-counters.md lists both tables; a test keeps them in step.
 - Labelled detail (per broker, topic, reason, page) and the daemon's own names stay on ``/metrics``.
@@ -295,10 +296,27 @@ _CURRENT: dict[str, Entry] = {
         for bruce, code in _ACK_CODES_09.items()
     },
 }
+# Releases with a send and a receive thread per broker counted a lost connection or an unanswered request on one
+# side; their counters script adds the two sides to its socket errors (whole name: (receive side, send side)).
+_SIDES = {
+    "ConnectorSocketError": ("ReceiverSocketError", "SenderSocketError"),
+    "ConnectorSocketTimeout": ("ReceiverSocketTimeout", "SenderSocketTimeout"),
+}
 SERVED: dict[str, Entry] = {
     **_CURRENT,
     **{
         old: _e(f"As {new} (its name in another Bruce release).", *_CURRENT[new].terms) for old, new in _RENAMED.items()
+    },
+    **{
+        name: entry
+        for whole, (receive, send) in _SIDES.items()
+        for name, entry in (
+            (
+                receive,
+                _e(f"As {whole}, for releases with a send and a receive thread per broker.", *_CURRENT[whole].terms),
+            ),
+            (send, _e(_ZERO + f"counted in {receive} (their scripts add the two sides: {whole}).")),
+        )
     },
 }
 
@@ -426,11 +444,7 @@ ABSENT: dict[str, str] = {
         ),
         "Which batcher took a message is not counted.",
     ),
-    **dict.fromkeys(("SenderSocketError", "ReceiverSocketError"), _split("ConnectorSocketError")),
-    **dict.fromkeys(
-        ("SenderSocketTimeout", "ReceiverSocketTimeout", "ReceiverSocketTimeoutUnknown"),
-        _split("ConnectorSocketTimeout"),
-    ),
+    "ReceiverSocketTimeoutUnknown": _split("ConnectorSocketTimeout"),
     "SenderConnectSuccess": "Per-connection successes are not counted (ConnectedBrokers is a gauge on /metrics).",
     "ReceiverSocketReadSuccess": "Socket reads are not counted.",
     "ReceiveThreadGotOkProduceResponse": "Counted per message instead (AckOk on /metrics).",

@@ -1,8 +1,7 @@
 """The front page (``/``): a live dashboard of the daemon — totals, rates with sparklines, held messages and budget
 use, the spool (:mod:`.spool_panel`, with ``--spool_dir``), per-topic rows, each broker's connection state and last
 error (before the first metadata: each configured bootstrap broker and its last error) — above the links to every
-page, the message debug commands and the "Update
-Metadata" form.
+page, the "Update Metadata" form and the message debug commands (:mod:`.controls`).
 
 Rules:
 - One self-contained HTML5 document: inline CSS and server-rendered inline SVG; no script, no font, no image, nothing
@@ -11,7 +10,10 @@ Rules:
   counters and gauges (``/metrics``), queue stats (``/queues``), metadata times, server info, plus the
   broker states and the rate samples (:mod:`bruce.proxy.status.history`). Rates are differences of sampled totals,
   every one (totals and topics) over the same window, stated beside them ("over the last 60 s", or "since start,
-  44 s" while the daemon is younger than the window); each chart states its scale (0 to its peak, and that window).
+  44 s" while the daemon is younger than the window); each chart states its scale in words (that window, and its
+  top: the highest rate; its bottom is 0). A rate or share that is not zero never reads as zero (two significant
+  digits below 1).
+- The layout fills the window (up to 1800 px); below 1000 px the sections stack.
 - Every value shown is in an element with ``data-src`` (where it comes from: ``counters:<Name>``,
   ``counters:<Name>{<label>=<value>}``, ``gauge:<Name>``, ``queues:<topic>:<field>``, ``server_info:<field>``,
   ``metadata:<field>``, ``broker:<id>:<field>``, ``bootstrap:<host:port>:<field>``, ``topic:<name>``,
@@ -24,6 +26,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
@@ -31,8 +34,8 @@ from html import escape
 from bruce.producer import CONNECTED, IDLE
 
 from .charts import sparkline
+from .controls import controls
 from .history import WINDOW_S, RateSample, rate, series, window_span
-from .pages import MSG_DEBUG_COMMANDS, PAGE_TITLES, PAGES
 from .source import BootstrapState, BrokerState, CounterSet, MetadataTimes, QueueStats, StatusSource
 from .spool_panel import spool_panel
 
@@ -46,8 +49,18 @@ def _int(v: float) -> str:
     return f"{int(v):,}"
 
 
-def _rate(v: float) -> str:
-    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+def _figure(v: float) -> str:
+    """A rate or share: whole above 100, one decimal above 1, two significant digits below (0.024, not 0.0: a rate
+    that is not zero never reads as zero), ``< 0.001`` below that, ``0`` for none."""
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 1:
+        return f"{v:.1f}"
+    if v <= 0:
+        return "0"
+    if v < 0.001:
+        return "< 0.001"
+    return f"{v:.{1 - math.floor(math.log10(v))}f}".rstrip("0").rstrip(".")
 
 
 def _bytes(v: float) -> str:
@@ -74,11 +87,11 @@ def _duration(v: float) -> str:
 
 FORMATS: dict[str, Callable[[float], str]] = {
     "int": _int,
-    "rate": _rate,
+    "rate": _figure,
     "bytes": _bytes,
     "time": _time,
     "time_ms": lambda v: _time(v / 1000),
-    "pct": lambda v: f"{v:.1f}\N{NO-BREAK SPACE}%",
+    "pct": lambda v: f"{_figure(v)}\N{NO-BREAK SPACE}%",
     "dur": _duration,
     "secs": lambda v: f"{v:.0f}",
 }
@@ -151,11 +164,11 @@ def _problems(
 
 
 def _scale(what: str, values: Sequence[float], span: float | None) -> str:
-    """A chart's scale: its top (the peak per-second rate; the bottom is zero) and the time it spans."""
+    """A chart's scale in words: the time it spans and its top, the highest per-second rate (its bottom is zero)."""
     if len(values) < 2 or span is None:
         return '<p class="scale">no data yet</p>'
     peak = _v(f"rate:{what}:peak", max(values), "rate")
-    return f'<p class="scale">chart top {peak} /s, spanning {_v("rate:window", span, "secs")} s</p>'
+    return f'<p class="scale">last {_v("rate:window", span, "secs")} s, up to {peak} /s</p>'
 
 
 def _topic_rows(c: _Counters, queues: QueueStats, samples: Sequence[RateSample], span: float | None) -> tuple[str, int]:
@@ -226,7 +239,6 @@ def _broker_rows(brokers: Sequence[BrokerState]) -> str:
 
 def render_front_page(source: StatusSource, *, now: float, metrics: bool = True) -> str:
     """The dashboard for ``source`` at wall-clock time ``now`` (epoch seconds)."""
-    e = escape
     info = source.server_info()
     c = _Counters(source.counter_sets())
     gauges: dict[str, float] = {}
@@ -316,16 +328,6 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
     discard_rows = _discard_rows(c)
     no_metadata = not times.last_updated_ms and times.bootstrap
     broker_rows = _bootstrap_rows(times.bootstrap) if no_metadata else _broker_rows(brokers)
-    links = "\n".join(
-        f'        <li>{e(PAGE_TITLES[page])}: <a href="/{page}/plain">plain</a> · <a href="/{page}/json">JSON</a></li>'
-        for page in PAGES
-    )
-    if metrics:
-        links += '\n        <li>Prometheus: <a href="/metrics">metrics</a></li>'
-    debug_buttons = "\n".join(
-        f'        <form action="/msg_debug/{cmd}" method="get"><div><input type="submit" value="{cmd}"/></div></form>'
-        for cmd in MSG_DEBUG_COMMANDS[1:]
-    )
     health = (
         '<p class="health ok" role="status">Healthy: metadata fetched, no broker in trouble, nothing discarded in the '
         "rate window</p>"
@@ -358,7 +360,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
       <section class="wide">
         <h2>Topics</h2>
         <table>
-          <thead><tr><th scope="col">topic</th><th scope="col">delivered</th><th scope="col">per s, {window}</th>
+          <thead><tr><th scope="col">topic</th><th scope="col">delivered</th><th scope="col">per second, {window}</th>
             <th scope="col">trend</th><th scope="col">batch</th><th scope="col">send wait</th>
             <th scope="col">ACK wait</th></tr></thead>
           <tbody>
@@ -392,24 +394,7 @@ def render_front_page(source: StatusSource, *, now: float, metrics: bool = True)
       <p class="muted">Metadata last fetched {_v("metadata:last_updated", times.last_updated_ms, "time_ms")}, last
         changed {_v("metadata:last_modified", times.last_modified_ms, "time_ms")}.</p>
     </section>
-    <div class="cols">
-      <section>
-        <h2>Pages</h2>
-        <ul>
-{links}
-        </ul>
-      </section>
-      <section>
-        <h2>Message debug</h2>
-        <p><a href="/msg_debug/get_topics">get_topics</a>; one topic:
-          <code>/msg_debug/add_topic/&lt;topic&gt;</code>, <code>/msg_debug/del_topic/&lt;topic&gt;</code></p>
-{debug_buttons}
-      </section>
-      <section>
-        <h2>Server management</h2>
-        <form action="/metadata_update" method="post"><div><input type="submit" value="Update Metadata"/></div></form>
-      </section>
-    </div>
+{controls(metrics=metrics)}
     </main>
   </body>
 </html>
@@ -425,7 +410,7 @@ _CSS = """
       header h1 { margin: 0; font-size: 22px; font-weight: 650; }
       header h1 small { font-weight: 400; color: #9ca3af; font-size: 15px; margin-left: 6px; }
       header p { margin: 4px 0 0; color: #d1d5db; font-size: 13px; }
-      main { padding: 18px 28px 28px; max-width: 1280px; }
+      main { padding: 18px 28px 28px; max-width: 1800px; }
       h2 { font-size: 13px; text-transform: uppercase; letter-spacing: .06em; color: var(--muted); margin: 0 0 8px; }
       section { background: #fff; border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px;
                 margin-bottom: 16px; }
@@ -443,8 +428,12 @@ _CSS = """
       .scale { margin: 2px 0 0; color: var(--muted); font-size: 11px; }
       .bar { height: 10px; background: #f3f4f6; border-radius: 5px; overflow: hidden; border: 1px solid var(--line); }
       .bar div { height: 100%; background: #d97706; }
-      .cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); gap: 16px; }
+      .cols { display: grid; grid-template-columns: repeat(auto-fit, minmax(300px, 1fr)); column-gap: 16px; }
       .cols section.wide { grid-column: span 2; }
+      @media (max-width: 1000px) { .cols { grid-template-columns: 1fr; } .cols section.wide { grid-column: auto; } }
+      .spool tbody th { white-space: nowrap; padding-right: 16px; }
+      .debug td:first-child { white-space: nowrap; width: 1%; padding-right: 16px; }
+      .debug form { margin: 2px 0; }
       table { border-collapse: collapse; width: 100%; font-size: 14px; }
       th, td { text-align: left; padding: 5px 10px 5px 0; border-bottom: 1px solid var(--line);
                vertical-align: middle; }

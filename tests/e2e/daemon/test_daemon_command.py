@@ -4,6 +4,7 @@ shutdown drain of datagrams still queued in the kernel, Bruce's two XML configs 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -92,6 +93,14 @@ def test_daemon_mode_prints_the_pid_and_serves(
         with BruceClient(sock) as client:
             client.send_any_partition(topic, b"from-daemon-mode")
         assert [r.value for r in consume_topic(tansu.address, topic, 1, 1)] == [b"from-daemon-mode"]
+        # the pages name the daemon (the PID printed for the pid file, the one in its log), not the exited parent
+        log = log_path.read_text()
+        status_url = re.search(r"status (http://\S+)/\n", log).group(1)  # type: ignore[union-attr]
+        assert f" bruce[{pid}] " in log
+        for page in ("server_info", "counters", "queues", "discards", "metadata_fetch_time"):
+            status, _, body = http_get(f"{status_url}/{page}/json")
+            assert status == 200 and json.loads(body)["pid"] == pid, (page, body[:200])
+        assert f"pid: {pid}\n" in http_get(f"{status_url}/server_info/plain")[2]
     finally:
         os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not _alive(pid), what=f"daemon {pid} to exit")

@@ -113,7 +113,8 @@ def test_shutdown_waits_for_a_topic_being_created(
         a = d.stop()
     assert (a.received, a.delivered, a.discarded) == (2, 2, 0)
     assert cluster.call(lambda: cluster.cluster.values("fresh")) == [b"v0", b"v1"]
-    assert "waiting up to 10 s to deliver 2 held messages" in caplog.text
+    assert "waiting up to 10 s to deliver 2 held messages; a second Ctrl-C (or SIGTERM) stops at once" in caplog.text
+    assert "delivered the 2 held messages in " in caplog.text  # how the wait ended
 
 
 def test_a_creation_past_its_deadline_discards_as_topic_create_timeout(

@@ -10,8 +10,8 @@ Rules (the convention every page follows):
   escapes the test. Only sh, bash and python blocks can be runnable (console and pycon show prompts).
 - A marker that is not directly above a code block is a problem too (it would silently mark nothing).
 - Runnable examples are written for the setup ``./run.sh`` gives (the daemon's default socket, its embedded broker
-  on ``127.0.0.1:9092``, status pages on ``127.0.0.1:9090``) and run as written. The one placeholder is a production
-  socket, ``/var/run/bruce/bruce.socket``, which the docs test replaces by the daemon's (:data:`PLACEHOLDERS`).
+  on ``127.0.0.1:9092``, status pages on ``127.0.0.1:9090``) and run as written, nothing replaced: a production path
+  such as ``/var/run/bruce/bruce.socket`` belongs in prose or a not-runnable block (:data:`PRODUCTION_PATHS`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parents[3]
 CODE_LANGUAGES = {"sh", "bash", "shell", "console", "python", "py", "pycon"}
 RUNNABLE_LANGUAGES = {"sh": "sh", "bash": "sh", "python": "python"}
-PLACEHOLDERS = ("/var/run/bruce/bruce.socket",)  # a production socket: readers use theirs
+PRODUCTION_PATHS = ("/var/run/", "/etc/bruce/", "/var/lib/bruce")  # a runnable example under ./run.sh reaches none
 _MARKER = re.compile(r"^<!--\s*(?:(runnable)|(not-runnable)\s*(?::\s*(.*?))?)\s*-->\s*$")
 _ANY_MARKER = re.compile(r"<!--\s*(?:runnable|not-runnable)\b")
 
@@ -124,11 +124,3 @@ def read_blocks(path: Path, root: Path = ROOT) -> tuple[list[Block], list[str]]:
 def runnable_blocks(root: Path = ROOT) -> list[Block]:
     """Every runnable block of every page, in page order."""
     return [b for path in doc_paths(root) for b in read_blocks(path, root)[0] if b.runnable]
-
-
-def substitute(code: str, values: dict[str, str]) -> str:
-    """``code`` with each placeholder (:data:`PLACEHOLDERS`) replaced by the docs test's value."""
-    assert set(values) == set(PLACEHOLDERS), "give a value for every placeholder"
-    for placeholder, value in values.items():
-        code = code.replace(placeholder, value)
-    return code

@@ -2,7 +2,7 @@
 
     python run_python.py BLOCKS.json
 
-BLOCKS.json: ``{"doc": "docs/x.md", "blocks": [{"line": 12, "code": "..."}, ...]}``, the code already substituted.
+BLOCKS.json: ``{"doc": "docs/x.md", "blocks": [{"line": 12, "code": "..."}, ...]}``, the code as written.
 Each block is compiled with the page as its file name and its own line numbers, so a traceback points into the page.
 The first block that raises stops the run: its traceback, then ``FAILED <doc>:<line>``, and exit status 1.
 """

@@ -1,16 +1,15 @@
 """Every example in README.md and docs/*.md marked ``<!-- runnable -->`` runs as written, against tansu and a real
 ``bruce`` daemon; every other code block says why it does not run (the rules are in ``examples.py``).
 
-How examples run: from the repository's root, with this environment's ``bin`` first on PATH (``bruce``,
-``to_bruce``), ``$XDG_RUNTIME_DIR``, ``$XDG_STATE_HOME`` and ``$TMPDIR`` in a fresh directory, and one daemon started
-exactly as ``./run.sh`` starts it (no arguments): its embedded broker on 127.0.0.1:9092 (topics created on first
-use), its status pages on 127.0.0.1:9090, its socket at the default path. So the examples run as written; the one
-placeholder, a production socket (``/var/run/bruce/bruce.socket``), is replaced by the daemon's. Ports 9092 and 9090
-must be free for this module (the session's ``tansu`` and every other test broker take free ports, which are never
-these): if something else holds one, the module fails at once and names it. A ``sh`` block runs alone in
+How examples run: from the repository's root, with this environment's ``bin`` first on PATH (``bruce``, ``to_bruce``),
+``$XDG_RUNTIME_DIR``, ``$XDG_STATE_HOME`` and ``$TMPDIR`` in a fresh directory, and one daemon started exactly as
+``./run.sh`` starts it (no arguments): its embedded broker on 127.0.0.1:9092 (topics created on first use), its status
+pages on 127.0.0.1:9090, its socket at the default path. So the examples run as written, nothing replaced. Ports 9092
+and 9090 must be free for this module (the session's ``tansu`` and every other test broker take free ports, which are
+never these): if something else holds one, the module fails at once and names it. A ``sh`` block runs alone in
 ``bash -e -o pipefail``; the ``python`` blocks of one page run in order in one interpreter (``run_python.py``), like a
-reader pasting them. Each has a bounded time; a failure names the page and line, with the example's output. An
-example must leave the repository as it found it.
+reader pasting them. Each has a bounded time; a failure names the page and line, with the example's output. An example
+must leave the repository as it found it.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import pytest
 from bruce.proxy.config.ports import KAFKA_PORT, port_is_free
 
 from ..daemon.harness import BruceProcess, counters_json, start_bruce, wait_for
-from .examples import ROOT, Block, doc_paths, read_blocks, runnable_blocks, substitute
+from .examples import PRODUCTION_PATHS, ROOT, Block, doc_paths, read_blocks, runnable_blocks
 
 SH_TIMEOUT_S = 120
 PYTHON_TIMEOUT_S = 120  # per page, plus PYTHON_BLOCK_TIMEOUT_S per block
@@ -49,10 +48,9 @@ WAITING: dict[str, str] = {}  # doc → why its examples cannot pass yet (a stri
 
 @dataclass(frozen=True)
 class Setup:
-    """The environment and the placeholder values the examples run with, and the daemon's log."""
+    """The environment the examples run with, and the daemon's log."""
 
     env: dict[str, str]
-    values: dict[str, str]
     daemon_log: Path
     daemon: BruceProcess
 
@@ -96,8 +94,7 @@ def setup() -> Iterator[Setup]:
             wait_for(lambda: counters_json(status_url).get("MetadataChanged", 0) >= 1, what="the first metadata")
             socket_path = str(work / "run" / "bruce.socket")  # the default path under $XDG_RUNTIME_DIR
             assert os.path.exists(socket_path), daemon.log
-            values = {"/var/run/bruce/bruce.socket": socket_path}
-            yield Setup(env, values, work / "bruce.log", daemon)
+            yield Setup(env, work / "bruce.log", daemon)
         finally:
             daemon.kill()
     finally:
@@ -141,6 +138,13 @@ def test_every_code_block_is_marked_and_every_marker_marks_one() -> None:
     assert not problems, "code blocks in the docs that the docs test cannot classify:\n" + "\n".join(problems)
 
 
+def test_runnable_examples_name_no_production_path() -> None:
+    """They run as written under ./run.sh: the client library and to_bruce find its socket without a path, so no
+    example needs a production path that a reader (or this test) would have to replace."""
+    named = [(b.where, p) for b in BLOCKS for p in PRODUCTION_PATHS if p in b.code]
+    assert named == []
+
+
 def test_the_first_hour_is_covered() -> None:
     """The examples a new user meets first are among the runnable ones (not quietly marked away)."""
     pages = {b.doc for b in BLOCKS}
@@ -150,8 +154,7 @@ def test_the_first_hour_is_covered() -> None:
 
 @pytest.mark.parametrize("block", SH, ids=[b.where for b in SH])
 def test_sh_example(block: Block, setup: Setup) -> None:
-    code = substitute(block.code, setup.values)
-    _run(["bash", "-e", "-o", "pipefail", "-c", code], setup, SH_TIMEOUT_S, f"{block.where}: the ```sh example")
+    _run(["bash", "-e", "-o", "pipefail", "-c", block.code], setup, SH_TIMEOUT_S, f"{block.where}: the ```sh example")
 
 
 def _marks(doc: str) -> list[pytest.MarkDecorator]:
@@ -164,7 +167,7 @@ def _marks(doc: str) -> list[pytest.MarkDecorator]:
 @pytest.mark.parametrize("doc", [pytest.param(d, marks=_marks(d)) for d in PYTHON_PAGES])
 def test_python_examples(doc: str, setup: Setup, tmp_path: Path) -> None:
     blocks = [b for b in BLOCKS if b.kind == "python" and b.doc == doc]
-    page = {"doc": doc, "blocks": [{"line": b.line, "code": substitute(b.code, setup.values)} for b in blocks]}
+    page = {"doc": doc, "blocks": [{"line": b.line, "code": b.code} for b in blocks]}
     script = tmp_path / "blocks.json"
     script.write_text(json.dumps(page))
     timeout = PYTHON_TIMEOUT_S + PYTHON_BLOCK_TIMEOUT_S * len(blocks)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .examples import read_blocks, substitute
+from .examples import read_blocks
 
 PAGE = """# A page
 
@@ -68,12 +68,3 @@ def test_marked_blocks_are_read_with_their_lines(tmp_path: Path) -> None:
 def test_a_block_that_would_escape_the_docs_test_is_a_problem(tmp_path: Path, text: str, problem: str) -> None:
     _, problems = _read(tmp_path, text)
     assert any(p.startswith(problem) for p in problems), problems
-
-
-def test_placeholders_are_replaced_exactly() -> None:
-    """Only the production socket is replaced: the broker and the status pages are ./run.sh's, named as written."""
-    code = 'Producer(("127.0.0.1:9092",)); BruceClient("/var/run/bruce/bruce.socket"); get("http://127.0.0.1:9090/")'
-    assert (
-        substitute(code, {"/var/run/bruce/bruce.socket": "/s"})
-        == 'Producer(("127.0.0.1:9092",)); BruceClient("/s"); get("http://127.0.0.1:9090/")'
-    )

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from bruce.client import (
     MessageTooLargeError,
     SocketFullError,
     TopicTooLargeError,
+    default_socket_path,
     now_ms,
 )
 from bruce.proxy.intake.intake import DatagramIntake
@@ -236,3 +238,27 @@ def test_invalid_timeouts(sock_path: str, kwargs: dict[str, Any]) -> None:
         BruceClient(sock_path, **kwargs)
     with BruceClient(sock_path) as client, pytest.raises(UsageError):
         client.send_any_partition("t", b"v", timeout=-0.5)
+
+
+@pytest.mark.parametrize("runtime_dir", [True, False], ids=["XDG_RUNTIME_DIR", "TMPDIR"])
+def test_without_a_path_the_client_sends_to_the_daemons_default_socket(
+    runtime_dir: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``BruceClient()`` finds the daemon where ``bruce`` puts its socket without ``--receive_socket_name`` (and
+    ``to_bruce`` without ``--socket_path`` sends): ``$XDG_RUNTIME_DIR/bruce.socket``, else
+    ``$TMPDIR/bruce-<uid>/bruce.socket``."""
+    if runtime_dir:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+        where = tmp_path / "bruce.socket"
+    else:
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+        monkeypatch.setenv("TMPDIR", str(tmp_path))
+        where = tmp_path / f"bruce-{os.geteuid()}" / "bruce.socket"
+        where.parent.mkdir(mode=0o700)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as receiver:
+        receiver.bind(str(where))
+        receiver.settimeout(TIMEOUT)
+        with BruceClient() as client:
+            client.send_any_partition("clicks", b"to the default socket")
+        assert parse_datagram(receiver.recv(1000)).value == b"to the default socket"
+    assert BruceClient().socket_path == os.fsencode(where) == os.fsencode(default_socket_path())

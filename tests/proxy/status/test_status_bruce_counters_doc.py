@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bruce.proxy.status.bruce_counters import ABSENT, SERVED
+from bruce.producer.counters import Counters
+from bruce.proxy.status.bruce_counters import ABSENT, SERVED, bruce_counters
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "bruce-counters.md"
 
-# Counter names defined in Bruce's sources, over all its releases: 158 served + 118 not served.
+# Counter names defined in Bruce's sources, over all its releases: 162 served + 114 not served.
 BRUCE_NAMES = 276
 
 
@@ -37,8 +38,52 @@ def test_every_name_bruces_scripts_read_is_served() -> None:
     assert set(READ_COUNTERS) <= set(SERVED)
 
 
+# The socket errors summed by check_bruce_counters.py of Bruce's release with a send and a receive thread per broker
+# (its Nagios script of that release: a name it does not find is UNKNOWN), and by its latest release.
+SPLIT_RELEASE_SOCKET_ERRORS = (
+    "ConnectFailOnTryGetMetadata",
+    "MetadataResponseRead1LostTcpConnection",
+    "MetadataResponseRead1TimedOut",
+    "MetadataResponseRead2LostTcpConnection",
+    "MetadataResponseRead2TimedOut",
+    "MetadataResponseRead2UnexpectedEnd",
+    "ReadMetadataResponse2Fail",
+    "ReceiverSocketBrokerClose",
+    "ReceiverSocketError",
+    "ReceiverSocketTimeout",
+    "SenderConnectFail",
+    "SenderSocketError",
+    "SenderSocketTimeout",
+    "SendMetadataRequestFail",
+    "SendMetadataRequestLostTcpConnection",
+    "SendMetadataRequestTimedOut",
+)
+
+
+def test_the_split_thread_releases_script_finds_its_names_and_sums_each_failure_once() -> None:
+    """That release's script reads each side of a lost connection and of a timeout and adds them: both sides are
+    served, and its sum equals the latest release's (each failure once, not twice)."""
+    from bruce.proxy.status.nagios import SOCKET_ERROR_COUNTERS
+
+    assert set(SPLIT_RELEASE_SOCKET_ERRORS) <= set(SERVED)
+    daemon = Counters()
+    for name, n in (
+        ("ConnectFailOnTryGetMetadata", 1),
+        ("ConnectorConnectFail", 2),
+        ("ConnectorSocketError", 3),
+        ("ConnectorSocketBrokerClose", 4),
+        ("ConnectorSocketTimeout", 5),
+        ("ConnectorRequestTimeout", 6),
+    ):
+        daemon.inc(name, n)
+    served = dict(bruce_counters([("bruce.producer", daemon)]))
+    assert sum(served[n] for n in SPLIT_RELEASE_SOCKET_ERRORS) == sum(served[n] for n in SOCKET_ERROR_COUNTERS) == 21
+    assert (served["ReceiverSocketError"], served["SenderSocketError"]) == (3, 0)
+    assert (served["ReceiverSocketTimeout"], served["SenderSocketTimeout"]) == (11, 0)
+
+
 def test_catalogue_holds_every_bruce_name() -> None:
-    assert (len(SERVED), len(ABSENT)) == (158, 118)
+    assert (len(SERVED), len(ABSENT)) == (162, 114)
     assert len(SERVED) + len(ABSENT) == BRUCE_NAMES
     text = DOC.read_text()
     assert f"{BRUCE_NAMES} in all: {len(SERVED)} served, {len(ABSENT)} not served" in text

@@ -4,6 +4,8 @@ every value escaped; and the ring of rate samples itself (bounded, rates from di
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from dashboard_check import check_dashboard, parse_dashboard
 
@@ -133,6 +135,9 @@ def test_the_spool_panel_shows_the_spool_when_there_is_one(status: RunningStatus
     assert shown["counters:SpoolReplayed"] == "1,200" and shown["counters:SpoolCorrupt"] == "2"
     assert (shown["counters:SpoolSettled"], shown["counters:SpoolReplayedPossibleDuplicate"]) == ("1,000", "150")
     assert "settled as delivered by the batch journal" in reply.text and "possible duplicates" in reply.text
+    assert 'data-v="3" data-fmt="int">3</span> segment files</td>' in reply.text
+    src.gauge_list = [g if g.name != "SpoolSegments" else Gauge(g.name, g.help, 1) for g in src.gauge_list]
+    assert 'data-v="1" data-fmt="int">1</span> segment file</td>' in status.get("/").text  # one file, not "files"
 
 
 def _shown(html: str) -> dict[str, str]:
@@ -196,13 +201,35 @@ def test_rates_share_one_window_and_state_it(source: FakeSource) -> None:
 
 
 def test_each_chart_states_its_scale(source: FakeSource) -> None:
-    """Every sparkline is followed by its scale: the top of the chart (the peak per-second rate) and the time it
-    spans."""
+    """Every sparkline is followed by its scale in plain words: the time it spans and its top, the highest
+    per-second rate ("last 55 s, up to 198 /s")."""
     html = render_front_page(source, now=NOW)
     charts = html.split('<svg class="spark"')[1:]
     assert len(charts) == 3 + 2  # three cards, two topic rows
     for chart in charts:
         scale = chart.split("</svg>", 1)[1].split("</p>", 1)[0]
         assert 'class="scale"' in scale and ':peak"' in scale and 'data-src="rate:window"' in scale, scale
+        words = re.sub(r"<[^>]+>", "", scale.split(">", 1)[1])
+        assert re.fullmatch(r"last \d+ s, up to [\d,.]+ /s", words), words
     shown = _shown(html)
     assert (shown["rate:delivered:peak"], shown["rate:topic:alpha:peak"], shown["rate:window"]) == ("198", "120", "55")
+
+
+def test_a_small_rate_or_share_never_reads_as_zero(source: FakeSource) -> None:
+    """One message in 42 s is 0.024 /s, not "0.0 /s" beside a count of 1; 1.5 KiB of a 256 MiB budget is "< 0.001 %",
+    not "0.0 %". Only what is zero reads as zero."""
+    source.info = type(source.info)(pid=1, version="v", start_time=START)
+    history = RateHistory()
+    for t in range(43):
+        n = 1 if t >= 20 else 0
+        history.sample(START + t, n, n, 0, {"once": n} if n else {})
+    source.history = history
+    source.accounting = Counters()
+    for name in ("MsgReceived", "MsgDelivered"):
+        source.accounting.inc(name, 1)
+    source.accounting.inc("TopicMsgDelivered", 1, labels=(("topic", "once"),))
+    shown = _shown(render_front_page(source, now=START + 42.5))
+    assert shown["counters:MsgDelivered"] == "1" and shown["rate:window"] == "42"
+    assert shown["rate:received"] == shown["rate:delivered"] == shown["rate:topic:once"] == "0.024"
+    assert shown["rate:discarded"] == "0" and shown["rate:delivered:peak"] == "1.0"
+    assert shown["derived:budget_pct"] == "< 0.001\N{NO-BREAK SPACE}%"

@@ -3,6 +3,7 @@ dashboard values: test_status_dashboard.py)."""
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 from bruce.proxy.status import StatusServer
@@ -77,3 +78,38 @@ def test_without_metrics_there_is_no_route_and_no_link(loop_thread: LoopThread, 
         assert "/metrics" not in links and "/counters/plain" in links
     finally:
         loop_thread.run(server.stop())
+
+
+def _sections(html: str) -> dict[str, str]:
+    """Each section's HTML by its heading."""
+    return {m[1]: m[2] for m in re.finditer(r"<section[^>]*>\s*<h2>(.*?)</h2>(.*?)</section>", html, re.S)}
+
+
+def test_the_message_debug_commands_have_a_section_of_their_own_and_say_what_they_do(status: RunningStatus) -> None:
+    """Bruce's names kept, each beside what it does, under a heading of their own (not among the server's
+    management), which says what the files are and that they hold message contents."""
+    sections = _sections(status.get("/").text)
+    debug, management = sections["Message debug files"], sections["Server management"]
+    assert "/msg_debug/" not in management and "/metadata_update" in management
+    assert "Ask Kafka for its metadata now" in management
+    assert "contents included" in debug and "<code>--msg_debug_time_limit</code>" in debug
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", debug, re.S):
+        words = re.sub(r"<[^>]+>", " ", row).split()
+        button = re.search(r'<input type="submit" value="(\w+)"', row)  # a button's name is its value
+        rows[button[1] if button else words[0]] = " ".join(words)
+    assert rows["get_topics"].endswith("which topics are being written")
+    assert rows["add_all_topics"].endswith("start writing the messages of every topic")
+    assert rows["del_all_topics"].endswith("stop writing them")
+    assert rows["truncate_files"].endswith("empty the three files")
+    assert "start or stop one topic" in rows["/msg_debug/add_topic/&lt;topic&gt;"]
+
+
+def test_the_layout_fills_a_wide_window_and_stacks_in_a_narrow_one(status: RunningStatus) -> None:
+    """Nothing caps the content short of a 1400-px window (it stopped ~150 px short); below 1000 px the two-column
+    rows become one column, so no section is squeezed beside another."""
+    html = status.get("/").text
+    (main,) = re.findall(r"\bmain \{([^}]*)\}", html)
+    cap = re.search(r"max-width:\s*(\d+)px", main)
+    assert cap is None or int(cap[1]) >= 1400 - 2 * 28, main  # the window less main's padding
+    assert re.search(r"@media \(max-width: 1000px\) \{ \.cols \{ grid-template-columns: 1fr; \}", html)
