@@ -100,8 +100,8 @@ def test_encoding_misuse_is_a_usage_error() -> None:
         encode_request(p.ProduceResponse(responses=()), version=0, correlation_id=1)
     with pytest.raises(UsageError, match="not a registered response type"):
         encode_response(p.ProduceRequest(topic_data=()), version=0, correlation_id=1)
-    with pytest.raises(UsageError, match="v12 is not implemented"):
-        encode_request(p.ProduceRequest(topic_data=()), version=12, correlation_id=1)
+    with pytest.raises(UsageError, match="v14 is not implemented"):
+        encode_request(p.ProduceRequest(topic_data=()), version=14, correlation_id=1)
     with pytest.raises(UsageError, match="unknown API key"):
         decode_response(99, 0, b"\x00\x00\x00\x01")
     with pytest.raises(UsageError, match="cannot encode"):

@@ -3,7 +3,8 @@ between construct containers and frozen dataclasses.
 
 Rules:
 - Each API module declares one request and one response dataclass shared by all its versions, builds each version's
-  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`.
+  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`. A version's schema is
+  built on first use (:class:`Schemas`), so importing every API costs little.
 - A dataclass field that a version lacks must have a default; parsing that version leaves the default, building it
   ignores the field. Dataclass field names equal schema field names.
 - Every struct in a flexible version ends with ``"tags" / TaggedFields``; the matching dataclass has
@@ -19,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 import typing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -38,14 +40,37 @@ from ..primitives import (
 API_VERSIONS_KEY = 18
 
 
+class Schemas(Mapping[int, c.Construct]):
+    """The body schema of each version in ``versions``, built by ``build(version)`` on first use and kept."""
+
+    def __init__(self, versions: range, build: Callable[[int], c.Construct]) -> None:
+        self._versions = versions
+        self._build = build
+        self._built: dict[int, c.Construct] = {}
+
+    def __getitem__(self, version: int) -> c.Construct:
+        schema = self._built.get(version)
+        if schema is None:
+            if version not in self._versions:
+                raise KeyError(version)
+            schema = self._built[version] = self._build(version)
+        return schema
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._versions)
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
     """One Kafka API: its key, name, per-version body schemas and the dataclasses they convert to."""
 
     key: int
     name: str
-    requests: dict[int, c.Construct]
-    responses: dict[int, c.Construct]
+    requests: Mapping[int, c.Construct]
+    responses: Mapping[int, c.Construct]
     request_type: type
     response_type: type
     first_flexible: int | None = None  # first flexible version, None if the API has none (in our range)
@@ -169,7 +194,7 @@ def to_buildable(obj: Any) -> Any:
 # ---------------------------------------------------------------- encode / decode
 
 
-def _body_schema(table: dict[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
+def _body_schema(table: Mapping[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
     """The body schema of ``version``; :class:`UsageError` for a version this library does not implement."""
     try:
         return table[version]
