@@ -8,13 +8,14 @@ element and nothing nullable is null, so every field of every nested struct is o
 
 from __future__ import annotations
 
+import functools
 import struct
 
 import construct as c
 from hypothesis import strategies as st
 
 from bruce.wire import primitives
-from bruce.wire.protocol.base import ApiSpec, from_container
+from bruce.wire.protocol.base import REGISTRY, ApiSpec, from_container
 
 
 def _ints(fmtstr: str) -> st.SearchStrategy[int]:
@@ -43,6 +44,10 @@ def from_schema(sc: c.Construct, *, full: bool = False) -> st.SearchStrategy:
         return st.fixed_dictionaries({**fields, "tags": _raw_tags(frozenset(sc.tagged), full)})
     if isinstance(sc, c.Struct):
         return st.fixed_dictionaries({sub.name: from_schema(sub, full=full) for sub in sc.subcons if sub.name})
+    if isinstance(sc, primitives._NullableStruct):
+        return _maybe_null(from_schema(sc.subcon, full=full), True, full)
+    if isinstance(sc, c.FormatField) and sc.fmtstr[-1] == "d":
+        return st.floats(allow_nan=False)
     if isinstance(sc, c.FormatField):
         return _ints(sc.fmtstr)
     if sc is c.Flag:
@@ -52,15 +57,23 @@ def from_schema(sc: c.Construct, *, full: bool = False) -> st.SearchStrategy:
     if sc is primitives.TaggedFields:
         return _raw_tags(frozenset(), full)
     if isinstance(sc, primitives._Sized):
-        value = st.text(min_size=full, max_size=12) if sc.text else st.binary(min_size=full, max_size=40)
+        most = 3 if full else 12 if sc.text else 40  # full values are small: every byte of them gets cut
+        value = st.text(min_size=full, max_size=most) if sc.text else st.binary(min_size=full, max_size=most)
         return _maybe_null(value, sc.nullable, full)
     if isinstance(sc, primitives._Array):
-        return _maybe_null(st.lists(from_schema(sc.subcon, full=full), min_size=full, max_size=3), sc.nullable, full)
+        elements = st.lists(from_schema(sc.subcon, full=full), min_size=full, max_size=1 if full else 3)
+        return _maybe_null(elements, sc.nullable, full)
     raise TypeError(f"no strategy for {sc!r}")
 
 
 def body_values(spec: ApiSpec, version: int, *, request: bool, full: bool = False) -> st.SearchStrategy:
     """Request (or response) dataclasses of ``spec`` at ``version``."""
+    return _body_values(spec.key, version, request, full)
+
+
+@functools.cache
+def _body_values(api_key: int, version: int, request: bool, full: bool) -> st.SearchStrategy:
+    spec = REGISTRY[api_key]
     schema = (spec.requests if request else spec.responses)[version]
     cls = spec.request_type if request else spec.response_type
     return from_schema(schema, full=full).map(lambda value: from_container(cls, value))
