@@ -46,7 +46,18 @@ if TYPE_CHECKING:
     from .protocol.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
     from .protocol.api_versions import KEY as API_VERSIONS_KEY
     from .protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse, decode_api_versions_response
-    from .protocol.base import decode_response, encode_request, request_spec
+    from .protocol.base import (
+        ApiSpec,
+        RequestHeader,
+        api_spec,
+        api_specs,
+        decode_request,
+        decode_response,
+        encode_request,
+        peek_request_header,
+        request_spec,
+        response_correlation_id,
+    )
     from .protocol.end_txn import EndTxnRequest
     from .protocol.fetch import (
         READ_COMMITTED,
@@ -152,6 +163,13 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "API_VERSIONS_KEY": ("protocol.api_versions", "KEY"),
     "decode_api_versions_response": ("protocol.api_versions", "decode_api_versions_response"),
     "decode_response": ("protocol.base", "decode_response"),
+    "decode_request": ("protocol.base", "decode_request"),
+    "peek_request_header": ("protocol.base", "peek_request_header"),
+    "response_correlation_id": ("protocol.base", "response_correlation_id"),
+    "api_spec": ("protocol.base", "api_spec"),
+    "api_specs": ("protocol.base", "api_specs"),
+    "ApiSpec": ("protocol.base", "ApiSpec"),
+    "RequestHeader": ("protocol.base", "RequestHeader"),
     "encode_request": ("protocol.base", "encode_request"),
     "produce_frame": ("protocol.produce_frame", "produce_frame"),
     "request_spec": ("protocol.base", "request_spec"),
@@ -211,6 +229,7 @@ __all__ = [
     "AbortedTransaction",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnTopic",
+    "ApiSpec",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "BruceError",
@@ -238,6 +257,7 @@ __all__ = [
     "ProtocolChoice",
     "Record",
     "RecordInput",
+    "RequestHeader",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
@@ -247,6 +267,8 @@ __all__ = [
     "UnsupportedVersion",
     "UsageError",
     "any_partition_layout",
+    "api_spec",
+    "api_specs",
     "build_any_partition",
     "build_message_set",
     "build_message_set_columns",
@@ -260,6 +282,7 @@ __all__ = [
     "decode_message_set",
     "decode_record_batch",
     "decode_records",
+    "decode_request",
     "decode_response",
     "decompression_limit",
     "encode_request",
@@ -272,11 +295,13 @@ __all__ = [
     "murmur3_32",
     "parse_datagram",
     "parse_packet",
+    "peek_request_header",
     "peek_topic",
     "plog",
     "plog_partition_key",
     "produce_frame",
     "request_spec",
+    "response_correlation_id",
     "topic_name_problem",
     "with_producer_identity",
 ]

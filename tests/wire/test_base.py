@@ -14,10 +14,14 @@ from bruce.wire.protocol import produce as p
 from bruce.wire.protocol.base import (
     REGISTRY,
     ApiSpec,
+    RequestHeader,
+    api_spec,
+    api_specs,
     decode_request,
     decode_response,
     encode_request,
     encode_response,
+    peek_request_header,
     register,
     response_correlation_id,
 )
@@ -87,6 +91,20 @@ def test_response_correlation_id() -> None:
 def test_bad_request_frames(frame: bytes, why: str) -> None:
     with pytest.raises(MalformedInput, match=why):
         decode_request(frame)
+
+
+def test_any_request_header_can_be_read_and_its_api_looked_up() -> None:
+    unknown = bytes.fromhex("0063 0002 00000444 0003 616263 00 ffff")  # API key 99 v2: header, then whatever follows
+    assert peek_request_header(unknown) == RequestHeader(99, 2, 0x444, "abc")
+    assert api_spec(99) is None
+    with pytest.raises(MalformedInput, match="unsupported request"):
+        decode_request(unknown)
+    known = encode_request(m.metadata_request(["a"], version=12), version=12, correlation_id=5, client_id=None)[4:]
+    assert peek_request_header(known) == RequestHeader(3, 12, 5, None)  # the flexible header's tags are not read
+    assert api_spec(3) is REGISTRY[3] and api_spec(3).name == "Metadata"
+    assert [spec.key for spec in api_specs()] == sorted(REGISTRY)
+    with pytest.raises(MalformedInput, match="request header"):
+        peek_request_header(bytes.fromhex("0003 000c 0000"))
 
 
 def test_request_frames_reject_truncation_and_trailing_data() -> None:

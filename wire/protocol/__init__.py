@@ -3,7 +3,11 @@
 
 from . import add_offsets_to_txn as add_offsets_to_txn
 from . import add_partitions_to_txn as add_partitions_to_txn
+from . import alter_client_quotas as alter_client_quotas
 from . import alter_configs as alter_configs
+from . import alter_partition_reassignments as alter_partition_reassignments
+from . import alter_replica_log_dirs as alter_replica_log_dirs
+from . import alter_user_scram_credentials as alter_user_scram_credentials
 from . import api_versions as api_versions
 from . import consumer_group_describe as consumer_group_describe
 from . import consumer_group_heartbeat as consumer_group_heartbeat
@@ -15,13 +19,16 @@ from . import delete_groups as delete_groups
 from . import delete_records as delete_records
 from . import delete_topics as delete_topics
 from . import describe_acls as describe_acls
+from . import describe_client_quotas as describe_client_quotas
 from . import describe_cluster as describe_cluster
 from . import describe_configs as describe_configs
 from . import describe_groups as describe_groups
 from . import describe_log_dirs as describe_log_dirs
 from . import describe_producers as describe_producers
+from . import describe_quorum as describe_quorum
 from . import describe_topic_partitions as describe_topic_partitions
 from . import describe_transactions as describe_transactions
+from . import describe_user_scram_credentials as describe_user_scram_credentials
 from . import elect_leaders as elect_leaders
 from . import end_txn as end_txn
 from . import fetch as fetch
@@ -32,8 +39,10 @@ from . import incremental_alter_configs as incremental_alter_configs
 from . import init_producer_id as init_producer_id
 from . import join_group as join_group
 from . import leave_group as leave_group
+from . import list_config_resources as list_config_resources
 from . import list_groups as list_groups
 from . import list_offsets as list_offsets
+from . import list_partition_reassignments as list_partition_reassignments
 from . import list_transactions as list_transactions
 from . import metadata as metadata
 from . import offset_commit as offset_commit
@@ -46,3 +55,4 @@ from . import sasl_authenticate as sasl_authenticate
 from . import sasl_handshake as sasl_handshake
 from . import sync_group as sync_group
 from . import txn_offset_commit as txn_offset_commit
+from . import update_features as update_features

@@ -13,6 +13,10 @@ Rules:
   size); ``decode_*`` take the frame *without* its size prefix, as a stream reader delivers it.
 - Header versions: requests use v1 (client id) or v2 (flexible); responses v0 or v1 (flexible), except ApiVersions
   whose response header is always v0 (KIP-511).
+- A tool decodes any request frame with :func:`decode_request` (the header names the API and version) and a response
+  with :func:`decode_response`, given the key and version of the request it answers (:func:`response_correlation_id`
+  pairs them); :func:`api_spec` tells whether a key is known, :func:`peek_request_header` reads the header of any
+  request, known or not.
 """
 
 from __future__ import annotations
@@ -99,6 +103,16 @@ def register(spec: ApiSpec) -> ApiSpec:
     return spec
 
 
+def api_spec(api_key: int) -> ApiSpec | None:
+    """The registered API of ``api_key``, or ``None`` for a key this library does not decode."""
+    return REGISTRY.get(api_key)
+
+
+def api_specs() -> tuple[ApiSpec, ...]:
+    """Every registered API, by key: name, versions, first flexible version."""
+    return tuple(spec for _, spec in sorted(REGISTRY.items()))
+
+
 def spec_for(api_key: int) -> ApiSpec:
     try:
         return REGISTRY[api_key]
@@ -130,6 +144,14 @@ _RESPONSE_HEADER_V1 = c.Struct(*_RESPONSE_HEADER_V0.subcons, "tags" / TaggedFiel
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
+
+
+def peek_request_header(frame: bytes) -> RequestHeader:
+    """What every request frame (without its size prefix) starts with, whatever its API and version: key, version,
+    correlation id and client id (a flexible header's tagged fields follow and are not read). For a request this
+    library does not decode, or one that does not decode."""
+    parsed = parse(_REQUEST_HEADER_V1, frame, "request header")  # what follows is not read
+    return RequestHeader(parsed.api_key, parsed.api_version, parsed.correlation_id, parsed.client_id)
 
 
 def request_header_version(api_key: int, version: int) -> int:

@@ -33,7 +33,7 @@ from ._versioned import (
     tagged,
     until,
 )
-from .produce import _LEADER, _NODE_ENDPOINT, LeaderIdAndEpoch, NodeEndpoint
+from .produce import LEADER_ID_AND_EPOCH, NODE_ENDPOINT, LeaderIdAndEpoch, NodeEndpoint
 
 KEY = 1
 VERSIONS = range(19)
@@ -217,7 +217,7 @@ def _response(v: int) -> c.Construct:
         tagged=tagged(
             v,
             (12, 0, "diverging_epoch", _EPOCH_END_OFFSET),
-            (12, 1, "current_leader", _LEADER),
+            (12, 1, "current_leader", LEADER_ID_AND_EPOCH),
             (12, 2, "snapshot_id", _SNAPSHOT_ID),
         ),  # v12: tags 0-2
     )
@@ -232,7 +232,7 @@ def _response(v: int) -> c.Construct:
         *since(v, 1, "throttle_time_ms" / Int32),  # v1
         *since(v, 7, "error_code" / Int16, "session_id" / Int32),  # v7
         "responses" / array(flex, topic),
-        tagged=tagged(v, (16, 0, "node_endpoints", array(True, _NODE_ENDPOINT))),  # v16: tag 0
+        tagged=tagged(v, (16, 0, "node_endpoints", array(True, NODE_ENDPOINT))),  # v16: tag 0
     )
 
 

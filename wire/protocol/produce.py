@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import construct as c
 
 from ..primitives import Int16, Int32, Int64, Uuid
-from ._versioned import array, nullable_bytes, nullable_string, register_api, since, string, struct, until
+from ._versioned import array, nullable_bytes, nullable_string, register_api, since, string, struct, tagged, until
 
 KEY = 0
 VERSIONS = range(14)
@@ -128,8 +128,9 @@ class ProduceResponse:
     tags: dict[int, bytes] | None = None  # v9+
 
 
-_LEADER = struct(True, "leader_id" / Int32, "leader_epoch" / Int32)
-_NODE_ENDPOINT = struct(True, "node_id" / Int32, "host" / string(True), "port" / Int32, "rack" / nullable_string(True))
+# Shared with Fetch, whose answer carries the same tagged structs.
+LEADER_ID_AND_EPOCH = struct(True, "leader_id" / Int32, "leader_epoch" / Int32)
+NODE_ENDPOINT = struct(True, "node_id" / Int32, "host" / string(True), "port" / Int32, "rack" / nullable_string(True))
 
 
 def _response(v: int) -> c.Construct:
@@ -144,7 +145,7 @@ def _response(v: int) -> c.Construct:
         *since(v, 5, "log_start_offset" / Int64),  # v5
         *since(v, 8, "record_errors" / array(flexible, record_error)),  # v8
         *since(v, 8, "error_message" / nullable_string(flexible)),  # v8
-        tagged={0: ("current_leader", _LEADER)} if v >= 10 else None,  # v10: tag 0
+        tagged=tagged(v, (10, 0, "current_leader", LEADER_ID_AND_EPOCH)),  # v10: tag 0
     )
     topic = struct(
         flexible,
@@ -156,7 +157,7 @@ def _response(v: int) -> c.Construct:
         flexible,
         "responses" / array(flexible, topic),
         *since(v, 1, "throttle_time_ms" / Int32),  # v1
-        tagged={0: ("node_endpoints", array(True, _NODE_ENDPOINT))} if v >= 10 else None,  # v10: tag 0
+        tagged=tagged(v, (10, 0, "node_endpoints", array(True, NODE_ENDPOINT))),  # v10: tag 0
     )
 
 
