@@ -1,58 +1,63 @@
-"""Kafka request/response APIs. Importing this package registers every API module with :mod:`.base`'s registry, so
-``encode_request`` / ``decode_response`` know them all. One import per API module."""
+"""Kafka request/response APIs, one module per API. :data:`API_MODULES` names each API key's module; the registry of
+:mod:`.base` imports a module the first time its key is looked up (``REGISTRY`` behaves as if every API were
+registered), so a program pays only for the APIs it uses. Adding an API: its module and one line here."""
 
-from . import add_offsets_to_txn as add_offsets_to_txn
-from . import add_partitions_to_txn as add_partitions_to_txn
-from . import alter_client_quotas as alter_client_quotas
-from . import alter_configs as alter_configs
-from . import alter_partition_reassignments as alter_partition_reassignments
-from . import alter_replica_log_dirs as alter_replica_log_dirs
-from . import alter_user_scram_credentials as alter_user_scram_credentials
-from . import api_versions as api_versions
-from . import consumer_group_describe as consumer_group_describe
-from . import consumer_group_heartbeat as consumer_group_heartbeat
-from . import create_acls as create_acls
-from . import create_partitions as create_partitions
-from . import create_topics as create_topics
-from . import delete_acls as delete_acls
-from . import delete_groups as delete_groups
-from . import delete_records as delete_records
-from . import delete_topics as delete_topics
-from . import describe_acls as describe_acls
-from . import describe_client_quotas as describe_client_quotas
-from . import describe_cluster as describe_cluster
-from . import describe_configs as describe_configs
-from . import describe_groups as describe_groups
-from . import describe_log_dirs as describe_log_dirs
-from . import describe_producers as describe_producers
-from . import describe_quorum as describe_quorum
-from . import describe_topic_partitions as describe_topic_partitions
-from . import describe_transactions as describe_transactions
-from . import describe_user_scram_credentials as describe_user_scram_credentials
-from . import elect_leaders as elect_leaders
-from . import end_txn as end_txn
-from . import fetch as fetch
-from . import find_coordinator as find_coordinator
-from . import get_telemetry_subscriptions as get_telemetry_subscriptions
-from . import heartbeat as heartbeat
-from . import incremental_alter_configs as incremental_alter_configs
-from . import init_producer_id as init_producer_id
-from . import join_group as join_group
-from . import leave_group as leave_group
-from . import list_config_resources as list_config_resources
-from . import list_groups as list_groups
-from . import list_offsets as list_offsets
-from . import list_partition_reassignments as list_partition_reassignments
-from . import list_transactions as list_transactions
-from . import metadata as metadata
-from . import offset_commit as offset_commit
-from . import offset_delete as offset_delete
-from . import offset_fetch as offset_fetch
-from . import offset_for_leader_epoch as offset_for_leader_epoch
-from . import produce as produce
-from . import push_telemetry as push_telemetry
-from . import sasl_authenticate as sasl_authenticate
-from . import sasl_handshake as sasl_handshake
-from . import sync_group as sync_group
-from . import txn_offset_commit as txn_offset_commit
-from . import update_features as update_features
+from __future__ import annotations
+
+API_MODULES: dict[int, str] = {
+    0: "produce",
+    1: "fetch",
+    2: "list_offsets",
+    3: "metadata",
+    8: "offset_commit",
+    9: "offset_fetch",
+    10: "find_coordinator",
+    11: "join_group",
+    12: "heartbeat",
+    13: "leave_group",
+    14: "sync_group",
+    15: "describe_groups",
+    16: "list_groups",
+    17: "sasl_handshake",
+    18: "api_versions",
+    19: "create_topics",
+    20: "delete_topics",
+    21: "delete_records",
+    22: "init_producer_id",
+    23: "offset_for_leader_epoch",
+    24: "add_partitions_to_txn",
+    25: "add_offsets_to_txn",
+    26: "end_txn",
+    28: "txn_offset_commit",
+    29: "describe_acls",
+    30: "create_acls",
+    31: "delete_acls",
+    32: "describe_configs",
+    33: "alter_configs",
+    34: "alter_replica_log_dirs",
+    35: "describe_log_dirs",
+    36: "sasl_authenticate",
+    37: "create_partitions",
+    42: "delete_groups",
+    43: "elect_leaders",
+    44: "incremental_alter_configs",
+    45: "alter_partition_reassignments",
+    46: "list_partition_reassignments",
+    47: "offset_delete",
+    48: "describe_client_quotas",
+    49: "alter_client_quotas",
+    50: "describe_user_scram_credentials",
+    51: "alter_user_scram_credentials",
+    55: "describe_quorum",
+    57: "update_features",
+    60: "describe_cluster",
+    61: "describe_producers",
+    65: "describe_transactions",
+    66: "list_transactions",
+    68: "consumer_group_heartbeat",
+    69: "consumer_group_describe",
+    71: "get_telemetry_subscriptions",
+    72: "push_telemetry",
+    74: "list_config_resources",
+    75: "describe_topic_partitions",
+}

@@ -3,8 +3,9 @@ between construct containers and frozen dataclasses.
 
 Rules:
 - Each API module declares one request and one response dataclass shared by all its versions, builds each version's
-  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`. A version's schema is
-  built on first use (:class:`Schemas`), so importing every API costs little.
+  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`. A module is imported when
+  its key is first looked up in :data:`REGISTRY`, and a version's schema built on first use (:class:`Schemas`), so a
+  program pays only for what it uses.
 - A dataclass field that a version lacks must have a default; parsing that version leaves the default, building it
   ignores the field. Dataclass field names equal schema field names.
 - Every struct in a flexible version ends with ``"tags" / TaggedFields``; the matching dataclass has
@@ -22,6 +23,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import struct
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -40,6 +42,7 @@ from ..primitives import (
     build,
     parse,
 )
+from . import API_MODULES
 
 API_VERSIONS_KEY = 18
 
@@ -87,17 +90,43 @@ class ApiSpec:
         return self.first_flexible is not None and version >= self.first_flexible
 
 
-REGISTRY: dict[int, ApiSpec] = {}
+class _Registry(Mapping[int, ApiSpec]):
+    """Every API of :data:`API_MODULES` by key, each module imported (and so registered) when its key is first
+    looked up, whatever the way (``[key]``, ``get``, ``in``, iteration)."""
+
+    def __init__(self) -> None:
+        self._specs: dict[int, ApiSpec] = {}
+
+    def __getitem__(self, api_key: int) -> ApiSpec:
+        spec = self._specs.get(api_key)
+        if spec is None:
+            importlib.import_module(f"{__package__}.{API_MODULES[api_key]}")  # KeyError for an unknown key
+            spec = self._specs[api_key]
+        return spec
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(API_MODULES))
+
+    def __len__(self) -> int:
+        return len(API_MODULES)
+
+    def add(self, spec: ApiSpec) -> None:
+        if spec.key in self._specs:
+            raise UsageError(f"API key {spec.key} registered twice")
+        if API_MODULES.get(spec.key) != spec.request_type.__module__.rsplit(".", 1)[-1]:
+            raise UsageError(f"{spec.name}: API key {spec.key} is not its module's in API_MODULES")
+        self._specs[spec.key] = spec
+
+
+REGISTRY = _Registry()
 _BY_TYPE: dict[type, ApiSpec] = {}
 
 
 def register(spec: ApiSpec) -> ApiSpec:
-    """Add an API to the registry (each API module calls this once at import)."""
-    if spec.key in REGISTRY:
-        raise UsageError(f"API key {spec.key} registered twice")
+    """Add an API to the registry (each API module calls this once, when it is imported)."""
     if set(spec.requests) != set(spec.responses):
         raise UsageError(f"{spec.name}: request and response versions differ")
-    REGISTRY[spec.key] = spec
+    REGISTRY.add(spec)
     _BY_TYPE[spec.request_type] = spec
     _BY_TYPE[spec.response_type] = spec
     return spec
