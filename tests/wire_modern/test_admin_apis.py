@@ -1,15 +1,18 @@
 """Later versions and admin APIs, golden vectors written by hand from Kafka's message specifications: Produce v13 and
-Fetch v18 (topic ids, tagged fields decoded by name), ApiVersions v3's feature tags, DescribeConfigs, DescribeCluster
-and PushTelemetry; each decoded back and cut at every byte. Every version round trips in
+Fetch v18 (topic ids, tagged fields decoded by name), ApiVersions v3's feature tags, DescribeConfigs, DescribeCluster,
+the telemetry APIs and ConsumerGroupDescribe (the last two unknown to kafka-python); each decoded back and cut at
+every byte. Every version round trips in
 tests/wire/test_protocol_round_trips; every field is checked against kafka-python in
 tests/wire/test_interop_kafka_python."""
 
 from __future__ import annotations
 
 from bruce.wire.protocol import api_versions as av
+from bruce.wire.protocol import consumer_group_describe as cgd
 from bruce.wire.protocol import describe_cluster as dcl
 from bruce.wire.protocol import describe_configs as dc
 from bruce.wire.protocol import fetch as f
+from bruce.wire.protocol import get_telemetry_subscriptions as gts
 from bruce.wire.protocol import produce as p
 from bruce.wire.protocol import push_telemetry as pt
 
@@ -135,4 +138,67 @@ def test_push_telemetry_v0_request() -> None:
         + TOPIC_ID_HEX  # client instance id
         + "00000123" "00" "04"  # subscription, not terminating, zstd
         "03" "0a0b" "00",  # metrics (2 bytes, raw), tags
+    )  # fmt: skip
+
+
+def test_get_telemetry_subscriptions_v0_response() -> None:
+    body = gts.GetTelemetrySubscriptionsResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        client_instance_id=TOPIC_ID,
+        subscription_id=0x123,
+        accepted_compression_types=(4, 1),
+        push_interval_ms=30_000,
+        telemetry_max_bytes=1 << 20,
+        delta_temporality=True,
+        requested_metrics=("org.apache.kafka.producer.",),
+    )
+    response_frame(
+        gts.KEY,
+        0,
+        body,
+        "00000009" "00" "00000000" "0000"  # response header v1, throttle, no error
+        + TOPIC_ID_HEX  # the client instance id given
+        + "00000123" "03" "04" "01"  # subscription id, compression types zstd and gzip
+        "00007530" "00100000" "01"  # push every 30 s, at most 1 MiB, deltas
+        "02" "1b" + b"org.apache.kafka.producer.".hex()  # 1 metric prefix
+        + "00",  # tags
+    )  # fmt: skip
+
+
+def test_consumer_group_describe_v1_response_member_type() -> None:
+    assigned = cgd.Assignment((cgd.TopicPartitions(topic_id=TOPIC_ID, topic_name="t", partitions=(0,)),))
+    member = cgd.Member(
+        member_id="m",
+        member_epoch=5,
+        client_id="c",
+        client_host="/h",
+        subscribed_topic_names=("t",),
+        assignment=assigned,
+        target_assignment=cgd.Assignment(()),
+        member_type=1,
+    )
+    group = cgd.DescribedGroup(
+        error_code=0,
+        group_id="g",
+        group_state="Stable",
+        group_epoch=5,
+        assignment_epoch=5,
+        assignor_name="uniform",
+        members=(member,),
+    )
+    response_frame(
+        cgd.KEY,
+        1,
+        cgd.ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=(group,)),
+        "00000009" "00" "00000000"  # response header v1, throttle
+        "02" "0000" "00" "0267"  # 1 group: no error, no message, "g"
+        "07" + b"Stable".hex() + "00000005" "00000005"  # state, group epoch, assignment epoch
+        + "08" + b"uniform".hex()  # assignor
+        + "02" "026d" "00" "00" "00000005"  # 1 member: "m", no instance id, no rack, epoch 5
+        "0263" "032f68" "02" "0274" "00"  # client "c", host "/h", subscribed ["t"], no regex
+        "02" + TOPIC_ID_HEX + "0274" "02" "00000000" "00" "00"  # assignment: topic id, "t", partition 0
+        + "01" "00"  # target assignment: nothing
+        "01" "00"  # member type 1: consumer (v1), member tags
+        "80000000" "00" "00",  # authorized operations not asked for, group tags, tags
     )  # fmt: skip
