@@ -60,10 +60,14 @@ if TYPE_CHECKING:  # the face: what other packages import (bruce.wire.face reads
     from .protocol.base import API_REGISTRY as API_REGISTRY
     from .protocol.base import ApiSpec as ApiSpec
     from .protocol.base import RequestHeader as RequestHeader
+    from .protocol.base import api_spec as api_spec
+    from .protocol.base import api_specs as api_specs
     from .protocol.base import decode_request as decode_request
     from .protocol.base import decode_response as decode_response
     from .protocol.base import encode_request as encode_request
+    from .protocol.base import peek_request_header as peek_request_header
     from .protocol.base import request_spec as request_spec
+    from .protocol.base import response_correlation_id as response_correlation_id
     from .protocol.end_txn import EndTxnRequest as EndTxnRequest
     from .protocol.fetch import READ_COMMITTED as READ_COMMITTED
     from .protocol.fetch import READ_UNCOMMITTED as READ_UNCOMMITTED

@@ -23,7 +23,9 @@ Int8 = c.Int8sb
 Int16 = c.Int16sb
 Int32 = c.Int32sb
 Int64 = c.Int64sb
+UInt16 = c.Int16ub
 UInt32 = c.Int32ub
+Float64 = c.Float64b
 Boolean = c.Flag
 Uuid = c.Bytes(16)
 
@@ -312,6 +314,34 @@ def TaggedStruct(*subcons: c.Construct, tagged: dict[int, tuple[str, c.Construct
     """``c.Struct(*subcons, "tags" / TaggedFields)`` with the tagged fields ``{tag: (name, schema)}`` decoded by name
     (e.g. Produce v10's ``current_leader``, tag 0)."""
     return _TaggedStruct(c.Struct(*subcons, "tags" / TaggedFields), tagged)
+
+
+class _NullableStruct(c.Construct):  # type: ignore[misc]  # construct is untyped: its classes are Any
+    """A struct field that may be null: an int8 marker (-1: null, else present; written as 1), then the struct."""
+
+    def __init__(self, subcon: c.Construct) -> None:
+        super().__init__()
+        self.subcon = subcon
+
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
+        if Int8._parsereport(stream, context, path) < 0:
+            return None
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
+        Int8._build(-1 if obj is None else 1, stream, context, path)
+        if obj is not None:
+            self.subcon._build(obj, stream, context, path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        raise c.SizeofError("variable size", path=path)
+
+
+def NullableStruct(subcon: c.Construct) -> c.Construct:
+    """A struct field that may be null (e.g. ConsumerGroupHeartbeat's assignment): int8 -1 for null, 1 then the
+    struct when present."""
+    return _NullableStruct(subcon)
 
 
 # ---------------------------------------------------------------- entry points

@@ -1,7 +1,8 @@
 """Choosing the protocol for one broker from its ApiVersions answer: a pure function, :func:`choose_versions`.
 
 Rules:
-- Every API gets the highest version both sides support. APIs only one side knows are left out.
+- Every API gets the highest version both sides support, ours being the versions the library's clients send
+  (:data:`SPOKEN`, a subset of what the API registry decodes). APIs only one side knows are left out.
 - The message format follows the *maximum* Produce version the broker advertises, never its minimum (KAFKA-18659:
   Kafka 4.x advertises Produce v0 but rejects v0-v2). Produce v3+ carries RecordBatch v2 (magic 2), v2 message sets
   of magic 1, v0-v1 magic 0. zstd needs Produce v7+.
@@ -24,6 +25,7 @@ from .errors import BruceError, UsageError
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, CREATE_TOPICS = 0, 1, 2, 3, 18, 19
 FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 10, 22, 24, 26
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 V0_PROTOCOL = {PRODUCE: 0, FETCH: 0, LIST_OFFSETS: 0, METADATA: 0}
 """The Kafka 0.8 protocol Bruce speaks: every API at version 0."""
@@ -78,12 +80,27 @@ def magic_for_produce(version: int) -> int:
     return 2 if version >= 3 else 1 if version == 2 else 0
 
 
-def our_versions() -> dict[int, range]:
-    """The versions this library implements, from the API registry (every module of ``bruce.wire.protocol``)."""
-    from . import protocol  # noqa: F401 - importing the package registers every API module
-    from .protocol.base import REGISTRY
+SPOKEN: dict[int, range] = {
+    PRODUCE: range(12),  # v12 adds partitions to transactions by itself (KIP-890 part 2), v13 names topics by id
+    FETCH: range(13),  # v13+ name topics by id
+    LIST_OFFSETS: range(10),  # v10 waits for tiered storage (a timeout the readers do not set)
+    METADATA: range(13),  # v13's top-level error (REBOOTSTRAP_REQUIRED) is not handled
+    API_VERSIONS: range(5),
+    CREATE_TOPICS: range(8),
+    SASL_HANDSHAKE: range(2),
+    SASL_AUTHENTICATE: range(3),
+    INIT_PRODUCER_ID: range(7),
+    FIND_COORDINATOR: range(7),
+    ADD_PARTITIONS_TO_TXN: range(4),  # v4+ are for brokers (KIP-890)
+    END_TXN: range(4),  # v5 bumps the epoch at every transaction's end (KIP-890 part 2)
+}
+"""The versions this library's own clients (producer, readers) send, per API: the registry decodes more, and these
+stop where a later version means something they do not do."""
 
-    return {key: spec.versions for key, spec in REGISTRY.items()}
+
+def our_versions() -> dict[int, range]:
+    """The versions this library's clients speak (:data:`SPOKEN`): what :func:`choose_versions` picks from."""
+    return dict(SPOKEN)
 
 
 def _v0_choice(ours: Mapping[int, range]) -> ProtocolChoice:

@@ -14,10 +14,14 @@ from bruce.wire.protocol import produce as p
 from bruce.wire.protocol.base import (
     REGISTRY,
     ApiSpec,
+    RequestHeader,
+    api_spec,
+    api_specs,
     decode_request,
     decode_response,
     encode_request,
     encode_response,
+    peek_request_header,
     register,
     response_correlation_id,
 )
@@ -89,6 +93,20 @@ def test_bad_request_frames(frame: bytes, why: str) -> None:
         decode_request(frame)
 
 
+def test_any_request_header_can_be_read_and_its_api_looked_up() -> None:
+    unknown = bytes.fromhex("0063 0002 00000444 0003 616263 00 ffff")  # API key 99 v2: header, then whatever follows
+    assert peek_request_header(unknown) == RequestHeader(99, 2, 0x444, "abc")
+    assert api_spec(99) is None
+    with pytest.raises(MalformedInput, match="unsupported request"):
+        decode_request(unknown)
+    known = encode_request(m.metadata_request(["a"], version=12), version=12, correlation_id=5, client_id=None)[4:]
+    assert peek_request_header(known) == RequestHeader(3, 12, 5, None)  # the flexible header's tags are not read
+    assert api_spec(3) is REGISTRY[3] and api_spec(3).name == "Metadata"
+    assert [spec.key for spec in api_specs()] == sorted(REGISTRY)
+    with pytest.raises(MalformedInput, match="request header"):
+        peek_request_header(bytes.fromhex("0003 000c 0000"))
+
+
 def test_request_frames_reject_truncation_and_trailing_data() -> None:
     request = m.metadata_request(["a"], version=9)
     frame = encode_request(request, version=9, correlation_id=7)
@@ -100,8 +118,8 @@ def test_encoding_misuse_is_a_usage_error() -> None:
         encode_request(p.ProduceResponse(responses=()), version=0, correlation_id=1)
     with pytest.raises(UsageError, match="not a registered response type"):
         encode_response(p.ProduceRequest(topic_data=()), version=0, correlation_id=1)
-    with pytest.raises(UsageError, match="v12 is not implemented"):
-        encode_request(p.ProduceRequest(topic_data=()), version=12, correlation_id=1)
+    with pytest.raises(UsageError, match="v14 is not implemented"):
+        encode_request(p.ProduceRequest(topic_data=()), version=14, correlation_id=1)
     with pytest.raises(UsageError, match="unknown API key"):
         decode_response(99, 0, b"\x00\x00\x00\x01")
     with pytest.raises(UsageError, match="cannot encode"):

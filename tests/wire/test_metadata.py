@@ -112,4 +112,4 @@ def test_v12_response_golden() -> None:
 
 def test_registration() -> None:
     spec = spec_for(3)
-    assert spec.name == "Metadata" and spec.versions == range(13) and spec.first_flexible == 9
+    assert spec.name == "Metadata" and spec.versions == range(14) and spec.first_flexible == 9

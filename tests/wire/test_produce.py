@@ -136,6 +136,6 @@ def test_unknown_tags_are_kept_next_to_decoded_ones() -> None:
 
 def test_registration() -> None:
     spec = spec_for(0)
-    assert spec.name == "Produce" and spec.versions == range(12) and spec.first_flexible == 9
+    assert spec.name == "Produce" and spec.versions == range(14) and spec.first_flexible == 9
     assert [request_header_version(0, v) for v in (0, 8, 9, 11)] == [1, 1, 2, 2]
     assert [response_header_version(0, v) for v in (0, 8, 9, 11)] == [0, 0, 1, 1]

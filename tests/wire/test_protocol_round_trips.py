@@ -1,7 +1,7 @@
-"""Every registered API at every version: requests and responses round trip through their frames, and a response
-frame truncated at any byte or followed by trailing bytes is malformed. Values come from each version's own schema
-(``strategies.body_values``), so a field a version has and its dataclass lacks (or the reverse) fails here; the golden
-vectors in the per-API test files pin the bytes."""
+"""Every registered API at every version: requests and responses round trip through their frames, and a request or
+response frame truncated at any byte or followed by trailing bytes is malformed. Values come from each version's own
+schema (``strategies.body_values``), so a field a version has and its dataclass lacks (or the reverse) fails here; the
+golden vectors in the per-API test files pin the bytes, tests/wire/test_interop_kafka_python.py every field."""
 
 from __future__ import annotations
 
@@ -16,24 +16,7 @@ from .streams import assert_strict_framing
 
 CASES = [(spec, v) for _, spec in sorted(REGISTRY.items()) for v in spec.versions]
 IDS = [f"{spec.name}-v{v}" for spec, v in CASES]
-FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def test_every_api_is_covered() -> None:
-    assert {spec.name for spec, _ in CASES} == {
-        "Produce",
-        "Fetch",
-        "ListOffsets",
-        "Metadata",
-        "ApiVersions",
-        "CreateTopics",
-        "SaslHandshake",
-        "SaslAuthenticate",
-        "InitProducerId",
-        "FindCoordinator",
-        "AddPartitionsToTxn",
-        "EndTxn",
-    }
+FAST = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.mark.parametrize(("spec", "version"), CASES, ids=IDS)
@@ -64,9 +47,12 @@ def test_response_round_trip(spec, version: int, data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize(("spec", "version"), CASES, ids=IDS)
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_damaged_response_frames_are_malformed(spec, version: int, data: st.DataObject) -> None:
+def test_damaged_frames_are_malformed(spec, version: int, data: st.DataObject) -> None:
     body = data.draw(body_values(spec, version, request=False, full=True))
     frame = encode_response(body, version=version, correlation_id=0x123)[4:]
     assert assert_strict_framing(lambda f: decode_response(spec.key, version, f), frame) == (0x123, body)
+    body = data.draw(body_values(spec, version, request=True, full=True))
+    frame = encode_request(body, version=version, correlation_id=0x444, client_id="c")[4:]
+    assert assert_strict_framing(decode_request, frame)[1] == body

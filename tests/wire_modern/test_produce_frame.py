@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol.base import decode_request, encode_request
-from bruce.wire.protocol.produce import VERSIONS, PartitionProduceData, ProduceRequest, TopicProduceData
+from bruce.wire.protocol.produce import TOPIC_IDS, PartitionProduceData, ProduceRequest, TopicProduceData
 from bruce.wire.protocol.produce_frame import INLINE, produce_frame
 
 records = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=INLINE, max_size=INLINE + 50))
@@ -24,7 +24,9 @@ requests = st.builds(
 
 
 @settings(max_examples=300, deadline=None)
-@given(requests, st.sampled_from(list(VERSIONS)), st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=8)))
+@given(
+    requests, st.sampled_from(range(TOPIC_IDS)), st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=8))
+)
 def test_the_buffers_join_to_the_general_encoders_frame(
     body: ProduceRequest, version: int, correlation_id: int, client_id: str | None
 ) -> None:
@@ -47,9 +49,15 @@ def test_large_records_are_their_own_buffers_and_the_frame_decodes() -> None:
     assert header.correlation_id == 7 and decoded.topic_data[0].partition_data[0].records == batch
 
 
-def test_tagged_fields_and_bad_values_take_the_general_encoder() -> None:
+def test_tagged_fields_topic_ids_and_bad_values_take_the_general_encoder() -> None:
     tagged = ProduceRequest((TopicProduceData("t", (PartitionProduceData(0, b"r", tags={3: b"x"}),)),))
     pieces = produce_frame(tagged, version=9, correlation_id=1, client_id=None)
     assert pieces == [encode_request(tagged, version=9, correlation_id=1, client_id=None)]
+    by_id = ProduceRequest(
+        (TopicProduceData(topic_id=bytes(range(16)), partition_data=(PartitionProduceData(0, b"r"),)),)
+    )
+    pieces = produce_frame(by_id, version=TOPIC_IDS, correlation_id=1, client_id=None)
+    assert pieces == [encode_request(by_id, version=TOPIC_IDS, correlation_id=1, client_id=None)]
+    assert decode_request(pieces[0][4:])[1] == by_id
     with pytest.raises(UsageError):
         produce_frame(ProduceRequest((), acks=2**20), version=3, correlation_id=1, client_id="c")

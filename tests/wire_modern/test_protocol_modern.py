@@ -7,6 +7,7 @@ import pytest
 from bruce.wire.errors import MalformedInput
 from bruce.wire.protocol import create_topics, fetch, list_offsets
 from bruce.wire.protocol.base import decode_response, encode_request, encode_response
+from bruce.wire.protocol.produce import LeaderIdAndEpoch
 
 # ---------------------------------------------------------------- golden vectors
 
@@ -67,7 +68,9 @@ def test_fetch_v12_response_golden() -> None:
         "02" "0000000000000444" "0000000000000100" "00"  # 1 aborted transaction: producer 0x444, first offset 0x100
         "ffffffff"  # preferred read replica -1
         "04" "abcdef"  # records: 3 raw bytes
-        "01" "01" "02" "0007"  # partition tags: 1 field, tag 1 (current leader), 2 bytes kept raw
+        "02"  # partition tags: 2 fields
+        "01" "09" "00000444" "00000007" "00"  # tag 1 (current leader), 9 bytes: leader 0x444, epoch 7, no tags
+        "09" "02" "0007"  # tag 9 (unknown here), 2 bytes kept raw
         "00" "00"  # topic tags, response tags
     )  # fmt: skip
     correlation_id, body = decode_response(fetch.KEY, 12, frame)
@@ -83,7 +86,8 @@ def test_fetch_v12_response_golden() -> None:
         5,
     )
     assert p.aborted_transactions == (fetch.AbortedTransaction(producer_id=0x444, first_offset=0x100),)
-    assert (p.preferred_read_replica, p.records, p.tags) == (-1, b"\xab\xcd\xef", {1: b"\x00\x07"})
+    assert (p.preferred_read_replica, p.records, p.tags) == (-1, b"\xab\xcd\xef", {9: b"\x00\x07"})
+    assert (p.current_leader, p.diverging_epoch, p.snapshot_id) == (LeaderIdAndEpoch(0x444, 7), None, None)
     assert encode_response(body, version=12, correlation_id=9)[4:] == frame
 
 

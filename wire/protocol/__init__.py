@@ -1,17 +1,63 @@
-"""Kafka request/response APIs. Importing this package registers every API module with :mod:`.base`'s registry, so
-``encode_request`` / ``decode_response`` know them all. One import per API module. :data:`REGISTRY` (every
-registered API by key, ``bruce.wire.API_REGISTRY``) is complete once this package is imported."""
+"""Kafka request/response APIs, one module per API. :data:`API_MODULES` names each API key's module; the registry of
+:mod:`.base` imports a module the first time its key is looked up (``REGISTRY`` behaves as if every API were
+registered), so a program pays only for the APIs it uses. Adding an API: its module and one line here."""
 
-from . import add_partitions_to_txn as add_partitions_to_txn
-from . import api_versions as api_versions
-from . import create_topics as create_topics
-from . import end_txn as end_txn
-from . import fetch as fetch
-from . import find_coordinator as find_coordinator
-from . import init_producer_id as init_producer_id
-from . import list_offsets as list_offsets
-from . import metadata as metadata
-from . import produce as produce
-from . import sasl_authenticate as sasl_authenticate
-from . import sasl_handshake as sasl_handshake
-from .base import REGISTRY as REGISTRY
+from __future__ import annotations
+
+API_MODULES: dict[int, str] = {
+    0: "produce",
+    1: "fetch",
+    2: "list_offsets",
+    3: "metadata",
+    8: "offset_commit",
+    9: "offset_fetch",
+    10: "find_coordinator",
+    11: "join_group",
+    12: "heartbeat",
+    13: "leave_group",
+    14: "sync_group",
+    15: "describe_groups",
+    16: "list_groups",
+    17: "sasl_handshake",
+    18: "api_versions",
+    19: "create_topics",
+    20: "delete_topics",
+    21: "delete_records",
+    22: "init_producer_id",
+    23: "offset_for_leader_epoch",
+    24: "add_partitions_to_txn",
+    25: "add_offsets_to_txn",
+    26: "end_txn",
+    28: "txn_offset_commit",
+    29: "describe_acls",
+    30: "create_acls",
+    31: "delete_acls",
+    32: "describe_configs",
+    33: "alter_configs",
+    34: "alter_replica_log_dirs",
+    35: "describe_log_dirs",
+    36: "sasl_authenticate",
+    37: "create_partitions",
+    42: "delete_groups",
+    43: "elect_leaders",
+    44: "incremental_alter_configs",
+    45: "alter_partition_reassignments",
+    46: "list_partition_reassignments",
+    47: "offset_delete",
+    48: "describe_client_quotas",
+    49: "alter_client_quotas",
+    50: "describe_user_scram_credentials",
+    51: "alter_user_scram_credentials",
+    55: "describe_quorum",
+    57: "update_features",
+    60: "describe_cluster",
+    61: "describe_producers",
+    65: "describe_transactions",
+    66: "list_transactions",
+    68: "consumer_group_heartbeat",
+    69: "consumer_group_describe",
+    71: "get_telemetry_subscriptions",
+    72: "push_telemetry",
+    74: "list_config_resources",
+    75: "describe_topic_partitions",
+}

@@ -4,7 +4,8 @@ Rules:
 - ``since(v, first, *fields)`` keeps fields that version ``v`` has (introduced in ``first``); ``until(v, last,
   *fields)`` those it still has (removed after ``last``). Each such field carries a ``# vN`` comment in its module.
 - The type helpers pick the classic or the flexible (compact, KIP-482) form of a type; :func:`struct` ends a flexible
-  version's struct with the tagged-field section, and decodes the tagged fields given in ``tagged`` by name.
+  version's struct with the tagged-field section, and decodes the tagged fields given in ``tagged`` by name
+  (:func:`tagged` picks those a version has).
 - :func:`register_api` builds every version's request and response schema and registers the API.
 """
 
@@ -26,11 +27,12 @@ from ..primitives import (
     NullableArray,
     NullableBytes,
     NullableString,
+    NullableStruct,
     String,
     TaggedFields,
     TaggedStruct,
 )
-from .base import ApiSpec, register
+from .base import ApiSpec, Schemas, register
 
 
 def since(version: int, first: int, *fields: c.Construct) -> list[c.Construct]:
@@ -53,6 +55,12 @@ def struct(
     if tagged:
         return TaggedStruct(*fields, tagged=tagged)
     return c.Struct(*fields, "tags" / TaggedFields)
+
+
+def tagged(version: int, *fields: tuple[int, int, str, c.Construct]) -> dict[int, tuple[str, c.Construct]] | None:
+    """The tagged fields ``(first version, tag, name, schema)`` that ``version`` has, as :func:`struct` takes them."""
+    present = {tag: (name, schema) for first, tag, name, schema in fields if version >= first}
+    return present or None
 
 
 def string(flexible: bool) -> c.Construct:
@@ -80,6 +88,11 @@ def nullable_array(flexible: bool, element: c.Construct) -> c.Construct:
     return CompactNullableArray(element) if flexible else NullableArray(element)
 
 
+def nullable_struct(schema: c.Construct) -> c.Construct:
+    """A struct field that may be null (an int8 marker before it)."""
+    return NullableStruct(schema)
+
+
 def register_api(
     *,
     key: int,
@@ -91,13 +104,13 @@ def register_api(
     response_type: type,
     response_schema: Callable[[int], c.Construct],
 ) -> ApiSpec:
-    """Register an API: its request and response schema for every version in ``versions``."""
+    """Register an API: its request and response schema for every version in ``versions`` (each built on first use)."""
     return register(
         ApiSpec(
             key=key,
             name=name,
-            requests={v: request_schema(v) for v in versions},
-            responses={v: response_schema(v) for v in versions},
+            requests=Schemas(versions, request_schema),
+            responses=Schemas(versions, response_schema),
             request_type=request_type,
             response_type=response_type,
             first_flexible=first_flexible,

@@ -3,7 +3,9 @@ between construct containers and frozen dataclasses.
 
 Rules:
 - Each API module declares one request and one response dataclass shared by all its versions, builds each version's
-  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`.
+  body schema from one field list (:mod:`._versioned`), and registers an :class:`ApiSpec`. A module is imported when
+  its key is first looked up in :data:`REGISTRY`, and a version's schema built on first use (:class:`Schemas`), so a
+  program pays only for what it uses.
 - A dataclass field that a version lacks must have a default; parsing that version leaves the default, building it
   ignores the field. Dataclass field names equal schema field names.
 - Every struct in a flexible version ends with ``"tags" / TaggedFields``; the matching dataclass has
@@ -12,13 +14,19 @@ Rules:
   size); ``decode_*`` take the frame *without* its size prefix, as a stream reader delivers it.
 - Header versions: requests use v1 (client id) or v2 (flexible); responses v0 or v1 (flexible), except ApiVersions
   whose response header is always v0 (KIP-511).
+- A tool decodes any request frame with :func:`decode_request` (the header names the API and version) and a response
+  with :func:`decode_response`, given the key and version of the request it answers (:func:`response_correlation_id`
+  pairs them); :func:`api_spec` tells whether a key is known, :func:`peek_request_header` reads the header of any
+  request, known or not.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import struct
 import typing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -34,8 +42,32 @@ from ..primitives import (
     build,
     parse,
 )
+from . import API_MODULES
 
 API_VERSIONS_KEY = 18
+
+
+class Schemas(Mapping[int, c.Construct]):
+    """The body schema of each version in ``versions``, built by ``build(version)`` on first use and kept."""
+
+    def __init__(self, versions: range, build: Callable[[int], c.Construct]) -> None:
+        self._versions = versions
+        self._build = build
+        self._built: dict[int, c.Construct] = {}
+
+    def __getitem__(self, version: int) -> c.Construct:
+        schema = self._built.get(version)
+        if schema is None:
+            if version not in self._versions:
+                raise KeyError(version)
+            schema = self._built[version] = self._build(version)
+        return schema
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._versions)
+
+    def __len__(self) -> int:
+        return len(self._versions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +76,8 @@ class ApiSpec:
 
     key: int
     name: str
-    requests: dict[int, c.Construct]
-    responses: dict[int, c.Construct]
+    requests: Mapping[int, c.Construct]
+    responses: Mapping[int, c.Construct]
     request_type: type
     response_type: type
     first_flexible: int | None = None  # first flexible version, None if the API has none (in our range)
@@ -58,21 +90,57 @@ class ApiSpec:
         return self.first_flexible is not None and version >= self.first_flexible
 
 
-REGISTRY: dict[int, ApiSpec] = {}
+class _Registry(Mapping[int, ApiSpec]):
+    """Every API of :data:`API_MODULES` by key, each module imported (and so registered) when its key is first
+    looked up, whatever the way (``[key]``, ``get``, ``in``, iteration)."""
+
+    def __init__(self) -> None:
+        self._specs: dict[int, ApiSpec] = {}
+
+    def __getitem__(self, api_key: int) -> ApiSpec:
+        spec = self._specs.get(api_key)
+        if spec is None:
+            importlib.import_module(f"{__package__}.{API_MODULES[api_key]}")  # KeyError for an unknown key
+            spec = self._specs[api_key]
+        return spec
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(sorted(API_MODULES))
+
+    def __len__(self) -> int:
+        return len(API_MODULES)
+
+    def add(self, spec: ApiSpec) -> None:
+        if spec.key in self._specs:
+            raise UsageError(f"API key {spec.key} registered twice")
+        if API_MODULES.get(spec.key) != spec.request_type.__module__.rsplit(".", 1)[-1]:
+            raise UsageError(f"{spec.name}: API key {spec.key} is not its module's in API_MODULES")
+        self._specs[spec.key] = spec
+
+
+REGISTRY = _Registry()
 API_REGISTRY = REGISTRY  # the name bruce.wire exports it under
 _BY_TYPE: dict[type, ApiSpec] = {}
 
 
 def register(spec: ApiSpec) -> ApiSpec:
-    """Add an API to the registry (each API module calls this once at import)."""
-    if spec.key in REGISTRY:
-        raise UsageError(f"API key {spec.key} registered twice")
+    """Add an API to the registry (each API module calls this once, when it is imported)."""
     if set(spec.requests) != set(spec.responses):
         raise UsageError(f"{spec.name}: request and response versions differ")
-    REGISTRY[spec.key] = spec
+    REGISTRY.add(spec)
     _BY_TYPE[spec.request_type] = spec
     _BY_TYPE[spec.response_type] = spec
     return spec
+
+
+def api_spec(api_key: int) -> ApiSpec | None:
+    """The registered API of ``api_key``, or ``None`` for a key this library does not decode."""
+    return REGISTRY.get(api_key)
+
+
+def api_specs() -> tuple[ApiSpec, ...]:
+    """Every registered API, by key: name, versions, first flexible version."""
+    return tuple(spec for _, spec in sorted(REGISTRY.items()))
 
 
 def spec_for(api_key: int) -> ApiSpec:
@@ -106,6 +174,14 @@ _RESPONSE_HEADER_V1 = c.Struct(*_RESPONSE_HEADER_V0.subcons, "tags" / TaggedFiel
 
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
+
+
+def peek_request_header(frame: bytes) -> RequestHeader:
+    """What every request frame (without its size prefix) starts with, whatever its API and version: key, version,
+    correlation id and client id (a flexible header's tagged fields follow and are not read). For a request this
+    library does not decode, or one that does not decode."""
+    parsed = parse(_REQUEST_HEADER_V1, frame, "request header")  # what follows is not read
+    return RequestHeader(parsed.api_key, parsed.api_version, parsed.correlation_id, parsed.client_id)
 
 
 def request_header_version(api_key: int, version: int) -> int:
@@ -170,7 +246,7 @@ def to_buildable(obj: Any) -> Any:
 # ---------------------------------------------------------------- encode / decode
 
 
-def _body_schema(table: dict[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
+def _body_schema(table: Mapping[int, c.Construct], spec: ApiSpec, version: int, what: str) -> c.Construct:
     """The body schema of ``version``; :class:`UsageError` for a version this library does not implement."""
     try:
         return table[version]

@@ -2,7 +2,8 @@
 
 Rules: v1 adds ``validate_only`` and per-topic error messages, v2 the throttle time, v5 is flexible and returns the
 created topic's partition count, replication factor and configs, v7 its topic id. -1 partitions / replication factor
-(v4+) means the broker's default. The response's tag 0 per topic (v5+: config error code) is kept raw in ``tags``.
+(v4+) means the broker's default. A topic's result has one tagged field (v5+, tag 0): the error that kept the broker
+from describing the new topic's configs.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import construct as c
 
 from ..primitives import Boolean, Int8, Int16, Int32, Uuid
-from ._versioned import array, nullable_array, nullable_string, register_api, since, string, struct
+from ._versioned import array, nullable_array, nullable_string, register_api, since, string, struct, tagged
 
 KEY = 19
 VERSIONS = range(8)
@@ -90,7 +91,8 @@ class CreatableTopicResult:
     num_partitions: int = -1  # v5+
     replication_factor: int = -1  # v5+
     configs: tuple[CreatableTopicConfigResult, ...] | None = None  # v5+
-    tags: dict[int, bytes] | None = None  # v5+ (tag 0: topic config error code)
+    topic_config_error_code: int | None = None  # v5+ tagged field 0
+    tags: dict[int, bytes] | None = None  # v5+
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,7 @@ def _response(v: int) -> c.Construct:
         *since(v, 1, "error_message" / nullable_string(flex)),  # v1
         *since(v, 5, "num_partitions" / Int32, "replication_factor" / Int16),  # v5
         *since(v, 5, "configs" / nullable_array(flex, config)),  # v5
+        tagged=tagged(v, (5, 0, "topic_config_error_code", Int16)),  # v5: tag 0
     )
     return struct(
         flex,

@@ -1,12 +1,13 @@
-"""EndTxn (API key 26), versions 0-3: a transactional producer asks its transaction coordinator to commit or abort
+"""EndTxn (API key 26), versions 0-5: a transactional producer asks its transaction coordinator to commit or abort
 the open transaction; the coordinator then writes the commit or abort marker to every partition of it.
 
 Rules:
 - The request names the transactional id, the producer id and epoch, and ``committed`` (True: commit, False: abort);
   the answer is one error code.
 - v1 equals v0 (responses may come before throttling), v2 only adds PRODUCER_FENCED, v3 is flexible.
-- v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890) bumps the epoch at every transaction's end and answers the new
-  one: not offered here, so the epoch stays the producer's for its whole life.
+- v4 only adds TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) bumps the epoch at every transaction's end and answers the
+  producer id and the new epoch. The producer here speaks v3 at most (``bruce.wire.versions``), so its epoch stays
+  the same for its whole life.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 import construct as c
 
 from ..primitives import Boolean, Int16, Int32, Int64
-from ._versioned import register_api, string, struct
+from ._versioned import register_api, since, string, struct
 
 KEY = 26
-VERSIONS = range(4)
+VERSIONS = range(6)
 FIRST_FLEXIBLE = 3
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +50,19 @@ def _request(v: int) -> c.Construct:
 class EndTxnResponse:
     throttle_time_ms: int
     error_code: int
+    producer_id: int = NO_PRODUCER_ID  # v5+
+    producer_epoch: int = NO_PRODUCER_EPOCH  # v5+
     tags: dict[int, bytes] | None = None  # v3+
 
 
 def _response(v: int) -> c.Construct:
     flexible = v >= FIRST_FLEXIBLE
-    return struct(flexible, "throttle_time_ms" / Int32, "error_code" / Int16)
+    return struct(
+        flexible,
+        "throttle_time_ms" / Int32,
+        "error_code" / Int16,
+        *since(v, 5, "producer_id" / Int64, "producer_epoch" / Int16),  # v5
+    )
 
 
 SPEC = register_api(

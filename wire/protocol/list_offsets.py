@@ -1,9 +1,10 @@
-"""ListOffsets (API key 2), versions 0-9: the offset of a partition at a timestamp (or its earliest / latest).
+"""ListOffsets (API key 2), versions 0-11: the offset of a partition at a timestamp (or its earliest / latest).
 
 Rules:
 - v0 answers with an array of "old style" offsets (up to ``max_num_offsets`` of them); v1+ with one offset and its
   timestamp. v2 adds the isolation level, v4 the leader epoch, v6 makes it flexible. v7-v9 only add accepted special
-  timestamps (max timestamp -3, earliest local -4, latest tiered -5); their schema equals v6.
+  timestamps (max timestamp -3, earliest local -4, latest tiered -5); their schema equals v6. v10 adds the time the
+  broker may take to ask tiered storage (KIP-1075), v11 the earliest pending upload timestamp -6 (KIP-1023).
 - Special timestamps: :data:`LATEST` (-1) is the next offset to be written, :data:`EARLIEST` (-2) the log start.
 """
 
@@ -17,7 +18,7 @@ from ..primitives import Int8, Int16, Int32, Int64
 from ._versioned import array, register_api, since, string, struct, until
 
 KEY = 2
-VERSIONS = range(10)
+VERSIONS = range(12)
 FIRST_FLEXIBLE = 6
 
 LATEST = -1
@@ -46,6 +47,7 @@ class ListOffsetsRequest:
     topics: tuple[ListOffsetsTopic, ...]
     replica_id: int = -1
     isolation_level: int = 0  # v2+
+    timeout_ms: int = 0  # v10+
     tags: dict[int, bytes] | None = None  # v6+
 
 
@@ -64,6 +66,7 @@ def _request(v: int) -> c.Construct:
         "replica_id" / Int32,
         *since(v, 2, "isolation_level" / Int8),  # v2
         "topics" / array(flex, topic),
+        *since(v, 10, "timeout_ms" / Int32),  # v10
     )
 
 

@@ -1,8 +1,9 @@
-"""Metadata (API key 3), versions 0-12: brokers, topics, partitions and their leaders.
+"""Metadata (API key 3), versions 0-13: brokers, topics, partitions and their leaders.
 
 Rules:
 - Which topics: in v0 an *empty* list means all topics; from v1 on ``topics=None`` means all topics and an empty list
-  means none. :func:`metadata_request` hides that difference.
+  means none. :func:`metadata_request` hides that difference. v13 adds a top-level error code to the answer
+  (REBOOTSTRAP_REQUIRED, KIP-1102).
 - v4+ lets the client forbid automatic topic creation; v8-v10 can ask for the cluster's authorized operations, v8+
   for each topic's (a 32-bit mask; ``-2147483648`` = not requested).
 - v9+ is flexible. v10 adds topic ids (16 bytes; all zero = none) to the request and the response; v12 lets a topic
@@ -21,7 +22,7 @@ from ..primitives import Boolean, Int16, Int32, Uuid
 from ._versioned import array, nullable_array, nullable_string, register_api, since, string, struct, until
 
 KEY = 3
-VERSIONS = range(13)
+VERSIONS = range(14)
 FIRST_FLEXIBLE = 9
 NO_TOPIC_ID = bytes(16)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -116,6 +117,7 @@ class MetadataResponse:
     cluster_id: str | None = None  # v2+
     controller_id: int = -1  # v1+
     cluster_authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED  # v8-v10
+    error_code: int = 0  # v13+
     tags: dict[int, bytes] | None = None  # v9+
 
 
@@ -155,6 +157,7 @@ def _response(v: int) -> c.Construct:
         *since(v, 1, "controller_id" / Int32),  # v1
         "topics" / array(flexible, topic),
         *since(v, 8, *until(v, 10, "cluster_authorized_operations" / Int32)),  # v8-v10
+        *since(v, 13, "error_code" / Int16),  # v13
     )
 
 

@@ -1,4 +1,4 @@
-"""Produce (API key 0), versions 0-11: write records to partitions.
+"""Produce (API key 0), versions 0-13: write records to partitions.
 
 Rules:
 - ``records`` is raw bytes: a message set (magic 0/1, :mod:`bruce.wire.messageset`) for v0-v2, a RecordBatch v2
@@ -7,7 +7,10 @@ Rules:
   (tag 0 each; ``None`` when absent). Other tagged fields stay raw in ``tags``.
 - With ``acks=0`` the broker sends no response at all; the caller must not wait for one (some brokers, e.g. tansu,
   answer anyway).
-- v11 differs from v10 only in the error codes the broker may return (TRANSACTION_ABORTABLE).
+- v11 differs from v10 only in the error codes the broker may return (TRANSACTION_ABORTABLE). v12 has v11's bytes,
+  but in a transaction it also adds the partitions to it (KIP-890 part 2, "transactions v2"): a client that still
+  sends AddPartitionsToTxn stays at v11. v13 names topics by id (``topic_id``, 16 bytes) instead of by name (KIP-516),
+  in the request and the response.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from dataclasses import dataclass
 
 import construct as c
 
-from ..primitives import Int16, Int32, Int64
-from ._versioned import array, nullable_bytes, nullable_string, register_api, since, string, struct
+from ..primitives import Int16, Int32, Int64, Uuid
+from ._versioned import array, nullable_bytes, nullable_string, register_api, since, string, struct, tagged, until
 
 KEY = 0
-VERSIONS = range(12)
+VERSIONS = range(14)
 FIRST_FLEXIBLE = 9
+TOPIC_IDS = 13  # the first version that names topics by id
+NO_TOPIC_ID = bytes(16)
 
 # ---------------------------------------------------------------- request
 
@@ -35,8 +40,9 @@ class PartitionProduceData:
 
 @dataclass(frozen=True, slots=True)
 class TopicProduceData:
-    name: str
-    partition_data: tuple[PartitionProduceData, ...]
+    name: str = ""  # v0-v12
+    partition_data: tuple[PartitionProduceData, ...] = ()
+    topic_id: bytes = NO_TOPIC_ID  # v13+
     tags: dict[int, bytes] | None = None  # v9+
 
 
@@ -52,7 +58,12 @@ class ProduceRequest:
 def _request(v: int) -> c.Construct:
     flexible = v >= FIRST_FLEXIBLE
     partition = struct(flexible, "index" / Int32, "records" / nullable_bytes(flexible))
-    topic = struct(flexible, "name" / string(flexible), "partition_data" / array(flexible, partition))
+    topic = struct(
+        flexible,
+        *until(v, 12, "name" / string(flexible)),  # v0-v12
+        *since(v, 13, "topic_id" / Uuid),  # v13
+        "partition_data" / array(flexible, partition),
+    )
     return struct(
         flexible,
         *since(v, 3, "transactional_id" / nullable_string(flexible)),  # v3
@@ -94,8 +105,9 @@ class PartitionProduceResponse:
 
 @dataclass(frozen=True, slots=True)
 class TopicProduceResponse:
-    name: str
-    partition_responses: tuple[PartitionProduceResponse, ...]
+    name: str = ""  # v0-v12
+    partition_responses: tuple[PartitionProduceResponse, ...] = ()
+    topic_id: bytes = NO_TOPIC_ID  # v13+
     tags: dict[int, bytes] | None = None  # v9+
 
 
@@ -116,8 +128,9 @@ class ProduceResponse:
     tags: dict[int, bytes] | None = None  # v9+
 
 
-_LEADER = struct(True, "leader_id" / Int32, "leader_epoch" / Int32)
-_NODE_ENDPOINT = struct(True, "node_id" / Int32, "host" / string(True), "port" / Int32, "rack" / nullable_string(True))
+# Shared with Fetch, whose answer carries the same tagged structs.
+LEADER_ID_AND_EPOCH = struct(True, "leader_id" / Int32, "leader_epoch" / Int32)
+NODE_ENDPOINT = struct(True, "node_id" / Int32, "host" / string(True), "port" / Int32, "rack" / nullable_string(True))
 
 
 def _response(v: int) -> c.Construct:
@@ -132,14 +145,19 @@ def _response(v: int) -> c.Construct:
         *since(v, 5, "log_start_offset" / Int64),  # v5
         *since(v, 8, "record_errors" / array(flexible, record_error)),  # v8
         *since(v, 8, "error_message" / nullable_string(flexible)),  # v8
-        tagged={0: ("current_leader", _LEADER)} if v >= 10 else None,  # v10: tag 0
+        tagged=tagged(v, (10, 0, "current_leader", LEADER_ID_AND_EPOCH)),  # v10: tag 0
     )
-    topic = struct(flexible, "name" / string(flexible), "partition_responses" / array(flexible, partition))
+    topic = struct(
+        flexible,
+        *until(v, 12, "name" / string(flexible)),  # v0-v12
+        *since(v, 13, "topic_id" / Uuid),  # v13
+        "partition_responses" / array(flexible, partition),
+    )
     return struct(
         flexible,
         "responses" / array(flexible, topic),
         *since(v, 1, "throttle_time_ms" / Int32),  # v1
-        tagged={0: ("node_endpoints", array(True, _NODE_ENDPOINT))} if v >= 10 else None,  # v10: tag 0
+        tagged=tagged(v, (10, 0, "node_endpoints", array(True, NODE_ENDPOINT))),  # v10: tag 0
     )
 
 

@@ -5,8 +5,8 @@ Rules:
   request, byte for byte, at every version (the differential test in tests/wire_modern). The records of each
   partition are list items as given (no copy): a writer hands the list to the socket in one gathered write.
 - Only the fields between the records are written here, in the order the schema has them
-  (:mod:`bruce.wire.protocol.produce`); a request with tagged fields, or one this writer cannot take, goes through the
-  general encoder (a list of one buffer).
+  (:mod:`bruce.wire.protocol.produce`); a request with tagged fields, one of a version that names topics by id (v13+),
+  or one this writer cannot take, goes through the general encoder (a list of one buffer).
 - Records smaller than :data:`INLINE` are copied into the surrounding bytes (fewer, larger buffers).
 """
 
@@ -17,7 +17,7 @@ import struct
 from ..errors import UsageError
 from ..primitives import encode_unsigned_varint
 from .base import encode_request
-from .produce import FIRST_FLEXIBLE, VERSIONS, ProduceRequest
+from .produce import FIRST_FLEXIBLE, TOPIC_IDS, VERSIONS, ProduceRequest
 
 INLINE = 4096  # records below this size are copied into the frame's other bytes
 _HEAD = struct.Struct(">ihhi")  # size, api key, api version, correlation id
@@ -31,7 +31,7 @@ _NULL32 = _INT32.pack(-1)
 
 def produce_frame(body: ProduceRequest, *, version: int, correlation_id: int, client_id: str | None) -> list[bytes]:
     """The frame of ``body`` at ``version`` (size prefix, header, body) as buffers whose join is the whole frame."""
-    if version not in VERSIONS or _tagged(body) or type(body) is not ProduceRequest:
+    if version not in VERSIONS or version >= TOPIC_IDS or _tagged(body) or type(body) is not ProduceRequest:
         return [encode_request(body, version=version, correlation_id=correlation_id, client_id=client_id)]
     flexible = version >= FIRST_FLEXIBLE
     try:
