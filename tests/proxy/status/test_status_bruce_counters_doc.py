@@ -32,7 +32,7 @@ def test_names_not_served_and_why() -> None:
 
 
 def test_every_name_bruces_scripts_read_is_served() -> None:
-    from bruce.proxy.status.nagios import READ_COUNTERS
+    from bruce.proxy.status.nagios_rules import READ_COUNTERS
 
     assert set(READ_COUNTERS) <= set(SERVED)
 
