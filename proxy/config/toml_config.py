@@ -67,7 +67,7 @@ MAX_NESTING = 32
 MAX_KEY_PARTS = 32
 """The most parts a dotted key may have (``a.b.c`` has 3)."""
 MAX_NUMBER_CHARS = 100
-"""The longest run of digits (and ``_``, hex digits) outside strings: a number's, or a bare key's."""
+"""The most digits (and ``_``) in a row outside strings, and the longest hexadecimal number (``0x`` included)."""
 
 # What the scan sees: strings and comments whole (their content is skipped), and the characters it counts.
 _TOKENS = re.compile(
@@ -77,7 +77,8 @@ _TOKENS = re.compile(
     r"|'[^'\n]*'?"  # literal string
     r"|#[^\n]*"  # comment
     r"|[\[\]{}.]"
-    rf"|(?<![0-9A-Fa-f_])[0-9A-Fa-f_]{{{MAX_NUMBER_CHARS + 1},}}"  # a number too long (from the start of its run)
+    rf"|(?<![0-9_])[0-9_]{{{MAX_NUMBER_CHARS + 1},}}"  # digits too many (matched from the start of their run)
+    rf"|(?<![0-9A-Za-z_])0x[0-9A-Fa-f_]{{{MAX_NUMBER_CHARS - 1},}}"  # a hexadecimal number too long
 )
 _NOT_IN_A_KEY = re.compile(r"[^ \tA-Za-z0-9_-]")  # between two dots of a dotted key: a bare part and spaces
 
@@ -106,7 +107,7 @@ def _check_shape(text: str, source: str) -> None:
         elif first == "#":
             parts = 0
         elif first not in "\"'":
-            raise _refuse(text, start, source, f"a number (or bare key) is longer than {MAX_NUMBER_CHARS} characters")
+            raise _refuse(text, start, source, f"a number is longer than {MAX_NUMBER_CHARS} characters")
 
 
 def _refuse(text: str, at: int, source: str, problem: str) -> ConfigError:

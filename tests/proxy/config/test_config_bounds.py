@@ -120,6 +120,16 @@ def test_toml_limits_are_exact() -> None:
     assert "more than 32 parts" in outcome(load_toml, " . ".join(["a"] * (MAX_KEY_PARTS + 1)) + " = 1")
 
 
+def test_numbers_are_bounded_but_not_names_that_look_like_them() -> None:
+    assert "unknown setting" in outcome(load_toml, "x = " + "9" * 100)
+    assert "a number is longer than 100 characters" in outcome(load_toml, "x = " + "9" * 101)
+    assert "a number is longer than 100 characters" in outcome(load_toml, "x = 0x" + "f" * 99)
+    topic = "0123456789abcdef" * 8  # a digest as a topic name, written as a bare key
+    config = load_xml(variant('<topic name="t1" config="plain" />', f'<topic name="{topic}" config="plain" />'))
+    text = to_toml(config)
+    assert f"\n{topic} = " in text and load_toml(text) == config
+
+
 # Strings full of what the scan counts, in each of TOML's four spellings; keys quoted or bare; values nested.
 TRICKY = st.text(st.sampled_from("ab.[]{}\"'\\#=,\n\t \u00e9"), max_size=12)
 
