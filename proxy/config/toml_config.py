@@ -69,13 +69,15 @@ MAX_KEY_PARTS = 32
 MAX_NUMBER_CHARS = 100
 """The most digits (and ``_``) in a row outside strings, and the longest hexadecimal number (``0x`` included)."""
 
-# What the scan sees: strings and comments whole (their content is skipped), and the characters it counts.
+# What the scan sees: strings and comments whole (their content is skipped), and the characters it counts. Every
+# repetition is possessive (*+, ++): a pattern that could backtrack keeps state for each repetition (~90 bytes), which
+# on a string of 16 MiB of escapes would cost over a GiB.
 _TOKENS = re.compile(
-    r'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*(?:"""|\Z)'  # multi-line basic string
-    r"|'''[\s\S]*?(?:'''|\Z)"  # multi-line literal string
-    r'|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?'  # basic string (to the end of its line at most)
-    r"|'[^'\n]*'?"  # literal string
-    r"|#[^\n]*"  # comment
+    r'"""(?:[^"\\]++|\\[\s\S]?|"(?!""))*+(?:"""|\Z)'  # multi-line basic string
+    r"|'''(?:[^']++|'(?!''))*+(?:'''|\Z)"  # multi-line literal string
+    r'|"(?:[^"\\\n]++|\\.?)*+"?'  # basic string (to the end of its line at most)
+    r"|'[^'\n]*+'?"  # literal string
+    r"|#[^\n]*+"  # comment
     r"|[\[\]{}.]"
     rf"|(?<![0-9_])[0-9_]{{{MAX_NUMBER_CHARS + 1},}}"  # digits too many (matched from the start of their run)
     rf"|(?<![0-9A-Za-z_])0x[0-9A-Fa-f_]{{{MAX_NUMBER_CHARS - 1},}}"  # a hexadecimal number too long

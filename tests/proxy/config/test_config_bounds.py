@@ -240,6 +240,9 @@ def _huge_toml(data: str) -> Iterator[str]:
     yield f"x = '{big}'\n" + data
     yield f'x = """{big}\n{big}"""\n' + data
     yield f"# {big}\n" + data
+    escapes = "\\\\" * (HUGE // 2)  # backslashes, escaped: a pattern that backtracks keeps state for each
+    yield f'x = "{escapes}"\n' + data
+    yield f'x = """{escapes}"""\n' + data
     yield "\n" * HUGE + data
     for number in ("9" * HUGE, "1." + "9" * HUGE, "0x" + "f" * HUGE, "1e" + "9" * HUGE, "1_" * HUGE + "1"):
         yield f"x = {number}\n" + data
