@@ -39,7 +39,7 @@ from bruce.producer import PLAINTEXT, SECURITY_PROPERTIES, SETTINGS, SecurityCon
 from bruce.producer import SETTING_NAMES as NAMES
 from bruce.wire import BruceError
 
-from .errors import ConfigError, Path
+from .errors import CLIP, ConfigError, Path, clip
 from .listeners import ListenerConfig, PlogConfigError, listeners_from_section
 from .model import (
     DEFAULT_BROKER_PORT,
@@ -143,7 +143,7 @@ def _kafka_properties(raw: object, path: Path) -> dict[str, object]:
     walk(_table(raw, path), "")
     for name in flat:
         if name not in SECURITY_PROPERTIES and name not in PRODUCER_PROPERTIES:
-            close = difflib.get_close_matches(name, [*SECURITY_PROPERTIES, *PRODUCER_PROPERTIES], n=1)
+            close = _close(name, [*SECURITY_PROPERTIES, *PRODUCER_PROPERTIES])
             hint = f'; did you mean "{close[0]}"?' if close else ""
             raise ConfigError(f"not a security property bruce takes{hint} (docs/security.md)", path=(*path, name))
     return flat
@@ -358,11 +358,16 @@ def _at(path: Path, parse: Callable[[object], T], raw: object) -> T:
         raise ConfigError(error.problem, path=path) from None
 
 
+def _close(word: str, known: Sequence[str]) -> list[str]:
+    """The known name ``word`` is most likely a misspelling of (none for a word longer than any name could be)."""
+    return difflib.get_close_matches(word, known, n=1) if len(word) <= CLIP else []
+
+
 def _known(table: Mapping[str, object], path: Path, known: Iterable[str]) -> None:
     known = tuple(known)
     for key in table:
         if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
+            close = _close(str(key), known)
             hint = f'; did you mean "{close[0]}"?' if close else f"; expected one of: {', '.join(known)}"
             raise ConfigError(f"unknown setting{hint}", path=(*path, key))
 
@@ -373,7 +378,7 @@ def _known(table: Mapping[str, object], path: Path, known: Iterable[str]) -> Non
 def _show(raw: object) -> str:
     """A raw value as the user wrote it, quoted if it is text."""
     if isinstance(raw, str):
-        return json.dumps(raw)
+        return json.dumps(clip(raw))
     if isinstance(raw, bool):
         return "true" if raw else "false"
     return str(raw)
@@ -411,7 +416,10 @@ def parse_number(raw: object, *, allow_k: bool, keyword: str | None = None) -> i
         multiplier = 1024
     if not _DIGITS.fullmatch(text):
         raise ConfigError(f"{_show(raw)} is not valid here: expected {expected}")
-    return _in_range(int(text) * multiplier, _show(raw))
+    digits = text.lstrip("+0") or "0"
+    if len(digits) > len(str(MAX_NUMBER)):  # too large, and too long for int() to read
+        raise ConfigError(f"{_show(raw)} is too large: the largest accepted number is {MAX_NUMBER}")
+    return _in_range(int(digits) * multiplier, _show(raw))
 
 
 def _in_range(value: int, shown: str) -> int:

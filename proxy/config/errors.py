@@ -6,11 +6,15 @@ Rules:
 - The message is one sentence a person can act on: where (the file and line, then the element path such as
   ``batching/namedConfigs/config[name="low_latency"]/time`` or the option such as ``--required_acks``), then what is
   wrong and what is accepted instead.
+- An error is one line: text quoted from the file (a value, a name, a key) is cut to :data:`CLIP` characters
+  (:func:`clip`), and control characters (a newline in a name) are written ``\\uXXXX``, whatever the file holds.
 - ``path`` is the format-neutral location of a semantic problem (a tuple of keys); the file loaders use it to name the
   place in their own syntax. Library misuse stays :class:`bruce.wire.errors.UsageError`.
 """
 
 from __future__ import annotations
+
+import re
 
 from bruce.wire import BruceError
 
@@ -52,4 +56,17 @@ def _compose(problem: str, source: str | None, where: str | None, line: int | No
         place = f"line {line}"
     if where:
         place = f"{place}: {where}" if place else where
-    return f"{place}: {problem}" if place else problem
+    message = f"{place}: {problem}" if place else problem
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04X}", message)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+CLIP = 60
+"""The most characters of a value, name or key an error quotes."""
+
+
+def clip(text: str, limit: int = CLIP) -> str:
+    """``text``, cut to ``limit`` characters (the last one ``…``) when it is longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

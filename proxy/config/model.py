@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from bruce.producer import PLAINTEXT, SecurityConfig
 
-from .errors import ConfigError, Path
+from .errors import CLIP, ConfigError, Path, clip
 from .listeners import ListenerConfig
 
 K = TypeVar("K")
@@ -274,13 +275,14 @@ def dotted(path: Path) -> str:
         if isinstance(part, int):
             out += f"[{part + 1}]"
         else:
-            key = part if part and all(c.isalnum() or c in "_-" for c in part) and part.isascii() else _quote(part)
+            bare = part and len(part) <= CLIP and all(c.isalnum() or c in "_-" for c in part) and part.isascii()
+            key = part if bare else _quote(part)
             out += f".{key}" if out else key
     return out
 
 
 def _quote(text: str) -> str:
-    escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04X}" for c in text)
+    escaped = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04X}" for c in clip(text))
     return f'"{escaped}"'
 
 
@@ -303,11 +305,13 @@ def _reference_problems(
     if name is None:
         yield path, f"is required: name one of the {kind} named configs ({_names(defined)})"
     elif name not in defined:
-        yield path, f'names the {kind} config "{name}", which is not defined; defined: {_names(defined)}'
+        yield path, f'names the {kind} config "{clip(name)}", which is not defined; defined: {_names(defined)}'
 
 
-def _names(defined: Mapping[str, object]) -> str:
-    return ", ".join(f'"{name}"' for name in defined) if defined else "none"
+def _names(defined: Mapping[str, object], shown: int = 10) -> str:
+    names = [f'"{clip(name)}"' for name in islice(defined, shown)]
+    more = f" and {len(defined) - shown} more" if len(defined) > shown else ""
+    return ", ".join(names) + more if names else "none"
 
 
 def _name_problems(path: Path, names: Iterable[str], what: str) -> Iterator[tuple[Path, str]]:

@@ -8,6 +8,11 @@ Rules:
 - Values are TOML integers, or strings parsed exactly like the XML attributes (``"256k"``, ``"disable"``,
   ``"unlimited"``); the keys, requirements and every rule are the XML loader's (``build.py``, the model).
 - Errors name the file and the key path (``batching.named_configs.low_latency.time``); syntax errors also the line.
+- Before the standard ``tomllib`` reads it, one linear scan refuses (naming the line) arrays and inline tables nested
+  deeper than :data:`MAX_NESTING`, dotted keys of more than :data:`MAX_KEY_PARTS` parts and numbers longer than
+  :data:`MAX_NUMBER_CHARS`: ``tomllib`` recurses once per level (a deep file would end in RecursionError), its time
+  and memory grow with the square of a key's parts, and its number pattern takes ~120 bytes per digit. Everything
+  else it reads in time and memory linear in the file.
 - ``[kafka]`` holds librdkafka's security properties (docs/security.md) and the producer properties of
   :data:`~bruce.proxy.config.model.PRODUCER_PROPERTIES`, quoted (``"security.protocol"``) or as TOML dotted keys.
   ``to_toml`` writes secrets only by reference (``file:``/``env:``): a literal one is left out with a comment, so
@@ -44,14 +49,72 @@ def load_toml(data: bytes | str, *, source: str = "<toml config>", initial_broke
             raise ConfigError(
                 f"a TOML file must be UTF-8 ({error.reason} at byte {error.start})", source=source
             ) from None
+    _check_shape(data, source)
     try:
         raw = tomllib.loads(data)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"not valid TOML: {error}", source=source) from None
+    except RecursionError:  # deeper than the scan saw (a string it read otherwise than tomllib)
+        raise ConfigError(f"arrays and inline tables nest too deep: {_BEYOND}", source=source) from None
     try:
         return build_config(raw, actions=TOML_ACTIONS, initial_brokers=initial_brokers)
     except ConfigError as error:
         raise error.located(source=source, where=dotted(error.path or ())) from None
+
+
+MAX_NESTING = 32
+"""The deepest arrays and inline tables may nest (a table header counts its brackets too)."""
+MAX_KEY_PARTS = 32
+"""The most parts a dotted key may have (``a.b.c`` has 3)."""
+MAX_NUMBER_CHARS = 100
+"""The most digits (and ``_``) in a row outside strings, and the longest hexadecimal number (``0x`` included)."""
+
+# What the scan sees: strings and comments whole (their content is skipped), and the characters it counts. Every
+# repetition is possessive (*+, ++): a pattern that could backtrack keeps state for each repetition (~90 bytes), which
+# on a string of 16 MiB of escapes would cost over a GiB.
+_TOKENS = re.compile(
+    r'"""(?:[^"\\]++|\\[\s\S]?|"(?!""))*+(?:"""|\Z)'  # multi-line basic string
+    r"|'''(?:[^']++|'(?!''))*+(?:'''|\Z)"  # multi-line literal string
+    r'|"(?:[^"\\\n]++|\\.?)*+"?'  # basic string (to the end of its line at most)
+    r"|'[^'\n]*+'?"  # literal string
+    r"|#[^\n]*+"  # comment
+    r"|[\[\]{}.]"
+    rf"|(?<![0-9_])[0-9_]{{{MAX_NUMBER_CHARS + 1},}}"  # digits too many (matched from the start of their run)
+    rf"|(?<![0-9A-Za-z_])0x[0-9A-Fa-f_]{{{MAX_NUMBER_CHARS - 1},}}"  # a hexadecimal number too long
+)
+_NOT_IN_A_KEY = re.compile(r"[^ \tA-Za-z0-9_-]")  # between two dots of a dotted key: a bare part and spaces
+
+
+_BEYOND = "more than bruce reads (a limit of bruce, not of TOML)"
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Refuse what ``tomllib`` cannot read in bounded memory and time (module rules), naming the line."""
+    depth = parts = end = 0
+    for token in _TOKENS.finditer(text):
+        start, end_before, end = token.start(), end, token.end()
+        first = text[start]
+        if parts and _NOT_IN_A_KEY.search(text, end_before, start):
+            parts = 0  # a separator or a value: the next dot starts another run
+        if first in "[{":
+            depth, parts = depth + 1, 0
+            if depth > MAX_NESTING:
+                raise _refuse(text, start, source, f"arrays and inline tables nest deeper than {MAX_NESTING} levels")
+        elif first in "]}":
+            depth, parts = max(depth - 1, 0), 0
+        elif first == ".":
+            parts += 1
+            if parts >= MAX_KEY_PARTS:
+                raise _refuse(text, start, source, f"a dotted key has more than {MAX_KEY_PARTS} parts")
+        elif first == "#":
+            parts = 0
+        elif first not in "\"'":
+            raise _refuse(text, start, source, f"a number is longer than {MAX_NUMBER_CHARS} characters")
+
+
+def _refuse(text: str, at: int, source: str, problem: str) -> ConfigError:
+    line = text.count("\n", 0, at) + 1
+    return ConfigError(f"{problem}: {_BEYOND}", source=source, line=line)
 
 
 # -- rendering -----------------------------------------------------------------------------------

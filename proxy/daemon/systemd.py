@@ -8,7 +8,8 @@ Rules:
   start is then complete); ``STATUS=`` with the accounting totals and connected brokers every
   :data:`STATUS_EVERY` seconds when it changed; ``STOPPING=1`` when the orderly shutdown begins; ``WATCHDOG=1``
   every half ``$WATCHDOG_USEC`` when it is set (and ``$WATCHDOG_PID``, if set, is this process), from the start, so
-  a daemon whose event loop stalls is restarted by systemd.
+  a daemon whose event loop stalls is restarted by systemd. A ``$WATCHDOG_USEC`` under :data:`WATCHDOG_FLOOR_USEC`
+  (1 s) is raised to it, said in one warning: the pings never come faster than one every half second.
 - Never blocks and never fails the daemon: the socket is non-blocking, a send that fails is logged once (then every
   :data:`LOG_EVERY_S` at most) and dropped.
 """
@@ -26,6 +27,8 @@ log = logging.getLogger(__name__)
 
 STATUS_EVERY = 5.0  # seconds between two STATUS= updates (only sent when the text changed)
 LOG_EVERY_S = 300.0
+WATCHDOG_FLOOR_USEC = 1_000_000
+"""The shortest watchdog timeout honoured: a ping every 0.5 s at most (a shorter ``WatchdogSec=`` would spin)."""
 
 
 class Notifier:
@@ -33,6 +36,16 @@ class Notifier:
 
     def __init__(self, address: str, watchdog_usec: int | None = None) -> None:
         self.address = "\0" + address[1:] if address.startswith("@") else address
+        if watchdog_usec and watchdog_usec < WATCHDOG_FLOOR_USEC:
+            log.warning(
+                "WATCHDOG_USEC=%d (WatchdogSec=) is under %g s: pinging systemd's watchdog every %g s instead; "
+                "set WatchdogSec= to at least %g s in the unit",
+                watchdog_usec,
+                WATCHDOG_FLOOR_USEC / 1e6,
+                WATCHDOG_FLOOR_USEC / 2e6,
+                WATCHDOG_FLOOR_USEC / 1e6,
+            )
+            watchdog_usec = WATCHDOG_FLOOR_USEC
         self.watchdog_usec = watchdog_usec
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
         self._last_error = -LOG_EVERY_S

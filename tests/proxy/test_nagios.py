@@ -3,18 +3,22 @@ and more names than ours): Nagios exit codes and status lines, the state file be
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
 import threading
+import types
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from nagios_answers import bruce_cpp_counters, bruce_cpp_discards
 
 from bruce.proxy.status import nagios
-from bruce.proxy.status.nagios import CRITICAL, OK, READ_COUNTERS, UNKNOWN, WARNING
+from bruce.proxy.status.nagios_rules import CRITICAL, OK, READ_COUNTERS, UNKNOWN, WARNING
 
 
 class Canned:
@@ -47,30 +51,20 @@ def bruce() -> Iterator[Canned]:
     canned.server.server_close()
 
 
-def bruce_cpp_counters(now: int, pid: int = 14246, **values: int) -> str:
-    """A /counters/json answer as Bruce C++ writes it: every name the scripts read plus some only Bruce has."""
-    names = [*READ_COUNTERS, "SerializeMsg", "RouteSingleMsg", "ConnectorStartRun"]
-    counters = [
-        {"location": f"[bruce/x.cc, {i + 20}]", "name": n, "value": values.get(n, 0)} for i, n in enumerate(names)
-    ]
-    return json.dumps({"now": now, "since": 1, "pid": pid, "version": "1.0.6.70.ga324763", "counters": counters})
-
-
 def run(port: int, *args: str) -> tuple[int, str]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bruce.proxy.status.nagios", *args, "-p", str(port)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.stderr == "" or "usage" in out.stderr
-    lines = out.stdout.splitlines()
-    assert len(lines) == 1, out.stdout  # one status line
-    return out.returncode, lines[0]
+    """One check, in this process (the program itself runs in test_usage_errors_are_unknown): code and its line."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = nagios.main([*args, "-p", str(port)])
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1, out.getvalue()  # one status line
+    return code, lines[0]
 
 
 def counters(bruce: Canned, state: Path, *extra: str) -> tuple[int, str]:
-    return run(bruce.port, "counters", "-s", str(state), "-w", "2", "-c", "5", "-W", "100", "-C", "1000", *extra)
+    return run(
+        bruce.port, "counters", "--state_file", str(state), "-w", "2", "-c", "5", "-W", "100", "-C", "1000", *extra
+    )
 
 
 def test_counters_ok_then_each_rule(bruce: Canned, tmp_path: Path) -> None:
@@ -172,43 +166,27 @@ def test_repeated_changed_and_decreasing_names_are_unknown(bruce: Canned, tmp_pa
     assert code == UNKNOWN and "MsgCreate decreased by 1" in line
 
 
-def test_a_daemon_that_does_not_answer_is_critical(tmp_path: Path) -> None:
+def test_a_daemon_that_does_not_answer_is_unknown(tmp_path: Path) -> None:
+    """Nagios reads CRITICAL as "the service is in trouble": a check that cannot ask says UNKNOWN."""
     canned = Canned()
     port = canned.port
     canned.server.shutdown()
     canned.server.server_close()
-    code, line = run(port, "counters", "-s", str(tmp_path / "s"), "-w", "1", "-c", "2", "-W", "1", "-C", "2")
-    assert code == CRITICAL and line.startswith("BRUCE COUNTERS CRITICAL - cannot read http://127.0.0.1:")
-    assert run(port, "discards")[0] == CRITICAL
+    code, line = run(port, "counters", "--state_file", str(tmp_path / "s"), "-w", "1", "-c", "2", "-W", "1", "-C", "2")
+    assert code == UNKNOWN and line.startswith(
+        f"BRUCE COUNTERS UNKNOWN - cannot read http://127.0.0.1:{port}/counters/"
+    )
+    assert "Connection refused" in line
+    assert run(port, "discards")[0] == UNKNOWN
+    assert not (tmp_path / "s").exists()
 
 
 def test_usage_errors_are_unknown(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "bruce.proxy.status.nagios", "counters"], capture_output=True, text=True
     )
-    assert out.returncode == UNKNOWN and "required" in out.stdout
-
-
-def bruce_cpp_discards(**report: object) -> str:
-    """A /discards/json answer as Bruce C++ writes it (the second example of its status_monitoring.md)."""
-    period = {
-        "id": 0,
-        "start_time": 1408661147,
-        "malformed_msg_count": 0,
-        "unsupported_api_key_msg_count": 0,
-        "unsupported_version_msg_count": 0,
-        "bad_topic_msg_count": 0,
-        "recent_malformed": [],
-        "unsupported_msg_version": [],
-        "recent_bad_topic": [],
-        "recent_too_long_msg": [],
-        "rate_limit_discard": [],
-        "discard_topic": [],
-        "possible_duplicate_topic": [],
-    }
-    unfinished = period | report
-    answer = {"now": 1408661249, "pid": 17706, "version": "1.0.6.70.ga324763", "interval": 600}
-    return json.dumps(answer | {"unfinished_report": unfinished, "finished_report": period | {"id": 1}})
+    assert out.returncode == UNKNOWN and out.stderr == ""
+    assert out.stdout.startswith("BRUCE COUNTERS UNKNOWN - usage: the following arguments are required: -w")
 
 
 def test_discards(bruce: Canned, tmp_path: Path) -> None:
@@ -230,8 +208,8 @@ def test_discards(bruce: Canned, tmp_path: Path) -> None:
     assert code == CRITICAL
     assert line.startswith("BRUCE DISCARDS CRITICAL - CRITICAL: 15 messages for unknown topics; ")
     assert "discards in 2 topics: topic1 (34176), topic2 (32149)" in line and "discarded=66325;;0;0" in line
-    assert run(bruce.port, "discards", "-g", "-i", "topic1", "-i", "topic2")[0] == OK
-    assert run(bruce.port, "discards", "-g", "-i", "topic1")[0] == CRITICAL
+    assert run(bruce.port, "discards", "-g", "--ignore_topic", "topic1", "--ignore_topic", "topic2")[0] == OK
+    assert run(bruce.port, "discards", "-g", "--ignore_topic", "topic1")[0] == CRITICAL
     bruce.pages["/discards/json"] = bruce_cpp_discards(malformed_msg_count=5)
     code, line = run(bruce.port, "discards", "-g")
     assert code == CRITICAL
@@ -246,4 +224,100 @@ def test_discards(bruce: Canned, tmp_path: Path) -> None:
 
 def test_counters_names_are_bruces_64() -> None:
     assert len(READ_COUNTERS) == len(set(READ_COUNTERS)) == 64
-    assert nagios.main(["counters", "-s", "/nonexistent/x", "-w", "1", "-c", "1", "-W", "1", "-C", "1", "-p", "1"]) == 2
+
+
+# -- Bruce's command lines ------------------------------------------------------------------------------------------
+
+BRUCE_THRESHOLDS = ("-i", "1200", "-H", "1440", "-w", "5", "-c", "10", "-W", "100000", "-C", "500000")
+
+
+def test_bruces_counters_command_line(bruce: Canned, tmp_path: Path) -> None:
+    """``check_bruce_counters.py -d DIR -s SERVER ...`` as a commands.cfg has it: the state kept in DIR/SERVER."""
+    work = tmp_path / "bruce_counters"
+    work.mkdir()
+    line = ("counters", "-d", str(work), "-s", "nagios1", *BRUCE_THRESHOLDS, "-b", "127.0.0.1")
+    bruce.pages["/counters/json"] = bruce_cpp_counters(1000, MsgCreate=5, MsgDestroy=5, GetMetadataSuccess=1)
+    assert run(bruce.port, *line)[0] == OK
+    state = work / "nagios1" / "bruce-check-counters.json"
+    assert [r["now"] for r in json.loads(state.read_text())] == [1000]
+    bruce.pages["/counters/json"] = bruce_cpp_counters(
+        1060, MsgCreate=5, MsgDestroy=5, GetMetadataSuccess=1, GetMetadataFail=1
+    )
+    code, text = run(bruce.port, *line)
+    assert code == CRITICAL and "CRITICAL: GetMetadataFail=1" in text  # judged against the kept report
+    assert [p.name for p in tmp_path.rglob("*")] == ["bruce_counters", "nagios1", "bruce-check-counters.json"]
+
+
+def test_a_relative_work_directory_is_under_the_nagios_users_home(
+    bruce: Canned, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Bruce's script: ``-d bruce -s nagios1 -u nrpe`` keeps the state in ~nrpe/bruce/nagios1, made if missing."""
+    homes = {"nrpe": tmp_path / "home" / "nrpe"}
+    homes["nrpe"].mkdir(parents=True)
+    monkeypatch.setattr(nagios.pwd, "getpwnam", lambda user: types.SimpleNamespace(pw_dir=str(homes[user])))
+    bruce.pages["/counters/json"] = bruce_cpp_counters(1000)
+    assert run(bruce.port, "counters", "-d", "bruce", "-s", "nagios1", *BRUCE_THRESHOLDS)[0] == OK
+    assert (homes["nrpe"] / "bruce" / "nagios1" / "bruce-check-counters.json").is_file()
+    code, text = run(bruce.port, "counters", "-d", "bruce", "-s", "nagios1", "-u", "nagios", *BRUCE_THRESHOLDS)
+    assert (code, text) == (UNKNOWN, "BRUCE COUNTERS UNKNOWN - no user nagios (-u) to keep the work directory bruce in")
+    homes["gone"] = tmp_path / "home" / "gone"
+    code, text = run(bruce.port, "counters", "-d", "bruce", "-s", "nagios1", "-u", "gone", *BRUCE_THRESHOLDS)
+    assert code == UNKNOWN and text.endswith(f"the home directory {homes['gone']} of gone (-u) does not exist")
+    assert not homes["gone"].exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("-d", "{tmp}/missing", "-s", "nagios1"), "the work directory {tmp}/missing (-d) does not exist"),
+        (("--state_file", "{tmp}/missing/state.json"), "the directory of the state file {tmp}/missing/state.json"),
+        (("-s", "{tmp}/missing/counters.json"), "is not a name (the Nagios server's, as in Bruce's scripts)"),
+        (("-s", "nagios1"), "-s without -d: give -d DIR -s SERVER"),
+        (
+            (
+                "-d",
+                "{tmp}",
+            ),
+            "-d without -s: give -d DIR -s SERVER",
+        ),
+        ((), "no state: give -d DIR -s SERVER (Bruce's work directory and Nagios server"),
+        (("-d", "{tmp}", "-s", "n", "--state_file", "{tmp}/s"), "give -d DIR -s SERVER or --state_file FILE, not both"),
+        (("-d", "{tmp}", "-s", "..", "-m", "1"), "'..' is not a name"),
+        (("-d", "{tmp}", "-s", "n", "-m", "1000"), "unrecognized arguments: -m 1000"),
+    ],
+)
+def test_no_state_location_is_guessed_or_made(bruce: Canned, tmp_path: Path, args: tuple[str, ...], why: str) -> None:
+    """Where the state goes is said, never guessed: nothing is created but Bruce's DIR/SERVER."""
+    bruce.pages["/counters/json"] = bruce_cpp_counters(1000)
+    argv = [a.format(tmp=tmp_path) for a in args]
+    code, text = run(bruce.port, "counters", *argv, *BRUCE_THRESHOLDS)
+    assert code == UNKNOWN and why.format(tmp=tmp_path) in text, text
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bruces_discards_command_line(bruce: Canned, tmp_path: Path) -> None:
+    """``check_bruce_discards.py -w DIR -s SERVER -a AGE -g -i TOPICS_FILE ...``: the topics file is read, the rest
+    accepted (the discards check keeps no files)."""
+    topics = tmp_path / "ignore_topics"
+    topics.write_text("topic1\ntopic2\n")
+    interval = {"min_timestamp": 1, "max_timestamp": 2}
+    bruce.pages["/discards/json"] = bruce_cpp_discards(
+        bad_topic_msg_count=15,
+        discard_topic=[{"topic": "topic1", **interval, "count": 3}, {"topic": "topic2", **interval, "count": 4}],
+    )
+    line = ("discards", "-w", "bruce_discards", "-s", "nagios1", "-u", "nrpe", "-a", "28800", "-b", "127.0.0.1")
+    assert run(bruce.port, *line, "-g", "-i", str(topics)) == (
+        OK,
+        "BRUCE DISCARDS OK - no discards | malformed=0;;0;0 bad_topic=15;;0;0 discarded=7;;0;0",
+    )
+    topics.write_text("topic1\n")
+    code, text = run(bruce.port, *line, "-g", "-i", str(topics))
+    assert code == CRITICAL and "discards in 1 topics: topic2 (4)" in text
+    code, text = run(bruce.port, *line, "-i", str(tmp_path / "none"))
+    assert (code, text) == (
+        UNKNOWN,
+        f"BRUCE DISCARDS UNKNOWN - the ignored topics file {tmp_path / 'none'} (-i): No such file or directory",
+    )
+    code, text = run(bruce.port, *line, "-D", "db1", "-d", "bruce", "-c", "/etc/creds")
+    assert code == UNKNOWN and "unrecognized arguments: -D db1 -d bruce -c /etc/creds" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ignore_topics"]

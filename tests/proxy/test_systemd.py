@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.proxy.daemon.systemd import Notifier, from_environment, supervise
+from bruce.proxy.daemon.systemd import WATCHDOG_FLOOR_USEC, Notifier, from_environment, supervise
 
 
 def receiver(address: str) -> socket.socket:
@@ -45,8 +45,8 @@ def test_environment_rules() -> None:
     assert from_environment({"NOTIFY_SOCKET": "relative/path"}) is None
     other = from_environment({"NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "1000", "WATCHDOG_PID": "1"})
     assert other is not None and other.watchdog_interval is None  # the watchdog is another process's
-    mine = from_environment({"NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "1000", "WATCHDOG_PID": str(os.getpid())})
-    assert mine is not None and mine.watchdog_interval == 0.0005
+    mine = from_environment({"NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "4000000", "WATCHDOG_PID": str(os.getpid())})
+    assert mine is not None and mine.watchdog_interval == 2.0
 
 
 def test_a_failing_send_is_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -60,26 +60,68 @@ def test_a_failing_send_is_dropped(tmp_path: Path, caplog: pytest.LogCaptureFixt
 def test_supervise_pings_then_ready_once(tmp_path: Path) -> None:
     path = str(tmp_path / "notify")
     with receiver(path) as sock:
-        notifier = Notifier(path, watchdog_usec=100_000)  # a ping every 50 ms
+        notifier = Notifier(path, watchdog_usec=WATCHDOG_FLOOR_USEC)  # a ping every 0.5 s
 
         async def main() -> None:
             metadata = asyncio.Event()
             task = asyncio.create_task(supervise(notifier, metadata, lambda: "fine"))
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.7)
             metadata.set()
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.7)
             task.cancel()
 
         asyncio.run(main())
-        sock.setblocking(False)
-        messages = []
-        while True:
-            try:
-                messages.append(sock.recv(4096))
-            except BlockingIOError:
-                break
+        messages = received(sock)
         assert messages.count(b"READY=1\nSTATUS=fine") == 1
         ready = messages.index(b"READY=1\nSTATUS=fine")
         assert messages[:ready].count(b"WATCHDOG=1") >= 2  # the watchdog is fed before READY too
-        assert messages[ready:].count(b"WATCHDOG=1") >= 2
+        assert messages[ready:].count(b"WATCHDOG=1") >= 1  # and after (every 0.5 s)
         notifier.close()
+
+
+def received(sock: socket.socket) -> list[bytes]:
+    """Every datagram waiting on ``sock``."""
+    sock.setblocking(False)
+    messages = []
+    while True:
+        try:
+            messages.append(sock.recv(4096))
+        except BlockingIOError:
+            return messages
+
+
+class Counting(Notifier):
+    """A notifier counting what it is asked to send (the kernel keeps only a few datagrams queued)."""
+
+    sent = 0
+
+    def send(self, **fields: str | int) -> bool:
+        self.sent += 1
+        return super().send(**fields)
+
+
+def test_a_tiny_watchdog_timeout_is_raised_to_the_floor(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """WATCHDOG_USEC=1 would ask for a ping every half microsecond: raised to 1 s, said once, no busy loop."""
+    path = str(tmp_path / "notify")
+    with receiver(path) as sock:
+        notifier = from_environment({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "1"})
+        assert notifier is not None and notifier.watchdog_interval == 0.5
+        notifier.close()
+        counting = Counting(path, watchdog_usec=1)
+
+        async def main() -> None:
+            metadata = asyncio.Event()
+            metadata.set()
+            task = asyncio.create_task(supervise(counting, metadata, lambda: "fine"))
+            await asyncio.sleep(1.2)
+            task.cancel()
+
+        asyncio.run(main())
+        assert 3 <= counting.sent <= 5, counting.sent  # READY, then a ping at 0, 0.5 and 1.0 s
+        assert received(sock).count(b"WATCHDOG=1") >= 2
+        warnings = [r.getMessage() for r in caplog.records if "WATCHDOG_USEC" in r.getMessage()]
+        assert warnings == 2 * [
+            "WATCHDOG_USEC=1 (WatchdogSec=) is under 1 s: pinging systemd's watchdog every 0.5 s instead; "
+            "set WatchdogSec= to at least 1 s in the unit"
+        ]  # one line for each notifier
+        counting.close()

@@ -170,6 +170,19 @@ def bruce_check(port: int, *args: str) -> tuple[int, str]:
     return out.returncode, out.stdout.strip()
 
 
+def bruce_counters_check(tmp_path: Path) -> tuple[str, ...]:
+    """The counters check with the options of Bruce's check_bruce_counters.py, as a Nagios commands.cfg has them (the
+    work directory absolute here: a relative one is under the Nagios user's home)."""
+    work = tmp_path / "bruce_counters"
+    work.mkdir()
+    thresholds = ("-w", "5", "-c", "10", "-W", "1000", "-C", "10000")
+    return ("counters", "-d", str(work), "-s", "nagios1", "-i", "1200", "-H", "1440", *thresholds, "-b", "127.0.0.1")
+
+
+BRUCE_DISCARDS_CHECK = ("discards", "-w", "bruce_discards", "-s", "nagios1", "-a", "28800", "-b", "127.0.0.1")
+"""The discards check with the options of Bruce's check_bruce_discards.py (without its database)."""
+
+
 def status_port(d: DaemonThread) -> int:
     return int(d.daemon.status_url.rsplit(":", 1)[1])
 
@@ -188,8 +201,7 @@ def test_healthy_then_discarding(
 ) -> None:
     topic = new_topic(partitions=1)
     d = start_daemon(make_config(brokers), max_input_msg_size=1024)
-    port, state = status_port(d), str(tmp_path / "nagios" / "counters.json")
-    check = ("counters", "-s", state, "-w", "5", "-c", "10", "-W", "1000", "-C", "10000")
+    port, check = status_port(d), bruce_counters_check(tmp_path)
     first = counters_report(d.get("/counters/json")[2])
     assert [c["name"] for c in first["counters"]] == served_in_doc()  # from the start, before anything counted
     wait_for(lambda: _metadata(d) >= 1, what="the first metadata")
@@ -204,7 +216,7 @@ def test_healthy_then_discarding(
     code, line = bruce_check(port, *check)
     assert code == OK and "msgs_held=0;" in line, line
     assert judge_discards(d.get("/discards/json")[2]) == OK
-    assert bruce_check(port, "discards") == (
+    assert bruce_check(port, *BRUCE_DISCARDS_CHECK) == (
         OK,
         "BRUCE DISCARDS OK - no discards | malformed=0;;0;0 bad_topic=0;;0;0 discarded=0;;0;0",
     )
@@ -218,7 +230,7 @@ def test_healthy_then_discarding(
     discards = d.get("/discards/json")[2]
     assert json.loads(discards)["unfinished_report"]["malformed_msg_count"] == 6
     assert judge_discards(discards) == CRITICAL
-    code, line = bruce_check(port, "discards")
+    code, line = bruce_check(port, *BRUCE_DISCARDS_CHECK)
     assert code == CRITICAL and line.startswith("BRUCE DISCARDS CRITICAL - CRITICAL: 6 malformed datagrams |"), line
     third = counters_report(d.get("/counters/json")[2])
     assert judge_counters(second, third) == (OK, [])  # Bruce's counters script does not judge discards
@@ -254,9 +266,7 @@ def _judge_outage(d: DaemonThread, tmp_path: Path) -> None:
     assert "bruce_metadata_broker_fail_total" in metric_names(d)  # what the BruceBrokerUnreachable alert reads
     second = counters_report(d.get("/counters/json")[2])
     assert judge_counters(first, second) == (OK, [])
-    state = str(tmp_path / "counters.json")
-    check = ("counters", "-s", state, "-w", "5", "-c", "10", "-W", "1000", "-C", "10000")
-    code, line = bruce_check(status_port(d), *check)
+    code, line = bruce_check(status_port(d), *bruce_counters_check(tmp_path))
     assert code == CRITICAL and "CRITICAL: InitialGetMetadataFail=1; CRITICAL: GetMetadataFail=1" in line, line
 
 

@@ -33,7 +33,7 @@ def test_names_not_served_and_why() -> None:
 
 
 def test_every_name_bruces_scripts_read_is_served() -> None:
-    from bruce.proxy.status.nagios import READ_COUNTERS
+    from bruce.proxy.status.nagios_rules import READ_COUNTERS
 
     assert set(READ_COUNTERS) <= set(SERVED)
 
@@ -63,7 +63,7 @@ SPLIT_RELEASE_SOCKET_ERRORS = (
 def test_the_split_thread_releases_script_finds_its_names_and_sums_each_failure_once() -> None:
     """That release's script reads each side of a lost connection and of a timeout and adds them: both sides are
     served, and its sum equals the latest release's (each failure once, not twice)."""
-    from bruce.proxy.status.nagios import SOCKET_ERROR_COUNTERS
+    from bruce.proxy.status.nagios_rules import SOCKET_ERROR_COUNTERS
 
     assert set(SPLIT_RELEASE_SOCKET_ERRORS) <= set(SERVED)
     daemon = Counters()
