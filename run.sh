@@ -5,4 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/bootstrap.sh run
+export BRUCE_PROGRAM="$0"  # what bruce names when it points at --help
 exec .venv/bin/bruce "$@"

@@ -7,11 +7,14 @@ Rules:
 - A value may start with ``-`` (``--required_acks -1``): the word after an option that takes a value is its value.
 - ``-h``/``--help`` and ``--version`` anywhere win and return :class:`ImmediateExit`; ``--convert_config FILE``,
   given alone, returns a :class:`ConvertConfig` request. ``startup.configure`` carries both out.
+- An error points at the help of the command the user typed: :func:`program_name` (``./run.sh`` sets
+  ``BRUCE_PROGRAM``; otherwise ``bruce``).
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +44,11 @@ ACTIONS = ("help", "version", "convert_config")
 REPEATABLE = ("kafka_property",)  # options that may be given more than once (their values add up)
 
 
+def program_name() -> str:
+    """The command the user typed to run bruce, for pointers to its help: ``$BRUCE_PROGRAM`` or ``bruce``."""
+    return os.environ.get("BRUCE_PROGRAM") or "bruce"
+
+
 def parse_command_line(argv: Sequence[str]) -> Options | ImmediateExit | ConvertConfig:
     """Parse ``argv`` (without the program name). Raises :class:`ConfigError` naming the option on any problem."""
     args = list(argv)
@@ -58,12 +66,12 @@ def parse_command_line(argv: Sequence[str]) -> Options | ImmediateExit | Convert
         arg, name = args[index], names[index]
         index += 1
         if name is None:
-            raise ConfigError(f'unexpected argument "{arg}": every option starts with -- (see bruce --help)')
+            raise ConfigError(f'unexpected argument "{arg}": every option starts with -- (see {program_name()} --help)')
         spec = specs.get(name)
         if spec is None:
             close = difflib.get_close_matches(name, [*specs, *ACTIONS], n=1)
             hint = f"; did you mean --{close[0]}?" if close else ""
-            raise ConfigError(f"unknown option --{name}{hint} (see bruce --help)")
+            raise ConfigError(f"unknown option --{name}{hint} (see {program_name()} --help)")
         if name in values and name not in REPEATABLE:
             raise ConfigError("is given twice", where=f"--{name}")
         _, has_value, value = arg.partition("=")

@@ -44,6 +44,14 @@ def _port_open(address: str) -> bool:
         return False
 
 
+def test_a_mistyped_option_under_run_sh_points_at_run_sh_help() -> None:
+    """The user typed ``./run.sh``: the refusal names that command's help, not ``bruce --help``."""
+    root = Path(__file__).resolve().parents[3]
+    run = subprocess.run(["./run.sh", "--no_such_option"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().splitlines()[-1].endswith("(see ./run.sh --help)"), run.stderr
+
+
 def test_readme_flow_on_the_embedded_broker(bruce_process: Callable[..., BruceProcess], workdir: Path) -> None:
     """``./run.sh`` runs ``bruce`` with no broker configured: it starts tansu, says where everything is and how to
     send; the printed ``to_bruce`` command delivers a message that confluent-kafka reads; SIGINT stops both."""
