@@ -33,7 +33,7 @@ from bruce.proxy.config.ports import KAFKA_PORT, port_is_free
 from ..daemon.harness import BruceProcess, counters_json, start_bruce, wait_for
 from .examples import PRODUCTION_PATHS, ROOT, Block, doc_paths, read_blocks, runnable_blocks
 
-SH_TIMEOUT_S = 120
+SH_TIMEOUT_S = 240  # a hang guard: the pipeline example starts a Spark job, minutes on a loaded 2-core machine
 PYTHON_TIMEOUT_S = 120  # per page, plus PYTHON_BLOCK_TIMEOUT_S per block
 PYTHON_BLOCK_TIMEOUT_S = 60
 pytestmark = pytest.mark.e2e
