@@ -11,6 +11,10 @@ Rules:
   tail, they are resent with their producer id, epoch and sequences; those that fall back are sent again as new
   messages to the same partition (their records decoded from the journaled bytes), counted ``JournalFallback`` — not
   awaited by anyone. Counters ``JournalFound``/``JournalResent`` count the messages of the other two.
+- A journal that cannot vouch for itself (a record damaged, a file cut short or missing: :mod:`bruce.producer.
+  journal_reader`) may have lost batches the library has no other copy of: one ERROR line per file names it, and
+  ``JournalPossiblyLost`` counts the messages outstanding when the journal was last written (an upper bound: the
+  batches still readable are settled as usual).
 - While running, every idempotent batch is journaled before its first send (and again when an epoch bump renumbers
   it) with its bytes as sent, and finished when its fate is known. Batches given up are the caller's (its ``send``
   handle failed): they are not settled later. Messages never sent (still queued when the process died) were never
@@ -39,11 +43,15 @@ from bruce.wire import UsageError, decode_record_batch
 from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
-from .journal import DELETE_EVERY_S, Journal, PartJournal, read_journal
+from .journal import DELETE_EVERY_S, Journal, JournalEntry, PartJournal, read_journal
 from .recovery import Settlement, Settler
 
 log = logging.getLogger("bruce.producer")
 MIN_SETTLE_S = 30.0
+DAMAGE_COST = (
+    "batches recorded only in the unreadable part cannot be settled: their messages are lost unless the broker stored "
+    "them"
+)
 
 
 class Settling(Protocol):
@@ -85,7 +93,7 @@ class ProducerState:
         except BlockingIOError:
             os.close(self._lock)
             raise StateInUse(f"state_path {path} is in use by another producer: one producer per state path") from None
-        self.state = read_journal(self.directory)
+        self.state = read_journal(self.directory, DAMAGE_COST)
         self.journal = Journal(
             self.directory, next_id=self.state.next_id, next_file=self.state.next_file, sync_ms=sync_ms
         )
@@ -97,6 +105,8 @@ class ProducerState:
         config = producer.config
         producer.journal_batches(PartJournal(self.journal, payload=True))  # before any send, the fallbacks' included
         unsettled = [e for e in self.state.entries if e.finished is None]
+        if self.state.problems:
+            self._count_damage(producer.counters, unsettled)
         out = Settlement()
         if unsettled:
             wait = max(config.message_timeout_ms / 1000, MIN_SETTLE_S)
@@ -129,6 +139,21 @@ class ProducerState:
             )
         self.settlement = out
         return out
+
+    def _count_damage(self, counters: Counters, unsettled: list[JournalEntry]) -> None:
+        """The journal cannot vouch for itself: count and say what may be lost (see the module rules)."""
+        outstanding = self.state.outstanding
+        readable = sum(e.count for e in unsettled)
+        counters.inc("JournalPossiblyLost", outstanding)
+        log.error(
+            "state %s: the batch journal is damaged (%d finding(s) above): up to %d messages may be lost (those of the "
+            "batches outstanding when it was last written, counted JournalPossiblyLost); %d messages of batches still "
+            "readable there are settled now",
+            self.directory,
+            len(self.state.problems),
+            outstanding,
+            readable,
+        )
 
     async def sync_loop(self) -> None:
         """The journal's timer, for the producer's life: background syncs every ``sync_ms`` (see the module rules),

@@ -39,6 +39,8 @@ from ..spool import Spool, SpoolRecord
 log = logging.getLogger("bruce.spool")
 
 SETTLE_S = 30.0  # the most settling may take at start (then what is left is replayed as possible duplicates)
+REPLAY_COST = "the messages the spool replays and the journal does not settle are reported as possible duplicates"
+UNJOURNALED_COST = "the spool's messages the next start replays may have been delivered already"
 
 
 @dataclass(slots=True)
@@ -50,13 +52,14 @@ class Verdict:
     ends: list[int] = field(default_factory=list)
     fallback: set[int] = field(default_factory=set)
     complete: bool = False
+    unvouched_top: int = -1  # the journal lost records while it ran: sequences up to this one are not vouched for
 
     def settled(self, seq: int) -> bool:
         i = bisect.bisect_right(self.firsts, seq) - 1
         return i >= 0 and seq < self.ends[i]
 
     def possible_duplicate(self, seq: int) -> bool:
-        return not self.complete or seq in self.fallback
+        return not self.complete or seq <= self.unvouched_top or seq in self.fallback
 
 
 def _merge(runs: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -81,7 +84,7 @@ class SpoolJournal:
         self.directory = Path(spool.directory)
         self.why_off = why_off  # "" when the producer may be idempotent
         self.journal: Journal | None = None
-        self.state = read_journal(self.directory)
+        self.state = read_journal(self.directory, REPLAY_COST)
         # The spool starts again at 0 when it is empty; the journal's sequences must never name new messages
         spool.continue_after(max((top for _, top in self.state.files if top < 2**62), default=-1))
         if why_off:
@@ -93,6 +96,7 @@ class SpoolJournal:
             next_file=self.state.next_file,
             held_from=lambda: spool.held_from,
             sync_ms=spool.config.fsync_ms,
+            cost=UNJOURNALED_COST,
         )
         try:
             journal.open(old=self.state.files)
@@ -106,7 +110,7 @@ class SpoolJournal:
     async def settle(self) -> Verdict:
         """Settle the earlier runs' batches (see the module rules); returns the verdict for the replay."""
         state = self.state
-        verdict = Verdict(complete=state.complete)
+        verdict = Verdict(complete=state.complete, unvouched_top=state.unvouched_top)
         settled = [run for e in state.entries if e.acknowledged for run in e.runs]
         verdict.firsts, verdict.ends = _merge(settled)
         # A message belongs to the latest batch that held it (a batch given up had its messages rerouted into another)

@@ -8,6 +8,7 @@ to send them again, duplicating those already stored."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import subprocess
 import sys
@@ -122,3 +123,36 @@ def test_one_producer_per_state_path(slow_tansu: tuple[Any, ThreadedProxy], tmp_
                 await Producer(config).start()
 
     asyncio.run(two())
+
+
+def test_a_journal_cut_in_half_after_a_kill_is_reported_and_what_may_be_lost_counted(
+    slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The journal of the killed producer is cut to half its size: the batches recorded in the other half cannot be
+    settled (the library has no other copy of them). The next producer says so in one ERROR line naming the file and
+    counts the messages that may be lost (JournalPossiblyLost, an upper bound); nothing is read back twice. The
+    connection is cut before the kill, so the batches the proxy held never reached the broker: lost for real when
+    their records are in the half cut off."""
+    broker, proxy = slow_tansu
+    topic = "state-cut-in-half"
+    broker.create_topic(topic, 3)
+    state = tmp_path / "state"
+    acked = _kill_when_all_sent(proxy.address, topic, state, proxy)
+    assert acked < TOTAL, "every batch was acknowledged before the kill: nothing to settle"
+    (journal,) = sorted(state.glob("*.batches"))
+    journal.write_bytes(journal.read_bytes()[: journal.stat().st_size // 2])
+
+    async def restart() -> int:
+        async with Producer(ProducerConfig(bootstrap_servers=(proxy.address,), state_path=str(state))) as producer:
+            return producer.counters.get("JournalPossiblyLost")
+
+    with caplog.at_level(logging.ERROR):
+        possibly_lost = asyncio.run(restart())
+    reads = read_back(proxy.address, topic, 3, TOTAL, timeout=5, extra=0.5)
+    numbers = Counter(int(m.value()) for m in reads)
+    lost = [n for n in range(TOTAL) if numbers[n] == 0]
+    assert {n: c for n, c in numbers.items() if c > 1} == {}, "duplicated"
+    assert len(lost) <= possibly_lost, f"{len(lost)} lost, {possibly_lost} counted as possibly lost"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(str(journal) in line for line in errors), errors
+    print(f"\nkilled with {acked} of {TOTAL} acknowledged, journal cut: {len(lost)} lost, {possibly_lost} counted")

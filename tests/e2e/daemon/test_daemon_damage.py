@@ -1,0 +1,122 @@
+"""Damage to what the daemon reads at start, against tansu with the real ``bruce`` command (docs/spool.md, "What
+damage costs"): the daemon delivers numbered messages with its spool and batch journal, is killed with SIGKILL,
+something is damaged, and the restart delivers the rest. confluent-kafka (CRCs on) reads every message back by number:
+each message is read back, or counted as lost (``SpoolCorrupt``) — exactly; each one read back twice was reported as a
+possible duplicate (``SpoolReplayedPossibleDuplicate``).
+
+The done files are removed after the kill, as a kill before their first save leaves the directory: every message
+still in the spool is then replayed and only the batch journal can say which were delivered."""
+
+from __future__ import annotations
+
+import signal
+import struct
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bruce.client import BruceClient
+from bruce.proxy.config import Broker
+from bruce.proxy.config.toml_config import to_toml
+from bruce.proxy.daemon.embedded import EmbeddedBroker
+
+from .harness import BruceProcess, consume_topic, counters_json, make_config, wait_for
+
+pytestmark = pytest.mark.e2e
+
+PARTITIONS = 3
+TOTAL = 4000
+
+
+def _command(tansu: EmbeddedBroker, sock: Path, spool: Path) -> list[str]:
+    """Small batches (20 ms, 2 KiB of data per request): many journal records, many segments."""
+    config = spool.parent / "bruce.toml"
+    brokers = (Broker("127.0.0.1", int(tansu.address.rpartition(":")[2])),)
+    config.write_text(to_toml(make_config(brokers, nbytes=2048, produce_request_data_limit=2048)))
+    return [
+        *("--config_path", str(config), "--receive_socket_name", str(sock), "--status_port", "0"),
+        *("--spool_dir", str(spool), "--spool_segment_bytes", "65536"),
+    ]
+
+
+def _deliver_then_kill(bruce: BruceProcess, sock: Path, topic: str) -> None:
+    url = bruce.wait_serving()
+    with BruceClient(sock) as client:
+        for n in range(TOTAL):
+            client.send_any_partition(topic, b"%07d" % n)
+    wait_for(lambda: counters_json(url).get("MsgDelivered", 0) >= TOTAL, what="every message delivered")
+    bruce.process.send_signal(signal.SIGKILL)
+    assert bruce.wait() == -signal.SIGKILL
+
+
+def _forget_done_files(spool: Path) -> None:
+    for done in spool.glob("*.done"):
+        done.unlink()
+
+
+def _sent_records(path: Path) -> list[tuple[int, int]]:
+    """(offset, first spool sequence) of each SENT record of a journal file (either format's header)."""
+    data = path.read_bytes()
+    at = 8 if struct.unpack_from(">H", data, 4)[0] == 1 else 32
+    records = []
+    while at + 8 <= len(data):
+        (length,) = struct.unpack_from(">I", data, at)
+        body = data[at + 8 : at + 8 + length]
+        if body[:1] == b"S":
+            topic_size = struct.unpack_from(">H", body, 39)[0]
+            records.append((at, struct.unpack_from(">Q", body, 45 + topic_size)[0]))
+        at += 8 + length
+    return records
+
+
+def _restart_and_read(
+    bruce_process: Callable[..., BruceProcess], command: list[str], address: str, topic: str
+) -> tuple[Counter[int], dict[str, int], str]:
+    """Restart on the same spool, read every message back, stop; the copies of each number, the counters, the log."""
+    again = bruce_process(command)
+    url = again.wait_serving()
+    wait_for(lambda: "spool replay done" in again.log, what=f"the replay; the log:\n{again.log}")
+    reads = consume_topic(address, topic, PARTITIONS, TOTAL)
+    wait_for(lambda: _settled(counters_json(url)), what="every replayed message delivered or discarded")
+    counters = counters_json(url)
+    again.signal(signal.SIGTERM)
+    assert again.wait() == 0
+    return Counter(int(r.value) for r in reads if r.value is not None), counters, again.log
+
+
+def _settled(c: dict[str, int]) -> bool:
+    return c.get("MsgReceived", 0) == c.get("MsgDelivered", 0) + c.get("MsgDiscarded", 0)
+
+
+def _check(copies: Counter[int], counters: dict[str, int]) -> None:
+    lost = [n for n in range(TOTAL) if copies[n] == 0]
+    twice = sum(c - 1 for c in copies.values() if c > 1)
+    shown = {k: v for k, v in counters.items() if k.startswith(("Spool", "Journal", "Msg"))}
+    assert len(lost) == counters.get("SpoolCorrupt", 0), f"{len(lost)} lost, first {lost[:5]}; {shown}"
+    reported = counters.get("SpoolReplayedPossibleDuplicate", 0)
+    assert twice <= reported, f"{twice} delivered twice, {reported} reported as possible duplicates; {shown}"
+
+
+def test_a_journal_damaged_in_the_middle_reports_every_duplicate(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """A flipped bit in the length of a SENT record in the middle of the newest journal file: the reader does not
+    take the rest for a torn tail; what it cannot settle is replayed and reported."""
+    topic = new_topic(partitions=PARTITIONS)
+    sock, spool = workdir / "j.sock", workdir / "spool"
+    command = _command(tansu, sock, spool)
+    _deliver_then_kill(bruce_process(command), sock, topic)
+    _forget_done_files(spool)
+    newest = sorted(spool.glob("*.batches"))[-1]
+    held = min(int(p.name[:20]) for p in spool.glob("*.seg"))
+    sent = [at for at, first in _sent_records(newest) if first >= held]  # batches whose messages the spool holds
+    assert len(sent) >= 2, "the spool was meant to hold several batches' messages"
+    data = bytearray(newest.read_bytes())
+    data[sent[len(sent) // 2]] ^= 0x80  # the record's length now runs past the end of the file
+    newest.write_bytes(bytes(data))
+    copies, counters, log = _restart_and_read(bruce_process, command, tansu.address, topic)
+    _check(copies, counters)
+    assert str(newest) in log
+    print("\n" + "\n".join(line for line in log.splitlines() if "journal" in line or "spool" in line))
