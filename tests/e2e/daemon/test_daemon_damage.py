@@ -9,8 +9,10 @@ still in the spool is then replayed and only the batch journal can say which wer
 
 from __future__ import annotations
 
+import resource
 import signal
 import struct
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -30,25 +32,42 @@ PARTITIONS = 3
 TOTAL = 4000
 
 
-def _command(tansu: EmbeddedBroker, sock: Path, spool: Path) -> list[str]:
-    """Small batches (20 ms, 2 KiB of data per request): many journal records, many segments."""
+def _command(
+    tansu: EmbeddedBroker, sock: Path, spool: Path, *, segment_bytes: int = 65536, batch_bytes: int = 2048
+) -> list[str]:
+    """Small batches (20 ms, ``batch_bytes`` of data per request): many journal records, many segments."""
     config = spool.parent / "bruce.toml"
     brokers = (Broker("127.0.0.1", int(tansu.address.rpartition(":")[2])),)
-    config.write_text(to_toml(make_config(brokers, nbytes=2048, produce_request_data_limit=2048)))
+    config.write_text(to_toml(make_config(brokers, nbytes=batch_bytes, produce_request_data_limit=batch_bytes)))
     return [
         *("--config_path", str(config), "--receive_socket_name", str(sock), "--status_port", "0"),
-        *("--spool_dir", str(spool), "--spool_segment_bytes", "65536"),
+        *("--spool_dir", str(spool), "--spool_segment_bytes", str(segment_bytes)),
     ]
 
 
-def _deliver_then_kill(bruce: BruceProcess, sock: Path, topic: str) -> None:
-    url = bruce.wait_serving()
+def _deliver(url: str, sock: Path, topic: str, numbers: range, *, paced: bool = False) -> None:
+    """Send ``numbers`` (``paced``: 10 at a time, 2 ms apart — many small batches) and wait until delivered."""
     with BruceClient(sock) as client:
-        for n in range(TOTAL):
+        for n in numbers:
             client.send_any_partition(topic, b"%07d" % n)
-    wait_for(lambda: counters_json(url).get("MsgDelivered", 0) >= TOTAL, what="every message delivered")
+            if paced and n % 10 == 9:
+                time.sleep(0.002)
+    wait_for(lambda: counters_json(url).get("MsgDelivered", 0) >= numbers.stop, what="every message delivered")
+
+
+def _kill(bruce: BruceProcess) -> None:
     bruce.process.send_signal(signal.SIGKILL)
     assert bruce.wait() == -signal.SIGKILL
+
+
+def _deliver_then_kill(bruce: BruceProcess, sock: Path, topic: str) -> None:
+    _deliver(bruce.wait_serving(), sock, topic, range(TOTAL))
+    _kill(bruce)
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    """For the daemon's process: writes that would take any file past ``limit`` bytes fail (EFBIG)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
 def _forget_done_files(spool: Path) -> None:
@@ -120,3 +139,55 @@ def test_a_journal_damaged_in_the_middle_reports_every_duplicate(
     _check(copies, counters)
     assert str(newest) in log
     print("\n" + "\n".join(line for line in log.splitlines() if "journal" in line or "spool" in line))
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGKILL"])
+def test_a_journal_that_becomes_unwritable_mid_run_is_recorded_before_it_matters(
+    bruce_process: Callable[..., BruceProcess],
+    tansu: EmbeddedBroker,
+    workdir: Path,
+    new_topic: Callable[..., str],
+    stop: str,
+) -> None:
+    """The daemon may not write a file past 20 KiB: its journal reaches that mid-run, its segments (16 KiB) never
+    do. The daemon goes on unjournaled and says so once, naming the file; a stop shows no traceback; after a SIGKILL
+    the restart knows the journal went off, and reports what it cannot settle."""
+    topic = new_topic(partitions=PARTITIONS)
+    sock, spool = workdir / "u.sock", workdir / "spool"
+    command = _command(tansu, sock, spool, segment_bytes=16384, batch_bytes=128)
+    bruce = bruce_process(command, preexec_fn=_file_size_limit(20 * 1024))
+    _deliver(bruce.wait_serving(), sock, topic, range(TOTAL), paced=True)
+    if stop == "SIGTERM":
+        bruce.signal(signal.SIGTERM)
+        assert bruce.wait() == 0
+        assert "Traceback" not in bruce.log
+    else:
+        _kill(bruce)
+        _forget_done_files(spool)
+        copies, counters, _ = _restart_and_read(bruce_process, command, tansu.address, topic)
+        _check(copies, counters)
+    errors = [line for line in bruce.log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and ".batches" in errors[0] and "unjournaled" in errors[0], errors
+
+
+def test_a_journal_deleted_while_running_is_noticed_and_what_follows_stays_exact(
+    bruce_process: Callable[..., BruceProcess], tansu: EmbeddedBroker, workdir: Path, new_topic: Callable[..., str]
+) -> None:
+    """The journal files are deleted while the daemon delivers: it says so in one line within about a second, journals
+    again from there, and the restart after a SIGKILL settles what was sent after the deletion from the new file."""
+    topic = new_topic(partitions=PARTITIONS)
+    sock, spool = workdir / "d.sock", workdir / "spool"
+    command = _command(tansu, sock, spool)
+    bruce = bruce_process(command)
+    url = bruce.wait_serving()
+    _deliver(url, sock, topic, range(TOTAL // 2))
+    for path in spool.glob("*.batches"):
+        path.unlink()
+    wait_for(lambda: "deleted or replaced" in bruce.log, 5, "the deletion to be noticed")
+    time.sleep(0.1)
+    _deliver(url, sock, topic, range(TOTAL // 2, TOTAL))
+    _kill(bruce)
+    _forget_done_files(spool)
+    copies, counters, _ = _restart_and_read(bruce_process, command, tansu.address, topic)
+    _check(copies, counters)
+    assert counters.get("SpoolSettled", 0) > 0, "what was sent after the deletion is settled by the new file"
