@@ -120,11 +120,14 @@ class SpoolJournal:
                 for s in entry.sequences():
                     if not verdict.settled(s):
                         owner[s] = entry
-        records = self.spool.peek_records(set(owner)) if owner else {}
-        owned: dict[int, list[int]] = {}
+        records, lost = self.spool.peek(set(owner)) if owner else ({}, set())
+        owned: dict[int, list[int]] = {}  # batch id -> its messages the spool still holds
+        gone: dict[int, list[int]] = {}  # batch id -> its messages lost from the spool: settled only if found
         for s in sorted(records):
             owned.setdefault(owner[s].batch_id, []).append(s)
-        unsettled = [e for e in state.entries if e.batch_id in owned]
+        for s in sorted(lost):
+            gone.setdefault(owner[s].batch_id, []).append(s)
+        unsettled = [e for e in state.entries if e.batch_id in owned or e.batch_id in gone]
         if unsettled:
             started = time.monotonic()
             deadline = started + SETTLE_S
@@ -134,15 +137,17 @@ class SpoolJournal:
             settler = Settler(
                 self.producer,
                 self.producer.config,
-                lambda e: _rebuild([records[s] for s in owned[e.batch_id]], empty),
+                lambda e: _rebuild([records[s] for s in owned.get(e.batch_id, ())], empty),
                 deadline=deadline,
             )
             out = await settler.settle(unsettled, state.acked)
-            for entries, name in ((out.found, "JournalFound"), (out.resent, "JournalResent")):
-                settled += [(s, 1) for e in entries for s in owned[e.batch_id]]
-                self.counters.inc(name, sum(len(owned[e.batch_id]) for e in entries))
+            found = [s for e in out.found for s in (*owned.get(e.batch_id, ()), *gone.get(e.batch_id, ()))]
+            resent = [s for e in out.resent for s in owned.get(e.batch_id, ())]
+            settled += [(s, 1) for s in (*found, *resent)]
+            self.counters.inc("JournalFound", len(found))
+            self.counters.inc("JournalResent", len(resent))
             for e in out.fallback:
-                verdict.fallback.update(owned[e.batch_id])
+                verdict.fallback.update(owned.get(e.batch_id, ()))
             self.counters.inc("JournalFallback", len(verdict.fallback))
             if self.journal is not None:
                 self.journal.acked.update(out.acked)

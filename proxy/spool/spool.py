@@ -4,7 +4,8 @@ each segment deleted once every message in it is done (docs/spool.md).
 Rules:
 - :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
   daemon must refuse to start), then recovers what earlier runs left (:mod:`.recovery`: the manifest's check for
-  missing or cut segments, the newest segment's torn tail truncated) for :meth:`Spool.replay`. New messages always
+  missing or cut segments, the newest segment checked against the tail mark (:mod:`.tail`) and its torn tail
+  truncated) for :meth:`Spool.replay`. New messages always
   go to a new segment: a segment is never appended to across runs and never rewritten in place (the one exception
   is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
@@ -12,6 +13,7 @@ Rules:
   reason ``SPOOL_FULL``) — never raises. A segment holding records never takes one that would take it past
   ``segment_bytes``: a burst that does not fit is cut at a record boundary and goes on in a new segment (one
   ``write`` per piece); only a record larger than ``segment_bytes`` makes a segment larger (it is alone in it).
+  After each burst (and each roll) the tail mark says where the active segment ends: one ``pwrite``, not synced.
 - Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
   :meth:`Spool.tick`, which starts an ``fdatasync`` in the sync thread (:mod:`.syncer`) once ``fsync_ms`` has passed
   since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after it was written and the
@@ -58,6 +60,7 @@ from .recovery import Recovery
 from .scan import Corrupt
 from .settings import FullPolicy, SpoolConfig
 from .syncer import Syncer
+from .tail import Tail, TailMark
 from .tracker import Segment, Tracker
 
 __all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
@@ -109,6 +112,7 @@ class Spool:
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
         self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
         self._manifest = Manifest(self.directory)
+        self._tail = TailMark(self.directory)
         self._recovery = Recovery(config, self._tracker, self._manifest, unlink=self._unlink, report=self._report)
 
     # -------------------------------------------------------------------------------------------------- opening
@@ -128,19 +132,20 @@ class Spool:
     def _load(self) -> None:
         """What earlier runs left (:class:`~.recovery.Recovery`); the sequence continues after theirs."""
         try:
-            self._recovery.load()
+            self._recovery.load(self._tail.load())
         finally:
             self.next_sequence = max(self.next_sequence, self._recovery.next_sequence)
             self._bytes += self._recovery.bytes
 
-    def replay(self) -> Iterator[list[SpoolRecord]]:
-        """Every record left by earlier runs, oldest first (:meth:`.recovery.Recovery.replay`)."""
-        return self._recovery.replay()
+    def replay(self, skip: Callable[[int], bool] | None = None) -> Iterator[list[SpoolRecord]]:
+        """Every record left by earlier runs, oldest first; losses counted less what ``skip`` says was settled
+        (:meth:`.recovery.Recovery.replay`)."""
+        return self._recovery.replay(skip)
 
-    def peek_records(self, wanted: set[int]) -> dict[int, SpoolRecord]:
-        """Records of ``wanted`` sequences still to be replayed, read without changing anything
-        (:meth:`.recovery.Recovery.peek_records`)."""
-        return self._recovery.peek_records(wanted)
+    def peek(self, wanted: set[int]) -> tuple[dict[int, SpoolRecord], set[int]]:
+        """Records of ``wanted`` sequences still to be replayed, read without changing anything, and those whose
+        records are lost (:meth:`.recovery.Recovery.peek`)."""
+        return self._recovery.peek(wanted)
 
     def _report(self, path: Path, region: Corrupt) -> None:
         """A loss found by recovery: counted, logged, handed to :attr:`on_corrupt`."""
@@ -219,6 +224,8 @@ class Spool:
             active.nbytes += end - start
             self._bytes += end - start
             self._dirty = True  # a roll syncs it
+        if self._active is not None:
+            self._tail.write(Tail(self._active.base, self.next_sequence, self._active.nbytes))
         self.appended += n
         if self.config.fsync_ms == 0:
             self._sync()
@@ -282,6 +289,7 @@ class Spool:
         self._manifest.segments[base] = None  # being written
         self._manifest.save(os.fdatasync)
         sync_directory(self.directory)  # the new file's and the manifest's names survive a power loss
+        self._tail.write(Tail(base, base, HEADER_SIZE))
         return segment
 
     def _seal_active(self) -> None:
@@ -390,6 +398,7 @@ class Spool:
             self._manifest.save(os.fdatasync)
             write_done_files(self.directory, self._tracker, self.syncer.fdatasync)
         if self._lock_fd is not None:
+            self._tail.close(remove=self.degraded is None)
             os.close(self._lock_fd)
             self._lock_fd = None
 

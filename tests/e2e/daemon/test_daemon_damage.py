@@ -14,10 +14,11 @@ import signal
 import struct
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from netproxy import ThreadedProxy, tansu_behind_proxy
 
 from bruce.client import BruceClient
 from bruce.proxy.config import Broker
@@ -33,11 +34,12 @@ TOTAL = 4000
 
 
 def _command(
-    tansu: EmbeddedBroker, sock: Path, spool: Path, *, segment_bytes: int = 65536, batch_bytes: int = 2048
+    tansu: EmbeddedBroker | str, sock: Path, spool: Path, *, segment_bytes: int = 65536, batch_bytes: int = 2048
 ) -> list[str]:
     """Small batches (20 ms, ``batch_bytes`` of data per request): many journal records, many segments."""
     config = spool.parent / "bruce.toml"
-    brokers = (Broker("127.0.0.1", int(tansu.address.rpartition(":")[2])),)
+    address = tansu if isinstance(tansu, str) else tansu.address
+    brokers = (Broker("127.0.0.1", int(address.rpartition(":")[2])),)
     config.write_text(to_toml(make_config(brokers, nbytes=batch_bytes, produce_request_data_limit=batch_bytes)))
     return [
         *("--config_path", str(config), "--receive_socket_name", str(sock), "--status_port", "0"),
@@ -97,9 +99,9 @@ def _restart_and_read(
     again = bruce_process(command)
     url = again.wait_serving()
     wait_for(lambda: "spool replay done" in again.log, what=f"the replay; the log:\n{again.log}")
-    reads = consume_topic(address, topic, PARTITIONS, TOTAL)
     wait_for(lambda: _settled(counters_json(url)), what="every replayed message delivered or discarded")
     counters = counters_json(url)
+    reads = consume_topic(address, topic, PARTITIONS, TOTAL - counters.get("SpoolCorrupt", 0))
     again.signal(signal.SIGTERM)
     assert again.wait() == 0
     return Counter(int(r.value) for r in reads if r.value is not None), counters, again.log
@@ -191,3 +193,44 @@ def test_a_journal_deleted_while_running_is_noticed_and_what_follows_stays_exact
     copies, counters, _ = _restart_and_read(bruce_process, command, tansu.address, topic)
     _check(copies, counters)
     assert counters.get("SpoolSettled", 0) > 0, "what was sent after the deletion is settled by the new file"
+
+
+@pytest.fixture(scope="module")
+def proxied_tansu() -> Iterator[tuple[EmbeddedBroker, ThreadedProxy]]:
+    with tansu_behind_proxy() as pair:
+        yield pair
+
+
+def test_an_active_segment_cut_after_kill_9_counts_every_lost_message_exactly(
+    bruce_process: Callable[..., BruceProcess],
+    proxied_tansu: tuple[EmbeddedBroker, ThreadedProxy],
+    workdir: Path,
+) -> None:
+    """Half the messages are delivered; the proxy then swallows every request, so the other half stays in the spool
+    (some sent, none acknowledged); SIGKILL, and the newest segment is cut to half its size. The restart counts each
+    message lost in the cut as SPOOL_CORRUPT — exactly those that are not read back — and says it was cut."""
+    broker, proxy = proxied_tansu
+    topic = "cut-active-segment"
+    broker.create_topic(topic, PARTITIONS)
+    sock, spool = workdir / "s.sock", workdir / "spool"
+    command = _command(proxy.address, sock, spool)
+    bruce = bruce_process(command)
+    url = bruce.wait_serving()
+    _deliver(url, sock, topic, range(TOTAL // 2))
+    proxy.set_drop_requests(True)
+    try:
+        with BruceClient(sock) as client:
+            for n in range(TOTAL // 2, TOTAL):
+                client.send_any_partition(topic, b"%07d" % n)
+        wait_for(lambda: counters_json(url).get("SpoolAppended", 0) >= TOTAL, what="every message spooled")
+        _kill(bruce)
+    finally:
+        proxy.set_drop_requests(False)
+    newest = sorted(spool.glob("*.seg"))[-1]
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])
+    copies, counters, log = _restart_and_read(bruce_process, command, proxy.address, topic)
+    _check(copies, counters)
+    assert counters["SpoolCorrupt"] > 1, counters
+    assert f"{newest}" in log and "cut" in log and "torn" not in log
+    lost = sum(1 for n in range(TOTAL) if copies[n] == 0)
+    print(f"\n{lost} lost in the cut, {counters['SpoolCorrupt']} counted as SPOOL_CORRUPT")

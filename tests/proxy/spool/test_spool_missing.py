@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bruce.proxy.spool import Spool, SpoolConfig
+from bruce.proxy.spool.format import encode_burst
 
 from .test_spool_writer import _crash, burst, open_spool, replay_all, segment_files
 
@@ -137,11 +138,26 @@ def test_a_torn_tail_after_a_crash_is_counted(tmp_path: Path) -> None:
     spool.tick(time.monotonic() + 2)
     _crash(spool)
     (segment,) = tmp_path.glob("*.seg")
-    os.truncate(segment, segment.stat().st_size - 5)  # the last record cut by the crash
+    with open(segment, "ab") as f:
+        f.write(encode_burst(10, burst(1))[:-5])  # the next burst's record, cut by the crash while written
+    seqs, reported, spool = _restart(tmp_path)
+    with spool:
+        assert seqs == list(range(10))
+        assert spool.corrupt == 1 and reported[0][2] == 1 and "torn write" in reported[0][3]
+
+
+def test_the_last_records_cut_off_after_a_crash_are_each_counted(tmp_path: Path) -> None:
+    """Bytes the spool had written whole (the tail mark says so) are gone: a cut, not a torn write."""
+    spool = Spool.open(SpoolConfig(tmp_path, done_every_ms=1000))
+    spool.append(burst(10))
+    spool.tick(time.monotonic() + 2)
+    _crash(spool)
+    (segment,) = tmp_path.glob("*.seg")
+    os.truncate(segment, segment.stat().st_size - 5)
     seqs, reported, spool = _restart(tmp_path)
     with spool:
         assert seqs == list(range(9))
-        assert spool.corrupt == 1 and reported[0][2] == 1 and "torn write" in reported[0][3]
+        assert spool.corrupt == 1 and reported[0][2] == 1 and "cut short" in reported[0][3]
 
 
 def test_without_a_manifest_nothing_is_reported_and_the_start_says_why(
