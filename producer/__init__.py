@@ -36,6 +36,7 @@ from .security import PROPERTIES as SECURITY_PROPERTIES
 from .settings import NAMES as SETTING_NAMES
 from .settings import SETTINGS, is_secret
 from .settings import read as read_setting
+from .state import StateInUse, StateMismatch
 from .transactions import TransactionError
 from .transport import BrokerConnection, Timeouts, open_connection
 
@@ -82,6 +83,8 @@ __all__ = [
     "Secret",
     "SecurityConfig",
     "Settler",
+    "StateInUse",
+    "StateMismatch",
     "Timeouts",
     "Topic",
     "TransactionError",

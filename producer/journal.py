@@ -163,6 +163,13 @@ class Journal:
         if old:
             _say_next(self.directory / file_name(max(number for number, _ in old)))
 
+    def hold(self, entries: Sequence[JournalEntry]) -> None:
+        """Earlier runs' batches not finished yet: their files stay until :meth:`finished` names each of them."""
+        for entry in entries:
+            if entry.file in self._open and entry.batch_id not in self._batch_files:
+                self._open[entry.file] += 1
+                self._batch_files[entry.batch_id] = [entry.file]
+
     # ---------------------------------------------------------------- files
 
     def _create(self, number: int) -> int:

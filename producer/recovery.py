@@ -30,7 +30,8 @@ Rules:
 - Bounded: one Fetch of at most 1 MiB at a time (doubled up to 64 MiB while not even one batch fits), the read ends at
   the high watermark of its first answer (an empty answer below it is asked again with a 5 s wait: tansu on object
   storage answers nothing when reading its batches outlasts the wait), transport failures are retried with the
-  producer's backoff; everything until ``deadline``. Each request waits for its answer at most
+  producer's backoff; everything until ``deadline``. A partition the cluster view does not have at all (its topic
+  deleted) is not waited for: its batches fall back at once. Each request waits for its answer at most
   :data:`REQUEST_S` (the Fetch wait plus a margin; less when ``request_timeout_ms`` is less) and never past
   ``deadline``: an answer that never comes (lost on the way) costs that much, and the request is asked again on a new
   connection, instead of eating the whole deadline.
@@ -89,6 +90,10 @@ Rebuild = Callable[[JournalEntry], bytes | None]  # the batch to resend (any ide
 
 class Unsettled(Exception):
     """A retriable failure while settling (transport, leader moving)."""
+
+
+class Missing(Unsettled):
+    """The partition is not on the cluster (its topic deleted, or another cluster): nothing to wait for."""
 
 
 @dataclass(slots=True)
@@ -162,6 +167,10 @@ class Settler:
         while True:
             try:
                 await self._try_partition(tp, todo, out)
+                return
+            except Missing as e:
+                log.warning("settling %s/%d: %s; %d batches fall back (sent again as new)", *tp, e, len(todo))
+                out.fallback += todo
                 return
             except (Unsettled, TransportError) as e:
                 if time.monotonic() + backoff >= self.deadline:
@@ -246,6 +255,10 @@ class Settler:
     async def _leader(self, tp: TopicPartition) -> BrokerConnection:
         view = self.views.cluster()
         leader = None if view is None else view.leader(*tp)
+        if view is not None and leader is None:
+            topic = view.topic(tp[0])
+            if topic is None or tp[1] >= topic.partition_count:
+                raise Missing(f"the partition is not on the cluster {view.cluster_id or ''}".rstrip())
         if view is None or leader is None:
             raise Unsettled(f"no leader known for {tp[0]}/{tp[1]}")
         conn = self._conns.get(leader)

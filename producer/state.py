@@ -24,6 +24,13 @@ Rules:
   record before the batch is sent, *n* syncs in the background every *n* ms (:meth:`ProducerState.sync_loop`, a
   task of the producer's), and ``close()`` syncs.
 - Without idempotence (off by configuration, or a broker that cannot take it) nothing is journaled.
+- The path belongs to one cluster (:mod:`bruce.producer.state_cluster`: ``PATH/cluster``, written before this
+  producer's first batch is journaled, and after settling): a producer that reaches a cluster with another cluster
+  id while the journal holds unsettled batches gets :class:`StateMismatch` from ``start()`` — naming both clusters,
+  the topics and the path, nothing sent, nothing left running — unless ``state_abandon``: then the batches are given
+  up (FINISHED as given up), counted ``JournalAbandoned`` (messages) and logged. Without a cluster id on either side
+  (Metadata before v2, a path an earlier bruce wrote, a damaged file: logged) the cluster is taken for the same. A
+  topic the cluster does not have is not waited for (:mod:`bruce.producer.recovery`): its batches fall back at once.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,6 +52,7 @@ from .config import ProducerConfig
 from .counters import Counters
 from .journal import DELETE_EVERY_S, Journal, JournalEntry, PartJournal, read_journal
 from .recovery import Settlement, Settler
+from .state_cluster import CLUSTER_NAME, Damaged, StateCluster, load_cluster, save_cluster
 
 log = logging.getLogger("bruce.producer")
 MIN_SETTLE_S = 30.0
@@ -81,6 +89,29 @@ class StateInUse(UsageError):
     """Another producer holds the state path."""
 
 
+class StateMismatch(UsageError):
+    """The state path belongs to another cluster than the one the producer reached, and holds batches to settle."""
+
+    reason = "STATE_OTHER_CLUSTER"
+
+
+class _Recording(PartJournal):
+    """The library's journal hook: the state path says which cluster it belongs to before this producer's first batch
+    is journaled."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, journal: Journal, record: Callable[[], None]) -> None:
+        super().__init__(journal, payload=True)
+        self.record: Callable[[], None] | None = record
+
+    def sent(self, part: Any, batch: Any) -> None:
+        if self.record is not None:
+            self.record()
+            self.record = None
+        super().sent(part, batch)
+
+
 class ProducerState:
     """The state path of one producer (see the module rules)."""
 
@@ -98,12 +129,22 @@ class ProducerState:
             self.directory, next_id=self.state.next_id, next_file=self.state.next_file, sync_ms=sync_ms
         )
         self.journal.open(old=self.state.files)
+        self.journal.hold([e for e in self.state.entries if e.finished is None])  # kept until settled
         self.settlement: Settlement | None = None
+        self.cluster = load_cluster(self.directory)
+        if isinstance(self.cluster, Damaged):
+            log.warning(
+                "state %s: %s %s: which cluster it belongs to is not known; taken for the one reached",
+                self.directory,
+                CLUSTER_NAME,
+                self.cluster.why,
+            )
 
     async def settle(self, producer: Settling) -> Settlement:
         """Settle the earlier producer's batches, then journal this one's (see the module rules)."""
         config = producer.config
-        producer.journal_batches(PartJournal(self.journal, payload=True))  # before any send, the fallbacks' included
+        # before any send, the fallbacks' included
+        producer.journal_batches(_Recording(self.journal, lambda: self._record(producer)))
         unsettled = [e for e in self.state.entries if e.finished is None]
         if self.state.problems:
             self._count_damage(producer.counters, unsettled)
@@ -112,6 +153,9 @@ class ProducerState:
             wait = max(config.message_timeout_ms / 1000, MIN_SETTLE_S)
             with contextlib.suppress(TimeoutError):
                 await producer.ready(wait)
+            if not self._same_cluster(producer, unsettled):
+                unsettled = []
+        if unsettled:
             settler = Settler(producer, config, lambda e: e.payload or None, deadline=time.monotonic() + wait)
             out = await settler.settle(unsettled, self.state.acked)
             self.journal.acked.update(out.acked)
@@ -138,7 +182,48 @@ class ProducerState:
                 len(out.fallback),
             )
         self.settlement = out
+        self._record(producer)
         return out
+
+    def _same_cluster(self, producer: Settling, unsettled: list[JournalEntry]) -> bool:
+        """Whether ``unsettled`` may be settled on the cluster reached; when not: :class:`StateMismatch`, or with
+        ``state_abandon`` False after giving them up (see the module rules)."""
+        view, stored = producer.cluster(), self.cluster
+        if not isinstance(stored, StateCluster) or view is None or None in (view.cluster_id, stored.cluster_id):
+            return True
+        if view.cluster_id == stored.cluster_id:
+            return True
+        reached = StateCluster(view.cluster_id, ",".join(producer.config.bootstrap_servers))
+        messages = sum(e.count for e in unsettled)
+        what = (
+            f"state_path {self.directory} belongs to {stored.describe()}, this producer reached {reached.describe()}: "
+            f"the earlier producer's {len(unsettled)} unsettled batches ({messages} messages, topics "
+            f"{', '.join(sorted({e.topic for e in unsettled}))}) can only be settled there"
+        )
+        if not producer.config.state_abandon:
+            raise StateMismatch(
+                f"{what}; point bootstrap_servers at that cluster, use another state_path, or set state_abandon to "
+                "give them up"
+            )
+        producer.counters.inc("JournalAbandoned", messages)
+        for e in unsettled:
+            self.journal.finished(e.batch_id, e.tp, -1)
+        log.warning("state: %s; given up (state_abandon): %d messages counted JournalAbandoned", what, messages)
+        return False
+
+    def _record(self, producer: Settling) -> None:
+        """Say which cluster the state path belongs to, once the producer knows (nothing when it does not yet)."""
+        view = producer.cluster()
+        if view is None:
+            return
+        reached = StateCluster(view.cluster_id, ",".join(producer.config.bootstrap_servers))
+        if reached == self.cluster:
+            return
+        try:
+            save_cluster(self.directory, reached)
+        except OSError as e:
+            log.error("state %s: cannot write %s (%s)", self.directory, CLUSTER_NAME, e)
+        self.cluster = reached
 
     def _count_damage(self, counters: Counters, unsettled: list[JournalEntry]) -> None:
         """The journal cannot vouch for itself: count and say what may be lost (see the module rules)."""
