@@ -28,7 +28,7 @@ from .message import Message, OutcomeSink
 from .partitioner import PARTITIONERS, key_to_partition_key, partition_for_key
 from .producer import Producer
 from .reasons import DiscardReason
-from .recovery import Settler
+from .recovery import Settler, highest_sequences
 from .request import NO_COMPRESSION, Compression, CompressionPolicy
 from .sasl import AuthenticationFailed
 from .security import PLAINTEXT, REDACTED, SECRETS, Secret, SecurityConfig, client_context
@@ -91,6 +91,7 @@ __all__ = [
     "TransportError",
     "build_view",
     "client_context",
+    "highest_sequences",
     "is_secret",
     "key_to_partition_key",
     "new_event_loop",

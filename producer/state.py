@@ -51,7 +51,7 @@ from .cluster import ClusterView
 from .config import ProducerConfig
 from .counters import Counters
 from .journal import DELETE_EVERY_S, Journal, JournalEntry, PartJournal, read_journal
-from .recovery import Settlement, Settler
+from .recovery import Settlement, Settler, highest_sequences
 from .state_cluster import CLUSTER_NAME, Damaged, StateCluster, load_cluster, save_cluster
 
 log = logging.getLogger("bruce.producer")
@@ -157,7 +157,7 @@ class ProducerState:
                 unsettled = []
         if unsettled:
             settler = Settler(producer, config, lambda e: e.payload or None, deadline=time.monotonic() + wait)
-            out = await settler.settle(unsettled, self.state.acked)
+            out = await settler.settle(unsettled, self.state.acked, highest_sequences(self.state.entries))
             self.journal.acked.update(out.acked)
             counters = producer.counters
             counters.inc("JournalFound", sum(e.count for e in out.found))

@@ -30,7 +30,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bruce.producer import Counters, Journal, JournalEntry, PartJournal, Producer, ProducerConfig, Settler, read_journal
+from bruce.producer import (
+    Counters,
+    Journal,
+    JournalEntry,
+    PartJournal,
+    Producer,
+    ProducerConfig,
+    Settler,
+    highest_sequences,
+    read_journal,
+)
 from bruce.wire import build_record_batch
 
 from ..config import NOTICE
@@ -140,7 +150,9 @@ class SpoolJournal:
                 lambda e: _rebuild([records[s] for s in owned.get(e.batch_id, ())], empty),
                 deadline=deadline,
             )
-            out = await settler.settle(unsettled, state.acked)
+            out = await settler.settle(unsettled, state.acked, highest_sequences(state.entries))
+            if out.unjournaled:  # the last run sent batches its journal could not record (logged by the settler)
+                verdict.complete = False
             found = [s for e in out.found for s in (*owned.get(e.batch_id, ()), *gone.get(e.batch_id, ()))]
             resent = [s for e in out.resent for s in owned.get(e.batch_id, ())]
             settled += [(s, 1) for s in (*found, *resent)]

@@ -286,3 +286,13 @@ def test_a_partition_the_cluster_does_not_have_falls_back_at_once() -> None:
     began = time.monotonic()
     out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
     assert [e.batch_id for e in out.fallback] == [1, 2] and time.monotonic() - began < 1
+
+
+def test_batches_in_the_log_past_the_highest_journaled_sequence_say_the_journal_missed_sends() -> None:
+    """The journal could not write (a read-only file system) while batches went on: the log holds the producer's
+    batches after the last one journaled. Settling says so; it never takes them for the journaled ones."""
+    settler = Scripted([{(9, 0, 0): 5, (9, 0, 1): 6, (9, 0, 7): 12}], [])
+    out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}, journaled={(*TP, 9, 0): 1}))
+    assert [e.batch_id for e in out.found] == [1, 2] and out.unjournaled == [TP]
+    clean = Scripted([{(9, 0, 0): 5, (9, 0, 1): 6}], [])
+    assert asyncio.run(clean.settle([_entry(1, 0), _entry(2, 1)], {}, journaled={(*TP, 9, 0): 1})).unjournaled == []

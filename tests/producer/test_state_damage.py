@@ -47,7 +47,7 @@ class FindEverything:
     def __init__(self, producer: Any, config: Any, rebuild: Any, *, deadline: float) -> None:
         pass
 
-    async def settle(self, entries: list[Any], acked: dict[Any, int]) -> Settlement:
+    async def settle(self, entries: list[Any], acked: dict[Any, int], journaled: Any = None) -> Settlement:
         return Settlement(found=list(entries))
 
 
