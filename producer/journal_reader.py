@@ -158,6 +158,7 @@ def read_journal(directory: Path, cost: str = "") -> JournalState:
     if said_next:
         newest = listed[-1][0]
         _problem(state, directory / file_name(newest + 1), f"missing: {file_name(newest)} says it followed", cost)
+        state.outstanding = None
     for bid, entry in latest.items():
         entry.finished = finished.get(bid)
         best = max(entry.known_offset, -1 if entry.finished is None else entry.finished)
@@ -187,6 +188,7 @@ def _read_file(
     cost: str,
 ) -> bool:
     """Read one file into ``latest`` and ``finished``; False when it cannot be vouched for (or says OFF)."""
+    state.outstanding = None  # until its header says
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -194,13 +196,12 @@ def _read_file(
         _problem(state, path, f"cannot be read ({e}); left in place", cost)
         return False
     parsed = parse_header(data)
-    if parsed is None:
+    if parsed is None:  # empty: a crash while it was created, or cut to nothing — which one cannot be told
         state.files.append((number, -1))
-        if not data:  # a crash between creating it and writing its header: it holds nothing
-            return True
-        _problem(state, path, "not a journal file (no header)", cost)
+        _problem(state, path, "empty" if not data else "not a journal file (no header)", cost)
         return False
     version, extent = parsed
+    state.outstanding = extent.outstanding if extent is not None else None  # the newest file's, in the end
     if version not in (1, VERSION):
         state.files.append((number, UNREADABLE_TOP))
         _problem(state, path, f"format version {version} (this bruce reads 1 and 2): not read, left in place", cost)
@@ -219,7 +220,6 @@ def _read_file(
         file.found.append("its header is damaged: its end cannot be checked")
     else:
         vouched = vouched and _check_end(file, extent, tail)
-        state.outstanding = extent.outstanding
         file.off |= bool(extent.state & OFF)
     if file.found:
         _problem(state, path, "; ".join(file.found), cost)

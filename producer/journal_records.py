@@ -109,7 +109,8 @@ class JournalState:
     damaged: int = 0  # damaged regions skipped (not counting a torn tail)
     problems: list[str] = field(default_factory=list)  # why the journal cannot vouch for itself, one per finding
     unvouched_top: int = -1  # GAP: spool sequences up to this one may belong to batches whose records were lost
-    outstanding: int = 0  # the newest file's header: messages sent and not finished when it was last written
+    outstanding: int | None = 0  # the newest file's header: messages sent, not finished, when last written (None:
+    # not known — the newest file is missing or its header damaged)
 
 
 def file_name(number: int) -> str:

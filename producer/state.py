@@ -14,7 +14,8 @@ Rules:
 - A journal that cannot vouch for itself (a record damaged, a file cut short or missing: :mod:`bruce.producer.
   journal_reader`) may have lost batches the library has no other copy of: one ERROR line per file names it, and
   ``JournalPossiblyLost`` counts the messages outstanding when the journal was last written (an upper bound: the
-  batches still readable are settled as usual).
+  batches still readable are settled as usual); when that is not known (the newest file or its header gone, or the
+  whole journal where the ``cluster`` file says this path journaled before) ``JournalLossUnknown`` counts the start.
 - While running, every idempotent batch is journaled before its first send (and again when an epoch bump renumbers
   it) with its bytes as sent, and finished when its fate is known. Batches given up are the caller's (its ``send``
   handle failed): they are not settled later. Messages never sent (still queued when the process died) were never
@@ -146,6 +147,10 @@ class ProducerState:
         # before any send, the fallbacks' included
         producer.journal_batches(_Recording(self.journal, lambda: self._record(producer)))
         unsettled = [e for e in self.state.entries if e.finished is None]
+        if not self.state.files and self.cluster is not None:  # it journaled here before: its journal is gone
+            self.state.problems.append(f"{self.directory}: no batch journal file (deleted?)")
+            self.state.outstanding = None
+            log.error("state %s: its batch journal is gone (deleted?); %s", self.directory, DAMAGE_COST)
         if self.state.problems:
             self._count_damage(producer.counters, unsettled)
         out = Settlement()
@@ -229,14 +234,21 @@ class ProducerState:
         """The journal cannot vouch for itself: count and say what may be lost (see the module rules)."""
         outstanding = self.state.outstanding
         readable = sum(e.count for e in unsettled)
-        counters.inc("JournalPossiblyLost", outstanding)
+        if outstanding is None:
+            counters.inc("JournalLossUnknown")
+            bound = "an unknown number of messages may be lost (its newest header is gone: JournalLossUnknown)"
+        else:
+            counters.inc("JournalPossiblyLost", outstanding)
+            bound = (
+                f"up to {outstanding} messages may be lost (those of the batches outstanding when it was last "
+                "written, counted JournalPossiblyLost)"
+            )
         log.error(
-            "state %s: the batch journal is damaged (%d finding(s) above): up to %d messages may be lost (those of the "
-            "batches outstanding when it was last written, counted JournalPossiblyLost); %d messages of batches still "
-            "readable there are settled now",
+            "state %s: the batch journal is damaged (%d finding(s) above): %s; %d messages of batches still readable "
+            "there are settled now",
             self.directory,
             len(self.state.problems),
-            outstanding,
+            bound,
             readable,
         )
 

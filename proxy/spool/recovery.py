@@ -91,7 +91,10 @@ class Recovery:
         listed = self._manifest.load()
         if listed is None and found:
             log.warning("spool: %s has no manifest (an older bruce?): missing segments cannot be found", self.directory)
-        self._missing = missing_segments(listed or {}, [base for base, _ in found])
+        self._missing = [
+            lost._replace(end=tail.end) if lost.end is None and tail is not None and tail.base == lost.first else lost
+            for lost in missing_segments(listed or {}, [base for base, _ in found])
+        ]  # the segment being written has no end in the manifest: the tail mark knows it
         for lost in self._missing:
             self.next_sequence = max(self.next_sequence, lost.first + 1, lost.end or 0)
             if lost.name + DONE_SUFFIX in names:  # what the lost segment had delivered is not lost

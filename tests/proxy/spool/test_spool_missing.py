@@ -103,17 +103,25 @@ def test_segments_the_spool_deleted_itself_are_not_reported(tmp_path: Path) -> N
         assert seqs == [*range(10), *range(20, 30)] and reported == [] and spool.corrupt == 0
 
 
-def test_the_active_segment_deleted_after_a_crash_is_at_least_one_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mark", [True, False], ids=["with the tail mark", "without"])
+def test_the_active_segment_deleted_after_a_crash_is_counted(tmp_path: Path, mark: bool) -> None:
+    """The manifest has no end for the segment being written; the tail mark has: each message counted. Without the
+    mark (an older bruce's spool, a damaged mark) the count is "at least one"."""
     spool = open_spool(tmp_path, segment_bytes=SEGMENT)
     spool.append(burst(30))
     _crash(spool)
     newest = sorted(tmp_path.glob("*.seg"))[-1]
     base = int(newest.name[:20])
     newest.unlink()
+    if not mark:
+        (tmp_path / "tail").unlink()
     seqs, reported, spool = _restart(tmp_path)
     with spool:
         assert seqs == list(range(base))
-        assert [(r[2], r[3]) for r in reported] == [(1, f"the segment is missing (sequences {base} on)")]
+        span = f"{base}-29" if mark else f"{base} on"
+        assert [(r[2], r[3]) for r in reported] == [
+            (30 - base if mark else 1, f"the segment is missing (sequences {span})")
+        ]
         assert spool.append(burst(1)) > base  # never the base of the lost segment again
 
 

@@ -91,3 +91,11 @@ def test_the_mark_s_fast_encoder_builds_what_the_spec_builds_and_reads_back(base
     for i in range(len(data)):  # any flipped bit, any cut: not a mark
         assert parse_tail(data[:i] + bytes([data[i] ^ 1]) + data[i + 1 :]) is None
         assert parse_tail(data[:i]) is None
+
+
+def test_a_deleted_newest_segment_counts_every_message_from_the_mark(tmp_path: Path) -> None:
+    newest = _crashed(tmp_path, done=range(0, 5))
+    newest.unlink()
+    seqs, reported, spool = _restart(tmp_path)
+    with spool:
+        assert seqs == [] and [count for count, _ in reported] == [35]  # the manifest alone: "at least one"
