@@ -225,7 +225,7 @@ class Journal:
                 )
             return
         with contextlib.suppress(OSError):  # a NEXT mark not written only hides a later file's deletion
-            os.pwrite(old, encode_extent(Extent(self._size, self._outstanding, self._state | NEXT)), EXTENT_AT)
+            os.pwrite(old, encode_extent(self._size, self._outstanding, self._state | NEXT), EXTENT_AT)
         os.close(old)
         self._start(fd)
 
@@ -316,7 +316,7 @@ class Journal:
 
     def _mark(self) -> None:
         assert self._fd is not None
-        os.pwrite(self._fd, encode_extent(Extent(self._size, self._outstanding, self._state)), EXTENT_AT)
+        os.pwrite(self._fd, encode_extent(self._size, self._outstanding, self._state), EXTENT_AT)
 
     def _break(self, error: OSError, doing: str) -> None:
         """Records can no longer be written: record OFF in the header if that still works (see the module rules)."""
@@ -509,7 +509,7 @@ def _say_next(path: Path) -> None:
         parsed = parse_header(os.pread(fd, HEADER_BYTES, 0))
         if parsed is not None and parsed[1] is not None:
             extent = parsed[1]
-            os.pwrite(fd, encode_extent(extent._replace(state=extent.state | NEXT)), EXTENT_AT)
+            os.pwrite(fd, encode_extent(extent.end, extent.outstanding, extent.state | NEXT), EXTENT_AT)
     except OSError as e:
         log.warning("batch journal: cannot mark %s as followed (%s)", path, _why(e))
     finally:

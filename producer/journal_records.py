@@ -158,9 +158,15 @@ def file_header(extent: Extent) -> bytes:
     return fields + _CRC.pack(crc32c(fields))
 
 
-def encode_extent(extent: Extent) -> bytes:
-    """The header's bytes from :data:`EXTENT_AT` on (the part the writer rewrites in place)."""
-    return file_header(extent)[EXTENT_AT:]
+_FIXED = _HEAD.pack(MAGIC, VERSION, 0)
+_FIXED_CRC = crc32c(_FIXED)
+
+
+def encode_extent(end: int, outstanding: int, state: int) -> bytes:
+    """The header's bytes from :data:`EXTENT_AT` on (the part the writer rewrites in place): the extent and the CRC
+    of the whole header (continued from the fixed bytes' CRC)."""
+    extent = _EXTENT.pack(end, outstanding, state)
+    return extent + _CRC.pack(crc32c(extent, _FIXED_CRC))
 
 
 def parse_header(data: bytes) -> tuple[int, Extent | None] | None:
