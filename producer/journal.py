@@ -146,6 +146,7 @@ class Journal:
         self._last_sync = 0.0  # monotonic seconds when the last background sync began
         self._next_check = 0.0
         self._roll_failed = False
+        self._delete_failed = False
 
     @property
     def path(self) -> Path:  # the active file
@@ -415,14 +416,16 @@ class Journal:
         for number in sorted(self._open):
             if number == self._active or self._open[number] or (held is not None and self._top[number] >= held):
                 return
-            del self._open[number], self._top[number]
             try:
                 os.unlink(self.directory / file_name(number))
             except FileNotFoundError:
                 pass
-            except OSError as e:
-                log.error("batch journal: cannot delete %s (%s)", file_name(number), _why(e))
+            except OSError as e:  # it stays (and counts as there): tried again later, logged once
+                if not self._delete_failed:
+                    self._delete_failed = True
+                    log.error("batch journal: cannot delete %s (%s); tried again later", file_name(number), _why(e))
                 return
+            del self._open[number], self._top[number]
 
     def tick(self, now: float | None = None) -> None:
         """The owner's timer (every few ms; ``now`` in ``time.monotonic()`` seconds): once ``sync_ms`` has passed

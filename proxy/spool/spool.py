@@ -24,8 +24,10 @@ Rules:
   returns NOT_SPOOLED, "discard" returns SPOOL_FULL.
 - A disk error (ENOSPC, EIO, EROFS, …) while creating, writing or syncing never raises: the spool *degrades* —
   ``degraded`` holds the error, one ERROR line is logged, and every later burst is NOT_SPOOLED until restart. A
-  write that failed part-way is cut back to the last whole burst. Deleting a done segment that fails is logged once
-  and retried never: it is replayed at the next start (duplicates, not losses).
+  write that failed part-way is cut back to the last whole burst, and so are the pieces of a burst already written
+  when its next segment could not be made (the burst goes on in memory only: replayed, it would be delivered twice).
+  Deleting a done segment that fails is logged once and retried never: it is replayed at the next start (duplicates,
+  not losses).
 - :meth:`Spool.replay` reads one segment at a time and hands its records out as it walks them (bounded memory).
 - :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
   stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, deletes the
@@ -202,6 +204,7 @@ class Spool:
             self.not_spooled += n
             return NOT_SPOOLED
         first = self.next_sequence
+        head = (self._active, self._active.nbytes) if self._active is not None else None
         view = memoryview(data)
         for start, end, count, roll in pieces:
             try:
@@ -211,10 +214,10 @@ class Spool:
                 assert active is not None
                 self._write_all(view[start:end], active)
             except OSError as e:
+                if self.next_sequence > first:  # an earlier piece is on disk: the burst goes on in memory only
+                    self._take_back(first, head)
                 self._degrade(e, f"writing to {self.directory}")
                 self.not_spooled += n
-                if self.next_sequence > first:  # an earlier piece is on disk: its messages go on in memory only
-                    self._unlink(self._tracker.done_run(first, self.next_sequence - first))
                 return NOT_SPOOLED
             seq = self.next_sequence
             self.next_sequence += count
@@ -230,6 +233,38 @@ class Spool:
         if self.config.fsync_ms == 0:
             self._sync()
         return first
+
+    def _take_back(self, first: int, head: tuple[Segment, int] | None) -> None:
+        """The pieces of a burst from sequence ``first`` on are on disk, the rest could not be written: cut them off
+        (``head``: the segment the burst began in and its size before it; segments made for it are deleted), so the
+        next start never replays messages that went on in memory only. Where the disk refuses, they are marked done
+        instead (their done file, if one can still be written, keeps them from replay)."""
+        taken = self.next_sequence - first
+        try:
+            for segment in [s for s in self._tracker if s.base + s.size > first]:
+                if segment.base >= first:  # made for this burst
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.directory / segment.name)
+                    self._tracker.forget(segment)
+                    self._manifest.segments.pop(segment.base, None)
+                    self._bytes -= segment.nbytes
+                    continue
+                assert head is not None and head[0] is segment
+                os.truncate(self.directory / segment.name, head[1])
+                self._bytes -= segment.nbytes - head[1]
+                segment.nbytes = head[1]
+                count = segment.base + segment.size - first
+                segment.size -= count
+                segment.pending -= count
+                if self._manifest.segments.get(segment.base) is not None:
+                    self._manifest.segments[segment.base] = first
+                if segment.sealed and not segment.pending:
+                    self._unlink(self._tracker.seal(segment))
+        except OSError:
+            self._unlink(self._tracker.done_run(first, taken))
+            return
+        self.next_sequence = first
+        self._manifest.save(os.fdatasync)  # a roll may have saved the cut pieces' ends (one it cannot save goes)
 
     def _pieces(self, data: bytes, n: int, active: Segment | None) -> list[tuple[int, int, int, bool]]:
         """``data`` (whole records) cut where segments roll: (start, end, records, roll first) per piece. A segment
