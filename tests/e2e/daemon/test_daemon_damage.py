@@ -178,7 +178,7 @@ def test_a_journal_deleted_while_running_is_noticed_and_what_follows_stays_exact
     again from there, and the restart after a SIGKILL settles what was sent after the deletion from the new file."""
     topic = new_topic(partitions=PARTITIONS)
     sock, spool = workdir / "d.sock", workdir / "spool"
-    command = _command(tansu, sock, spool)
+    command = _command(tansu, sock, spool, segment_bytes=16 << 20)
     bruce = bruce_process(command)
     url = bruce.wait_serving()
     _deliver(url, sock, topic, range(TOTAL // 2))
@@ -212,7 +212,7 @@ def test_an_active_segment_cut_after_kill_9_counts_every_lost_message_exactly(
     topic = "cut-active-segment"
     broker.create_topic(topic, PARTITIONS)
     sock, spool = workdir / "s.sock", workdir / "spool"
-    command = _command(proxy.address, sock, spool)
+    command = _command(proxy.address, sock, spool, segment_bytes=16 << 20)
     bruce = bruce_process(command)
     url = bruce.wait_serving()
     _deliver(url, sock, topic, range(TOTAL // 2))
