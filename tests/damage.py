@@ -10,7 +10,11 @@ byte; for any other file every byte cut at and flipped; and the file deleted.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+from bruce.producer.recovery import Settlement
+from bruce.wire import decode_record_batch
 
 
 def frames(data: bytes, start: int) -> list[int]:
@@ -44,3 +48,28 @@ def damages(name: str, data: bytes) -> Iterator[tuple[str, bytes | None]]:
         flipped = bytearray(data)
         flipped[at] ^= 0x01
         yield f"bit flipped at byte {at}", bytes(flipped)
+
+
+class TruthSettler:
+    """Settling as a log read answers it, for the sweeps (a subclass names ``stored``, the batch ids in the broker's
+    log before the crash): such a batch is found; another one is resent when its messages can be rebuilt (their
+    values, numbers, are noted in ``resent``), else it falls back."""
+
+    stored: ClassVar[set[int]] = set()
+    resent: ClassVar[list[int]] = []
+
+    def __init__(self, producer: Any, config: Any, rebuild: Callable[[Any], bytes | None], *, deadline: float) -> None:
+        self.rebuild = rebuild
+
+    async def settle(self, entries: list[Any], acked: dict[Any, int], journaled: Any = None) -> Settlement:
+        out = Settlement()
+        for entry in entries:
+            data = None if entry.batch_id in self.stored else self.rebuild(entry)
+            if entry.batch_id in self.stored:
+                out.found.append(entry)
+            elif data is None:
+                out.fallback.append(entry)
+            else:
+                out.resent.append(entry)
+                self.resent.extend(int(r.value) for r in decode_record_batch(data).records if r.value)
+        return out

@@ -17,22 +17,19 @@ import asyncio
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from damage import damages
+from damage import TruthSettler, damages
 
 from bruce.producer import state as state_module
 from bruce.producer.cluster import Broker, ClusterView
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.journal import Journal
-from bruce.producer.recovery import Settlement
 from bruce.producer.state import ProducerState
 from bruce.producer.state_cluster import StateCluster, save_cluster
-from bruce.wire import decode_record_batch
 from bruce.wire.recordbatch import build_record_batch
 
 from .test_journal_damage import _only_file
@@ -57,26 +54,8 @@ def _crashed_producer(directory: Path) -> None:
             journal.finished(bid, ("t", bid % 2), bid)
 
 
-class TruthSettler:
-    """A batch in :data:`STORED` is found; another one is resent from its journaled bytes."""
-
-    resent: list[int] = []
-
-    def __init__(self, producer: Any, config: Any, rebuild: Callable[[Any], bytes | None], *, deadline: float) -> None:
-        self.rebuild = rebuild
-
-    async def settle(self, entries: list[Any], acked: dict[Any, int], journaled: Any = None) -> Settlement:
-        out = Settlement()
-        for entry in entries:
-            data = None if entry.batch_id in STORED else self.rebuild(entry)
-            if entry.batch_id in STORED:
-                out.found.append(entry)
-            elif data is None:
-                out.fallback.append(entry)
-            else:
-                out.resent.append(entry)
-                TruthSettler.resent += [int(r.value) for r in decode_record_batch(data).records if r.value]
-        return out
+class Truth(TruthSettler):
+    stored = STORED
 
 
 class StubProducer:
@@ -99,18 +78,18 @@ class StubProducer:
 
 
 def _start(directory: Path) -> tuple[Counter[int], Counters]:
-    TruthSettler.resent = []
+    Truth.resent = []
     producer = StubProducer()
     state = ProducerState(str(directory))
     asyncio.run(state.settle(producer))  # type: ignore[arg-type]
     state.close()
     before = [_value(bid, i) for bid in STORED for i in range(PER)]
-    return Counter(before) + Counter(TruthSettler.resent) + Counter(producer.sent), producer.counters
+    return Counter(before) + Counter(Truth.resent) + Counter(producer.sent), producer.counters
 
 
 @pytest.fixture
 def crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(state_module, "Settler", TruthSettler)
+    monkeypatch.setattr(state_module, "Settler", Truth)
     monkeypatch.setattr(os, "fdatasync", lambda fd: None)
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     original = tmp_path / "crashed"

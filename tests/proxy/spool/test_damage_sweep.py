@@ -19,21 +19,18 @@ import asyncio
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from damage import damages
+from damage import TruthSettler, damages
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
 from bruce.producer.journal import Journal
-from bruce.producer.recovery import Settlement
 from bruce.proxy.daemon import exactly_once
 from bruce.proxy.daemon.exactly_once import SpoolJournal
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
-from bruce.wire import decode_record_batch
 
 from .test_spool_writer import _crash
 
@@ -64,27 +61,8 @@ def _crashed_run(directory: Path) -> None:
     _crash(spool)
 
 
-class TruthSettler:
-    """Settling as a log read answers it: a batch in :data:`STORED` is found; another one is resent when its
-    messages can be rebuilt (those delivered again are noted), else falls back."""
-
-    resent: list[int] = []
-
-    def __init__(self, producer: Any, config: Any, rebuild: Callable[[Any], bytes | None], *, deadline: float) -> None:
-        self.rebuild = rebuild
-
-    async def settle(self, entries: list[Any], acked: dict[Any, int], journaled: Any = None) -> Settlement:
-        out = Settlement()
-        for entry in entries:
-            data = None if entry.batch_id in STORED else self.rebuild(entry)
-            if entry.batch_id in STORED:
-                out.found.append(entry)
-            elif data is None:
-                out.fallback.append(entry)
-            else:
-                out.resent.append(entry)
-                TruthSettler.resent += [int(r.value) for r in decode_record_batch(data).records if r.value]
-        return out
+class Truth(TruthSettler):
+    stored = STORED
 
 
 class StubProducer:
@@ -100,7 +78,7 @@ class StubProducer:
 def _start(directory: Path) -> tuple[dict[int, bool], list[int], int]:
     """The daemon's start on ``directory``: the messages replayed (with their possible-duplicate flag), those resent
     by settling, and the losses counted."""
-    TruthSettler.resent = []
+    Truth.resent = []
     lost: list[int] = []
     spool = Spool.open(SpoolConfig(directory, segment_bytes=SEGMENT_BYTES, done_every_ms=0))
     spool.on_corrupt = lambda _file, _offset, count, _detail: lost.append(count)
@@ -113,7 +91,7 @@ def _start(directory: Path) -> tuple[dict[int, bool], list[int], int]:
                 replayed[int(record.value)] = verdict.possible_duplicate(record.sequence)
     journal.close()
     _crash(spool)
-    return replayed, TruthSettler.resent, sum(lost)
+    return replayed, Truth.resent, sum(lost)
 
 
 def _check(case: str, replayed: dict[int, bool], resent: list[int], counted: int) -> None:
@@ -128,7 +106,7 @@ def _check(case: str, replayed: dict[int, bool], resent: list[int], counted: int
 
 @pytest.fixture
 def crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(exactly_once, "Settler", TruthSettler)
+    monkeypatch.setattr(exactly_once, "Settler", Truth)
     monkeypatch.setattr(os, "fdatasync", lambda fd: None)  # the sweep is about what is read: no disk waits
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     original = tmp_path / "crashed"
