@@ -40,7 +40,6 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import time
@@ -48,6 +47,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+from .journal_io import create_file, pwrite_all, say_next, sync_and_close, why
 from .journal_part import CHECKING, PartJournal
 from .journal_reader import read_journal
 from .journal_records import (
@@ -67,7 +67,6 @@ from .journal_records import (
     file_header,
     file_name,
     journal_files,
-    parse_header,
     runs_of,
 )
 
@@ -90,11 +89,6 @@ FILE_BYTES = 4 << 20
 SYNC_MS = 100  # the spool's default fsync_ms
 DELETE_EVERY_S = 1.0  # how often :meth:`Journal.tick` deletes settled files and checks that its files are there
 COST = "after a crash the next start cannot settle the batches sent from now on"
-
-
-def _why(error: OSError) -> str:
-    name = errno.errorcode.get(error.errno or 0, "error")
-    return f"{name}: {error.strerror or error}"
 
 
 class Journal:
@@ -162,7 +156,7 @@ class Journal:
         self._fd = self._create(self._number)
         self._start(self._fd)
         if old:
-            _say_next(self.directory / file_name(max(number for number, _ in old)))
+            say_next(self.directory / file_name(max(number for number, _ in old)))
 
     def hold(self, entries: Sequence[JournalEntry]) -> None:
         """Earlier runs' batches not finished yet: their files stay until :meth:`finished` names each of them."""
@@ -175,22 +169,8 @@ class Journal:
 
     def _create(self, number: int) -> int:
         """A new file with its header, synced with the directory; its descriptor."""
-        path = self.directory / file_name(number)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        try:
-            _pwrite_all(fd, file_header(Extent(HEADER_BYTES, self._outstanding, 0)), 0)
-            self._sync_fd(fd)
-            directory = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(directory)  # the new file's name
-            finally:
-                os.close(directory)
-        except OSError:
-            os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            raise
-        return fd
+        header = file_header(Extent(HEADER_BYTES, self._outstanding, 0))
+        return create_file(self.directory / file_name(number), header, self._sync_fd)
 
     def _start(self, fd: int) -> None:
         """``fd`` (just created as file ``_number``) becomes the active file."""
@@ -221,7 +201,7 @@ class Journal:
                 log.warning(
                     "batch journal: cannot create %s (%s); records go on in %s past its size",
                     file_name(self._number),
-                    _why(e),
+                    why(e),
                     self.path,
                 )
             return
@@ -304,7 +284,7 @@ class Journal:
                     return False
                 self._roll()
             assert self._fd is not None
-            _pwrite_all(self._fd, record, self._size)
+            pwrite_all(self._fd, record, self._size)
             self._size += len(record)
             if vouch:
                 self._mark()
@@ -323,7 +303,7 @@ class Journal:
         """Records can no longer be written: record OFF in the header if that still works (see the module rules)."""
         if self.broken:
             return
-        self.broken = f"{doing} {self.path}: {_why(error)}"
+        self.broken = f"{doing} {self.path}: {why(error)}"
         self._state |= OFF
         with contextlib.suppress(OSError):
             if self._fd is not None:
@@ -335,7 +315,7 @@ class Journal:
             "batch journal %s: %s failed (%s); batches go on unjournaled: %s (%s)",
             self.path,
             doing,
-            _why(error),
+            why(error),
             self.cost,
             "recorded in the file's header: the next start knows"
             if self.recorded
@@ -386,7 +366,7 @@ class Journal:
         try:
             records = [encode_gap(top)] if top >= 0 else []
             records += [encode_sent(self._entries[bid]) for bid in sorted(self._entries)]
-            _pwrite_all(self._fd, b"".join(records), self._size)
+            pwrite_all(self._fd, b"".join(records), self._size)
             self._size += sum(map(len, records))
             for bid in self._entries:
                 self._note_sent(bid, self._entries[bid].runs)
@@ -423,7 +403,7 @@ class Journal:
             except OSError as e:  # it stays (and counts as there): tried again later, logged once
                 if not self._delete_failed:
                     self._delete_failed = True
-                    log.error("batch journal: cannot delete %s (%s); tried again later", file_name(number), _why(e))
+                    log.error("batch journal: cannot delete %s (%s); tried again later", file_name(number), why(e))
                 return
             del self._open[number], self._top[number]
 
@@ -446,7 +426,7 @@ class Journal:
                 self._thread = ThreadPoolExecutor(1, thread_name_prefix="bruce-journal-sync")
             fd = os.dup(self._fd)
             self.syncs += 1
-            self._syncing = self._thread.submit(_sync_and_close, fd)
+            self._syncing = self._thread.submit(sync_and_close, fd)
         if now >= self._next_check:
             self._next_check = now + DELETE_EVERY_S
             self._check_files()
@@ -491,36 +471,5 @@ class Journal:
             try:
                 os.close(self._create(self._number))
             except OSError as e:
-                log.error("batch journal: cannot leave %s (%s)", file_name(self._number), _why(e))
+                log.error("batch journal: cannot leave %s (%s)", file_name(self._number), why(e))
             self._number += 1
-
-
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, offset)
-        view, offset = view[n:], offset + n
-
-
-def _say_next(path: Path) -> None:
-    """Make an earlier run's newest file say NEXT (its header rewritten in place; nothing when it cannot be)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        parsed = parse_header(os.pread(fd, HEADER_BYTES, 0))
-        if parsed is not None and parsed[1] is not None:
-            extent = parsed[1]
-            os.pwrite(fd, encode_extent(extent.end, extent.outstanding, extent.state | NEXT), EXTENT_AT)
-    except OSError as e:
-        log.warning("batch journal: cannot mark %s as followed (%s)", path, _why(e))
-    finally:
-        os.close(fd)
-
-
-def _sync_and_close(fd: int) -> None:
-    try:
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
