@@ -240,8 +240,14 @@ class Spool:
         next start never replays messages that went on in memory only. Where the disk refuses, they are marked done
         instead (their done file, if one can still be written, keeps them from replay)."""
         taken = self.next_sequence - first
+        if self._active is not None and self._active.base >= first:  # made for this burst: let go of it first
+            self._active = None
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
         try:
-            for segment in [s for s in self._tracker if s.base + s.size > first]:
+            for segment in [s for s in self._tracker if s.base + s.size > first or s.base >= first]:
                 if segment.base >= first:  # made for this burst
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(self.directory / segment.name)

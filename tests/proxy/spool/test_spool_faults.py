@@ -336,3 +336,24 @@ def test_a_burst_cut_by_a_failed_roll_leaves_none_of_its_records_behind(
     with open_spool(tmp_path, segment_bytes=1024) as again:
         assert _seqs(again) == [0, 1, 2, 3, 4]
         assert again.corrupt == 0
+
+
+def test_a_burst_whose_next_piece_cannot_be_written_leaves_none_of_its_records_behind(tmp_path: Path) -> None:
+    """The next segment is made, but writing into it fails (a full disk): the same — and it never raises."""
+    spool = open_spool(tmp_path, segment_bytes=1024)
+    spool.append(burst(5))
+    writes = [0]
+
+    def second_piece_fails(fd: int, data: object) -> int:
+        writes[0] += 1
+        if writes[0] > 2:  # the first piece, then the new segment's header
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return os.write(fd, data)  # type: ignore[arg-type]
+
+    spool._write = second_piece_fails  # type: ignore[method-assign]
+    assert spool.append(burst(40)) == NOT_SPOOLED
+    assert "ENOSPC" in (spool.degraded or "")
+    _crash(spool)
+    with open_spool(tmp_path, segment_bytes=1024) as again:
+        assert _seqs(again) == [0, 1, 2, 3, 4]
+        assert again.corrupt == 0
