@@ -46,7 +46,6 @@ import contextlib
 import errno
 import logging
 import os
-import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -58,6 +57,7 @@ from .donefile import DONE_SUFFIX, sync_directory, write_done_files
 from .format import HEADER_SIZE, SpoolFields, SpoolRecord, encode_burst, encode_header
 from .lock import acquire
 from .manifest import Manifest
+from .pieces import Piece, cut_burst
 from .recovery import Recovery
 from .scan import Corrupt
 from .settings import FullPolicy, SpoolConfig
@@ -72,7 +72,6 @@ log = logging.getLogger("bruce.spool")
 NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
-_LENGTH = struct.Struct(">I")  # a record's length field
 
 
 def segment_name(base: int) -> str:
@@ -190,13 +189,13 @@ class Spool:
             log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
             self.not_spooled += n
             return NOT_SPOOLED
-        pieces = self._pieces(data, n, self._active)
+        pieces = cut_burst(data, n, self._active.nbytes if self._active else None, self.config.segment_bytes)
         if self._over(data, pieces) and self._active is not None and not self._active.pending:
             try:  # the active segment is all done: let it go to make room
                 self._seal_active()
             except OSError as e:
                 self._degrade(e, f"syncing {self.directory}")
-            pieces = self._pieces(data, n, None)
+            pieces = cut_burst(data, n, None, self.config.segment_bytes)
         if self._over(data, pieces):
             self.full += n
             if self.config.full_policy is FullPolicy.DISCARD:
@@ -272,30 +271,7 @@ class Spool:
         self.next_sequence = first
         self._manifest.save(os.fdatasync)  # a roll may have saved the cut pieces' ends (one it cannot save goes)
 
-    def _pieces(self, data: bytes, n: int, active: Segment | None) -> list[tuple[int, int, int, bool]]:
-        """``data`` (whole records) cut where segments roll: (start, end, records, roll first) per piece. A segment
-        holding records takes no record that would take it past ``segment_bytes``; an empty one takes at least one."""
-        limit = self.config.segment_bytes
-        if (active.nbytes if active is not None else HEADER_SIZE) + len(data) <= limit:  # the common case: it fits
-            return [(0, len(data), n, active is None)]
-        pieces: list[tuple[int, int, int, bool]] = []
-        used = active.nbytes if active is not None else None
-        start = pos = count = 0
-        roll = used is None
-        unpack = _LENGTH.unpack_from
-        while pos < len(data):
-            size = 8 + unpack(data, pos)[0]
-            if used is None or (used > HEADER_SIZE and used + size > limit):
-                if count:
-                    pieces.append((start, pos, count, roll))
-                start, count, roll, used = pos, 0, True, HEADER_SIZE
-            used += size
-            pos += size
-            count += 1
-        pieces.append((start, pos, count, roll))
-        return pieces
-
-    def _over(self, data: bytes, pieces: list[tuple[int, int, int, bool]]) -> bool:
+    def _over(self, data: bytes, pieces: list[Piece]) -> bool:
         """Writing ``data`` in these pieces (a header per roll) would take the spool past ``max_bytes``."""
         rolls = sum(roll for *_, roll in pieces)
         return self._bytes + len(data) + rolls * HEADER_SIZE > self.config.max_bytes
