@@ -28,7 +28,7 @@ from .message import Message, OutcomeSink
 from .partitioner import PARTITIONERS, key_to_partition_key, partition_for_key
 from .producer import Producer
 from .reasons import DiscardReason
-from .recovery import Settler
+from .recovery import Settler, highest_sequences
 from .request import NO_COMPRESSION, Compression, CompressionPolicy
 from .sasl import AuthenticationFailed
 from .security import PLAINTEXT, REDACTED, SECRETS, Secret, SecurityConfig, client_context
@@ -36,6 +36,7 @@ from .security import PROPERTIES as SECURITY_PROPERTIES
 from .settings import NAMES as SETTING_NAMES
 from .settings import SETTINGS, is_secret
 from .settings import read as read_setting
+from .state import StateInUse, StateMismatch
 from .transactions import TransactionError
 from .transport import BrokerConnection, Timeouts, open_connection
 
@@ -81,6 +82,8 @@ __all__ = [
     "Secret",
     "SecurityConfig",
     "Settler",
+    "StateInUse",
+    "StateMismatch",
     "Timeouts",
     "Topic",
     "TopicQueueStats",
@@ -88,6 +91,7 @@ __all__ = [
     "TransportError",
     "build_view",
     "client_context",
+    "highest_sequences",
     "is_secret",
     "key_to_partition_key",
     "new_event_loop",

@@ -60,6 +60,7 @@ class Topic:
 class ClusterView:
     brokers: dict[int, BrokerNode]
     topics: dict[str, Topic]
+    cluster_id: str | None = None  # Metadata v2+ (None: the broker did not say)
 
     def topic(self, name: str) -> Topic | None:
         return self.topics.get(name)
@@ -73,9 +74,11 @@ class ClusterView:
         return other is not None and self.brokers == other.brokers and self.topics == other.topics
 
 
-def build_view(brokers: Any, topics: Any, *, require_topics: bool = False) -> ClusterView:
+def build_view(
+    brokers: Any, topics: Any, *, require_topics: bool = False, cluster_id: str | None = None
+) -> ClusterView:
     """Build a view from a Metadata response's ``brokers`` (node_id, host, port) and ``topics`` (error_code, name,
-    partitions: error_code, partition_index, leader_id). Raises :class:`BadMetadata`."""
+    partitions: error_code, partition_index, leader_id), and its ``cluster_id``. Raises :class:`BadMetadata`."""
     if not brokers:
         raise BadMetadata("metadata lists no brokers")
     by_id: dict[int, BrokerNode] = {}
@@ -109,4 +112,4 @@ def build_view(brokers: Any, topics: Any, *, require_topics: bool = False) -> Cl
     # a new cluster (every Kafka cluster starts so): refusing it would keep the daemon from ever creating a topic.
     if require_topics and seen_topics and not kept:
         raise BadMetadata(f"metadata lists {len(seen_topics)} topics, every one with an error")
-    return ClusterView(by_id, kept)
+    return ClusterView(by_id, kept, cluster_id)

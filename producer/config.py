@@ -86,6 +86,9 @@ class ProducerConfig:
     # How the journal reaches the disk: 0 = each batch's record synced before the batch is sent; n = synced in the
     # background every n ms (docs/producer.md, "Exactly once across restarts")
     state_sync_ms: int = 100
+    # A state path that belongs to another cluster: False = start() refuses (StateMismatch); True = the earlier
+    # producer's unsettled batches are given up, counted JournalAbandoned (docs/producer.md)
+    state_abandon: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

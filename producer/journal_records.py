@@ -1,50 +1,69 @@
-"""The batch journal's files and records (:mod:`bruce.producer.journal` writes them): their format, encoding,
-and :func:`read_journal`, which reads them back at the next start.
+"""The batch journal's files and records: their format and encoding (:mod:`bruce.producer.journal` writes them,
+:mod:`bruce.producer.journal_reader` reads them back at the next start).
 
 Rules:
 - Files ``NNNNNNNNNNNNNNNNNNNN.batches`` (20 digits: the file's number, +1 per new file) in ``directory``; any other
-  name is ignored (the daemon's spool directory holds its segments beside them). A file is an 8-byte header (``BSPB``,
-  version 1, flags 0) then records back to back: ``length u32, crc32c(body) u32, body``; big-endian.
-- Record kinds. SENT (``S``), written by :meth:`bruce.producer.journal.Journal.sent` before a batch goes out
-  whenever its identity is new (first send, or a resend after an epoch bump renumbered it): the batch's journal id
-  (unique across runs), producer id, epoch, topic, partition, base sequence, record count, the offset last
+  name is ignored (the daemon's spool directory holds its segments beside them). Big-endian throughout.
+- Version 2 (written): a 32-byte header, then records back to back. Header: magic ``BSPB``, version u16 (2), flags
+  u16 (0), then the file's *extent*, rewritten in place by the writer: ``end`` u64 (the file's bytes the writer
+  vouches for: every record before it was written whole — updated after each SENT, OFF and GAP record, so before
+  any batch goes out), ``outstanding`` u64 (messages of the journal's batches sent and not finished, then),
+  ``state`` u32 (:data:`NEXT`: the writer went on in the file numbered one more; :data:`OFF`: batches may have gone
+  out unjournaled since), and CRC-32C u32 of the 28 bytes before it. Version 1 (earlier bruce): an 8-byte header
+  (magic, version 1, flags 0) and the same records, with no extent: it is read, but cannot vouch for its end.
+- Records: ``length u32, crc32c(body) u32, body``; the body's first byte is its kind. SENT (``S``) before a batch
+  goes out whenever its identity is new (first send, or a resend after an epoch bump renumbered it): the batch's
+  journal id (unique across runs), producer id, epoch, topic, partition, base sequence, record count, the offset last
   acknowledged in that partition (-1: none known; the batch can only be stored after it), the spool sequences of its
   messages as runs ``(first, count)``, and an optional payload (the library's: the encoded batch, which it has
-  nowhere else). FINISHED (``F``), written by :meth:`bruce.producer.journal.Journal.finished` once the batch's fate
-  is known: acknowledged (its base offset; -2 for a duplicate's answer, whose offset is not given) or given up (-1).
-  OFF (``X``): from here on batches may be sent unjournaled (idempotence ended). One SENT and one FINISHED per batch,
-  never one per message.
-- :func:`read_journal` (recovery) reads every file, stops a file at a damaged record (a torn tail is the normal end
-  of a crash) and returns each batch's latest SENT record with its FINISHED offset (None: none), per partition the
-  highest offset known as acknowledged, and whether every send was journaled (files exist and none says OFF).
+  nowhere else). FINISHED (``F``) once the batch's fate is known: acknowledged (its base offset; -2 for a duplicate's
+  answer, whose offset is not given) or given up (-1). OFF (``X``): from here on batches may be sent unjournaled
+  (idempotence ended). GAP (``G``, u64): records of this journal were lost while it ran (a file deleted or replaced
+  under it): the spool sequences up to the one given may belong to batches it can no longer tell about.
+- Pure: encoding and decoding only; no I/O here but listing the directory.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from bruce.wire import crc32c
 
-log = logging.getLogger("bruce.journal")
-
 SUFFIX = ".batches"
 MAGIC = b"BSPB"
-VERSION = 1
+VERSION = 2
+V1_HEADER_BYTES = 8
+HEADER_BYTES = 32
+EXTENT_AT = 8  # the extent's offset in the header
+NEXT = 1  # state bit: the writer went on in the next file (this one takes no more records)
+OFF = 2  # state bit: batches may have gone out unjournaled since this was set
+UNREADABLE_TOP = 2**63  # the highest spool sequence of a file that could not be read: never known to be passed
 _HEAD = struct.Struct(">4sHH")
-HEADER_BYTES = _HEAD.size
-_FRAME = struct.Struct(">II")
+_EXTENT = struct.Struct(">QQI")  # end, outstanding, state
+_CRC = struct.Struct(">I")
+FRAME = struct.Struct(">II")
 _SENT = struct.Struct(">cQqhiiiqHI")  # kind, id, pid, epoch, partition, base sequence, count, known offset, topic, runs
 _RUN = struct.Struct(">QI")
 _FINISHED = struct.Struct(">cQq")  # kind, id, offset
+_GAP = struct.Struct(">cq")  # kind, the highest spool sequence the lost records may name
 _OFF = b"X"
 _PAYLOAD = struct.Struct(">I")
+KINDS = frozenset(b"SFXG")
 
 TopicPartition = tuple[str, int]
+
+
+class Extent(NamedTuple):
+    """What a version 2 file's header vouches for (see the module rules)."""
+
+    end: int
+    outstanding: int
+    state: int
 
 
 @dataclass(slots=True)
@@ -79,15 +98,19 @@ class JournalEntry:
 
 @dataclass(slots=True)
 class JournalState:
-    """What :func:`read_journal` found."""
+    """What :func:`~bruce.producer.journal_reader.read_journal` found."""
 
     entries: list[JournalEntry] = field(default_factory=list)  # every batch's latest SENT record, by journal id
     acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known as acknowledged
     files: list[tuple[int, int]] = field(default_factory=list)  # (number, highest spool sequence named in it)
-    complete: bool = False  # files exist and none says OFF: every send of the last run was journaled
+    complete: bool = False  # files exist, each vouched for whole, none says OFF: every send of the last run journaled
     next_id: int = 0  # batch ids continue after the highest seen
     next_file: int = 0
-    damaged: int = 0  # damaged records skipped (not counting a torn tail)
+    damaged: int = 0  # damaged regions skipped (not counting a torn tail)
+    problems: list[str] = field(default_factory=list)  # why the journal cannot vouch for itself, one per finding
+    unvouched_top: int = -1  # GAP: spool sequences up to this one may belong to batches whose records were lost
+    outstanding: int | None = 0  # the newest file's header: messages sent, not finished, when last written (None:
+    # not known — the newest file is missing or its header damaged)
 
 
 def file_name(number: int) -> str:
@@ -126,6 +149,44 @@ def runs_of(sequences: Iterable[int]) -> list[tuple[int, int]]:
     return runs
 
 
+# ---------------------------------------------------------------- header
+
+
+def file_header(extent: Extent) -> bytes:
+    """The 32-byte header of a version 2 file."""
+    fields = _HEAD.pack(MAGIC, VERSION, 0) + _EXTENT.pack(*extent)
+    return fields + _CRC.pack(crc32c(fields))
+
+
+_FIXED = _HEAD.pack(MAGIC, VERSION, 0)
+_FIXED_CRC = crc32c(_FIXED)
+
+
+def encode_extent(end: int, outstanding: int, state: int) -> bytes:
+    """The header's bytes from :data:`EXTENT_AT` on (the part the writer rewrites in place): the extent and the CRC
+    of the whole header (continued from the fixed bytes' CRC)."""
+    extent = _EXTENT.pack(end, outstanding, state)
+    return extent + _CRC.pack(crc32c(extent, _FIXED_CRC))
+
+
+def parse_header(data: bytes) -> tuple[int, Extent | None] | None:
+    """``(version, extent)`` of a file's first bytes: version 2 with its extent (None when its CRC fails), version 1
+    (no extent), or another version; None when the bytes are not a journal file's header at all."""
+    if len(data) < V1_HEADER_BYTES or data[:4] != MAGIC:
+        return None
+    _, version, flags = _HEAD.unpack_from(data)
+    if version == 1 and flags == 0:
+        return 1, None
+    if version != VERSION:
+        return version, None
+    if len(data) < HEADER_BYTES or flags or crc32c(data[:28]) != _CRC.unpack_from(data, 28)[0]:
+        return VERSION, None
+    return VERSION, Extent(*_EXTENT.unpack_from(data, EXTENT_AT))
+
+
+# ---------------------------------------------------------------- records
+
+
 def encode_sent(entry: JournalEntry) -> bytes:
     topic = entry.topic.encode("utf-8", "surrogateescape")
     body = b"".join(
@@ -148,28 +209,31 @@ def encode_sent(entry: JournalEntry) -> bytes:
             entry.payload,
         )
     )
-    return _FRAME.pack(len(body), crc32c(body)) + body
-
-
-def file_header() -> bytes:
-    """The header every journal file starts with."""
-    return _HEAD.pack(MAGIC, VERSION, 0)
+    return FRAME.pack(len(body), crc32c(body)) + body
 
 
 def encode_off() -> bytes:
-    return _FRAME.pack(len(_OFF), crc32c(_OFF)) + _OFF
+    return FRAME.pack(len(_OFF), crc32c(_OFF)) + _OFF
 
 
 def encode_finished(batch_id: int, offset: int) -> bytes:
     body = _FINISHED.pack(b"F", batch_id, offset)
-    return _FRAME.pack(len(body), crc32c(body)) + body
+    return FRAME.pack(len(body), crc32c(body)) + body
 
 
-def _decode_sent(body: bytes, number: int) -> JournalEntry:
+def encode_gap(top: int) -> bytes:
+    body = _GAP.pack(b"G", top)
+    return FRAME.pack(len(body), crc32c(body)) + body
+
+
+def decode_sent(body: bytes, number: int) -> JournalEntry:
+    """A SENT record's body; ValueError or struct.error when it does not decode."""
     _, bid, pid, epoch, partition, base, count, known, tlen, nruns = _SENT.unpack_from(body)
     at = _SENT.size
     topic = body[at : at + tlen].decode("utf-8", "surrogateescape")
     at += tlen
+    if at + nruns * _RUN.size > len(body):
+        raise ValueError("the runs run past the record")
     runs = [_RUN.unpack_from(body, at + i * _RUN.size) for i in range(nruns)]
     at += nruns * _RUN.size
     (plen,) = _PAYLOAD.unpack_from(body, at)
@@ -179,63 +243,16 @@ def _decode_sent(body: bytes, number: int) -> JournalEntry:
     return JournalEntry(bid, pid, epoch, topic, partition, base, count, known, runs, payload, number)
 
 
-def read_journal(directory: Path) -> JournalState:
-    """The journal's state after a stop or a crash (see the module rules)."""
-    state = JournalState()
-    latest: dict[int, JournalEntry] = {}
-    finished: dict[int, int] = {}
-    listed = journal_files(directory)
-    state.complete = bool(listed)
-    for number, path in listed:
-        state.next_file = number + 1
-        top = -1
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            log.error("journal %s cannot be read (%s); its batches are replayed as possible duplicates", path, e)
-            state.complete = False
-            state.files.append((number, 2**63))
-            continue
-        if len(data) < _HEAD.size or data[:4] != MAGIC or _HEAD.unpack_from(data)[1:] != (VERSION, 0):
-            if data:
-                log.error("journal %s: not a version %d journal file; ignored", path, VERSION)
-                state.complete = False
-            state.files.append((number, -1))
-            continue
-        at = _HEAD.size
-        while at + _FRAME.size <= len(data):
-            length, crc = _FRAME.unpack_from(data, at)
-            body = data[at + _FRAME.size : at + _FRAME.size + length]
-            if len(body) != length or crc32c(body) != crc:
-                if at + _FRAME.size + length < len(data):
-                    state.damaged += 1
-                    state.complete = False  # what followed is unknown: replays are possible duplicates
-                    log.error("journal %s offset %d: a damaged record; the rest of the file is not read", path, at)
-                break  # a torn tail (the process died while writing it) or damage: nothing after it is trusted
-            at += _FRAME.size + length
-            try:
-                if body[:1] == b"S":
-                    entry = _decode_sent(body, number)
-                    latest[entry.batch_id] = entry
-                    state.next_id = max(state.next_id, entry.batch_id + 1)
-                    if entry.runs:
-                        top = max(top, entry.runs[-1][0] + entry.runs[-1][1] - 1)
-                elif body[:1] == b"F":
-                    _, bid, offset = _FINISHED.unpack_from(body)
-                    finished[bid] = offset
-                elif body[:1] == _OFF:
-                    state.complete = False
-                else:
-                    raise ValueError(f"unknown record kind {body[:1]!r}")
-            except (struct.error, ValueError) as e:
-                state.damaged += 1
-                state.complete = False
-                log.error("journal %s offset %d: a record that does not decode (%s); skipped", path, at, e)
-        state.files.append((number, top))
-    for bid, entry in latest.items():
-        entry.finished = finished.get(bid)
-        best = max(entry.known_offset, -1 if entry.finished is None else entry.finished)
-        if best >= 0:
-            state.acked[entry.tp] = max(state.acked.get(entry.tp, -1), best)
-    state.entries = sorted(latest.values(), key=lambda e: e.batch_id)
-    return state
+def decode_finished(body: bytes) -> tuple[int, int]:
+    """``(batch id, offset)`` of a FINISHED record's body."""
+    if len(body) != _FINISHED.size:
+        raise ValueError("a FINISHED record of the wrong size")
+    _, bid, offset = _FINISHED.unpack(body)
+    return bid, offset
+
+
+def decode_gap(body: bytes) -> int:
+    if len(body) != _GAP.size:
+        raise ValueError("a GAP record of the wrong size")
+    top: int = _GAP.unpack(body)[1]
+    return top

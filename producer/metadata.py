@@ -218,7 +218,9 @@ class MetadataFetcher:
 
     async def _ask(self, host: str, port: int) -> ClusterView:
         answer = await self._metadata(host, port, None, allow_auto_topic_creation=False)
-        return build_view(answer.brokers, answer.topics, require_topics=self.require_topics)
+        return build_view(
+            answer.brokers, answer.topics, require_topics=self.require_topics, cluster_id=answer.cluster_id
+        )
 
     async def _metadata(
         self, host: str, port: int, topics: list[str] | None, *, allow_auto_topic_creation: bool

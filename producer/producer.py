@@ -200,7 +200,11 @@ class Producer(Generic[M]):
         self._fetcher.request()
         self._sending.accepting = self._txn is None  # a transactional producer accepts within a transaction only
         if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
-            await self.state.settle(self)
+            try:
+                await self.state.settle(self)
+            except BaseException as e:  # StateMismatch: nothing of this producer's may stay running
+                await self.close(0.0, error=e)
+                raise
 
     def journal_batches(self, journal: PartJournal) -> None:
         """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool); nothing

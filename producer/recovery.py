@@ -23,6 +23,9 @@ Rules:
   only once the log did not show it for :data:`LOG_WAIT_S` (the broker holds the sequence: it is on its way in).
 - :func:`find_batch` is the same log read for one batch, for the live producer's DUPLICATE_SEQUENCE_NUMBER answers;
   a batch not there is looked for again (after the backoff) for up to :data:`LOG_WAIT_S`, like a settling gap.
+- A batch of the newest identity in the log with a base sequence above every one the journal names was sent
+  unjournaled (the journal could not write, and could not record that either): the partition is listed in
+  ``unjournaled`` and logged, so the caller cannot take the journal for complete.
 - **Fallback** batches go back to the caller, who sends them as new batches (a new producer id): they were not found
   in the log, so they are duplicates only if a send of the dead process lands after the read; they are reported as
   possible duplicates. Batches of an older identity that are not found fall back too (their sequence cannot be
@@ -30,7 +33,8 @@ Rules:
 - Bounded: one Fetch of at most 1 MiB at a time (doubled up to 64 MiB while not even one batch fits), the read ends at
   the high watermark of its first answer (an empty answer below it is asked again with a 5 s wait: tansu on object
   storage answers nothing when reading its batches outlasts the wait), transport failures are retried with the
-  producer's backoff; everything until ``deadline``. Each request waits for its answer at most
+  producer's backoff; everything until ``deadline``. A partition the cluster view does not have at all (its topic
+  deleted) is not waited for: its batches fall back at once. Each request waits for its answer at most
   :data:`REQUEST_S` (the Fetch wait plus a margin; less when ``request_timeout_ms`` is less) and never past
   ``deadline``: an answer that never comes (lost on the way) costs that much, and the request is asked again on a new
   connection, instead of eating the whole deadline.
@@ -91,6 +95,10 @@ class Unsettled(Exception):
     """A retriable failure while settling (transport, leader moving)."""
 
 
+class Missing(Unsettled):
+    """The partition is not on the cluster (its topic deleted, or another cluster): nothing to wait for."""
+
+
 @dataclass(slots=True)
 class Settlement:
     """What :func:`settle` decided for each unsettled batch."""
@@ -100,6 +108,7 @@ class Settlement:
     fallback: list[JournalEntry] = field(default_factory=list)  # for the caller to send again as new
     acked: dict[TopicPartition, int] = field(default_factory=dict)  # highest offset known acknowledged
     gaps: int = 0
+    unjournaled: list[TopicPartition] = field(default_factory=list)  # logs holding batches the journal never saw
 
 
 def log_identities(data: bytes, producer_ids: set[int]) -> tuple[dict[tuple[int, int, int], int], int | None]:
@@ -139,11 +148,19 @@ class Settler:
             request=self.request_s,
         )
         self._conns: dict[int, BrokerConnection] = {}
+        self._journaled: dict[tuple[str, int, int, int], int] = {}
         self._log_wait: dict[TopicPartition, float] = {}  # until when a partition's log may still catch up
 
-    async def settle(self, entries: list[JournalEntry], acked: dict[TopicPartition, int]) -> Settlement:
+    async def settle(
+        self,
+        entries: list[JournalEntry],
+        acked: dict[TopicPartition, int],
+        journaled: dict[tuple[str, int, int, int], int] | None = None,
+    ) -> Settlement:
         """Settle ``entries`` (batches sent, not known as acknowledged); ``acked``: per partition the highest offset
-        known as acknowledged (the log is read from there)."""
+        known as acknowledged (the log is read from there); ``journaled``: (topic, partition, producer id, epoch) ->
+        the highest base sequence journaled (:func:`highest_sequences`), to find batches sent unjournaled."""
+        self._journaled = journaled or {}
         out = Settlement(acked=dict(acked))
         by_tp: dict[TopicPartition, list[JournalEntry]] = {}
         for entry in entries:
@@ -163,6 +180,10 @@ class Settler:
             try:
                 await self._try_partition(tp, todo, out)
                 return
+            except Missing as e:
+                log.warning("settling %s/%d: %s; %d batches fall back (sent again as new)", *tp, e, len(todo))
+                out.fallback += todo
+                return
             except (Unsettled, TransportError) as e:
                 if time.monotonic() + backoff >= self.deadline:
                     log.warning("settling %s/%d: %s; %d batches fall back (sent again as new)", *tp, e, len(todo))
@@ -178,6 +199,16 @@ class Settler:
         current = (newest.producer_id, newest.producer_epoch)
         start = min(out.acked.get(tp, -1), *(e.known_offset for e in todo))
         in_log = await self._read_log(tp, max(start, 0), {e.producer_id for e in todo})
+        high = self._journaled.get((*tp, *current))
+        if high is not None and tp not in out.unjournaled and any(k[:2] == current and k[2] > high for k in in_log):
+            out.unjournaled.append(tp)
+            log.error(
+                "settling %s/%d: the log holds batches of producer id %d epoch %d after the last one journaled "
+                "(sequence %d): the earlier process sent batches its journal could not record",
+                *tp,
+                *current,
+                high,
+            )
         for entry in list(todo):
             offset = in_log.get((entry.producer_id, entry.producer_epoch, entry.base_sequence))
             if offset is not None:
@@ -246,6 +277,10 @@ class Settler:
     async def _leader(self, tp: TopicPartition) -> BrokerConnection:
         view = self.views.cluster()
         leader = None if view is None else view.leader(*tp)
+        if view is not None and leader is None:
+            topic = view.topic(tp[0])
+            if topic is None or tp[1] >= topic.partition_count:
+                raise Missing(f"the partition is not on the cluster {view.cluster_id or ''}".rstrip())
         if view is None or leader is None:
             raise Unsettled(f"no leader known for {tp[0]}/{tp[1]}")
         conn = self._conns.get(leader)
@@ -373,6 +408,16 @@ async def find_batch(
     finally:
         for conn in settler._conns.values():
             conn.close()
+
+
+def highest_sequences(entries: list[JournalEntry]) -> dict[tuple[str, int, int, int], int]:
+    """(topic, partition, producer id, epoch) -> the highest base sequence the journal names (for
+    :meth:`Settler.settle`)."""
+    high: dict[tuple[str, int, int, int], int] = {}
+    for e in entries:
+        key = (e.topic, e.partition, e.producer_id, e.producer_epoch)
+        high[key] = max(high.get(key, -1), e.base_sequence)
+    return high
 
 
 def check_timeout(config: ProducerConfig) -> float:

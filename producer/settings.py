@@ -98,6 +98,7 @@ SETTINGS: dict[str, Setting] = {
         _int("transaction_timeout_ms", 1),
         Setting("state_path", "optional_text", high=4096),
         _int("state_sync_ms", 0),
+        Setting("state_abandon", "bool"),
     )
 }
 NAMES: dict[str, str] = {s.dotted: s.name for s in SETTINGS.values()} | {

@@ -11,8 +11,14 @@ Rules:
   whose messages the spool still holds are settled against the partition's log (:mod:`bruce.producer.recovery`):
   found there, or resent with their own producer id, epoch and sequence and acknowledged, they are settled too;
   those that fall back are replayed as possible duplicates. Every other replayed message was never sent: it is
-  replayed as a fresh message, not reported as a possible duplicate — when the last run journaled every send (its
-  files exist and none says the journal went off); else every replayed message is a possible duplicate, as before.
+  replayed as a fresh message, not reported as a possible duplicate — when the journal vouches for itself (its files
+  exist, none says it went off, none is damaged: :mod:`bruce.producer.journal_reader`, each finding logged with what
+  it costs) and settling found no batch it did not journal; else every replayed message it does not settle is a
+  possible duplicate. A GAP record (journal files lost while the last run ran) makes the sequences up to the one it
+  names possible duplicates. Batches whose messages were lost from the spool are looked for in the log too: found,
+  their messages were delivered (not counted lost at replay, :meth:`~bruce.proxy.spool.Spool.replay`'s ``skip``).
+- A journal write error turns it off with the OFF state recorded in its header (:mod:`bruce.producer.journal`; its
+  log line says what that costs here: ``UNJOURNALED_COST``).
 - The journal is synced as the spool is (``--spool_fsync_ms``): with 0 each SENT record is on disk before its batch
   is sent; with *n* it is synced in the background every *n* ms (the daemon's timer calls :meth:`SpoolJournal.tick`
   with the spool's).
@@ -30,7 +36,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bruce.producer import Counters, Journal, JournalEntry, PartJournal, Producer, ProducerConfig, Settler, read_journal
+from bruce.producer import (
+    Counters,
+    Journal,
+    JournalEntry,
+    PartJournal,
+    Producer,
+    ProducerConfig,
+    Settler,
+    highest_sequences,
+    read_journal,
+)
 from bruce.wire import build_record_batch
 
 from ..config import NOTICE
@@ -40,6 +56,8 @@ from ..spool import Spool, SpoolRecord
 log = logging.getLogger("bruce.spool")
 
 SETTLE_S = 30.0  # the most settling may take at start (then what is left is replayed as possible duplicates)
+REPLAY_COST = "the messages the spool replays and the journal does not settle are reported as possible duplicates"
+UNJOURNALED_COST = "the spool's messages the next start replays may have been delivered already"
 
 
 @dataclass(slots=True)
@@ -51,13 +69,14 @@ class Verdict:
     ends: list[int] = field(default_factory=list)
     fallback: set[int] = field(default_factory=set)
     complete: bool = False
+    unvouched_top: int = -1  # the journal lost records while it ran: sequences up to this one are not vouched for
 
     def settled(self, seq: int) -> bool:
         i = bisect.bisect_right(self.firsts, seq) - 1
         return i >= 0 and seq < self.ends[i]
 
     def possible_duplicate(self, seq: int) -> bool:
-        return not self.complete or seq in self.fallback
+        return not self.complete or seq <= self.unvouched_top or seq in self.fallback
 
 
 def _merge(runs: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
@@ -82,7 +101,7 @@ class SpoolJournal:
         self.directory = Path(spool.directory)
         self.why_off = why_off  # "" when the producer may be idempotent
         self.journal: Journal | None = None
-        self.state = read_journal(self.directory)
+        self.state = read_journal(self.directory, REPLAY_COST)
         # The spool starts again at 0 when it is empty; the journal's sequences must never name new messages
         spool.continue_after(max((top for _, top in self.state.files if top < 2**62), default=-1))
         if why_off:
@@ -94,6 +113,7 @@ class SpoolJournal:
             next_file=self.state.next_file,
             held_from=lambda: spool.held_from,
             sync_ms=spool.config.fsync_ms,
+            cost=UNJOURNALED_COST,
         )
         try:
             journal.open(old=self.state.files)
@@ -107,7 +127,7 @@ class SpoolJournal:
     async def settle(self) -> Verdict:
         """Settle the earlier runs' batches (see the module rules); returns the verdict for the replay."""
         state = self.state
-        verdict = Verdict(complete=state.complete)
+        verdict = Verdict(complete=state.complete, unvouched_top=state.unvouched_top)
         settled = [run for e in state.entries if e.acknowledged for run in e.runs]
         verdict.firsts, verdict.ends = _merge(settled)
         # A message belongs to the latest batch that held it (a batch given up had its messages rerouted into another)
@@ -117,11 +137,14 @@ class SpoolJournal:
                 for s in entry.sequences():
                     if not verdict.settled(s):
                         owner[s] = entry
-        records = self.spool.peek_records(set(owner)) if owner else {}
-        owned: dict[int, list[int]] = {}
+        records, lost = self.spool.peek(set(owner)) if owner else ({}, set())
+        owned: dict[int, list[int]] = {}  # batch id -> its messages the spool still holds
+        gone: dict[int, list[int]] = {}  # batch id -> its messages lost from the spool: settled only if found
         for s in sorted(records):
             owned.setdefault(owner[s].batch_id, []).append(s)
-        unsettled = [e for e in state.entries if e.batch_id in owned]
+        for s in sorted(lost):
+            gone.setdefault(owner[s].batch_id, []).append(s)
+        unsettled = [e for e in state.entries if e.batch_id in owned or e.batch_id in gone]
         if unsettled:
             started = time.monotonic()
             deadline = started + SETTLE_S
@@ -131,15 +154,19 @@ class SpoolJournal:
             settler = Settler(
                 self.producer,
                 self.producer.config,
-                lambda e: _rebuild([records[s] for s in owned[e.batch_id]], empty),
+                lambda e: _rebuild([records[s] for s in owned.get(e.batch_id, ())], empty),
                 deadline=deadline,
             )
-            out = await settler.settle(unsettled, state.acked)
-            for entries, name in ((out.found, "JournalFound"), (out.resent, "JournalResent")):
-                settled += [(s, 1) for e in entries for s in owned[e.batch_id]]
-                self.counters.inc(name, sum(len(owned[e.batch_id]) for e in entries))
+            out = await settler.settle(unsettled, state.acked, highest_sequences(state.entries))
+            if out.unjournaled:  # the last run sent batches its journal could not record (logged by the settler)
+                verdict.complete = False
+            found = [s for e in out.found for s in (*owned.get(e.batch_id, ()), *gone.get(e.batch_id, ()))]
+            resent = [s for e in out.resent for s in owned.get(e.batch_id, ())]
+            settled += [(s, 1) for s in (*found, *resent)]
+            self.counters.inc("JournalFound", len(found))
+            self.counters.inc("JournalResent", len(resent))
             for e in out.fallback:
-                verdict.fallback.update(owned[e.batch_id])
+                verdict.fallback.update(owned.get(e.batch_id, ()))
             self.counters.inc("JournalFallback", len(verdict.fallback))
             if self.journal is not None:
                 self.journal.acked.update(out.acked)

@@ -155,7 +155,7 @@ class Replay:
         duplicate = self.outcomes.tracker.record_possible_duplicate
         topic_of = _TopicNames()
         verdict = await self.settle() if self.settle is not None else None
-        bursts: Iterator[list[SpoolRecord]] = self.spool.replay()
+        bursts: Iterator[list[SpoolRecord]] = self.spool.replay(verdict.settled if verdict is not None else None)
         for burst in bursts:
             now = time.monotonic()
             for record in burst:

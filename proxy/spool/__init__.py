@@ -2,7 +2,8 @@
 
 Rules: one entry point, :class:`Spool` (open, append, tick, replay, done_many, close); the on-disk format is
 :mod:`.format` (spec and fast codec), recovery of one segment is :mod:`.scan`, of the directory :mod:`.recovery`
-(with the list of segments, :mod:`.manifest`), completion tracking :mod:`.tracker`, the directory lock :mod:`.lock`.
+(with the list of segments, :mod:`.manifest`, and where the newest one ends, :mod:`.tail`), completion tracking
+:mod:`.tracker`, the directory lock :mod:`.lock`.
 Nothing here imports the daemon: the daemon calls in (docs/spool.md).
 """
 

@@ -13,7 +13,8 @@ Rules (docs/spool.md "Recovery" is the prose version):
   is one :class:`Corrupt` entry counting ``seq(Y) - last good - 1`` messages (sequences are dense within a segment,
   so the count is exact; 0 when the region held no record, e.g. bytes inserted between records). Not found: in the
   *last* segment that is a torn tail (a crash mid-write), ``truncate_at`` = X and nothing is counted; in any other
-  segment it is a corrupt tail counting 1 ("at least one"). A frame that runs exactly to the end of the data with a
+  segment it is a corrupt tail counting 1 ("at least one"; recovery counts it exactly where the manifest or the tail
+  mark knows where the segment ended). A frame that runs exactly to the end of the data with a
   bad CRC and no valid frame inside it is a corrupt record (counted), not a torn tail.
 - A last segment shorter than its header (a crash while creating it) has ``truncate_at`` 0: it holds nothing.
 - Cost: linear in the segment's size, plus the resync search, which checks a few bytes per position and a CRC only
@@ -54,11 +55,13 @@ MIN_FRAME = FRAME_OVERHEAD + 1  # the smallest record: a one-byte topic, no key,
 
 
 class Corrupt(NamedTuple):
-    """A skipped region at ``offset`` holding ``count`` messages that cannot be read."""
+    """A skipped region at ``offset`` holding ``count`` messages that cannot be read, from sequence ``first`` (-1:
+    not known)."""
 
     offset: int
     count: int  # type: ignore[assignment]  # the field shadows tuple.count, which nothing here calls
     detail: str
+    first: int = -1
 
 
 class TornTail(NamedTuple):
@@ -133,10 +136,10 @@ def walk_segment(data: bytes | memoryview, *, name_base: int, last: bool) -> Ite
         detail = found.detail if isinstance(found, FrameError) else f"sequence {found.sequence} not above {last_seq}"
         following = resync(data, pos, last_seq)
         if following is not None:
-            yield Corrupt(pos, following.sequence - last_seq - 1, detail)
+            yield Corrupt(pos, following.sequence - last_seq - 1, detail, last_seq + 1)
             pos = following.offset
         elif isinstance(found, FrameError) and not found.short and pos + 8 + _LENGTH.unpack_from(data, pos)[0] == end:
-            yield Corrupt(pos, 1, detail)  # a whole last record, damaged in place
+            yield Corrupt(pos, 1, detail, last_seq + 1)  # a whole last record, damaged in place
             return
         elif last:
             yield TornTail(pos)

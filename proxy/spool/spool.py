@@ -4,7 +4,8 @@ each segment deleted once every message in it is done (docs/spool.md).
 Rules:
 - :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
   daemon must refuse to start), then recovers what earlier runs left (:mod:`.recovery`: the manifest's check for
-  missing or cut segments, the newest segment's torn tail truncated) for :meth:`Spool.replay`. New messages always
+  missing or cut segments, the newest segment checked against the tail mark (:mod:`.tail`) and its torn tail
+  truncated) for :meth:`Spool.replay`. New messages always
   go to a new segment: a segment is never appended to across runs and never rewritten in place (the one exception
   is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
@@ -12,6 +13,7 @@ Rules:
   reason ``SPOOL_FULL``) — never raises. A segment holding records never takes one that would take it past
   ``segment_bytes``: a burst that does not fit is cut at a record boundary and goes on in a new segment (one
   ``write`` per piece); only a record larger than ``segment_bytes`` makes a segment larger (it is alone in it).
+  After each burst (and each roll) the tail mark says where the active segment ends: one ``pwrite``, not synced.
 - Durability: with ``fsync_ms`` = 0, ``append`` returns only after ``fdatasync``; otherwise the caller's timer calls
   :meth:`Spool.tick`, which starts an ``fdatasync`` in the sync thread (:mod:`.syncer`) once ``fsync_ms`` has passed
   since the last one began, so data is on disk at most ``fsync_ms`` + one sync's time after it was written and the
@@ -22,8 +24,10 @@ Rules:
   returns NOT_SPOOLED, "discard" returns SPOOL_FULL.
 - A disk error (ENOSPC, EIO, EROFS, …) while creating, writing or syncing never raises: the spool *degrades* —
   ``degraded`` holds the error, one ERROR line is logged, and every later burst is NOT_SPOOLED until restart. A
-  write that failed part-way is cut back to the last whole burst. Deleting a done segment that fails is logged once
-  and retried never: it is replayed at the next start (duplicates, not losses).
+  write that failed part-way is cut back to the last whole burst, and so are the pieces of a burst already written
+  when its next segment could not be made (the burst goes on in memory only: replayed, it would be delivered twice).
+  Deleting a done segment that fails is logged once and retried never: it is replayed at the next start (duplicates,
+  not losses).
 - :meth:`Spool.replay` reads one segment at a time and hands its records out as it walks them (bounded memory).
 - :meth:`Spool.done_many` marks messages done (delivered or discarded — but not ``SERVER_SHUTDOWN``, which must
   stay for the next start) and unlinks segments that became fully done. :meth:`Spool.close` syncs, deletes the
@@ -42,7 +46,6 @@ import contextlib
 import errno
 import logging
 import os
-import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -54,10 +57,12 @@ from .donefile import DONE_SUFFIX, sync_directory, write_done_files
 from .format import HEADER_SIZE, SpoolFields, SpoolRecord, encode_burst, encode_header
 from .lock import acquire
 from .manifest import Manifest
+from .pieces import Piece, cut_burst
 from .recovery import Recovery
 from .scan import Corrupt
 from .settings import FullPolicy, SpoolConfig
 from .syncer import Syncer
+from .tail import Tail, TailMark
 from .tracker import Segment, Tracker
 
 __all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
@@ -67,7 +72,6 @@ log = logging.getLogger("bruce.spool")
 NOT_SPOOLED = -1
 SPOOL_FULL = -2
 CLOSE_SYNC_WAIT_S = 5.0  # how long close() waits for a sync still running in the thread
-_LENGTH = struct.Struct(">I")  # a record's length field
 
 
 def segment_name(base: int) -> str:
@@ -109,6 +113,7 @@ class Spool:
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
         self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
         self._manifest = Manifest(self.directory)
+        self._tail = TailMark(self.directory)
         self._recovery = Recovery(config, self._tracker, self._manifest, unlink=self._unlink, report=self._report)
 
     # -------------------------------------------------------------------------------------------------- opening
@@ -128,19 +133,20 @@ class Spool:
     def _load(self) -> None:
         """What earlier runs left (:class:`~.recovery.Recovery`); the sequence continues after theirs."""
         try:
-            self._recovery.load()
+            self._recovery.load(self._tail.load())
         finally:
             self.next_sequence = max(self.next_sequence, self._recovery.next_sequence)
             self._bytes += self._recovery.bytes
 
-    def replay(self) -> Iterator[list[SpoolRecord]]:
-        """Every record left by earlier runs, oldest first (:meth:`.recovery.Recovery.replay`)."""
-        return self._recovery.replay()
+    def replay(self, skip: Callable[[int], bool] | None = None) -> Iterator[list[SpoolRecord]]:
+        """Every record left by earlier runs, oldest first; losses counted less what ``skip`` says was settled
+        (:meth:`.recovery.Recovery.replay`)."""
+        return self._recovery.replay(skip)
 
-    def peek_records(self, wanted: set[int]) -> dict[int, SpoolRecord]:
-        """Records of ``wanted`` sequences still to be replayed, read without changing anything
-        (:meth:`.recovery.Recovery.peek_records`)."""
-        return self._recovery.peek_records(wanted)
+    def peek(self, wanted: set[int]) -> tuple[dict[int, SpoolRecord], set[int]]:
+        """Records of ``wanted`` sequences still to be replayed, read without changing anything, and those whose
+        records are lost (:meth:`.recovery.Recovery.peek`)."""
+        return self._recovery.peek(wanted)
 
     def _report(self, path: Path, region: Corrupt) -> None:
         """A loss found by recovery: counted, logged, handed to :attr:`on_corrupt`."""
@@ -183,13 +189,13 @@ class Spool:
             log.error("spool: a burst of %d messages cannot be encoded (%s); held in memory only", n, e)
             self.not_spooled += n
             return NOT_SPOOLED
-        pieces = self._pieces(data, n, self._active)
+        pieces = cut_burst(data, n, self._active.nbytes if self._active else None, self.config.segment_bytes)
         if self._over(data, pieces) and self._active is not None and not self._active.pending:
             try:  # the active segment is all done: let it go to make room
                 self._seal_active()
             except OSError as e:
                 self._degrade(e, f"syncing {self.directory}")
-            pieces = self._pieces(data, n, None)
+            pieces = cut_burst(data, n, None, self.config.segment_bytes)
         if self._over(data, pieces):
             self.full += n
             if self.config.full_policy is FullPolicy.DISCARD:
@@ -197,6 +203,7 @@ class Spool:
             self.not_spooled += n
             return NOT_SPOOLED
         first = self.next_sequence
+        head = (self._active, self._active.nbytes) if self._active is not None else None
         view = memoryview(data)
         for start, end, count, roll in pieces:
             try:
@@ -206,10 +213,10 @@ class Spool:
                 assert active is not None
                 self._write_all(view[start:end], active)
             except OSError as e:
+                if self.next_sequence > first:  # an earlier piece is on disk: the burst goes on in memory only
+                    self._take_back(first, head)
                 self._degrade(e, f"writing to {self.directory}")
                 self.not_spooled += n
-                if self.next_sequence > first:  # an earlier piece is on disk: its messages go on in memory only
-                    self._unlink(self._tracker.done_run(first, self.next_sequence - first))
                 return NOT_SPOOLED
             seq = self.next_sequence
             self.next_sequence += count
@@ -219,35 +226,52 @@ class Spool:
             active.nbytes += end - start
             self._bytes += end - start
             self._dirty = True  # a roll syncs it
+        if self._active is not None:
+            self._tail.write(Tail(self._active.base, self.next_sequence, self._active.nbytes))
         self.appended += n
         if self.config.fsync_ms == 0:
             self._sync()
         return first
 
-    def _pieces(self, data: bytes, n: int, active: Segment | None) -> list[tuple[int, int, int, bool]]:
-        """``data`` (whole records) cut where segments roll: (start, end, records, roll first) per piece. A segment
-        holding records takes no record that would take it past ``segment_bytes``; an empty one takes at least one."""
-        limit = self.config.segment_bytes
-        if (active.nbytes if active is not None else HEADER_SIZE) + len(data) <= limit:  # the common case: it fits
-            return [(0, len(data), n, active is None)]
-        pieces: list[tuple[int, int, int, bool]] = []
-        used = active.nbytes if active is not None else None
-        start = pos = count = 0
-        roll = used is None
-        unpack = _LENGTH.unpack_from
-        while pos < len(data):
-            size = 8 + unpack(data, pos)[0]
-            if used is None or (used > HEADER_SIZE and used + size > limit):
-                if count:
-                    pieces.append((start, pos, count, roll))
-                start, count, roll, used = pos, 0, True, HEADER_SIZE
-            used += size
-            pos += size
-            count += 1
-        pieces.append((start, pos, count, roll))
-        return pieces
+    def _take_back(self, first: int, head: tuple[Segment, int] | None) -> None:
+        """The pieces of a burst from sequence ``first`` on are on disk, the rest could not be written: cut them off
+        (``head``: the segment the burst began in and its size before it; segments made for it are deleted), so the
+        next start never replays messages that went on in memory only. Where the disk refuses, they are marked done
+        instead (their done file, if one can still be written, keeps them from replay)."""
+        taken = self.next_sequence - first
+        if self._active is not None and self._active.base >= first:  # made for this burst: let go of it first
+            self._active = None
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
+        try:
+            for segment in [s for s in self._tracker if s.base + s.size > first or s.base >= first]:
+                if segment.base >= first:  # made for this burst
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.directory / segment.name)
+                    self._tracker.forget(segment)
+                    self._manifest.segments.pop(segment.base, None)
+                    self._bytes -= segment.nbytes
+                    continue
+                assert head is not None and head[0] is segment
+                os.truncate(self.directory / segment.name, head[1])
+                self._bytes -= segment.nbytes - head[1]
+                segment.nbytes = head[1]
+                count = segment.base + segment.size - first
+                segment.size -= count
+                segment.pending -= count
+                if self._manifest.segments.get(segment.base) is not None:
+                    self._manifest.segments[segment.base] = first
+                if segment.sealed and not segment.pending:
+                    self._unlink(self._tracker.seal(segment))
+        except OSError:
+            self._unlink(self._tracker.done_run(first, taken))
+            return
+        self.next_sequence = first
+        self._manifest.save(os.fdatasync)  # a roll may have saved the cut pieces' ends (one it cannot save goes)
 
-    def _over(self, data: bytes, pieces: list[tuple[int, int, int, bool]]) -> bool:
+    def _over(self, data: bytes, pieces: list[Piece]) -> bool:
         """Writing ``data`` in these pieces (a header per roll) would take the spool past ``max_bytes``."""
         rolls = sum(roll for *_, roll in pieces)
         return self._bytes + len(data) + rolls * HEADER_SIZE > self.config.max_bytes
@@ -282,6 +306,7 @@ class Spool:
         self._manifest.segments[base] = None  # being written
         self._manifest.save(os.fdatasync)
         sync_directory(self.directory)  # the new file's and the manifest's names survive a power loss
+        self._tail.write(Tail(base, base, HEADER_SIZE))
         return segment
 
     def _seal_active(self) -> None:
@@ -390,6 +415,7 @@ class Spool:
             self._manifest.save(os.fdatasync)
             write_done_files(self.directory, self._tracker, self.syncer.fdatasync)
         if self._lock_fd is not None:
+            self._tail.close(remove=self.degraded is None)
             os.close(self._lock_fd)
             self._lock_fd = None
 

@@ -8,21 +8,25 @@ to send them again, duplicating those already stored."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from netproxy import ThreadedProxy, tansu_behind_proxy
 from readback import read_back
 
-from bruce.producer import Producer, ProducerConfig
-from bruce.producer.state import StateInUse
+from bruce.producer import Producer, ProducerConfig, read_journal
+from bruce.producer.state import StateInUse, StateMismatch
+from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 pytestmark = pytest.mark.e2e
 
@@ -122,3 +126,71 @@ def test_one_producer_per_state_path(slow_tansu: tuple[Any, ThreadedProxy], tmp_
                 await Producer(config).start()
 
     asyncio.run(two())
+
+
+def test_a_journal_cut_in_half_after_a_kill_is_reported_and_what_may_be_lost_counted(
+    slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The journal of the killed producer is cut to half its size: the batches recorded in the other half cannot be
+    settled (the library has no other copy of them). The next producer says so in one ERROR line naming the file and
+    counts the messages that may be lost (JournalPossiblyLost, an upper bound); nothing is read back twice. The
+    connection is cut before the kill, so the batches the proxy held never reached the broker: lost for real when
+    their records are in the half cut off."""
+    broker, proxy = slow_tansu
+    topic = "state-cut-in-half"
+    broker.create_topic(topic, 3)
+    state = tmp_path / "state"
+    acked = _kill_when_all_sent(proxy.address, topic, state, proxy)
+    assert acked < TOTAL, "every batch was acknowledged before the kill: nothing to settle"
+    (journal,) = sorted(state.glob("*.batches"))
+    journal.write_bytes(journal.read_bytes()[: journal.stat().st_size // 2])
+
+    async def restart() -> int:
+        async with Producer(ProducerConfig(bootstrap_servers=(proxy.address,), state_path=str(state))) as producer:
+            return producer.counters.get("JournalPossiblyLost")
+
+    with caplog.at_level(logging.ERROR):
+        possibly_lost = asyncio.run(restart())
+    reads = read_back(proxy.address, topic, 3, TOTAL, timeout=5, extra=0.5)
+    numbers = Counter(int(m.value()) for m in reads)
+    lost = [n for n in range(TOTAL) if numbers[n] == 0]
+    assert {n: c for n, c in numbers.items() if c > 1} == {}, "duplicated"
+    assert len(lost) <= possibly_lost, f"{len(lost)} lost, {possibly_lost} counted as possibly lost"
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(str(journal) in line for line in errors), errors
+    print(f"\nkilled with {acked} of {TOTAL} acknowledged, journal cut: {len(lost)} lost, {possibly_lost} counted")
+
+
+def test_a_state_path_used_against_another_cluster_is_refused_at_once_or_abandoned_when_asked(
+    slow_tansu: tuple[Any, ThreadedProxy], tmp_path: Path
+) -> None:
+    """The killed producer's batches were sent to one cluster; a producer on the same state path reaches another
+    (another cluster id; the topic is not there): ``start()`` refuses within seconds, naming both clusters and the
+    topic, and sends nothing; with ``state_abandon`` it gives the batches up, counted (JournalAbandoned), and the
+    next start has nothing left to settle."""
+    broker, proxy = slow_tansu
+    topic = "state-other-cluster"
+    broker.create_topic(topic, 3)
+    state = tmp_path / "state"
+    _kill_when_all_sent(proxy.address, topic, state, proxy)
+    unsettled = sum(e.count for e in read_journal(state).entries if e.finished is None)
+    assert unsettled > 0
+
+    async def start(address: str, **options: Any) -> int:
+        producer = Producer(ProducerConfig(bootstrap_servers=(address,), state_path=str(state), **options))
+        try:
+            await asyncio.wait_for(producer.start(), 20)
+            return producer.counters.get("JournalAbandoned")
+        finally:
+            await producer.close()
+
+    with EmbeddedBroker(env={"CLUSTER_ID": "another-cluster"}) as other:
+        began = time.monotonic()
+        with pytest.raises(StateMismatch) as refused:
+            asyncio.run(start(other.address))
+        assert time.monotonic() - began < 10
+        said = str(refused.value)
+        assert "tansu_cluster" in said and "another-cluster" in said and topic in said and str(state) in said
+        assert asyncio.run(start(other.address, state_abandon=True)) == unsettled
+        assert asyncio.run(start(other.address)) == 0  # nothing left to settle, and the path is the other's now
+        assert topic not in AdminClient({"bootstrap.servers": other.address}).list_topics(timeout=10).topics

@@ -12,7 +12,8 @@ import pytest
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.errors import ConfigError
-from bruce.producer.journal import FILE_BYTES, Journal, journal_files, read_journal, runs_of
+from bruce.producer.journal import FILE_BYTES, Journal, JournalEntry, journal_files, read_journal, runs_of
+from bruce.producer.journal_records import HEADER_BYTES, encode_sent
 from bruce.producer.state import ProducerState
 
 
@@ -60,14 +61,14 @@ def test_a_torn_tail_is_the_end_and_a_damaged_record_is_counted(tmp_path: Path) 
         j.sent(bid, ("t", 0), (7, 0, bid), 1, [(bid, 1)])
     (_, path) = journal_files(tmp_path)[0]
     data = path.read_bytes()
-    path.write_bytes(data[:-5])  # the last record cut by a crash
+    path.write_bytes(data + encode_sent(JournalEntry(3, 7, 0, "t", 0, 3, 1, -1, [(3, 1)]))[:-5])  # cut by a crash
     state = read_journal(tmp_path)
-    assert [e.batch_id for e in state.entries] == [0, 1] and state.damaged == 0
+    assert [e.batch_id for e in state.entries] == [0, 1, 2] and state.damaged == 0 and state.complete
     damaged = bytearray(data)
-    damaged[8 + 12] ^= 0xFF  # a flipped bit in the first record's body
+    damaged[HEADER_BYTES + 12] ^= 0xFF  # a flipped bit in the first record's body
     path.write_bytes(bytes(damaged))
     state = read_journal(tmp_path)
-    assert state.entries == [] and state.damaged == 1 and not state.complete
+    assert [e.batch_id for e in state.entries] == [1, 2] and state.damaged == 1 and not state.complete
 
 
 def test_files_go_oldest_first_once_their_batches_are_finished(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from bruce.producer import recovery
 from bruce.producer.acks import Failure
+from bruce.producer.cluster import BrokerNode, ClusterView
 from bruce.producer.config import ProducerConfig
 from bruce.producer.errors import TransportError
 from bruce.producer.journal import JournalEntry
@@ -276,3 +277,22 @@ def test_log_identities_reads_whole_batches_of_the_producers_asked_about() -> No
     at[0:8] = (40).to_bytes(8, "big")  # base offset 40
     found, after = log_identities(bytes(at) + other + one[:20], {9})
     assert found == {(9, 2, 7): 40} and after == 1  # the second batch's offset 0 + 1; the partial third is ignored
+
+
+def test_a_partition_the_cluster_does_not_have_falls_back_at_once() -> None:
+    """Its topic was deleted (or the cluster is another one): nothing to wait for, whatever the deadline."""
+    view = ClusterView({1: BrokerNode(1, "127.0.0.1", 1)}, {}, "cluster-b")
+    settler = Settler(SimpleNamespace(cluster=lambda: view), ProducerConfig(), lambda e: e.payload, deadline=1e12)  # type: ignore[arg-type]
+    began = time.monotonic()
+    out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}))
+    assert [e.batch_id for e in out.fallback] == [1, 2] and time.monotonic() - began < 1
+
+
+def test_batches_in_the_log_past_the_highest_journaled_sequence_say_the_journal_missed_sends() -> None:
+    """The journal could not write (a read-only file system) while batches went on: the log holds the producer's
+    batches after the last one journaled. Settling says so; it never takes them for the journaled ones."""
+    settler = Scripted([{(9, 0, 0): 5, (9, 0, 1): 6, (9, 0, 7): 12}], [])
+    out = asyncio.run(settler.settle([_entry(1, 0), _entry(2, 1)], {}, journaled={(*TP, 9, 0): 1}))
+    assert [e.batch_id for e in out.found] == [1, 2] and out.unjournaled == [TP]
+    clean = Scripted([{(9, 0, 0): 5, (9, 0, 1): 6}], [])
+    assert asyncio.run(clean.settle([_entry(1, 0), _entry(2, 1)], {}, journaled={(*TP, 9, 0): 1})).unjournaled == []

@@ -291,8 +291,15 @@ class BruceProcess:
             self.process.wait(10)
 
 
-def start_bruce(args: list[str], log_path: Path, *, env: dict[str, str] | None = None) -> BruceProcess:
-    """The ``bruce`` command with ``args``, its output in ``log_path``."""
+def start_bruce(
+    args: list[str],
+    log_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> BruceProcess:
+    """The ``bruce`` command with ``args``, its output in ``log_path`` (``preexec_fn``: run in the child before it
+    starts, e.g. to set a resource limit)."""
     log = open(log_path, "wb")  # noqa: SIM115 - handed to the child
     try:
         process = subprocess.Popen(
@@ -301,6 +308,7 @@ def start_bruce(args: list[str], log_path: Path, *, env: dict[str, str] | None =
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
+            preexec_fn=preexec_fn,
         )
     finally:
         log.close()

@@ -19,7 +19,7 @@ import pytest
 from bruce.proxy.spool import NOT_SPOOLED, Spool, SpoolLocked
 from bruce.proxy.spool.format import HEADER_SIZE, encode_burst
 
-from .test_spool_writer import burst, open_spool, replay_all, segment_files
+from .test_spool_writer import _crash, burst, open_spool, replay_all, segment_files
 
 
 def _seqs(spool: Spool) -> list[int]:
@@ -308,3 +308,52 @@ def test_names_that_are_not_segments_are_ignored(tmp_path: Path) -> None:
     with open_spool(tmp_path) as spool:
         assert spool.append(burst(1)) == 0
         assert replay_all(spool) == []
+
+
+@pytest.mark.parametrize("pieces_before", [1, 2], ids=["in the active segment", "in a segment of its own"])
+def test_a_burst_cut_by_a_failed_roll_leaves_none_of_its_records_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pieces_before: int
+) -> None:
+    """A burst spans segments; creating the next one fails (an immutable directory, a full disk): the whole burst is
+    NOT_SPOOLED and goes on in memory only — so the pieces already written must not be replayed at the next start
+    (delivered from memory and replayed, they would be delivered twice, unreported)."""
+    spool = open_spool(tmp_path, segment_bytes=1024)
+    spool.append(burst(5))
+    created = [0]
+    real_open = os.open
+
+    def refuse_the_last(path: object, flags: int, *args: int) -> int:
+        if str(path).endswith(".seg"):
+            created[0] += 1
+            if created[0] > pieces_before - 1:
+                raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", refuse_the_last)
+    assert spool.append(burst(40)) == NOT_SPOOLED  # 40 records: three or four segments of 1 KiB
+    monkeypatch.undo()
+    _crash(spool)
+    with open_spool(tmp_path, segment_bytes=1024) as again:
+        assert _seqs(again) == [0, 1, 2, 3, 4]
+        assert again.corrupt == 0
+
+
+def test_a_burst_whose_next_piece_cannot_be_written_leaves_none_of_its_records_behind(tmp_path: Path) -> None:
+    """The next segment is made, but writing into it fails (a full disk): the same — and it never raises."""
+    spool = open_spool(tmp_path, segment_bytes=1024)
+    spool.append(burst(5))
+    writes = [0]
+
+    def second_piece_fails(fd: int, data: object) -> int:
+        writes[0] += 1
+        if writes[0] > 2:  # the first piece, then the new segment's header
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return os.write(fd, data)  # type: ignore[arg-type]
+
+    spool._write = second_piece_fails  # type: ignore[method-assign]
+    assert spool.append(burst(40)) == NOT_SPOOLED
+    assert "ENOSPC" in (spool.degraded or "")
+    _crash(spool)
+    with open_spool(tmp_path, segment_bytes=1024) as again:
+        assert _seqs(again) == [0, 1, 2, 3, 4]
+        assert again.corrupt == 0

@@ -58,7 +58,7 @@ def test_acknowledged_batches_settle_without_asking_and_a_rerouted_message_belon
         def __init__(self, producer: Any, config: Any, rebuild: Any, *, deadline: float) -> None:
             self.rebuild = rebuild
 
-        async def settle(self, entries: list[Any], acked: dict[Any, int]) -> Settlement:
+        async def settle(self, entries: list[Any], acked: dict[Any, int], journaled: Any = None) -> Settlement:
             asked.extend(e.batch_id for e in entries)
             assert acked == {("t", 0): 5}
             by_id = {e.batch_id: e for e in entries}
@@ -142,3 +142,26 @@ def test_the_journal_reaches_the_disk_as_the_spool_does(
             journal.journal._syncing.result(5)
             assert len(synced) == n + 1
         journal.close()
+
+
+def test_batches_the_last_run_sent_unjournaled_make_every_replay_a_possible_duplicate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Settling found the dead run's producer id in a log past its last journaled sequence: its journal could not
+    record what it sent (nothing in the directory was writable), so no replayed message is known never sent."""
+    _crashed_run(tmp_path)
+
+    class FakeSettler:
+        def __init__(self, producer: Any, config: Any, rebuild: Any, *, deadline: float) -> None:
+            pass
+
+        async def settle(self, entries: list[Any], acked: dict[Any, int], journaled: Any = None) -> Settlement:
+            assert journaled == {("t", 0, 9, 0): 6, ("t", 1, 9, 0): 0}
+            return Settlement(found=list(entries), unjournaled=[("t", 0)])
+
+    monkeypatch.setattr(exactly_once, "Settler", FakeSettler)
+    with Spool.open(SpoolConfig(tmp_path)) as spool:
+        journal = SpoolJournal(spool, StubProducer(), Counters(), why_off="")  # type: ignore[arg-type]
+        verdict = asyncio.run(journal.settle())
+        journal.close()
+    assert [s for s in range(10) if verdict.possible_duplicate(s) and not verdict.settled(s)] == [8, 9]

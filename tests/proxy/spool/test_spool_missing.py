@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bruce.proxy.spool import Spool, SpoolConfig
+from bruce.proxy.spool.format import encode_burst
 
 from .test_spool_writer import _crash, burst, open_spool, replay_all, segment_files
 
@@ -102,17 +103,25 @@ def test_segments_the_spool_deleted_itself_are_not_reported(tmp_path: Path) -> N
         assert seqs == [*range(10), *range(20, 30)] and reported == [] and spool.corrupt == 0
 
 
-def test_the_active_segment_deleted_after_a_crash_is_at_least_one_lost(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mark", [True, False], ids=["with the tail mark", "without"])
+def test_the_active_segment_deleted_after_a_crash_is_counted(tmp_path: Path, mark: bool) -> None:
+    """The manifest has no end for the segment being written; the tail mark has: each message counted. Without the
+    mark (an older bruce's spool, a damaged mark) the count is "at least one"."""
     spool = open_spool(tmp_path, segment_bytes=SEGMENT)
     spool.append(burst(30))
     _crash(spool)
     newest = sorted(tmp_path.glob("*.seg"))[-1]
     base = int(newest.name[:20])
     newest.unlink()
+    if not mark:
+        (tmp_path / "tail").unlink()
     seqs, reported, spool = _restart(tmp_path)
     with spool:
         assert seqs == list(range(base))
-        assert [(r[2], r[3]) for r in reported] == [(1, f"the segment is missing (sequences {base} on)")]
+        span = f"{base}-29" if mark else f"{base} on"
+        assert [(r[2], r[3]) for r in reported] == [
+            (30 - base if mark else 1, f"the segment is missing (sequences {span})")
+        ]
         assert spool.append(burst(1)) > base  # never the base of the lost segment again
 
 
@@ -137,11 +146,26 @@ def test_a_torn_tail_after_a_crash_is_counted(tmp_path: Path) -> None:
     spool.tick(time.monotonic() + 2)
     _crash(spool)
     (segment,) = tmp_path.glob("*.seg")
-    os.truncate(segment, segment.stat().st_size - 5)  # the last record cut by the crash
+    with open(segment, "ab") as f:
+        f.write(encode_burst(10, burst(1))[:-5])  # the next burst's record, cut by the crash while written
+    seqs, reported, spool = _restart(tmp_path)
+    with spool:
+        assert seqs == list(range(10))
+        assert spool.corrupt == 1 and reported[0][2] == 1 and "torn write" in reported[0][3]
+
+
+def test_the_last_records_cut_off_after_a_crash_are_each_counted(tmp_path: Path) -> None:
+    """Bytes the spool had written whole (the tail mark says so) are gone: a cut, not a torn write."""
+    spool = Spool.open(SpoolConfig(tmp_path, done_every_ms=1000))
+    spool.append(burst(10))
+    spool.tick(time.monotonic() + 2)
+    _crash(spool)
+    (segment,) = tmp_path.glob("*.seg")
+    os.truncate(segment, segment.stat().st_size - 5)
     seqs, reported, spool = _restart(tmp_path)
     with spool:
         assert seqs == list(range(9))
-        assert spool.corrupt == 1 and reported[0][2] == 1 and "torn write" in reported[0][3]
+        assert spool.corrupt == 1 and reported[0][2] == 1 and "cut short" in reported[0][3]
 
 
 def test_without_a_manifest_nothing_is_reported_and_the_start_says_why(

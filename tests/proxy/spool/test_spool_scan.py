@@ -89,7 +89,7 @@ def test_garbage_between_records_is_skipped() -> None:
     data = SEGMENT[: OFFSETS[2]] + b"\x00\x00\x01\x00garbage" + SEGMENT[OFFSETS[2] :]
     scan = scan_segment(data, name_base=BASE, last=True)
     assert _seqs(scan) == list(range(BASE, BASE + 6))
-    assert scan.corrupt == [Corrupt(OFFSETS[2], 0, scan.corrupt[0].detail)]  # skipped, but it held no message
+    assert scan.corrupt == [Corrupt(OFFSETS[2], 0, scan.corrupt[0].detail, BASE + 2)]  # skipped: it held no message
 
 
 def test_a_record_out_of_sequence_is_corrupt() -> None:
