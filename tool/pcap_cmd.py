@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
 
-from bruce.wire import API_REGISTRY, MalformedInput, parse_packet
+from bruce.wire import MalformedInput, api_spec, parse_packet
 
 from .capture import Reader
 from .connections import Connections, Framed_
@@ -61,6 +61,11 @@ class Result:
         return 1 if self.undecoded or self.losses else 0
 
 
+def _candidate(key: int, version: int) -> dict[str, Any]:
+    spec = api_spec(key)
+    return {"api_key": key, "api": spec.name if spec is not None else f"api-{key}", "version": version}
+
+
 def _time(ts: float) -> str:
     if ts <= 0:
         return "-"
@@ -74,7 +79,9 @@ class PcapRun:
         self.options = options
         self.out = out
         self.pairing = Pairing()
-        self.connections = Connections(self.pairing.waiting, port=options.port, max_frame=options.max_frame)
+        self.connections = Connections(
+            self.pairing, self._framed, port=options.port, max_frame=options.max_frame
+        )
         self.trees = Trees()
         self.sequences = Sequences()
         self.stats = Stats()
@@ -90,12 +97,10 @@ class PcapRun:
             if isinstance(packet, TcpSegment) and packet.dport in self.options.plog_ports:
                 self._plog_tcp(packet, ts)
             elif isinstance(packet, TcpSegment) and packet.sport not in self.options.plog_ports:
-                for item in self.connections.segment(packet, ts):
-                    self._framed(item)
+                self.connections.segment(packet, ts)
             elif isinstance(packet, UdpDatagram) and packet.dport in self.options.plog_ports:
                 self._plog(packet, ts)
-        for item in self.connections.finish():
-            self._framed(item)
+        self.connections.finish()
         for name, (plog_stream, pending) in self.plog_streams.items():
             self._plog_lines(name, plog_stream.finish(), pending, 0.0, final=True)
         if reader.truncated:
@@ -142,11 +147,7 @@ class PcapRun:
             self.result.undecoded += 1
         tree = None
         if m.body is not None:
-            spec = API_REGISTRY.get(m.api_key) if m.api_key is not None else None
-            schemas = (spec.requests if m.from_client else spec.responses) if spec is not None else {}
-            tree = self.trees.tree(
-                m.body, scope="produce" if m.from_client else "log", schema=schemas.get(m.version or 0)
-            )
+            tree = self.trees.tree(m.body, scope="produce" if m.from_client else "log", schema=m.schema)
         wanted = self._conn_wanted(m.conn) and self._api_wanted(m)
         if self.options.topics:
             if m.from_client:
@@ -180,7 +181,7 @@ class PcapRun:
 
     def _heading(self, m: FrameMessage, name: str) -> str:
         kind = "request" if m.from_client else "answer"
-        version = f" v{m.version}" if m.version is not None else ""
+        version = f" {m.version_text}" if m.version_text else ""
         line = f"{_time(m.ts)} {m.conn} {kind} {name}{version} correlation {m.correlation_id} ({m.size} bytes)"
         if m.client_id:
             line += f" client {m.client_id!r}"
@@ -220,6 +221,10 @@ class PcapRun:
             value["latency_ms"] = round(m.latency * 1000, 3)
         if m.how:
             value["how"] = m.how
+        if m.alike:
+            value["versions"] = list(m.alike)
+        if m.candidates:
+            value["candidates"] = [_candidate(key, version) for key, version in m.candidates]
         if m.error:
             value["error"] = {"message": m.error, "path": m.path, "offset": m.offset}
         if m.raw is not None:
