@@ -18,7 +18,7 @@ Rules:
   reassembly and framer hold after; at most ``max_connections`` are tracked (the least recently active one is
   finished to make room).
 - Sans-I/O: :meth:`Connections.segment` takes a decoded segment and hands the frames and losses it completes to
-  the sink, in the order they are cut.
+  the sink, in the order they are cut; a Kafka connection's last item is :class:`Ended`.
 """
 
 from __future__ import annotations
@@ -85,12 +85,19 @@ class TcpConnection:
 
 
 @dataclass(frozen=True, slots=True)
+class Ended:
+    """The last item of a Kafka connection: nothing more will come (``why``)."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Framed_:
-    """A frame or a loss on one side of a Kafka connection."""
+    """A frame or a loss on one side of a Kafka connection, or its end."""
 
     conn: TcpConnection
     from_client: bool
-    item: Framed
+    item: Framed | Ended
 
 
 class Connections:
@@ -129,13 +136,13 @@ class Connections:
         if conn is not None and syn and not seg.flags & ACK and conn.streams.get(src) is not None:
             old = conn.streams[src]
             if old.next_seq is not None and old.next_seq != (seg.seq + 1) % (1 << 32):
-                self._finish(conn)  # a new connection on the same ports
+                self._finish(conn, "a new connection took its ports")
                 del self.table[key]
                 conn = None
         if conn is None:
             if len(self.table) >= self.max_connections:
                 _, oldest = self.table.popitem(last=False)
-                self._finish(oldest)
+                self._finish(oldest, f"more than {self.max_connections} connections at once")
             self.count += 1
             conn = TcpConnection(self.count, src, dst)
             self.table[key] = conn
@@ -162,15 +169,16 @@ class Connections:
         for piece in pieces:
             self._piece(conn, src, piece, ts)
         if seg.flags & RST:
-            self._finish(conn)
+            self._finish(conn, "the connection was reset")
 
     def finish(self) -> None:
         """The capture ended: every connection's pending bytes and holes."""
         for conn in self.table.values():
-            self._finish(conn)
+            closed = len(conn.streams) == 2 and all(s.finished for s in conn.streams.values())
+            self._finish(conn, "the connection closed" if closed else "the capture ended")
         self.table.clear()
 
-    def _finish(self, conn: TcpConnection) -> None:
+    def _finish(self, conn: TcpConnection, why: str) -> None:
         for src in sorted(conn.streams, key=lambda e: e != conn.client):  # the client's side first
             stream = conn.streams[src]
             for piece in stream.finish():
@@ -184,6 +192,7 @@ class Connections:
             for src in sorted(conn.framers, key=lambda e: e != conn.client):
                 for item in conn.framers[src].finish():
                     self.sink(Framed_(conn, src == conn.client, item))
+            self.sink(Framed_(conn, True, Ended(why)))
         conn.framers.clear()
         conn.kafka = conn.kafka or False
 

@@ -84,6 +84,17 @@ class FrameMessage:
         return "|".join(f"v{v}" for v in self.alike)
 
 
+@dataclass(frozen=True, slots=True)
+class Unanswered:
+    """A request whose answer never came before its connection ended."""
+
+    correlation_id: int
+    api_key: int
+    version: int
+    ts: float
+    wanted: bool  # passes the --topic filter
+
+
 @dataclass(slots=True)
 class _Waiting:
     api_key: int
@@ -150,10 +161,13 @@ class Pairing:
             self._parsed = (frame, parses(frame))
         return self._parsed[1]
 
-    def closed(self, conn: TcpConnection) -> None:
+    def closed(self, conn: TcpConnection) -> list[Unanswered]:
+        """The connection ended: the requests still waiting for their answer, oldest first."""
         state = self.states.pop(conn.number, None)
-        if state is not None:
-            self.unanswered += len(state.waiting)
+        if state is None:
+            return []
+        self.unanswered += len(state.waiting)
+        return [Unanswered(c, w.api_key, w.version, w.ts, w.wanted) for c, w in state.waiting.items()]
 
     def request(self, conn: TcpConnection, offset: int, ts: float, frame: bytes) -> FrameMessage:
         message = FrameMessage(conn.name, True, ts, offset, len(frame), None)

@@ -20,8 +20,8 @@ from typing import Any, BinaryIO, TextIO
 from bruce.wire import MalformedInput, api_spec, parse_packet
 
 from .capture import Reader
-from .connections import Connections, Framed_
-from .exchanges import FrameMessage, Pairing
+from .connections import Connections, Ended, Framed_
+from .exchanges import FrameMessage, Pairing, Unanswered
 from .framing import MAX_FRAME, Frame
 from .jsonout import JsonWriter
 from .packets import SYN, TcpSegment, UdpDatagram, decode_packet
@@ -79,9 +79,7 @@ class PcapRun:
         self.options = options
         self.out = out
         self.pairing = Pairing()
-        self.connections = Connections(
-            self.pairing, self._framed, port=options.port, max_frame=options.max_frame
-        )
+        self.connections = Connections(self.pairing, self._framed, port=options.port, max_frame=options.max_frame)
         self.trees = Trees()
         self.sequences = Sequences()
         self.stats = Stats()
@@ -123,6 +121,10 @@ class PcapRun:
 
     def _framed(self, item: Framed_) -> None:
         conn, framed = item.conn, item.item
+        if isinstance(framed, Ended):
+            for request in self.pairing.closed(conn):
+                self._unanswered(conn.name, request, framed.why, conn.last_ts)
+            return
         if not isinstance(framed, Frame):
             self.result.losses += 1
             if self._conn_wanted(conn.name) and not self.options.stats and not self.options.apis:
@@ -159,7 +161,9 @@ class PcapRun:
             wanted = wanted and m.topics_wanted
         if not wanted:
             return
-        name = m.api_name or (f"api-{m.api_key}" if m.api_key is not None else "unknown")
+        name = m.api_name or (
+            f"api-{m.api_key}" if m.api_key is not None else "ambiguous" if m.candidates else "unknown"
+        )
         if self.options.stats:
             self.stats.add(name, m.version, m.from_client, m.size, m.latency)
             if tree is not None and not m.from_client:
@@ -169,6 +173,24 @@ class PcapRun:
             self.json.line(self._json_value(m, name, tree))
         else:
             self.text.message(self._heading(m, name), tree, self._notes(m))
+
+    def _unanswered(self, conn: str, r: Unanswered, why: str, end: float) -> None:
+        spec = api_spec(r.api_key)
+        name = spec.name if spec is not None else f"api-{r.api_key}"
+        if self.options.stats or not self._conn_wanted(conn) or not r.wanted:
+            return
+        if self.options.apis and not {name.lower(), str(r.api_key)} & self.options.apis:
+            return
+        waited = max(0.0, end - r.ts)
+        if self.options.json:
+            value = {"api_key": r.api_key, "api": name, "version": r.version, "correlation_id": r.correlation_id}
+            value |= {"ts": r.ts, "time": _time(r.ts), "waited_ms": round(waited * 1000, 3), "why": why}
+            self.json.line({"conn": conn, "unanswered": value})
+        else:
+            self.out.write(
+                f"! {conn}: {name} v{r.version} correlation {r.correlation_id} sent {_time(r.ts)} got no answer "
+                f"in the {waited:.3f} s before {why}\n"
+            )
 
     def _api_wanted(self, m: FrameMessage) -> bool:
         if not self.options.apis:
