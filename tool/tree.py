@@ -180,6 +180,8 @@ def topics_of(tree: Any, parent: str = "") -> set[str]:
                 found.add(value)
             elif isinstance(value, RecordSet) and value.topic is not None:
                 found.add(value.topic)
+            elif key == "topics" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+                found.update(value)  # a consumer's subscription
             else:
                 found |= topics_of(value, key)
     elif isinstance(tree, list):

@@ -269,3 +269,31 @@ def test_timestamps_headers_and_binary_bytes(decoded: list[dict[str, Any]]) -> N
         assert r["ts"] > 1_600_000_000_000 and r["ts_iso"].endswith("Z") and r["ts_iso"][:2] == "20"
         assert r["headers"][0] == "h" and r["headers"][2] == "bin"
         assert r["headers"][3] == {"base64": base64.b64encode(b"\xff\x00").decode()}
+
+
+def test_filters_and_stats_on_the_group_apis(client_capture: ClientCapture, decoded: list[dict[str, Any]]) -> None:
+    """``--api`` and ``--topic`` together keep one group's JoinGroup and SyncGroup, answers with their requests (the
+    subscription and assignment name the topic); ``--conn`` keeps one connection; ``--stats`` gives latency
+    percentiles per API and version and the errors by name and code."""
+    txn = client_capture.topics["txn"]
+    run = bruce_wire(
+        "pcap", "--json", "--api", "JoinGroup", "--api", "syncgroup", "--topic", txn, str(client_capture.path)
+    )
+    kept = json_lines(run.stdout)
+    coordinator = {m["conn"] for m in decoded if m.get("client_id") == "ck-rc" and m["api"] == "JoinGroup"}
+    assert {(m["api"], m["direction"]) for m in kept} == {
+        (api, d) for api in ("JoinGroup", "SyncGroup") for d in ("request", "answer")
+    }
+    assert {m["conn"] for m in kept} == coordinator and len(kept) == 6  # two joins (KIP-394), one sync
+    (conn,) = coordinator
+    only = json_lines(bruce_wire("pcap", "--json", "--conn", conn.split(">")[0], str(client_capture.path)).stdout)
+    assert only and {m["conn"] for m in only} == {conn}
+    assert len(only) == len([m for m in decoded if m.get("conn") == conn])
+    (stats,) = json_lines(bruce_wire("pcap", "--json", "--stats", str(client_capture.path)).stdout)
+    joins = [a for a in stats["stats"]["apis"] if a["api"] == "JoinGroup"]
+    assert joins and all(a["requests"] == a["answers"] > 0 for a in joins)
+    latency = joins[0]["latency_ms"]
+    assert list(latency) == ["p50", "p90", "p99", "p100"] and latency["p50"] <= latency["p100"]
+    assert max(a["latency_ms"]["p100"] for a in joins) >= 1000  # the join held while the group forms
+    errors = {(e["api"], e["error"], e["code"]): e["count"] for e in stats["stats"]["errors"]}
+    assert errors[("JoinGroup", "MEMBER_ID_REQUIRED", 79)] == 3  # each of the three members' first join
