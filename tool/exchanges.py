@@ -190,7 +190,8 @@ class Pairing:
             except MalformedInput as e:
                 message.raw, message.error, message.path = frame, str(e), e.path
         state = self.states.setdefault(conn.number, _ConnState())
-        state.evidence.request(key, version)
+        if spec is not None:  # (bounded: the registry's keys only)
+            state.evidence.request(key, version)
         if acks != 0:
             state.waiting[header.correlation_id] = _Waiting(key, version, ts, True)
             state.waiting.move_to_end(header.correlation_id)
