@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
 
-from bruce.wire import MalformedInput, api_spec, parse_packet
+from bruce.wire import MalformedInput, api_spec, errorcodes, parse_packet
 
 from .capture import Reader
 from .connections import Connections, Ended, Framed_
@@ -29,7 +29,7 @@ from .plogview import plog_tree
 from .reassembly import Gap, Piece, Stream
 from .records import text_or_base64
 from .sequences import Sequences
-from .stats import Stats
+from .stats import Stats, error_codes
 from .text import TextWriter
 from .tree import Trees, topics_of
 
@@ -133,9 +133,8 @@ class PcapRun:
                 if self.options.json:
                     self.json.line({"conn": conn.name, "direction": f"from {side}", "lost": lost})
                 else:
-                    self.out.write(
-                        f"! {conn.name} from {side}: {framed.size} bytes at offset {framed.offset}: {framed.why}\n"
-                    )
+                    line = f"! {conn.name} from {side}: {framed.size} bytes at offset {framed.offset}: {framed.why}"
+                    self.text.message(line, None, [])  # (flushed when live, like every message)
             return
         if item.from_client:
             message = self.pairing.request(conn, framed.offset, framed.ts, framed.data)
@@ -172,7 +171,7 @@ class PcapRun:
         if self.options.json:
             self.json.line(self._json_value(m, name, tree))
         else:
-            self.text.message(self._heading(m, name), tree, self._notes(m))
+            self.text.message(self._heading(m, name, tree), tree, self._notes(m))
 
     def _unanswered(self, conn: str, r: Unanswered, why: str, end: float) -> None:
         spec = api_spec(r.api_key)
@@ -187,10 +186,8 @@ class PcapRun:
             value |= {"ts": r.ts, "time": _time(r.ts), "waited_ms": round(waited * 1000, 3), "why": why}
             self.json.line({"conn": conn, "unanswered": value})
         else:
-            self.out.write(
-                f"! {conn}: {name} v{r.version} correlation {r.correlation_id} sent {_time(r.ts)} got no answer "
-                f"in the {waited:.3f} s before {why}\n"
-            )
+            line = f"! {conn}: {name} v{r.version} correlation {r.correlation_id} sent {_time(r.ts)} got no answer"
+            self.text.message(f"{line} in the {waited:.3f} s before {why}", None, [])
 
     def _api_wanted(self, m: FrameMessage) -> bool:
         if not self.options.apis:
@@ -201,7 +198,7 @@ class PcapRun:
     def _conn_wanted(self, name: str) -> bool:
         return not self.options.conns or any(c in name for c in self.options.conns)
 
-    def _heading(self, m: FrameMessage, name: str) -> str:
+    def _heading(self, m: FrameMessage, name: str, tree: dict[str, Any] | None) -> str:
         kind = "request" if m.from_client else "answer"
         version = f" {m.version_text}" if m.version_text else ""
         line = f"{_time(m.ts)} {m.conn} {kind} {name}{version} correlation {m.correlation_id} ({m.size} bytes)"
@@ -209,6 +206,9 @@ class PcapRun:
             line += f" client {m.client_id!r}"
         if m.latency is not None:
             line += f" after {m.latency * 1000:.3f} ms"
+        errors = sorted({errorcodes.lookup(code).name for code in error_codes(tree)}) if tree else []
+        if errors:
+            line += f" ! {', '.join(errors)}"  # what went wrong, on the line a reader scans
         return line
 
     def _notes(self, m: FrameMessage) -> list[str]:

@@ -57,7 +57,7 @@ class Stats:
                     api.latencies[slot] = latency
 
     def add_errors(self, name: str, tree: Any) -> None:
-        for code in _error_codes(tree):
+        for code in error_codes(tree):
             key = (name, code)
             self.errors[key] = self.errors.get(key, 0) + 1
 
@@ -107,15 +107,16 @@ class Stats:
         return "\n".join(lines) + "\n"
 
 
-def _error_codes(tree: Any) -> list[int]:
+def error_codes(tree: Any) -> list[int]:
+    """Every non-zero ``error_code`` in a tree, in order."""
     found: list[int] = []
     if isinstance(tree, dict):
         for key, value in tree.items():
             if key == "error_code" and isinstance(value, int) and value:
                 found.append(value)
             elif isinstance(value, dict | list):
-                found += _error_codes(value)
+                found += error_codes(value)
     elif isinstance(tree, list):
         for value in tree:
-            found += _error_codes(value)
+            found += error_codes(value)
     return found

@@ -262,14 +262,18 @@ def test_not_a_capture_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_live_from_a_pipe_each_exchange_is_printed_as_it_completes(client_capture: ClientCapture) -> None:
-    """``tcpdump -U -w - | bruce-wire pcap -``: the first exchange comes out while the capture is still being written
-    (its output read by a thread as it comes, so that neither side waits on a full pipe)."""
+    """``tcpdump -U -w - | bruce-wire pcap -``: the first answer comes out as soon as the packet completing it is
+    written, while standard input stays open (the output read by a thread as it comes, so that neither side waits on
+    a full pipe; every wait bounded)."""
     import queue
     import subprocess
     import sys
     import threading
 
-    data = client_capture.path.read_bytes()
+    linktype, packets = _packets(client_capture.path)
+    first = next(n for n in range(1, len(packets)) if any(not c for _, c, _ in _decode(linktype, packets[:n])))
+    data = _pcap(linktype, packets).getvalue()
+    cut = len(_pcap(linktype, packets[:first]).getvalue())  # the file up to the packet completing the first answer
     script = Path(sys.executable).parent / "bruce-wire"
     process = subprocess.Popen([str(script), "pcap", "--json", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None
@@ -278,12 +282,13 @@ def test_live_from_a_pipe_each_exchange_is_printed_as_it_completes(client_captur
     reader = threading.Thread(target=lambda: [lines.put(line) for line in stdout], daemon=True)
     reader.start()
     try:
-        process.stdin.write(data[: len(data) // 3])
+        process.stdin.write(data[:cut])
         process.stdin.flush()
-        first = json.loads(lines.get(timeout=30))  # arrives while standard input is still open
-        assert first["direction"] == "request" and "body" in first
-        assert process.poll() is None
-        process.stdin.write(data[len(data) // 3 :])
+        seen = [json.loads(lines.get(timeout=30))]
+        while seen[-1].get("direction") != "answer":
+            seen.append(json.loads(lines.get(timeout=30)))  # arrives while standard input is still open
+        assert seen[0]["direction"] == "request" and "body" in seen[-1] and process.poll() is None
+        process.stdin.write(data[cut:])
         process.stdin.close()
         assert process.wait(timeout=60) == 0
     finally:
@@ -291,4 +296,4 @@ def test_live_from_a_pipe_each_exchange_is_printed_as_it_completes(client_captur
             process.kill()
     reader.join(timeout=30)
     assert not reader.is_alive()
-    assert lines.qsize() > 100
+    assert len(seen) + lines.qsize() > 200

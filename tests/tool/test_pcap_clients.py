@@ -297,3 +297,6 @@ def test_filters_and_stats_on_the_group_apis(client_capture: ClientCapture, deco
     assert max(a["latency_ms"]["p100"] for a in joins) >= 1000  # the join held while the group forms
     errors = {(e["api"], e["error"], e["code"]): e["count"] for e in stats["stats"]["errors"]}
     assert errors[("JoinGroup", "MEMBER_ID_REQUIRED", 79)] == 3  # each of the three members' first join
+    text = bruce_wire("pcap", "--api", "JoinGroup", str(client_capture.path)).stdout.decode()
+    headings = [line for line in text.splitlines() if not line.startswith(" ")]
+    assert len([h for h in headings if " answer JoinGroup " in h and h.endswith(" ! MEMBER_ID_REQUIRED")]) == 3
