@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # the face: what other packages import (bruce.wire.face reads
     from .protocol.consumer_protocol import SUBSCRIPTION_SCHEMAS as SUBSCRIPTION_SCHEMAS
     from .protocol.consumer_protocol import ConsumerAssignment as ConsumerAssignment
     from .protocol.consumer_protocol import ConsumerSubscription as ConsumerSubscription
+    from .protocol.consumer_protocol import ConsumerTopicPartitions as ConsumerTopicPartitions
     from .protocol.consumer_protocol import decode_assignment as decode_assignment
     from .protocol.consumer_protocol import decode_subscription as decode_subscription
     from .protocol.consumer_protocol import encode_assignment as encode_assignment

@@ -298,15 +298,14 @@ def test_an_api_versions_refusal_in_the_v0_layout_is_decoded() -> None:
 
 def test_trees_name_numbers_and_read_the_consumer_protocol() -> None:
     from bruce.tool.tree import Trees
-    from bruce.wire import ConsumerAssignment, encode_assignment
+    from bruce.wire import ConsumerAssignment, ConsumerTopicPartitions, encode_assignment
     from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsResponse
-    from bruce.wire.protocol.consumer_protocol import TopicPartitions
     from bruce.wire.protocol.sync_group import SyncGroupResponse
 
     trees = Trees()
     ranges = trees.tree(ApiVersionsResponse(0, (ApiVersionRange(3, 0, 12),)))
     assert ranges["api_keys"][0] == {"api_key": 3, "api_name": "Metadata", "min_version": 0, "max_version": 12}
-    given = encode_assignment(ConsumerAssignment(0, (TopicPartitions("clicks", (0, 2)),), None))
+    given = encode_assignment(ConsumerAssignment(0, (ConsumerTopicPartitions("clicks", (0, 2)),), None))
     synced = trees.tree(SyncGroupResponse(error_code=0, assignment=given))
     assert synced["assignment"] == {"base64": base64.b64encode(given).decode()}  # bytes with controls: base64
     assert synced["consumer_assignment"] == {

@@ -27,7 +27,7 @@ LATEST = 3
 
 
 @dataclass(frozen=True, slots=True)
-class TopicPartitions:
+class ConsumerTopicPartitions:
     topic: str
     partitions: tuple[int, ...]
 
@@ -37,7 +37,7 @@ class ConsumerSubscription:
     version: int
     topics: tuple[str, ...]
     user_data: bytes | None = None
-    owned_partitions: tuple[TopicPartitions, ...] = ()  # v1+
+    owned_partitions: tuple[ConsumerTopicPartitions, ...] = ()  # v1+
     generation_id: int = -1  # v2+
     rack_id: str | None = None  # v3+
 
@@ -45,7 +45,7 @@ class ConsumerSubscription:
 @dataclass(frozen=True, slots=True)
 class ConsumerAssignment:
     version: int
-    assigned_partitions: tuple[TopicPartitions, ...]
+    assigned_partitions: tuple[ConsumerTopicPartitions, ...]
     user_data: bytes | None = None
 
 
