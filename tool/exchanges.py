@@ -125,7 +125,6 @@ class Pairing:
         self.states: dict[int, _ConnState] = {}
         self.dropped_waiting = 0
         self.unanswered = 0
-        self._parsed: tuple[bytes, dict[tuple[int, int], Any]] = (b"", {})
 
     def waiting(self, conn: TcpConnection, correlation_id: int) -> bool:
         """Does a request of ``conn`` wait for the answer ``correlation_id``? (the framer's resynchronisation)"""
@@ -153,13 +152,7 @@ class Pairing:
     def answer_layout(self, frame: bytes) -> bool:
         """Does some answer layout of the registry parse ``frame`` exactly? (resynchronising where a capture
         resumes)"""
-        return bool(self._parses(frame))
-
-    def _parses(self, frame: bytes) -> dict[tuple[int, int], Any]:
-        """:func:`~.inference.parses`, remembered for the last frame (tried when resynchronising, then decoded)."""
-        if self._parsed[0] != frame:
-            self._parsed = (frame, parses(frame))
-        return self._parsed[1]
+        return bool(parses(frame))
 
     def closed(self, conn: TcpConnection) -> list[Unanswered]:
         """The connection ended: the requests still waiting for their answer, oldest first."""
@@ -234,7 +227,7 @@ class Pairing:
 
     def _infer(self, state: _ConnState, message: FrameMessage, frame: bytes, *, opening: bool) -> None:
         """Decode an answer whose request was not captured (see :mod:`.inference`)."""
-        found = infer(self._parses(frame), state.evidence, opening=opening and state.evidence.answers == 0)
+        found = infer(parses(frame), state.evidence, opening=opening and state.evidence.answers == 0)
         message.api_key, message.body, message.how = found.api_key, found.body, found.how
         message.candidates = found.candidates
         if len(found.versions) == 1:

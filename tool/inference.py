@@ -12,12 +12,15 @@ Rules:
   same values; a field one of them lacks is absent from the frame): the API is then known, the version is one of
   ``versions``, and the body is shown with the fields of the first. Otherwise the answer is ambiguous and stays
   bytes, every candidate named: a guess is never shown as a fact.
+- Bounded: the parses of the last ``KEPT`` answers of at most ``KEPT_SIZE`` bytes are remembered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from bruce.wire import (
@@ -32,6 +35,8 @@ from bruce.wire import (
 )
 
 Candidate = tuple[int, int]  # (api key, version)
+KEPT = 256  # answers whose parses are remembered ...
+KEPT_SIZE = 4096  # ... when at most this big (after the correlation id)
 
 
 @dataclass(eq=False)
@@ -63,9 +68,20 @@ class Inference:
     candidates: tuple[Candidate, ...]
 
 
-def parses(frame: bytes) -> dict[Candidate, Any]:
+def parses(frame: bytes) -> Mapping[Candidate, Any]:
     """Every (api key, version) whose answer layout parses ``frame`` (without its size prefix) exactly, with the
-    body it reads."""
+    body it reads. The same bodies recur (a consumer's empty fetches, heartbeats): those of the last ``KEPT`` small
+    frames are remembered, by what follows the correlation id (the bodies do not depend on it)."""
+    body = frame[4:]
+    return _kept(body) if len(body) <= KEPT_SIZE else _parse_all(frame)
+
+
+@functools.lru_cache(maxsize=KEPT)
+def _kept(body: bytes) -> Mapping[Candidate, Any]:
+    return MappingProxyType(_parse_all(b"\0\0\0\0" + body))
+
+
+def _parse_all(frame: bytes) -> dict[Candidate, Any]:
     parsed: dict[Candidate, Any] = {}
     for spec in api_specs():
         for version in spec.responses:
@@ -76,7 +92,7 @@ def parses(frame: bytes) -> dict[Candidate, Any]:
     return parsed
 
 
-def infer(parsed: dict[Candidate, Any], evidence: Evidence, *, opening: bool) -> Inference:
+def infer(parsed: Mapping[Candidate, Any], evidence: Evidence, *, opening: bool) -> Inference:
     """Work out the API and version of an answer from its :func:`parses`; ``opening``: it is the first answer of a
     connection whose start was captured."""
     every = tuple(parsed)

@@ -6,6 +6,7 @@ position of every connection in turn, so that the tests hold whatever the sessio
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import random
 from pathlib import Path
@@ -149,20 +150,20 @@ def _hit(
 
 
 def test_a_capture_cut_anywhere_keeps_every_exchange_it_still_holds(client_capture: ClientCapture) -> None:
-    """Every cut point, whatever the capture holds: on each connection, drop 3 consecutive packets starting at each
-    of its packets in turn. Every message the dropped packets did not carry is decoded as in the whole capture; an
-    answer whose request was dropped is decoded the same when its (api, version) was decided, with its API and body
-    when its versions read it alike, and names the true (api, version) among its candidates when ambiguous. A
-    connection left with no request at all is not recognised (nothing says it is Kafka), which is the only other
-    loss."""
+    """Every cut point, whatever the capture holds: on each connection, drop 1, 2 and 3 consecutive packets starting
+    at each of its packets in turn. Every message the dropped packets did not carry is decoded as in the whole
+    capture; an answer whose request was dropped is decoded the same when its (api, version) was decided, with its
+    API and body when its versions read it alike, and names the true (api, version) among its candidates when
+    ambiguous. A connection left with no request at all is not recognised (nothing says it is Kafka), which is the
+    only other loss."""
     linktype, packets = _packets(client_capture.path)
     outcomes: dict[str, int] = {}
     for indexes in _streams(linktype, packets).values():
         own = [packets[i] for i in indexes]
         whole = _decode(linktype, own)
         assert whole, "a connection of the session capture decodes to nothing"
-        for start in range(len(own)):
-            dropped = list(range(start, min(start + 3, len(own))))
+        for start, width in itertools.product(range(len(own)), (1, 2, 3)):
+            dropped = list(range(start, min(start + width, len(own))))
             cut = _decode(linktype, [p for i, p in enumerate(own) if i not in dropped])
             hit = _hit(linktype, own, dropped, whole)
             if not any(from_client for (_, from_client, _) in set(whole) - hit):
