@@ -6,12 +6,19 @@ Rules:
   is the client. A captured SYN names the client directly; ``--port`` names the server. A connection whose first
   ``DETECT_BYTES`` bytes each way hold no request start is not Kafka and is forgotten (counted).
 - The answers side is framed from its first byte (an answer whose request was not captured is still a frame); after a
-  hole it resynchronises on a correlation id the client is waiting for (``waiting``, given by the pairing).
+  hole it resynchronises on a whole frame that answers a request the client is waiting for (``answers``, given by the
+  pairing: the correlation id waits and the frame decodes as that request's answer), or, right where the capture
+  resumes, on any whole frame an answer layout parses (its request may have been lost in the same hole). The
+  requests side, started mid-stream or after a hole, resynchronises on a whole request frame
+  (:func:`~bruce.tool.framing.request_frame`).
+- Bytes the other side acknowledges that the capture lacks are lost for good: the hole is reported at once (before
+  the segment that acknowledged them), so that an answer finds the requests sent before it.
 - A new SYN on the address pair of a known connection starts a new connection (ports are reused).
 - Bounded: each direction holds at most ``DETECT_BYTES`` before the connection is recognised, and at most what its
   reassembly and framer hold after; at most ``max_connections`` are tracked (the least recently active one is
   finished to make room).
-- Sans-I/O: :meth:`Connections.segment` takes a decoded segment and returns the frames and losses it produced.
+- Sans-I/O: :meth:`Connections.segment` takes a decoded segment and hands the frames and losses it completes to
+  the sink, in the order they are cut; a Kafka connection's last item is :class:`Ended`.
 """
 
 from __future__ import annotations
@@ -20,8 +27,9 @@ import struct
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from .framing import MAX_FRAME, Framed, Framer, request_start
+from .framing import MAX_FRAME, Framed, Framer, request_frame, request_start
 from .packets import ACK, FIN, RST, SYN, TcpSegment
 from .reassembly import Gap, Piece, Stream
 
@@ -29,7 +37,19 @@ DETECT_BYTES = 64 << 10
 MAX_CONNECTIONS = 10_000
 
 Endpoint = tuple[str, int]
-Waiting = Callable[["TcpConnection", int], bool]  # (connection, correlation id) -> is a request waiting for it?
+
+
+class Requests(Protocol):
+    """What the pairing tells the framing of answers (:class:`bruce.tool.exchanges.Pairing`)."""
+
+    def waiting(self, conn: TcpConnection, correlation_id: int) -> bool:
+        """Does a request of ``conn`` wait for the answer ``correlation_id``?"""
+
+    def answers(self, conn: TcpConnection, frame: bytes) -> bool:
+        """Is ``frame`` (without its size prefix) a decodable answer to a request of ``conn`` that waits?"""
+
+    def answer_layout(self, frame: bytes) -> bool:
+        """Does some answer layout the library knows parse ``frame`` exactly?"""
 
 
 def endpoint_text(e: Endpoint) -> str:
@@ -65,27 +85,37 @@ class TcpConnection:
 
 
 @dataclass(frozen=True, slots=True)
+class Ended:
+    """The last item of a Kafka connection: nothing more will come (``why``)."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Framed_:
-    """A frame or a loss on one side of a Kafka connection."""
+    """A frame or a loss on one side of a Kafka connection, or its end."""
 
     conn: TcpConnection
     from_client: bool
-    item: Framed
+    item: Framed | Ended
 
 
 class Connections:
-    """Every TCP connection of a capture."""
+    """Every TCP connection of a capture; each frame or loss goes to ``sink`` as soon as it is cut, so the pairing
+    knows a request before the framing of the answers needs it."""
 
     def __init__(
         self,
-        waiting: Waiting,
+        requests: Requests,
+        sink: Callable[[Framed_], None],
         *,
         port: int | None = None,
         max_frame: int = MAX_FRAME,
         max_connections: int = MAX_CONNECTIONS,
         max_pending: int | None = None,
     ) -> None:
-        self.waiting = waiting
+        self.requests = requests
+        self.sink = sink
         self.port = port
         self.max_frame = max_frame
         self.max_connections = max_connections
@@ -96,23 +126,23 @@ class Connections:
         self.duplicates = 0
         self.overflows = 0
 
-    def segment(self, seg: TcpSegment, ts: float) -> list[Framed_]:
+    def segment(self, seg: TcpSegment, ts: float) -> None:
+        """One captured segment: the frames and losses it completes go to the sink."""
         src: Endpoint = (seg.src, seg.sport)
         dst: Endpoint = (seg.dst, seg.dport)
         key = frozenset((src, dst))
         conn = self.table.get(key)
-        out: list[Framed_] = []
         syn = bool(seg.flags & SYN)
         if conn is not None and syn and not seg.flags & ACK and conn.streams.get(src) is not None:
             old = conn.streams[src]
             if old.next_seq is not None and old.next_seq != (seg.seq + 1) % (1 << 32):
-                out += self._finish(conn)  # a new connection on the same ports
+                self._finish(conn, "a new connection took its ports")
                 del self.table[key]
                 conn = None
         if conn is None:
             if len(self.table) >= self.max_connections:
                 _, oldest = self.table.popitem(last=False)
-                out += self._finish(oldest)
+                self._finish(oldest, f"more than {self.max_connections} connections at once")
             self.count += 1
             conn = TcpConnection(self.count, src, dst)
             self.table[key] = conn
@@ -120,7 +150,7 @@ class Connections:
             self.table.move_to_end(key)
         conn.last_ts = ts
         if conn.kafka is False:
-            return out
+            return
         stream = conn.streams.get(src)
         if stream is None:
             kwargs = {} if self.max_pending is None else {"max_pending": self.max_pending}
@@ -129,48 +159,53 @@ class Connections:
             stream.syn(seg.seq)
             if not seg.flags & ACK and conn.syn_from is None:
                 conn.syn_from = src
+        other = conn.streams.get(dst)
+        if other is not None and seg.flags & ACK:  # bytes it acknowledges and the capture lacks: lost for good
+            for piece in other.acked(seg.ack):
+                self._piece(conn, dst, piece, ts)
         pieces = stream.add(seg.seq, seg.payload, ts)
-        if seg.flags & (FIN | RST):
-            pieces += stream.finish()
+        if seg.flags & RST or (seg.flags & FIN and stream.reached(seg.seq + len(seg.payload))):
+            pieces += stream.finish()  # a FIN captured before bytes it follows waits for them (or for the end)
         for piece in pieces:
-            out += self._piece(conn, src, piece, ts)
+            self._piece(conn, src, piece, ts)
         if seg.flags & RST:
-            out += self._finish(conn)
-        return out
+            self._finish(conn, "the connection was reset")
 
-    def finish(self) -> list[Framed_]:
+    def finish(self) -> None:
         """The capture ended: every connection's pending bytes and holes."""
-        out: list[Framed_] = []
         for conn in self.table.values():
-            out += self._finish(conn)
+            closed = len(conn.streams) == 2 and all(s.finished for s in conn.streams.values())
+            self._finish(conn, "the connection closed" if closed else "the capture ended")
         self.table.clear()
-        return out
 
-    def _finish(self, conn: TcpConnection) -> list[Framed_]:
-        out: list[Framed_] = []
-        for src, stream in conn.streams.items():
+    def _finish(self, conn: TcpConnection, why: str) -> None:
+        for src in sorted(conn.streams, key=lambda e: e != conn.client):  # the client's side first
+            stream = conn.streams[src]
             for piece in stream.finish():
-                out += self._piece(conn, src, piece, conn.last_ts)
+                self._piece(conn, src, piece, conn.last_ts)
             self.duplicates += stream.duplicates
             self.overflows += stream.overflows
             stream.duplicates = stream.overflows = 0
         if conn.kafka is None and conn.held and self._decide(conn, final=True):
-            out += self._release(conn)
+            self._release(conn)
         if conn.kafka:
-            for src, framer in conn.framers.items():
-                out += [Framed_(conn, src == conn.client, item) for item in framer.finish()]
+            for src in sorted(conn.framers, key=lambda e: e != conn.client):
+                for item in conn.framers[src].finish():
+                    self.sink(Framed_(conn, src == conn.client, item))
+            self.sink(Framed_(conn, True, Ended(why)))
         conn.framers.clear()
         conn.kafka = conn.kafka or False
-        return out
 
-    def _piece(self, conn: TcpConnection, src: Endpoint, piece: Piece, ts: float) -> list[Framed_]:
+    def _piece(self, conn: TcpConnection, src: Endpoint, piece: Piece, ts: float) -> None:
         if conn.kafka is False:
-            return []
+            return
         if conn.kafka is None:
             conn.held.setdefault(src, []).append((piece, ts))
-            return self._release(conn) if self._decide(conn, final=False) else []
-        framer = conn.framers[src]
-        return [Framed_(conn, src == conn.client, item) for item in framer.feed(piece, ts)]
+            if self._decide(conn, final=False):
+                self._release(conn)
+            return
+        for item in conn.framers[src].feed(piece, ts):
+            self.sink(Framed_(conn, src == conn.client, item))
 
     def _decide(self, conn: TcpConnection, *, final: bool) -> bool | None:
         """Recognise the connection from what each side has sent so far, or give up on it: ``conn.kafka``."""
@@ -206,28 +241,27 @@ class Connections:
             conn.held.clear()
         return conn.kafka
 
-    def _release(self, conn: TcpConnection) -> list[Framed_]:
+    def _release(self, conn: TcpConnection) -> None:
         """The connection was recognised: frame what was held."""
         assert conn.client is not None and conn.server is not None
         client, server = conn.client, conn.server
         max_frame = self.max_frame
         conn.framers[client] = Framer(
-            lambda buf, pos: request_start(buf, pos, max_frame),
+            lambda buf, pos: request_frame(buf, pos, max_frame),
             max_frame=max_frame,
             synced=conn.syn_from is not None,
         )
         conn.framers[server] = Framer(
-            lambda buf, pos: _answer_start(buf, pos, max_frame, lambda corr: self.waiting(conn, corr)),
+            lambda buf, pos: _answer_start(buf, pos, max_frame, conn, self.requests),
+            resume=lambda buf, pos: _answer_start(buf, pos, max_frame, conn, self.requests, resuming=True),
             max_frame=max_frame,
             synced=True,
         )
-        out: list[Framed_] = []
         held, conn.held = conn.held, {}
-        order = [client, server] if client in held else [server]
-        for src in order:
+        for src in [client, server]:
             for piece, ts in held.get(src, []):
-                out += [Framed_(conn, src == client, item) for item in conn.framers[src].feed(piece, ts)]
-        return out
+                for item in conn.framers[src].feed(piece, ts):
+                    self.sink(Framed_(conn, src == client, item))
 
 
 def _first_request(data: bytes, max_frame: int, final: bool) -> int | None:
@@ -242,8 +276,18 @@ def _first_request(data: bytes, max_frame: int, final: bool) -> int | None:
     return -1 if final or len(data) >= DETECT_BYTES else None
 
 
-def _answer_start(buf: bytes | bytearray, pos: int, max_frame: int, waiting: Callable[[int], bool]) -> bool | None:
+def _answer_start(
+    buf: bytes | bytearray, pos: int, max_frame: int, conn: TcpConnection, requests: Requests, *, resuming: bool = False
+) -> bool | None:
+    """Does a whole answer the client waits for start at ``pos`` (``resuming``: or any whole answer)? None: not enough
+    bytes to tell."""
     if len(buf) - pos < 8:
         return None
     size, correlation = struct.unpack_from(">ii", buf, pos)
-    return 4 <= size <= max_frame and waiting(correlation)
+    waiting = requests.waiting(conn, correlation)
+    if not 4 <= size <= max_frame or not (waiting or resuming):
+        return False
+    if len(buf) - pos - 4 < size:
+        return None
+    frame = bytes(buf[pos + 4 : pos + 4 + size])
+    return requests.answers(conn, frame) if waiting else requests.answer_layout(frame)

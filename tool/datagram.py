@@ -16,7 +16,8 @@ import base64
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bruce.wire import (
     MalformedInput,
@@ -31,6 +32,8 @@ from bruce.wire import (
 from .jsonout import JsonWriter
 from .plogview import plog_tree
 from .records import iso_ms, text_or_base64
+
+T = TypeVar("T")
 
 
 def _input(args: argparse.Namespace) -> bytes | None:
@@ -58,17 +61,25 @@ def _show(value: dict[str, Any], as_json: bool) -> None:
             print(f"{key}: {json.dumps(item, ensure_ascii=False)}")
 
 
-def main(args: argparse.Namespace) -> int:
-    if args.encode:
-        return _encode(args)
+def _decoded(args: argparse.Namespace, parse: Callable[[bytes], T]) -> tuple[bytes, T] | int:
+    """The input and what ``parse`` makes of it, or the exit status (2: no input, 1: it does not parse, reported)."""
     data = _input(args)
     if data is None:
         return 2
     try:
-        d = parse_datagram(data)
+        return data, parse(data)
     except MalformedInput as e:
         _show({"error": str(e), "reason": e.reason, "size": len(data), "hex": data[:256].hex()}, args.json)
         return 1
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.encode:
+        return _encode(args)
+    found = _decoded(args, parse_datagram)
+    if isinstance(found, int):
+        return found
+    data, d = found
     value: dict[str, Any] = {
         "kind": d.kind.name.lower(),
         "topic": text_or_base64(d.topic),
@@ -126,13 +137,9 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def plog_main(args: argparse.Namespace) -> int:
-    data = _input(args)
-    if data is None:
-        return 2
-    try:
-        packet = parse_packet(data)
-    except MalformedInput as e:
-        _show({"error": str(e), "reason": e.reason, "size": len(data), "hex": data[:256].hex()}, args.json)
-        return 1
+    found = _decoded(args, parse_packet)
+    if isinstance(found, int):
+        return found
+    _, packet = found
     _show(plog_tree(packet), args.json)
     return 0

@@ -5,11 +5,15 @@ Rules:
 - A frame is an int32 size then that many bytes; frames larger than ``max_frame`` are not Kafka (the broker's
   ``socket.request.max.bytes`` is 100 MiB by default).
 - A request starts with api key, version, correlation id and a client id (int16 length, printable ASCII):
-  :func:`request_start` tells whether bytes look like one, from the shape alone (the key and version in the range
-  of :data:`bruce.wire.API_REGISTRY`, or near it), so that connections are found whatever their port.
+  :func:`request_start` tells whether bytes look like one from these first bytes alone (a quick test run at every
+  byte of a scan: the key and version those of :func:`bruce.wire.api_spec`, or near them), so that connections are
+  found whatever their port; :func:`request_frame` also wants the whole frame to decode when the library knows its
+  API and version.
 - After a :class:`~bruce.tool.reassembly.Gap` the framer knows where the next frame starts when the gap ended inside
-  a frame whose size it had read; otherwise it scans forward for a plausible start (``plausible``: a request start, or
-  for answers a correlation id the client is waiting for), and reports the bytes it skipped.
+  a frame whose size it had read; otherwise it scans forward for a plausible start (``plausible``: a whole request
+  frame, or for answers a whole answer to a request the client is waiting for), and reports the bytes it skipped.
+  Where the capture resumes (a segment starts there, and so often a frame) ``resume`` is tried first: for answers,
+  also an answer whose request was lost in the hole (a whole frame that some answer layout parses exactly).
 - Bounded: at most one frame (``max_frame``) plus what has not been examined is held; a scan examines each byte once.
 """
 
@@ -19,7 +23,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bruce.wire import API_REGISTRY
+from bruce.wire import MalformedInput, api_spec, decode_request
 
 from .reassembly import Gap, Piece
 
@@ -39,11 +43,11 @@ def request_start(buf: bytes | bytearray, pos: int, max_frame: int = MAX_FRAME) 
     size, key, version, correlation, n = _HEAD.unpack_from(buf, pos)
     if not 10 <= size <= max_frame or version < 0 or correlation < 0 or not -1 <= n <= _MAX_CLIENT_ID:
         return False
-    spec = API_REGISTRY.get(key)
+    spec = api_spec(key)
     if spec is None:
         if not 0 <= key < _UNKNOWN_KEYS or version > 63 or n <= 0:
             return False
-    elif version > max(spec.requests) + 8:
+    elif version >= spec.versions.stop + 8:  # newer versions than the library knows still look like requests
         return False
     if size < 10 + max(n, 0):
         return False
@@ -53,6 +57,25 @@ def request_start(buf: bytes | bytearray, pos: int, max_frame: int = MAX_FRAME) 
         return None
     start = pos + _HEAD.size
     return all(0x20 <= b < 0x7F for b in buf[start : start + n])
+
+
+def request_frame(buf: bytes | bytearray, pos: int, max_frame: int = MAX_FRAME) -> bool | None:
+    """Does a whole request frame start at ``pos``: the shape of :func:`request_start`, and the frame decodes when the
+    library knows its API and version? None: not enough bytes to tell."""
+    verdict = request_start(buf, pos, max_frame)
+    if not verdict:
+        return verdict
+    size, key, version = struct.unpack_from(">ihh", buf, pos)
+    if len(buf) - pos - 4 < size:
+        return None
+    spec = api_spec(key)
+    if spec is None or version not in spec.requests:
+        return True
+    try:
+        decode_request(bytes(buf[pos + 4 : pos + 4 + size]))
+    except MalformedInput:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +102,12 @@ Framed = Frame | LostBytes
 class Framer:
     """Cuts one direction's stream into frames."""
 
-    def __init__(self, plausible: Plausible, *, max_frame: int = MAX_FRAME, synced: bool = True) -> None:
+    def __init__(
+        self, plausible: Plausible, *, resume: Plausible | None = None, max_frame: int = MAX_FRAME, synced: bool = True
+    ) -> None:
         self.plausible = plausible
+        self.resume = resume or plausible  # tried first where the capture resumes after a hole
+        self.resuming = False  # buf[0] is where the capture resumed, not yet tried
         self.max_frame = max_frame
         self.synced = synced  # bytes at buf[0] start a frame
         self.buf = bytearray()
@@ -143,6 +170,7 @@ class Framer:
         self.buf = bytearray()
         self.base = gap_end
         self.scanned = 0
+        self.resuming = not self.synced
 
     def _frames(self, ts: float, out: list[Framed]) -> None:
         buf = self.buf
@@ -195,7 +223,10 @@ class Framer:
         buf = self.buf
         at = max(pos, self.scanned)
         while at < len(buf):
-            verdict = self.plausible(buf, at)
+            resuming = self.resuming and at == 0
+            verdict = (self.resume if resuming else self.plausible)(buf, at)
+            if resuming and verdict is not None:
+                self.resuming = False
             if verdict is None:
                 self.scanned = at
                 return None

@@ -49,7 +49,7 @@ _TCP_HEAD = struct.Struct(">HHIIBB")
 
 @dataclass(frozen=True, slots=True)
 class TcpSegment:
-    """A TCP segment: endpoints, sequence number, flags and payload."""
+    """A TCP segment: endpoints, sequence and acknowledgement numbers, flags and payload."""
 
     src: str
     sport: int
@@ -58,6 +58,7 @@ class TcpSegment:
     seq: int
     flags: int
     payload: memoryview
+    ack: int = 0  # meaningful when ``flags & ACK``
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,11 +153,11 @@ def decode_packet(linktype: int, packet: bytes | memoryview) -> TcpSegment | Udp
     if protocol == _TCP:
         if end < pos + 20:
             return None
-        sport, dport, seq, _, offset, flags = _TCP_HEAD.unpack_from(data, pos)
+        sport, dport, seq, ack, offset, flags = _TCP_HEAD.unpack_from(data, pos)
         header = (offset >> 4) * 4
         if header < 20 or pos + header > end:
             return None
-        return TcpSegment(src, sport, dst, dport, seq, flags, data[pos + header : end])
+        return TcpSegment(src, sport, dst, dport, seq, flags, data[pos + header : end], ack)
     if protocol == _UDP:
         if end < pos + 8:
             return None

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
 
-from bruce.wire import API_REGISTRY, MalformedInput, parse_packet
+from bruce.wire import MalformedInput, api_spec, errorcodes, parse_packet
 
 from .capture import Reader
-from .connections import Connections, Framed_
-from .exchanges import FrameMessage, Pairing
+from .connections import Connections, Ended, Framed_
+from .exchanges import FrameMessage, Pairing, Unanswered
 from .framing import MAX_FRAME, Frame
 from .jsonout import JsonWriter
 from .packets import SYN, TcpSegment, UdpDatagram, decode_packet
@@ -29,7 +29,7 @@ from .plogview import plog_tree
 from .reassembly import Gap, Piece, Stream
 from .records import text_or_base64
 from .sequences import Sequences
-from .stats import Stats
+from .stats import Stats, error_codes
 from .text import TextWriter
 from .tree import Trees, topics_of
 
@@ -61,6 +61,11 @@ class Result:
         return 1 if self.undecoded or self.losses else 0
 
 
+def _candidate(key: int, version: int) -> dict[str, Any]:
+    spec = api_spec(key)
+    return {"api_key": key, "api": spec.name if spec is not None else f"api-{key}", "version": version}
+
+
 def _time(ts: float) -> str:
     if ts <= 0:
         return "-"
@@ -74,7 +79,7 @@ class PcapRun:
         self.options = options
         self.out = out
         self.pairing = Pairing()
-        self.connections = Connections(self.pairing.waiting, port=options.port, max_frame=options.max_frame)
+        self.connections = Connections(self.pairing, self._framed, port=options.port, max_frame=options.max_frame)
         self.trees = Trees()
         self.sequences = Sequences()
         self.stats = Stats()
@@ -90,12 +95,10 @@ class PcapRun:
             if isinstance(packet, TcpSegment) and packet.dport in self.options.plog_ports:
                 self._plog_tcp(packet, ts)
             elif isinstance(packet, TcpSegment) and packet.sport not in self.options.plog_ports:
-                for item in self.connections.segment(packet, ts):
-                    self._framed(item)
+                self.connections.segment(packet, ts)
             elif isinstance(packet, UdpDatagram) and packet.dport in self.options.plog_ports:
                 self._plog(packet, ts)
-        for item in self.connections.finish():
-            self._framed(item)
+        self.connections.finish()
         for name, (plog_stream, pending) in self.plog_streams.items():
             self._plog_lines(name, plog_stream.finish(), pending, 0.0, final=True)
         if reader.truncated:
@@ -118,6 +121,10 @@ class PcapRun:
 
     def _framed(self, item: Framed_) -> None:
         conn, framed = item.conn, item.item
+        if isinstance(framed, Ended):
+            for request in self.pairing.closed(conn):
+                self._unanswered(conn.name, request, framed.why, conn.last_ts)
+            return
         if not isinstance(framed, Frame):
             self.result.losses += 1
             if self._conn_wanted(conn.name) and not self.options.stats and not self.options.apis:
@@ -126,9 +133,8 @@ class PcapRun:
                 if self.options.json:
                     self.json.line({"conn": conn.name, "direction": f"from {side}", "lost": lost})
                 else:
-                    self.out.write(
-                        f"! {conn.name} from {side}: {framed.size} bytes at offset {framed.offset}: {framed.why}\n"
-                    )
+                    line = f"! {conn.name} from {side}: {framed.size} bytes at offset {framed.offset}: {framed.why}"
+                    self.text.message(line, None, [])  # (flushed when live, like every message)
             return
         if item.from_client:
             message = self.pairing.request(conn, framed.offset, framed.ts, framed.data)
@@ -142,11 +148,7 @@ class PcapRun:
             self.result.undecoded += 1
         tree = None
         if m.body is not None:
-            spec = API_REGISTRY.get(m.api_key) if m.api_key is not None else None
-            schemas = (spec.requests if m.from_client else spec.responses) if spec is not None else {}
-            tree = self.trees.tree(
-                m.body, scope="produce" if m.from_client else "log", schema=schemas.get(m.version or 0)
-            )
+            tree = self.trees.tree(m.body, scope="produce" if m.from_client else "log", schema=m.schema)
         wanted = self._conn_wanted(m.conn) and self._api_wanted(m)
         if self.options.topics:
             if m.from_client:
@@ -158,7 +160,9 @@ class PcapRun:
             wanted = wanted and m.topics_wanted
         if not wanted:
             return
-        name = m.api_name or (f"api-{m.api_key}" if m.api_key is not None else "unknown")
+        name = m.api_name or (
+            f"api-{m.api_key}" if m.api_key is not None else "ambiguous" if m.candidates else "unknown"
+        )
         if self.options.stats:
             self.stats.add(name, m.version, m.from_client, m.size, m.latency)
             if tree is not None and not m.from_client:
@@ -167,7 +171,23 @@ class PcapRun:
         if self.options.json:
             self.json.line(self._json_value(m, name, tree))
         else:
-            self.text.message(self._heading(m, name), tree, self._notes(m))
+            self.text.message(self._heading(m, name, tree), tree, self._notes(m))
+
+    def _unanswered(self, conn: str, r: Unanswered, why: str, end: float) -> None:
+        spec = api_spec(r.api_key)
+        name = spec.name if spec is not None else f"api-{r.api_key}"
+        if self.options.stats or not self._conn_wanted(conn) or not r.wanted:
+            return
+        if self.options.apis and not {name.lower(), str(r.api_key)} & self.options.apis:
+            return
+        waited = max(0.0, end - r.ts)
+        if self.options.json:
+            value = {"api_key": r.api_key, "api": name, "version": r.version, "correlation_id": r.correlation_id}
+            value |= {"ts": r.ts, "time": _time(r.ts), "waited_ms": round(waited * 1000, 3), "why": why}
+            self.json.line({"conn": conn, "unanswered": value})
+        else:
+            line = f"! {conn}: {name} v{r.version} correlation {r.correlation_id} sent {_time(r.ts)} got no answer"
+            self.text.message(f"{line} in the {waited:.3f} s before {why}", None, [])
 
     def _api_wanted(self, m: FrameMessage) -> bool:
         if not self.options.apis:
@@ -178,14 +198,17 @@ class PcapRun:
     def _conn_wanted(self, name: str) -> bool:
         return not self.options.conns or any(c in name for c in self.options.conns)
 
-    def _heading(self, m: FrameMessage, name: str) -> str:
+    def _heading(self, m: FrameMessage, name: str, tree: dict[str, Any] | None) -> str:
         kind = "request" if m.from_client else "answer"
-        version = f" v{m.version}" if m.version is not None else ""
+        version = f" {m.version_text}" if m.version_text else ""
         line = f"{_time(m.ts)} {m.conn} {kind} {name}{version} correlation {m.correlation_id} ({m.size} bytes)"
         if m.client_id:
             line += f" client {m.client_id!r}"
         if m.latency is not None:
             line += f" after {m.latency * 1000:.3f} ms"
+        errors = sorted({errorcodes.lookup(code).name for code in error_codes(tree)}) if tree else []
+        if errors:
+            line += f" ! {', '.join(errors)}"  # what went wrong, on the line a reader scans
         return line
 
     def _notes(self, m: FrameMessage) -> list[str]:
@@ -220,6 +243,10 @@ class PcapRun:
             value["latency_ms"] = round(m.latency * 1000, 3)
         if m.how:
             value["how"] = m.how
+        if m.alike:
+            value["versions"] = list(m.alike)
+        if m.candidates:
+            value["candidates"] = [_candidate(key, version) for key, version in m.candidates]
         if m.error:
             value["error"] = {"message": m.error, "path": m.path, "offset": m.offset}
         if m.raw is not None:

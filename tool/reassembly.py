@@ -5,9 +5,11 @@ Rules:
   captured, else at the first segment seen. Bytes are numbered from 0 (``offset``) in the stream: what reports name.
 - A segment wholly before what was delivered (a retransmission or a duplicate) is dropped and counted; one that
   overlaps it is trimmed. A segment after a hole waits, out of order, until the hole is filled.
-- Bounded: at most ``max_pending`` bytes wait out of order. Past that, or when the capture time of the oldest waiting
-  segment is more than ``max_wait`` seconds old, or at :meth:`finish`, the hole is given up: a :class:`Gap` (where it
-  is and how many bytes were never captured) is delivered in its place and the stream goes on after it.
+- A hole is given up — a :class:`Gap` (where it is and how many bytes were never captured) is delivered in its place
+  and the stream goes on after it — as soon as the other side acknowledges bytes past it (:meth:`acked`: they were
+  delivered, so they will not come again; an answer is then paired with the request that preceded it); or when more
+  than ``max_pending`` bytes wait out of order after it, or the oldest waiting segment is more than ``max_wait``
+  seconds of capture time old; or at :meth:`finish`.
 - Sans-I/O: :meth:`add` returns what became deliverable, as a list of ``bytes`` chunks and :class:`Gap` marks.
 """
 
@@ -27,7 +29,7 @@ class Gap:
 
     offset: int
     size: int
-    reason: str  # "hole" (never filled), "overflow" (too much held after it), "timeout"
+    reason: str  # "hole" (never filled), "acknowledged" (by the other side), "overflow", "timeout"
 
 
 Piece = bytes | Gap
@@ -84,6 +86,29 @@ class Stream:
                 self.duplicates += 1
         while self.pending and (self.pending_bytes > self.max_pending or ts - self._oldest() > self.max_wait):
             self._skip_hole(out, "overflow" if self.pending_bytes > self.max_pending else "timeout")
+        return out
+
+    def reached(self, seq: int) -> bool:
+        """Was every byte before sequence number ``seq`` delivered (or given up)?"""
+        return self.next_seq is not None and _diff(seq, self.next_seq) <= 0
+
+    def acked(self, ack: int) -> list[Piece]:
+        """The other side acknowledged every byte before sequence number ``ack``: what it received and this capture
+        did not hold is a :class:`Gap`, and what waited after it is delivered."""
+        out: list[Piece] = []
+        if self.next_seq is None or self.finished:
+            return out
+        while _diff(ack, self.next_seq) > 0:
+            base = self.next_seq
+            first = min(self.pending, key=lambda s: _diff(s, base), default=None)
+            if first is None or _diff(first, ack) >= 0:  # nothing captured before ``ack``
+                size = _diff(ack, base)
+                out.append(Gap(self.offset, size, "acknowledged"))
+                self.next_seq = ack
+                self.offset += size
+                self._drain(out)
+            else:
+                self._skip_hole(out, "acknowledged")
         return out
 
     def finish(self) -> list[Piece]:

@@ -168,8 +168,9 @@ def _batch_v2(
         out.control = _control(b.records)
         out.records = []
     elif sequences is not None and b.producer_id >= 0 and b.base_sequence >= 0:
+        offset = b.base_offset if where[0] == "log" else -1  # a request's batches have no log offset yet
         out.sequence_note = sequences.observe(
-            (b.producer_id, *where), b.producer_epoch, b.base_sequence, len(b.records), b.base_offset
+            (b.producer_id, *where), b.producer_epoch, b.base_sequence, len(b.records), offset
         )
     return out
 

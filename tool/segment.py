@@ -18,6 +18,7 @@ import bisect
 import mmap
 import struct
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -94,13 +95,10 @@ class SegmentCheck:
             text.batch(b, "")
 
     def _index(self, raw: bytes) -> None:
-        entries = [_INDEX.unpack_from(raw, i) for i in range(0, len(raw) - len(raw) % 8, 8)]
         base = self.base or 0
         last = -1
         checked = 0
-        for n, (relative, position) in enumerate(entries):
-            if n and relative == 0 and position == 0:
-                break  # preallocated, never written
+        for n, (relative, position) in _entries(_INDEX, raw):
             checked += 1
             offset = base + relative
             if offset <= last:
@@ -117,13 +115,10 @@ class SegmentCheck:
         self.notes.append(f".index: {checked} entries checked")
 
     def _timeindex(self, raw: bytes) -> None:
-        entries = [_TIMEINDEX.unpack_from(raw, i) for i in range(0, len(raw) - len(raw) % 12, 12)]
         base = self.base or 0
         last_ts = -1
         checked = 0
-        for n, (ts, relative) in enumerate(entries):
-            if n and ts == 0 and relative == 0:
-                break
+        for n, (ts, relative) in _entries(_TIMEINDEX, raw):
             checked += 1
             offset = base + relative
             i = bisect.bisect_right(self.firsts, offset) - 1
@@ -144,6 +139,15 @@ class SegmentCheck:
             "problems": self.problems,
             "notes": self.notes,
         }
+
+
+def _entries(layout: struct.Struct, raw: bytes) -> Iterator[tuple[int, tuple[Any, ...]]]:
+    """An index file's entries, numbered, up to its preallocated tail (an all-zero entry after the first)."""
+    for n, at in enumerate(range(0, len(raw) - len(raw) % layout.size, layout.size)):
+        entry = layout.unpack_from(raw, at)
+        if n and not any(entry):
+            return
+        yield n, entry
 
 
 def main(args: argparse.Namespace) -> int:

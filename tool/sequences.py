@@ -4,8 +4,9 @@ Rules:
 - Key: (producer id, topic, partition). A batch's records carry sequences ``base .. base + count - 1`` (wrapping
   after 2**31 - 1). The next batch of the same epoch should start right after; a later start is a gap, an earlier
   one a repeat (a retry, or a duplicate). A new epoch starts a new run (sequences restart at 0).
-- A batch seen again at the same log offset (a consumer fetching it twice) is not a repeat: offsets already seen
-  for a key are skipped when the caller gives them.
+- In a log (Fetch answers, where the caller gives each batch's offset) a batch at or before the latest offset seen
+  for its key is the same batch read again (another consumer, or a seek back), not a repeat: it is skipped. A repeat
+  there is a batch at a new offset with sequences already seen — a duplicate written to the log.
 - Bounded: at most ``max_keys`` keys, the least recently seen forgotten first.
 """
 
@@ -31,15 +32,15 @@ class Sequences:
         """Note a batch; a description of the gap or repeat it shows, or None."""
         nxt = (base_sequence + count) % _WRAP
         previous = self.state.get(key)
+        if previous is not None and 0 <= base_offset <= previous[2]:  # the same log batch read again
+            return None
         self.state[key] = (epoch, nxt, base_offset)
         self.state.move_to_end(key)
         if len(self.state) > self.max_keys:
             self.state.popitem(last=False)
         if previous is None:
             return None
-        last_epoch, expected, last_offset = previous
-        if base_offset > 0 and base_offset == last_offset:  # the same log batch read again
-            return None
+        last_epoch, expected, _ = previous
         if epoch != last_epoch:
             return None if base_sequence == 0 else f"new epoch {epoch} starts at sequence {base_sequence}, not 0"
         if base_sequence == expected:

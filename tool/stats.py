@@ -36,7 +36,7 @@ class Stats:
     def __init__(self, *, sample: int = SAMPLE) -> None:
         self.sample = sample
         self.apis: dict[tuple[str, int | None], _Api] = {}
-        self.errors: dict[tuple[str, str], int] = {}
+        self.errors: dict[tuple[str, int], int] = {}  # (api, error code) -> answers carrying it
         self.random = random.Random(0)
 
     def add(self, name: str, version: int | None, from_client: bool, size: int, latency: float | None) -> None:
@@ -57,8 +57,8 @@ class Stats:
                     api.latencies[slot] = latency
 
     def add_errors(self, name: str, tree: Any) -> None:
-        for code in _error_codes(tree):
-            key = (name, errorcodes.lookup(code).name)
+        for code in error_codes(tree):
+            key = (name, code)
             self.errors[key] = self.errors.get(key, 0) + 1
 
     def summary(self) -> dict[str, Any]:
@@ -79,36 +79,44 @@ class Stats:
                     for p in PERCENTILES
                 }
             apis.append(entry)
-        errors = [{"api": api, "error": code, "count": n} for (api, code), n in sorted(self.errors.items())]
+        errors = [
+            {"api": api, "error": errorcodes.lookup(code).name, "code": code, "count": n}
+            for (api, code), n in sorted(self.errors.items())
+        ]
         return {"apis": apis, "errors": errors}
 
     def text(self) -> str:
         s = self.summary()
-        head = f"{'api':<24} {'v':>3} {'requests':>9} {'bytes':>12} {'answers':>9} {'bytes':>12}"
+        w = max([len("api"), *(len(a["api"]) for a in s["apis"])])
+        head = f"{'api':<{w}} {'v':>3} {'requests':>9} {'bytes':>12} {'answers':>9} {'bytes':>12}"
         lines = [head + "  latency ms p50/p90/p99/max"]
         for a in s["apis"]:
             lat = a.get("latency_ms")
             latency = "/".join(f"{lat[f'p{p}']:g}" for p in PERCENTILES) if lat else "-"
             version = "?" if a["version"] is None else a["version"]
             lines.append(
-                f"{a['api']:<24} {version:>3} {a['requests']:>9} {a['request_bytes']:>12} {a['answers']:>9} "
+                f"{a['api']:<{w}} {version:>3} {a['requests']:>9} {a['request_bytes']:>12} {a['answers']:>9} "
                 f"{a['answer_bytes']:>12}  {latency}"
             )
         if s["errors"]:
+            w = max(len(e["api"]) for e in s["errors"])
             lines.append("errors:")
-            lines += [f"  {e['api']:<24} {e['error']:<40} {e['count']}" for e in s["errors"]]
+            for e in s["errors"]:
+                named = f"{e['error']} ({e['code']})"
+                lines.append(f"  {e['api']:<{w}} {named:<45} {e['count']}")
         return "\n".join(lines) + "\n"
 
 
-def _error_codes(tree: Any) -> list[int]:
+def error_codes(tree: Any) -> list[int]:
+    """Every non-zero ``error_code`` in a tree, in order."""
     found: list[int] = []
     if isinstance(tree, dict):
         for key, value in tree.items():
             if key == "error_code" and isinstance(value, int) and value:
                 found.append(value)
             elif isinstance(value, dict | list):
-                found += _error_codes(value)
+                found += error_codes(value)
     elif isinstance(tree, list):
         for value in tree:
-            found += _error_codes(value)
+            found += error_codes(value)
     return found

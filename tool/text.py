@@ -96,11 +96,17 @@ class TextWriter:
 
 
 def _flat(value: Any, width: int) -> str | None:
-    """A struct of scalars on one line (``key=value ...``) when it is short, else None."""
-    if not isinstance(value, dict) or any(isinstance(v, dict | list | RecordSet) for v in value.values()):
+    """A struct of scalars (and lists of scalars) on one line (``key=value ...``) when it is short, else None."""
+    if not isinstance(value, dict) or not all(
+        _scalar(v) or (isinstance(v, list) and all(map(_scalar, v))) for v in value.values()
+    ):
         return None
     line = " ".join(f"{k}={_short(v, width)}" for k, v in value.items())
     return line if len(line) <= 120 else None
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, dict | list | RecordSet) or (isinstance(value, dict) and set(value) == {"base64"})
 
 
 def _batch_line(b: LogBatch) -> str:

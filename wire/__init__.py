@@ -68,6 +68,15 @@ if TYPE_CHECKING:  # the face: what other packages import (bruce.wire.face reads
     from .protocol.base import peek_request_header as peek_request_header
     from .protocol.base import request_spec as request_spec
     from .protocol.base import response_correlation_id as response_correlation_id
+    from .protocol.consumer_protocol import ASSIGNMENT_SCHEMAS as ASSIGNMENT_SCHEMAS
+    from .protocol.consumer_protocol import SUBSCRIPTION_SCHEMAS as SUBSCRIPTION_SCHEMAS
+    from .protocol.consumer_protocol import ConsumerAssignment as ConsumerAssignment
+    from .protocol.consumer_protocol import ConsumerSubscription as ConsumerSubscription
+    from .protocol.consumer_protocol import ConsumerTopicPartitions as ConsumerTopicPartitions
+    from .protocol.consumer_protocol import decode_assignment as decode_assignment
+    from .protocol.consumer_protocol import decode_subscription as decode_subscription
+    from .protocol.consumer_protocol import encode_assignment as encode_assignment
+    from .protocol.consumer_protocol import encode_subscription as encode_subscription
     from .protocol.end_txn import EndTxnRequest as EndTxnRequest
     from .protocol.fetch import READ_COMMITTED as READ_COMMITTED
     from .protocol.fetch import READ_UNCOMMITTED as READ_UNCOMMITTED

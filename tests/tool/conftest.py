@@ -6,9 +6,14 @@ compare what bruce-wire decodes with what was produced. Clients, each with its o
 - kafka-python, modern (gzip, read back by a kafka-python consumer) and held to old versions:
   ``api_version=(0, 10, 0)`` (magic 1, snappy) and ``(0, 8, 2)`` (magic 0, gzip), whose Produce requests tansu refuses
   (they are still captured, which is what the tests need);
-- aiokafka reading the transactional topic with ``read_committed`` (Fetch v4: control batches), and producing;
+- aiokafka reading the transactional topic with ``read_committed`` (control batches), and producing;
 - ``tshark-range``: kafka-python held to ``(2, 1, 0)`` (Produce v7, Fetch v10), inside tshark 4.0's version table;
-- the bruce daemon itself (in-process, its own producer) delivering datagrams.
+- the bruce daemon itself (in-process, its own producer) delivering datagrams;
+- three consumer groups at once, each joining, fetching, committing and leaving (JoinGroup, SyncGroup, Heartbeat,
+  OffsetFetch, OffsetCommit, LeaveGroup): confluent-kafka on the idempotent topic (``ck-group``: Fetch v16+, topics
+  by id) and read_committed on the transactional topic (``ck-rc``: control batches), and kafka-python held to
+  ``(2, 1, 0)`` on the ``tshark-range`` topic (``tshark-range-group``: group APIs inside tshark's table).
+  ``consumed[client_id]`` holds the values each read.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +43,8 @@ class ClientCapture:
     port: int
     topics: dict[str, str]  # role -> topic name
     sent: dict[str, list[bytes]] = field(default_factory=dict)  # client id -> values produced
+    consumed: dict[str, list[bytes]] = field(default_factory=dict)  # client id -> values read by a consumer group
+    groups: dict[str, str] = field(default_factory=dict)  # client id -> consumer group
 
 
 def _confluent(bootstrap: str, cap: ClientCapture) -> None:
@@ -132,6 +140,87 @@ def _aiokafka(bootstrap: str, cap: ClientCapture) -> None:
     asyncio.run(run())
 
 
+def _confluent_group(bootstrap: str, cap: ClientCapture, client_id: str, topic: str, isolation: str, want: int) -> None:
+    import confluent_kafka as ck
+
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": cap.groups[client_id],
+            "client.id": client_id,
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "check.crcs": True,
+            "heartbeat.interval.ms": 100,  # heartbeats within the few seconds the group takes to form
+            "session.timeout.ms": 6000,
+        }
+    )
+    c.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(got) < want and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    c.commit(asynchronous=False)
+    c.close()  # LeaveGroup
+    cap.consumed[client_id] = got
+
+
+def _kafka_python_group(bootstrap: str, cap: ClientCapture, client_id: str, topic: str, want: int) -> None:
+    from kafka import KafkaConsumer
+
+    c = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        client_id=client_id,
+        group_id=cap.groups[client_id],
+        api_version=(2, 1, 0),
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        heartbeat_interval_ms=100,
+        session_timeout_ms=6000,
+    )
+    got: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(got) < want and time.monotonic() < deadline:
+        for batch in c.poll(timeout_ms=200).values():
+            got += [m.value for m in batch]
+    c.commit()
+    c.close()  # LeaveGroup
+    cap.consumed[client_id] = got
+
+
+def _consumer_groups(bootstrap: str, cap: ClientCapture) -> None:
+    """The three groups at once (each takes the broker's few seconds of rebalance delay to form)."""
+    cap.groups = {c: f"bruce-wire-{c}" for c in ("ck-group", "ck-rc", "tshark-range-group")}
+    runs = [
+        lambda: _confluent_group(bootstrap, cap, "ck-group", cap.topics["idempotent"], "read_uncommitted", 30),
+        lambda: _confluent_group(bootstrap, cap, "ck-rc", cap.topics["txn"], "read_committed", 5),
+        lambda: _kafka_python_group(bootstrap, cap, "tshark-range-group", cap.topics["tshark-range"], 12),
+    ]
+    failures: list[BaseException] = []
+
+    def run(job: Any) -> None:
+        try:
+            job()
+        except BaseException as e:  # re-raised below, in the fixture's thread
+            failures.append(e)
+
+    threads = [threading.Thread(target=run, args=(job,)) for job in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a consumer group did not finish within 60 s"
+    if failures:
+        raise failures[0]
+    assert cap.consumed["ck-group"] == cap.sent["ck-idem"]
+    assert cap.consumed["ck-rc"] == [b"committed-%d" % i for i in range(5)]
+    assert cap.consumed["tshark-range-group"] == cap.sent["tshark-range"]
+
+
 def _daemon(broker: EmbeddedBroker, cap: ClientCapture, workdir: Path) -> None:
     from e2e.daemon.harness import daemon_starter
 
@@ -166,6 +255,7 @@ def client_capture(tansu: EmbeddedBroker, tmp_path_factory: pytest.TempPathFacto
         _confluent(tansu.address, cap)
         _kafka_python(tansu.address, cap)
         _aiokafka(tansu.address, cap)
+        _consumer_groups(tansu.address, cap)
         _daemon(tansu, cap, Path(str(workdir)))
     finally:
         capture.stop()

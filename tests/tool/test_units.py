@@ -3,6 +3,7 @@ resynchronisation, producer sequences, records of every magic and codec, the out
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct
@@ -218,3 +219,98 @@ def test_only_the_fields_a_version_has_are_shown() -> None:
     tree = Trees().tree(body, schema=API_REGISTRY[3].requests[1])
     assert tree == {"topics": [{"name": "t"}]}  # no topic_id (v10), no allow_auto_topic_creation (v4)
     assert "allow_auto_topic_creation" in Trees().tree(body)  # without the schema: every field
+
+
+def test_a_hole_the_other_side_acknowledged_is_given_up_at_once() -> None:
+    s = Stream()
+    s.syn(99)
+    assert s.add(100, b"abc", 0.0) == [b"abc"]
+    assert s.add(110, b"xyz", 0.0) == []  # after a hole: waits
+    assert s.acked(103) == []  # acknowledges what was delivered: nothing to give up
+    assert s.acked(113) == [Gap(3, 7, "acknowledged"), b"xyz"]  # the hole was received, never captured
+    assert s.acked(120) == [Gap(13, 7, "acknowledged")]  # a segment lost at the end (nothing waiting after it)
+    assert s.add(120, b"!", 0.0) == [b"!"] and s.acked(90) == []  # an old acknowledgement changes nothing
+    assert not s.reached(122) and s.reached(121)  # a FIN at 122 waits for the byte before it
+
+
+def test_the_log_is_read_again_without_repeats_and_a_duplicate_in_it_is_flagged() -> None:
+    s = Sequences()
+    assert s.observe("k", 0, 0, 5, 0) is None and s.observe("k", 0, 5, 5, 5) is None
+    assert s.observe("k", 0, 0, 5, 0) is None  # a second consumer reads the log from its start
+    assert s.observe("k", 0, 5, 5, 5) is None
+    assert "repeat" in (s.observe("k", 0, 5, 5, 10) or "")  # the same sequences at a new offset: written twice
+
+
+def test_a_resumed_capture_finds_the_answer_at_the_resume_point() -> None:
+    """After a hole the framer tries where the capture resumes with ``resume`` first, then scans with
+    ``plausible``."""
+    frame = _frame(correlation=9)
+    tried: list[int] = []
+
+    def resume(buf: bytes | bytearray, pos: int) -> bool:
+        tried.append(pos)
+        return True
+
+    f = Framer(lambda b, p: False, resume=resume)
+    out = f.feed(frame[:6], 0.0) + f.feed(Gap(6, 100, "hole"), 0.0) + f.feed(frame, 0.0)
+    assert tried == [0] and [x.data for x in out if isinstance(x, Frame)] == [frame[4:]]
+
+
+def _answer(body: object, version: int, correlation: int = 5) -> bytes:
+    from bruce.wire.protocol.base import encode_response
+
+    return encode_response(body, version=version, correlation_id=correlation)[4:]
+
+
+def test_an_answer_without_its_request_is_decided_by_rule_or_ambiguous() -> None:
+    from bruce.tool.inference import Evidence, infer, parses
+    from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsResponse
+    from bruce.wire.protocol.heartbeat import HeartbeatResponse
+
+    beat = parses(_answer(HeartbeatResponse(throttle_time_ms=0x123, error_code=0), 3))
+    alone = infer(beat, Evidence(), opening=False)
+    assert alone.api_key is None and alone.body is None and (12, 3) in alone.candidates  # many layouts read it
+    assert alone.how.startswith("request not captured; ambiguous: ") and "Heartbeat v1, v2, v3" in alone.how
+    offered = infer(beat, Evidence(offered={12: (0, 4), 18: (0, 4)}), opening=False)
+    assert (offered.api_key, offered.versions) == (12, (1, 2, 3)) and "alike" in offered.how  # the same fields
+    assert offered.body == HeartbeatResponse(throttle_time_ms=0x123, error_code=0)
+    used = infer(beat, Evidence(versions={12: 3}, offered={12: (0, 4)}), opening=False)
+    assert (used.api_key, used.versions) == (12, (3,)) and "the version this connection uses" in used.how
+    versions = parses(_answer(ApiVersionsResponse(0, (ApiVersionRange(0, 0, 0x44),)), 0))
+    assert infer(versions, Evidence(), opening=True).api_key == 18  # a connection opens with ApiVersions
+    assert infer(parses(b"\x00\x00\x00\x05\xff"), Evidence(), opening=False).how.endswith("no known answer parses it")
+
+
+def test_an_api_versions_refusal_in_the_v0_layout_is_decoded() -> None:
+    """A broker answers an ApiVersions version it lacks in v0's layout with UNSUPPORTED_VERSION (KIP-511)."""
+    from bruce.tool.connections import TcpConnection
+    from bruce.tool.exchanges import Pairing
+    from bruce.wire import ApiVersionsRequest
+    from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsResponse
+
+    conn = TcpConnection(1, ("127.0.0.1", 40000), ("127.0.0.1", 9092))
+    pairing = Pairing()
+    pairing.request(conn, 0, 0.0, encode_request(ApiVersionsRequest(), version=4, correlation_id=1)[4:])
+    refusal = ApiVersionsResponse(35, (ApiVersionRange(18, 0, 3),))
+    m = pairing.answer(conn, 0, 0.001, _answer(refusal, 0, correlation=1))
+    assert (m.api_name, m.version, m.error, m.body) == ("ApiVersions", 4, None, refusal)
+
+
+def test_trees_name_numbers_and_read_the_consumer_protocol() -> None:
+    from bruce.tool.tree import Trees
+    from bruce.wire import ConsumerAssignment, ConsumerTopicPartitions, encode_assignment
+    from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsResponse
+    from bruce.wire.protocol.sync_group import SyncGroupResponse
+
+    trees = Trees()
+    ranges = trees.tree(ApiVersionsResponse(0, (ApiVersionRange(3, 0, 12),)))
+    assert ranges["api_keys"][0] == {"api_key": 3, "api_name": "Metadata", "min_version": 0, "max_version": 12}
+    given = encode_assignment(ConsumerAssignment(0, (ConsumerTopicPartitions("clicks", (0, 2)),), None))
+    synced = trees.tree(SyncGroupResponse(error_code=0, assignment=given))
+    assert synced["assignment"] == {"base64": base64.b64encode(given).decode()}  # bytes with controls: base64
+    assert synced["consumer_assignment"] == {
+        "version": 0,
+        "assigned_partitions": [{"topic": "clicks", "partitions": [0, 2]}],
+        "user_data": None,
+    }
+    assert "consumer_assignment" not in trees.tree(SyncGroupResponse(error_code=0, assignment=b"connect's own"))
