@@ -21,14 +21,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from .cluster import ClusterView
 from .config import ProducerConfig
-from .dispatcher import Dispatcher
+from .dispatch import Dispatcher, Sender
 from .errors import DeliveryError, ProducerClosed
-from .health import BootstrapState, BrokerHealth, BrokerState, TopicQueueStats
-from .metadata import MetadataFetcher
+from .metadata import ClusterView, MetadataFetcher
 from .reasons import DiscardReason
-from .sender import Sender
+from .transport import BootstrapState, BrokerHealth, BrokerState, TopicQueueStats
 
 log = logging.getLogger("bruce.producer")
 

@@ -23,7 +23,7 @@ from e2e.daemon.harness import BruceProcess, consume_topic, wait_for
 from bruce.proxy.config.version import package_version
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["wire", "producer", "client", "proxy", "spark"]
+LAYERS = ["wire", "producer", "client", "proxy", "spark", "tool"]
 BUILD_TIMEOUT_S = 120
 INSTALL_TIMEOUT_S = 300
 

@@ -27,7 +27,7 @@ from damage import TruthSettler, damages
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.journal import Journal
+from bruce.producer.idempotence.journal import Journal
 from bruce.proxy.daemon import exactly_once
 from bruce.proxy.daemon.exactly_once import SpoolJournal
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
