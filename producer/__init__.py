@@ -63,17 +63,8 @@ from .producer import Producer
 from .queues import NO_COMPRESSION, Compression, CompressionPolicy
 from .reasons import DiscardReason
 from .transactions import TransactionError
-from .transport import (
-    CONNECTED,
-    IDLE,
-    AuthenticationFailed,
-    BootstrapState,
-    BrokerConnection,
-    BrokerState,
-    Timeouts,
-    TopicQueueStats,
-    open_connection,
-)
+from .transport import CONNECTED, IDLE, AuthenticationFailed, BrokerConnection, Timeouts, open_connection
+from .views import BootstrapState, BrokerState, TopicQueueStats
 
 __all__ = [
     "CONNECTED",

@@ -48,8 +48,8 @@ from .queueing import Queueing
 from .queues import Compression, CompressionPolicy, Pack, PartitionQueue
 from .reasons import DiscardReason
 from .transactions import TransactionManager
-from .transport import BootstrapState, BrokerState, BrokerTrouble, PauseBackoff, Timeouts, TopicQueueStats
-from .views import ProducerViews
+from .transport import BrokerTrouble, PauseBackoff, Timeouts
+from .views import BootstrapState, BrokerState, ProducerViews, TopicQueueStats
 
 
 class Producer(Queueing, Generic[M]):

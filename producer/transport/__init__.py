@@ -3,7 +3,7 @@
 Modules: ``framing`` (the sans-I/O core: frames, correlation ids, in-flight FIFO, frame cap), ``broker_connection``
 (its asyncio shell: :func:`open_connection`, :class:`BrokerConnection`, timeouts, TLS, version negotiation, SASL),
 ``sasl`` (SaslHandshake + SaslAuthenticate, PLAIN and SCRAM), ``backoff`` (reconnect and pause backoffs),
-``trouble`` (broker trouble in the log), ``health`` (what the status pages show of brokers and queues).
+``trouble`` (broker trouble in the log), ``health`` (a sender's connection state for the pages).
 Rule: imports only the top-level vocabulary and :mod:`bruce.producer.config` (see
 docs/architecture.md#the-floors-of-bruceproducer).
 """
@@ -12,17 +12,7 @@ from __future__ import annotations
 
 from .backoff import ExponentialBackoff, PauseBackoff, jittered
 from .broker_connection import BrokerConnection, Timeouts, open_connection, reauthenticate
-from .health import (
-    AUTH_FAILED,
-    CONNECT_FAILED,
-    CONNECTED,
-    DISCONNECTED,
-    IDLE,
-    BootstrapState,
-    BrokerHealth,
-    BrokerState,
-    TopicQueueStats,
-)
+from .health import AUTH_FAILED, CONNECT_FAILED, CONNECTED, DISCONNECTED, IDLE, BrokerHealth
 from .sasl import AuthenticationFailed
 from .trouble import BrokerTrouble
 
@@ -33,15 +23,12 @@ __all__ = [
     "DISCONNECTED",
     "IDLE",
     "AuthenticationFailed",
-    "BootstrapState",
     "BrokerConnection",
     "BrokerHealth",
-    "BrokerState",
     "BrokerTrouble",
     "ExponentialBackoff",
     "PauseBackoff",
     "Timeouts",
-    "TopicQueueStats",
     "jittered",
     "open_connection",
     "reauthenticate",

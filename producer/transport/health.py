@@ -1,15 +1,12 @@
-"""What the producer reports about its brokers and queues for the status pages.
+"""A broker's connection health, as the status pages show it (their rows: :mod:`bruce.producer.views`).
 
 Rules:
 - :class:`BrokerHealth` is a sender's connection state (``connected``, ``connect failed``, ``authentication failed``,
   ``disconnected``, ``idle``: no produce connection opened yet), keyed by node id, changed only on transitions
   (connect, connect failure, connection lost), never per message; times are wall-clock (epoch s) for the pages.
-- :class:`BrokerState` is one broker's row as the pages show it (its address and its sender's health);
-  :class:`TopicQueueStats` one topic's held messages by state.
-- The log's account of broker trouble is :mod:`bruce.producer.transport.trouble`, a separate concern on purpose: it
-  is keyed by address (bootstrap and metadata brokers too, which have no sender), counts failed attempts per episode
-  on the monotonic clock, and only rate-limits lines; a connection lost mid-request is a state here, not trouble
-  there.
+- The log's account of broker trouble is :mod:`bruce.producer.transport.trouble`, a separate concern on purpose: it is
+  keyed by address (bootstrap and metadata brokers too, which have no sender), counts failed attempts per episode on the
+  monotonic clock, and only rate-limits lines; a connection lost mid-request is a state here, not trouble there.
 """
 
 from __future__ import annotations
@@ -37,37 +34,3 @@ class BrokerHealth:
             self.state, self.since = state, now
         if error:
             self.last_error, self.last_error_at = error, now
-
-
-@dataclass(frozen=True, slots=True)
-class TopicQueueStats:
-    """Messages of one topic by state (Bruce's /queues): accumulating, waiting to be sent, waiting for an ACK."""
-
-    batching: int
-    send_wait: int
-    ack_wait: int
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapState:
-    """One configured bootstrap broker (``host:port``) and the last error in reaching it for metadata (DNS failure,
-    refused, timed out, TLS or SASL refusal; ``""`` and 0 when none since it last answered)."""
-
-    address: str
-    last_error: str = ""
-    last_error_at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerState:
-    """One broker as the status pages show it: address, connection state (``connected``, ``connect failed``,
-    ``disconnected``, ``idle``: no produce connection opened yet), since when (epoch s; 0 = since start), and the
-    last error's text and time (``""`` and 0 when none)."""
-
-    node_id: int
-    host: str
-    port: int
-    state: str
-    since: float = 0.0
-    last_error: str = ""
-    last_error_at: float = 0.0
