@@ -368,7 +368,8 @@ class Daemon:
         """Open the durable spool, when configured, and connect it to the inputs and the outcomes."""
         if self.spool_config is None:
             return
-        spool = self.spool_slot.open(self.spool_config)  # SpoolLocked: another daemon has it
+        behind = asyncio.Event()  # the spool's cursor fell behind: the disk backlog reads it back (given to both)
+        spool = self.spool_slot.open(self.spool_config, on_behind=behind.set)  # SpoolLocked: another daemon has it
         self._journal = SpoolJournal(
             spool, self.producer, self.counters, why_off=why_at_least_once(self.producer.config)
         )
@@ -381,7 +382,7 @@ class Daemon:
             settle=self._journal.settle,
         )
         self._backlog = DiskBacklog(
-            spool, sink=self.route, budget=self.budget, outcomes=self.outcomes, counters=self.counters
+            spool, behind=behind, sink=self.route, budget=self.budget, outcomes=self.outcomes, counters=self.counters
         )
         self._stopping.spool_opened(self._backlog)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)
