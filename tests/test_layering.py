@@ -461,10 +461,6 @@ def test_the_wiring_check_sees_a_late_patch(tmp_path: Path) -> None:
 # -- one name, one class -----------------------------------------------------------------------------------------------
 
 
-NAMED_TWICE_LEFT = {"ConfigError"}  # the producer's and the daemon's: one class changes `bruce`'s exit status for two
-# start-up errors (1 today), so it waits for that decision
-
-
 def test_no_public_class_name_is_defined_twice() -> None:
     where: dict[str, list[str]] = {}
     for package in PACKAGES:
@@ -473,4 +469,4 @@ def test_no_public_class_name_is_defined_twice() -> None:
                 if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                     where.setdefault(node.name, []).append(str(f.relative_to(ROOT)))
     twice = {name: files for name, files in where.items() if len(files) > 1}
-    assert set(twice) == NAMED_TWICE_LEFT, twice
+    assert twice == {}

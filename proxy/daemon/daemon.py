@@ -63,7 +63,7 @@ from ..messages import HeldMessage, MakeRoom, MessageBudget
 from ..routing import Batcher, Packer, RateLimiter, Router, TopicCompression, message_overhead
 from ..spool import Spool, SpoolSlot
 from ..status import StatusServer, check_status_port
-from .assembly import LegacyOutput, plog_listeners, tick_for
+from .assembly import LegacyOutput, check_plog_listeners, plog_listeners, tick_for
 from .exactly_once import SpoolJournal, why_at_least_once
 from .plog_inputs import PlogInputs
 from .shutdown import Shutdown, logged
@@ -232,11 +232,13 @@ class Daemon:
     # -- public --------------------------------------------------------------------------------------------------------
 
     def preflight(self) -> None:
-        """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
+        """Bruce's startup checks, before anything starts: no two plog listeners on one port or name
+        (:class:`ConfigError`), can clients send datagrams of ``--max_input_msg_size``
         (:class:`~bruce.proxy.intake.socket_path.IntakeError`), is the socket path usable (its private directory, no
         live socket there: :class:`~bruce.proxy.intake.socket_path.SocketPathError`), and is the status port free
         (``StatusBindError``: another daemon is probably running)."""
         options = self.options
+        check_plog_listeners(options, self.config)
         if options.use_old_input_format:
             raise ConfigError(
                 'Bruce\'s oldest input format ("topic<space>body" datagrams) is not supported; clients must send '
