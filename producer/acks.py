@@ -14,8 +14,8 @@ Rules:
   stored by an earlier send); OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH and
   PRODUCER_FENCED are :attr:`Action.SEQUENCE`, which
   :meth:`bruce.producer.idempotence.sequence_state.Idempotence.on_answer` turns into resend, pause or discard from the
-  partition's sequence state; transport failures are no possible duplicates (a resend keeps its
-  sequence, so the broker drops a copy it already holds).
+  partition's sequence state; transport failures are no possible duplicates (a resend keeps its sequence, so the
+  broker drops a copy it already holds).
 """
 
 from __future__ import annotations

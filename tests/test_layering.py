@@ -10,6 +10,9 @@ of wire, producer and proxy, and no package imports it.
   ``TYPE_CHECKING`` too, so a circle cannot be hidden by moving one of its imports.
 - Inside proxy, the subsystems (every subpackage but ``daemon``) never import ``bruce.proxy.daemon``: the daemon is the
   composition root that wires them together, never a dependency of one.
+- Inside proxy and producer, floors (``PROXY_FLOORS``; ``PRODUCER_GROUND``, ``PRODUCER_FLOORS``, ``PRODUCER_ROOF``):
+  a floor imports only lower ones, through their faces.
+- No hook is set on an object after its construction (``late_patches``), and no public class name is defined twice.
 """
 
 from __future__ import annotations

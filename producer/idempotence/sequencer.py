@@ -73,8 +73,8 @@ class Owner(Protocol):
 
 
 class Transaction(Protocol):
-    """What the sequencer tells a transactional producer's transaction
-    (:class:`~bruce.producer.transactions.manager.TransactionManager` is one)."""
+    """What the sequencer tells a transactional producer's transaction (served by its
+    :class:`~bruce.producer.transactions.manager.TransactionManager`, through the producer's hooks)."""
 
     def admit(self, pq: PartitionQueue) -> bool: ...
 
