@@ -1,6 +1,7 @@
 """Pipelining headroom of idempotent produce at the wire level: batches sent to tansu through the delaying proxy
-(tests/netproxy.py) with 1 and with 5 in flight on one partition, each sequenced by bruce.producer.idempotence and
-encoded by bruce.wire. Prints batches/s and messages/s for both and their ratio, measured in the same run.
+(tests/netproxy.py) with 1 and with 5 in flight on one partition, each sequenced by
+bruce.producer.idempotence.sequence_state and encoded by bruce.wire. Prints batches/s and messages/s for both and their
+ratio, measured in the same run.
 
 Usage: python bench/idempotence_bench.py [--latency 20] [--batches 200] [--batch-size 100] [--size 100]
 
@@ -22,7 +23,7 @@ from kafkaclient import KafkaClient
 from netproxy import proxy_in_thread
 
 from bruce.producer.acks import Action, classify
-from bruce.producer.idempotence import Idempotence
+from bruce.producer.idempotence.sequence_state import Idempotence
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.protocol.init_producer_id import InitProducerIdRequest
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData

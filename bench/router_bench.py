@@ -26,10 +26,10 @@ import gc
 import time
 from types import SimpleNamespace as NS
 
-from bruce.producer.cluster import build_view
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.dispatcher import Dispatcher
+from bruce.producer.dispatch.dispatcher import Dispatcher
+from bruce.producer.metadata.cluster import build_view
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.config.model import (
     BatchingConfig,

@@ -269,7 +269,7 @@ def journal(quick: bool, directory: Path | None) -> None:
     """The batch journal's records per batch (see the module docstring)."""
     from types import SimpleNamespace
 
-    from bruce.producer.journal import Journal, PartJournal
+    from bruce.producer.idempotence.journal import Journal, PartJournal
 
     print("\njournal: SENT before a batch is sent + FINISHED after its acknowledgement (the daemon's, spool runs)")
     with tempfile.TemporaryDirectory(prefix="spool-journal-", dir=directory) as tmp:

@@ -17,28 +17,54 @@ from __future__ import annotations
 
 from .aio import new_event_loop, run
 from .bulk import Bulk
-from .cluster import BadMetadata, BrokerNode, ClusterView, Partition, Topic, build_view
-from .config import PROTOCOLS, ProducerConfig, parse_host_port, servers
+from .config import (
+    PARTITIONERS,
+    PLAINTEXT,
+    PROTOCOLS,
+    REDACTED,
+    SECRETS,
+    SECURITY_PROPERTIES,
+    SETTING_NAMES,
+    SETTINGS,
+    ProducerConfig,
+    Secret,
+    SecurityConfig,
+    client_context,
+    is_secret,
+    parse_host_port,
+    read_setting,
+    servers,
+)
 from .counters import Counters, Labels
 from .errors import ConfigError, DeliveryError, MessageTooLarge, ProducerClosed, QueueFull, TransportError
 from .handle import Handle
-from .health import CONNECTED, IDLE, BootstrapState, BrokerState, TopicQueueStats
-from .journal import Journal, JournalEntry, PartJournal, read_journal
+from .idempotence import (
+    Journal,
+    JournalEntry,
+    PartJournal,
+    Settler,
+    StateInUse,
+    StateMismatch,
+    highest_sequences,
+    read_journal,
+)
 from .message import Message, OutcomeSink
-from .partitioner import PARTITIONERS, key_to_partition_key, partition_for_key
+from .metadata import (
+    BadMetadata,
+    BrokerNode,
+    ClusterView,
+    Partition,
+    Topic,
+    build_view,
+    key_to_partition_key,
+    partition_for_key,
+)
 from .producer import Producer
+from .queues import NO_COMPRESSION, Compression, CompressionPolicy
 from .reasons import DiscardReason
-from .recovery import Settler, highest_sequences
-from .request import NO_COMPRESSION, Compression, CompressionPolicy
-from .sasl import AuthenticationFailed
-from .security import PLAINTEXT, REDACTED, SECRETS, Secret, SecurityConfig, client_context
-from .security import PROPERTIES as SECURITY_PROPERTIES
-from .settings import NAMES as SETTING_NAMES
-from .settings import SETTINGS, is_secret
-from .settings import read as read_setting
-from .state import StateInUse, StateMismatch
 from .transactions import TransactionError
-from .transport import BrokerConnection, Timeouts, open_connection
+from .transport import CONNECTED, IDLE, AuthenticationFailed, BrokerConnection, Timeouts, open_connection
+from .views import BootstrapState, BrokerState, TopicQueueStats
 
 __all__ = [
     "CONNECTED",

@@ -9,12 +9,13 @@ Rules:
   → pause; other retriable codes → resend after a backoff; anything else, and codes we do not know → discard.
 - Resend and pause caused by an ACK count as a failed attempt for each message; transport failures do not, but the
   messages that were written and not acknowledged become possible duplicates.
-- The idempotent path (``idempotent=True``, modern path only; bruce.producer.sequencing uses it) is the modern
-  table with the idempotent producer's codes (KIP-98): DUPLICATE_SEQUENCE_NUMBER is success (the batch was stored by
-  an earlier send); OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH and PRODUCER_FENCED are
-  :attr:`Action.SEQUENCE`, which :meth:`bruce.producer.idempotence.Idempotence.on_answer` turns into resend, pause or
-  discard from the partition's sequence state; transport failures are no possible duplicates (a resend keeps its
-  sequence, so the broker drops a copy it already holds).
+- The idempotent path (``idempotent=True``, modern path only; bruce.producer.idempotence.sequencer uses it) is the
+  modern table with the idempotent producer's codes (KIP-98): DUPLICATE_SEQUENCE_NUMBER is success (the batch was
+  stored by an earlier send); OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH and
+  PRODUCER_FENCED are :attr:`Action.SEQUENCE`, which
+  :meth:`bruce.producer.idempotence.sequence_state.Idempotence.on_answer` turns into resend, pause or discard from the
+  partition's sequence state; transport failures are no possible duplicates (a resend keeps its sequence, so the
+  broker drops a copy it already holds).
 """
 
 from __future__ import annotations

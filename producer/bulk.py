@@ -3,8 +3,8 @@
 
 Rules:
 - A chunk is a batch's values (the caller's, sliced) and timestamps (one, or one per value), keyless and without
-  headers, queued ready in one partition queue like a packed batch (:mod:`bruce.producer.queues`). While it waits the
-  garbage collector sees a few lists, not one object per value.
+  headers, queued ready in one partition queue like a packed batch (:mod:`bruce.producer.queues.partition_queue`). While
+  it waits the garbage collector sees a few lists, not one object per value.
 - ``send_many`` cuts its keyless values into chunks of at most ``batch_num_messages`` values whose bytes fit
   ``batch_size``, the request data limit and one record batch (estimated as assembly does); keyed values, and values
   for a topic not yet known, become messages at once and are routed as ``submit`` routes (their chunk is made of
@@ -34,14 +34,12 @@ from typing import Any
 
 from bruce.wire import UsageError, build_value_batch
 
-from .cluster import Topic
-from .dispatcher import Dispatcher
+from .dispatch import Dispatcher
 from .errors import DeliveryError
 from .message import Message, check_bytes
-from .partitioner import explicit_partition, key_to_partition_key
-from .queues import PartitionQueue
+from .metadata import Topic, explicit_partition, key_to_partition_key
+from .queues import RECORD_OVERHEAD, PartitionQueue
 from .reasons import DiscardReason
-from .request import RECORD_OVERHEAD
 
 
 class Chunk:
@@ -107,7 +105,7 @@ class Chunk:
 
     def sealed(self, size: int) -> None:
         """No more values (``size``: their bytes): the open batch is ready (:meth:`PartitionQueue.seal
-        <bruce.producer.queues.PartitionQueue.seal>`)."""
+        <bruce.producer.queues.partition_queue.PartitionQueue.seal>`)."""
         if self.members is None:
             self.count = self._left = len(self.values)
         self.size = size

@@ -7,15 +7,58 @@ from a peer); a failed message surfaces as :class:`DeliveryError` with its :clas
 
 from __future__ import annotations
 
+import re
+
 from bruce.wire import BruceError, MalformedInput, UsageError
 
 from .reasons import DiscardReason
 
 
 class ConfigError(UsageError):
-    """A producer setting is invalid; the message names the setting and what it accepts."""
+    """A setting refused: a producer setting (the message names it and what it accepts), or the daemon's command line
+    or config file. The message is one line a person can act on: where — ``source`` (the file) and ``line``, then
+    ``where`` (an element path such as ``batching/namedConfigs/config[name="low_latency"]/time``, or an option such as
+    ``--required_acks``) —, then ``problem``; control characters are written ``\\uXXXX``. ``path``: the
+    format-neutral location (section and key names, list indexes) of a problem found in a configuration's values,
+    which the daemon's file loaders name in their own syntax (:meth:`located`)."""
 
     reason = "BAD_CONFIG"
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str | None = None,
+        where: str | None = None,
+        line: int | None = None,
+        path: tuple[str | int, ...] | None = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.where = where
+        self.line = line
+        self.path = path
+        super().__init__(_compose(problem, source, where, line))
+
+    def located(self, *, source: str | None, where: str | None, line: int | None = None) -> ConfigError:
+        """The same problem, placed in a file (the daemon's loaders call this on problems found by its model's
+        checks)."""
+        return ConfigError(self.problem, source=source, where=where, line=line, path=self.path)
+
+
+def _compose(problem: str, source: str | None, where: str | None, line: int | None) -> str:
+    place = ""
+    if source is not None:
+        place = source if line is None else f"{source}, line {line}"
+    elif line is not None:
+        place = f"line {line}"
+    if where:
+        place = f"{place}: {where}" if place else where
+    message = f"{place}: {problem}" if place else problem
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04X}", message)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class MessageTooLarge(UsageError):

@@ -7,7 +7,7 @@ Rules:
   that crashes ends the producer with its exception. The producer starts without waiting for Kafka: messages for topics
   not yet known wait for the first metadata (``await producer.ready()`` waits for it).
 - The daemon may give a ``pack`` function: ready batches that wait for a broker are then held in its compact form
-  (:mod:`bruce.producer.queues`), and :meth:`Producer.compact` packs the others on demand.
+  (:mod:`bruce.producer.queues.partition_queue`), and :meth:`Producer.compact` packs the others on demand.
 - ``close(deadline, reason)``: stop accepting, flush, wait for ACKs until the deadline, then discard what is left
   with ``reason`` (PRODUCER_CLOSED; the daemon's :meth:`Producer.shutdown` and its crash path use SERVER_SHUTDOWN).
 - ``freeze_gc``: ``start`` runs a full collection, then ``gc.freeze()``: what the program holds at that moment (modules,
@@ -17,10 +17,14 @@ Rules:
 - ``message_timeout_ms`` (librdkafka's ``message.timeout.ms``; 0 = none): a periodic tick (a tenth of the timeout,
   10 ms to 1 s) discards as MESSAGE_TIMEOUT what was queued longer than that (see the dispatcher), so every wait of
   the API ends: awaiting a handle, ``flush()``, and ``ready()`` (whose default bound is the message timeout).
-- The methods of the same names hand over to the producer's collaborators: queueing (``send``, ``send_many``, the
-  daemon's ``submit``; sealing and linger, their state and rules) to a :class:`~bruce.producer.sending.Sending`,
-  ``send`` bound to it once per instance (no extra call per message); the cluster view's side (``ready``, new views,
-  refusals, the daemon's queries) to a :class:`~bruce.producer.views.ProducerViews`.
+- Queueing (``send``, ``send_many``, the daemon's ``submit``; sealing and linger, their state and rules) is its
+  base class's, :class:`~bruce.producer.queueing.Queueing`: ``send`` runs once per message, so it is the producer's
+  own method, with no call in between. The cluster view's side (``ready``, new views, refusals, the daemon's queries)
+  is handed over to a :class:`~bruce.producer.views.ProducerViews`, whose methods of the same names these are.
+- Wiring: ``__init__`` builds each part once and gives it, at construction, what it hands on to. What a part asks of
+  one built after it (the dispatcher of the pause, the topic creator and the senders; the metadata fetcher of the
+  views; the sequencer of the duplicate check and the transaction) goes through one :class:`ProducerHooks`, given to
+  each; no hook is set on a part after it was built. Once the producer closes, the hooks start nothing new.
 """
 
 from __future__ import annotations
@@ -28,44 +32,27 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from typing import Any, Generic, cast
 
 from bruce.wire import Codec, UsageError
 
-from .backoff import PauseBackoff
-from .bulk import Bulk
-from .cluster import ClusterView
-from .config import ProducerConfig
+from .config import ProducerConfig, client_context
 from .counters import Counters
-from .dispatcher import Dispatcher, DispatchHooks
-from .duplicates import DuplicateCheck
+from .dispatch import Dispatcher, PauseController, RequestOutcomes, Sender, expire_loop
 from .errors import ProducerClosed
-from .expiry import expire_loop
-from .handle import Handle
-from .health import BootstrapState, BrokerState, TopicQueueStats
-from .journal import PartJournal
+from .idempotence import Batch, DuplicateCheck, PartJournal, ProducerState, log_idempotence_off
 from .message import M, Message, OutcomeSink
-from .metadata import MetadataFetcher
-from .partitioner import AnyPartitionCycle
-from .pause import PauseController
-from .queues import Pack
+from .metadata import AnyPartitionCycle, ClusterView, MetadataFetcher, TopicCreator
+from .queueing import Queueing
+from .queues import Compression, CompressionPolicy, Pack, PartitionQueue
 from .reasons import DiscardReason
-from .request import Compression, CompressionPolicy
-from .responses import RequestOutcomes
-from .security import client_context
-from .sender import Sender
-from .sending import Sending
-from .sequencing import log_idempotence_off
-from .state import ProducerState
-from .topics import TopicCreator
 from .transactions import TransactionManager
-from .transport import Timeouts
-from .trouble import BrokerTrouble
-from .views import ProducerViews
+from .transport import BrokerTrouble, PauseBackoff, Timeouts
+from .views import BootstrapState, BrokerState, ProducerViews, TopicQueueStats
 
 
-class Producer(Generic[M]):
+class Producer(Queueing, Generic[M]):
     """A non-blocking Kafka producer. ``async with Producer(ProducerConfig(...)) as p: handle = p.send(...)``.
 
     ``M`` is the type of message the daemon submits (a :class:`Message` subclass): its sink and its ``pack`` get those
@@ -105,17 +92,17 @@ class Producer(Generic[M]):
         self._core: list[asyncio.Task[Any]] = []  # the refresh loop and the pause: alive as long as the producer
         self._group: asyncio.TaskGroup | None = None
         self._trouble = BrokerTrouble()
+        # Each part is built once, given what it hands on to; what a part asks of one built after it goes through the
+        # hooks (the pause, the topic creator, the views, the duplicate check and the transaction need the dispatcher).
+        self._hooks = hooks = ProducerHooks(self)
         self._fetcher = fetcher = MetadataFetcher(
-            config, self.counters, self._timeouts, rng=self._rng, require_topics=require_topics, trouble=self._trouble
-        )
-        hooks = DispatchHooks(  # the pause and the topic creator need the dispatcher: reached once they exist
-            wake_broker=self._wake_broker,
-            pause=lambda cause, answered: self._pause.request(cause, answered),
-            unknown_topic=lambda topic: fetcher.request(),
-            autocreate=lambda topic: self._topics.start(topic),
-            drained=self._drained,
-            progress=lambda answered: self._pause.progress(answered),
-            fetches_begun=lambda: fetcher.begun,
+            config,
+            self.counters,
+            self._timeouts,
+            rng=self._rng,
+            require_topics=require_topics,
+            trouble=self._trouble,
+            on_refused=hooks.refused,
         )
         self._dispatcher = d = Dispatcher(
             config,
@@ -126,16 +113,15 @@ class Producer(Generic[M]):
             hooks=hooks,
             cycle=AnyPartitionCycle(self._rng),
             pack=cast("Pack[Message] | None", pack),
+            txn=hooks if config.transactional_id is not None else None,
+            on_duplicate=hooks.duplicate_answer,
         )
         self._ledger = d.ledger
         self._views = views = ProducerViews(
             config, d, fetcher, self._senders, self._wake_broker, keep_on_auth_failure=keep_on_auth_failure
         )
-        fetcher.on_refused = views.refused
         self._outcomes = RequestOutcomes(d)
         self._duplicates = DuplicateCheck(d, views, config, self._spawn)
-        if d.seq is not None:
-            d.seq.on_duplicate = self._duplicates
         backoff = PauseBackoff(
             config.pause_rate_limit_initial_ms, config.pause_rate_limit_max_double, config.min_pause_delay_ms, self._rng
         )
@@ -153,11 +139,7 @@ class Producer(Generic[M]):
                 flush=self.flush,
                 spawn=self._spawn,
             )
-        if d.seq is not None:
-            d.seq.txn = self._txn
-        self._sending = sending = Sending(config, self.counters, d, self._txn, running=lambda: self._group is not None)
-        # send is called per message: the instance's is the queueing object's own, one call less than the method below
-        self.send = sending.send  # type: ignore[method-assign]  # the same signature as the method below, bound once
+        super().__init__(config, self.counters, d, self._txn, running=lambda: self._group is not None)  # queueing
         if d.seq is None:
             log_idempotence_off(config)
 
@@ -181,7 +163,7 @@ class Producer(Generic[M]):
             gc.collect()
             gc.freeze()
         self._loop = loop = asyncio.get_running_loop()
-        self._sending.start(loop)
+        self._start_queueing(loop)
         self._dispatcher.clock = loop.time
         self._views.start(loop)
         self._group = asyncio.TaskGroup()
@@ -198,8 +180,10 @@ class Producer(Generic[M]):
             self._spawn(self.state.sync_loop())
         self._core = list(self._tasks)
         self._fetcher.request()
-        self._sending.accepting = self._txn is None  # a transactional producer accepts within a transaction only
-        if self.state is not None:  # settle what an earlier producer on the path left (bruce.producer.state)
+        self._accepting = self._txn is None  # a transactional producer accepts within a transaction only
+        if (
+            self.state is not None
+        ):  # settle what an earlier producer on the path left (bruce.producer.idempotence.state_path)
             try:
                 await self.state.settle(self)
             except BaseException as e:  # StateMismatch: nothing of this producer's may stay running
@@ -207,8 +191,8 @@ class Producer(Generic[M]):
                 raise
 
     def journal_batches(self, journal: PartJournal) -> None:
-        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.journal`; the daemon's spool); nothing
-        to journal when the producer is not idempotent."""
+        """Journal every idempotent batch before it is sent (:mod:`bruce.producer.idempotence.journal`; the daemon's
+        spool); nothing to journal when the producer is not idempotent."""
         if self._dispatcher.seq is not None:
             self._dispatcher.seq.journal = journal
 
@@ -244,17 +228,16 @@ class Producer(Generic[M]):
         group = self._group
         if group is None:
             return
-        self._sending.accepting = False
+        self._accepting = False
         if deadline is None:
             deadline = self.config.shutdown_max_delay_ms / 1000
         if error is None and self._tasks_alive():
             await self.flush(deadline)
         d = self._dispatcher
-        # From here on nothing may start: no sender, pause, fetch or auto-creation (the task group is ending).
-        d.hooks = d.hooks.stopping()
+        self._hooks.stopping = True  # from here on nothing may start (the task group is ending)
         for task in self._tasks:
             task.cancel()
-        self._sending.stop()
+        self._stop_queueing()
         if self._txn is not None:
             self._txn.close()
         for sender in self._senders.values():
@@ -280,54 +263,16 @@ class Producer(Generic[M]):
         """The daemon's graceful shutdown: like :meth:`close`, with SERVER_SHUTDOWN for what is left."""
         await self.close(deadline, DiscardReason.SERVER_SHUTDOWN)
 
-    # ---------------------------------------------------------------- queueing (bruce.producer.sending)
+    # ---------------------------------------------------------------- queueing (bruce.producer.queueing)
 
-    def send(
-        self,
-        topic: str,
-        value: bytes | None,
-        key: bytes | None = None,
-        partition: int | None = None,
-        timestamp: int | None = None,
-        headers: Sequence[tuple[str, bytes | None]] | None = None,
-        *,
-        partition_key: int | None = None,
-    ) -> Message | Handle:
-        """Queue one message; returns its delivery handle (``await`` it for ``(partition, offset)``).
-
-        Routing: ``partition`` as given; else ``partition_key`` (Bruce's PartitionKey: a 32-bit number, signed or
-        not, modulo all partitions, moving on to the next available one); else the key through the configured
-        ``partitioner`` (murmur2 by default: where Java's clients put it) the same way; else any partition. A bad
-        argument (``partition`` and ``partition_key`` together, a timestamp out of range, malformed headers, ...)
-        raises :class:`UsageError` and queues nothing."""
-        # Each instance binds ``send`` to its Sending's in __init__: this method is what the class shows and checks.
-        return self._sending.send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
-
-    def send_many(
-        self,
-        topic: str,
-        values: Sequence[bytes | None],
-        keys: Sequence[bytes | None] | None = None,
-        *,
-        partition: int | None = None,
-        timestamp: int | None = None,
-    ) -> Bulk:
-        """Queue many values at once (all or none); returns a :class:`Bulk`: ``await`` it, then ``results()`` gives
-        each value's ``(partition, offset)`` or :class:`DeliveryError`, in order.
-
-        Keyless values (``keys`` None) go in batches of their own, ready at once (no linger), each batch to the next
-        partition of the topic's cycle, or all to ``partition``. ``keys`` (one per value, None for none) route each
-        value as ``send`` does. Every value gets ``timestamp`` (default: now). Raises as ``send`` does:
-        :class:`QueueFull` when the values do not all fit the queue limits, :class:`UsageError` for a value or key
-        that is not bytes, ``keys`` of another length, a bad ``partition`` or ``timestamp``."""
-        return self._sending.send_many(topic, values, keys, partition=partition, timestamp=timestamp)
+    # send and send_many are the base class's (Queueing): per message, no call in between.
 
     def submit(self, topic: str, messages: list[M]) -> None:
         """The daemon's entry point: a ready batch for ``topic``. Each message routes by its own ``partition_key``
         (None = AnyPartition: the whole keyless group goes to one partition). Every message's fate reaches the
         :class:`OutcomeSink`. Queue limits do not apply (the daemon has its own memory budget). Raises
         :class:`ProducerClosed` before taking any message when the producer is not accepting."""
-        self._sending.submit(topic, cast("list[Message]", messages))  # M is a Message
+        self._submit(topic, cast("list[Message]", messages))  # M is a Message
 
     # ---------------------------------------------------------------- topics
 
@@ -457,7 +402,7 @@ class Producer(Generic[M]):
         return task
 
     def _accept(self, on: bool) -> None:
-        self._sending.accepting = on
+        self._accepting = on
 
     def _tasks_alive(self) -> bool:
         return not any(t.done() for t in self._core)
@@ -482,3 +427,64 @@ class Producer(Generic[M]):
         drained, self._drained_future = self._drained_future, None
         if drained is not None and not drained.done():
             drained.set_result(None)
+
+
+class ProducerHooks:
+    """What the producer's parts ask of the parts built after them, each call handed on to the part that serves it:
+    the dispatcher's :class:`~bruce.producer.dispatch.DispatchHooks`, the metadata fetcher's refusals, and the
+    sequencer's duplicate answers and transaction. ``stopping`` (the producer closes): start nothing more — no sender,
+    pause, metadata fetch or auto-creation."""
+
+    __slots__ = ("_p", "stopping")
+
+    def __init__(self, producer: Producer[Any]) -> None:
+        self._p = producer
+        self.stopping = False
+
+    # The dispatcher's DispatchHooks.
+
+    def wake_broker(self, broker: int) -> None:
+        if not self.stopping:
+            self._p._wake_broker(broker)
+
+    def pause(self, cause: str, answered: bool) -> None:
+        if not self.stopping:
+            self._p._pause.request(cause, answered)
+
+    def unknown_topic(self, topic: str) -> None:
+        if not self.stopping:
+            self._p._fetcher.request()
+
+    def autocreate(self, topic: str) -> None:
+        if not self.stopping:
+            self._p._topics.start(topic)
+
+    def drained(self) -> None:
+        self._p._drained()
+
+    def progress(self, answered: bool) -> None:
+        self._p._pause.progress(answered)
+
+    def fetches_begun(self) -> int:
+        return self._p._fetcher.begun
+
+    # The metadata fetcher's and the sequencer's.
+
+    def refused(self, detail: str) -> None:
+        self._p._views.refused(detail)
+
+    def duplicate_answer(
+        self, pq: PartitionQueue, batch: Batch, messages: list[Message], size: int, since: float
+    ) -> None:
+        self._p._duplicates(pq, batch, messages, size, since)
+
+    # A transactional producer's Transaction (the sequencer's).
+
+    def admit(self, pq: PartitionQueue) -> bool:
+        return self._p._transactions().admit(pq)
+
+    def produce_failed(self, name: str, given_up: bool) -> None:
+        self._p._transactions().produce_failed(name, given_up)
+
+    def idempotence_ended(self, name: str, why: str) -> None:
+        self._p._transactions().idempotence_ended(name, why)

@@ -12,7 +12,9 @@ Rules:
   library use fails :meth:`ready` and every held message with AUTHENTICATION_FAILED (the daemon keeps them:
   ``keep_on_auth_failure``).
 - The queries (cluster, partitions, metadata times, brokers, requests, queue statistics, counts) are read-only
-  snapshots for the daemon's status pages and accounting.
+  snapshots for the daemon's status pages and accounting; their rows are :class:`BrokerState` (a broker's address and
+  its sender's :class:`~bruce.producer.transport.health.BrokerHealth`), :class:`BootstrapState` and
+  :class:`TopicQueueStats` (one topic's held messages by state).
 """
 
 from __future__ import annotations
@@ -20,17 +22,50 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from .cluster import ClusterView
 from .config import ProducerConfig
-from .dispatcher import Dispatcher
+from .dispatch import Dispatcher, Sender
 from .errors import DeliveryError, ProducerClosed
-from .health import BootstrapState, BrokerHealth, BrokerState, TopicQueueStats
-from .metadata import MetadataFetcher
+from .metadata import ClusterView, MetadataFetcher
 from .reasons import DiscardReason
-from .sender import Sender
+from .transport import BrokerHealth
 
 log = logging.getLogger("bruce.producer")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicQueueStats:
+    """Messages of one topic by state (Bruce's /queues): accumulating, waiting to be sent, waiting for an ACK."""
+
+    batching: int
+    send_wait: int
+    ack_wait: int
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapState:
+    """One configured bootstrap broker (``host:port``) and the last error in reaching it for metadata (DNS failure,
+    refused, timed out, TLS or SASL refusal; ``""`` and 0 when none since it last answered)."""
+
+    address: str
+    last_error: str = ""
+    last_error_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerState:
+    """One broker as the status pages show it: address, connection state (``connected``, ``connect failed``,
+    ``disconnected``, ``idle``: no produce connection opened yet), since when (epoch s; 0 = since start), and the
+    last error's text and time (``""`` and 0 when none)."""
+
+    node_id: int
+    host: str
+    port: int
+    state: str
+    since: float = 0.0
+    last_error: str = ""
+    last_error_at: float = 0.0
 
 
 class ProducerViews:

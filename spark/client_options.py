@@ -8,8 +8,8 @@ Rules:
   per call) are checked as numbers and ignored (:data:`IGNORED_READ_SETTINGS`, docs/spark.md says why for each); any
   other ``kafka.*`` setting of a read is an error.
 - A direct write takes every :class:`~bruce.producer.ProducerConfig` setting as ``kafka.<dotted name>`` (or an alias
-  of it), read by the producer's settings table (:mod:`bruce.producer.settings`; ``acks=all`` is -1), and the Java
-  producer's names that Spark users pass (:data:`JAVA_PRODUCER_NAMES`: ``max.request.size``, ``retries``,
+  of it), read by the producer's settings table (:mod:`bruce.producer.config.setting_table`; ``acks=all`` is -1), and
+  the Java producer's names that Spark users pass (:data:`JAVA_PRODUCER_NAMES`: ``max.request.size``, ``retries``,
   ``buffer.memory``, ...); an unknown one is an error.
 - ``kafka.<librdkafka security property>`` (``security.protocol``, ``sasl.*``, ``ssl.*``) apply to reads and writes
   alike, through :class:`~bruce.producer.SecurityConfig` (secrets stay redacted in errors).

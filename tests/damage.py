@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from bruce.producer.recovery import Settlement
+from bruce.producer.idempotence.recovery import Settlement
 from bruce.wire import decode_record_batch
 
 

@@ -10,6 +10,9 @@ of wire, producer and proxy, and no package imports it.
   ``TYPE_CHECKING`` too, so a circle cannot be hidden by moving one of its imports.
 - Inside proxy, the subsystems (every subpackage but ``daemon``) never import ``bruce.proxy.daemon``: the daemon is the
   composition root that wires them together, never a dependency of one.
+- Inside proxy and producer, floors (``PROXY_FLOORS``; ``PRODUCER_GROUND``, ``PRODUCER_FLOORS``, ``PRODUCER_ROOF``):
+  a floor imports only lower ones, through their faces.
+- No hook is set on an object after its construction (``late_patches``), and no public class name is defined twice.
 """
 
 from __future__ import annotations
@@ -104,10 +107,10 @@ def test_proxy_top_level_holds_only_subpackages() -> None:
 FACE_CHECKED = ["client", "producer", "proxy", "spark", "tool"]
 
 
-def _exports(package: str) -> set[str]:
+def _exports(package: str, root: Path = ROOT) -> set[str]:
     """The names of ``package/__init__.py``'s face (read from the source): its ``__all__``, or for a face that loads
     on first use, its ``TYPE_CHECKING`` re-exports (:func:`bruce.wire.face.face_names`)."""
-    init = ROOT / package.replace(".", "/") / "__init__.py"
+    init = root / package.replace(".", "/") / "__init__.py"
     tree = ast.parse(init.read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
@@ -301,23 +304,121 @@ def test_a_proxy_floor_imports_only_lower_floors_through_their_faces() -> None:
     assert _proxy_floor_problems() == {}
 
 
+# -- the floors of bruce.producer (docs/architecture.md#the-floors-of-bruceproducer) -----------------------------------
+
+PRODUCER_GROUND = ["acks", "aio", "counters", "errors", "message", "reasons"]
+"""producer's top-level modules under every wing (the vocabulary): they import only each other."""
+PRODUCER_FLOORS = ["config", "transport", "metadata", "queues", "idempotence", "dispatch", "transactions"]
+"""producer's wings (subpackages), lowest first: a wing imports the ground, its own modules, and lower wings through
+their faces only."""
+PRODUCER_ROOF = ["bulk", "handle", "queueing", "views", "producer"]
+"""producer's top-level modules above every wing (``producer`` is the composition root): they use the wings through
+their faces; no wing or ground module imports them."""
+
+
+def _source(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _producer_floor_problems(root: Path = ROOT) -> dict[str, list[str]]:
+    """Every import inside bruce.producer against its floors: the ground imports only the ground; a wing the ground,
+    itself and lower wings through their faces; the roof (and the package's face) anything but a wing's inside."""
+    bad: dict[str, list[str]] = {}
+    for f in sorted((root / "producer").rglob("*.py")):
+        parts = f.relative_to(root / "producer").parts
+        name = module_name(f, root)
+        package = name if f.name == "__init__.py" else name.rsplit(".", 1)[0]
+        own = parts[0] if len(parts) > 1 else None  # the wing, or None for a top-level module
+        top = None if own else f.stem
+        problems = []
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.Import):
+                problems += [f"import {a.name}" for a in node.names if a.name.startswith("bruce.producer.")]
+                continue
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = _source(node, package)
+            sub = source.split(".")
+            if sub[:2] != ["bruce", "producer"]:
+                continue
+            if len(sub) == 2:  # the package's face imports every wing
+                if top != "__init__":
+                    problems.append(f"from {source} import ...: the package's face, above every wing")
+                continue
+            target = sub[2]
+            if own is not None and target == own:
+                continue  # inside its own wing
+            if target in PRODUCER_GROUND:
+                continue  # the vocabulary: every floor may use it
+            if top in PRODUCER_GROUND:
+                problems.append(f"{source}: the ground imports only the ground")
+            elif target in PRODUCER_ROOF:
+                if own is not None:
+                    problems.append(f"{source}: {target} is above every wing")
+            elif own is not None and PRODUCER_FLOORS.index(target) > PRODUCER_FLOORS.index(own):
+                problems.append(f"{source}: {target} is a higher floor than {own}")
+            elif len(sub) > 3:
+                problems.append(f"from {source} import ...: through the face of {target}")
+            else:
+                exported = _exports(f"producer/{target}", root)
+                problems += [f"{source}.{a.name} (not exported)" for a in node.names if a.name not in exported]
+        if problems:
+            bad[str(f.relative_to(root))] = problems
+    return bad
+
+
+def test_producer_floors_name_every_wing_and_module() -> None:
+    producer = ROOT / "producer"
+    assert sorted(PRODUCER_FLOORS) == sorted(d.name for d in producer.iterdir() if (d / "__init__.py").exists())
+    modules = sorted(p.stem for p in producer.glob("*.py") if p.name != "__init__.py")
+    assert sorted(PRODUCER_GROUND + PRODUCER_ROOF) == modules
+
+
+def test_a_producer_floor_imports_only_lower_floors_through_their_faces() -> None:
+    assert _producer_floor_problems() == {}
+
+
+def test_the_producer_floor_check_sees_each_violation(tmp_path: Path) -> None:
+    """A ground module importing a wing, a wing importing a higher wing or the roof, reaching into a lower wing, or
+    taking a name its face does not export; the roof reaching into a wing."""
+    files = {
+        "producer/__init__.py": "from .producer import P\n",
+        "producer/errors.py": "from .config import C\n",  # the ground imports a wing
+        "producer/producer.py": "from .dispatch.dispatcher import D\nfrom .dispatch import D\n",
+        "producer/config/__init__.py": "from .table import C\n__all__ = ['C']\n",
+        "producer/config/table.py": "from ..errors import E\nfrom ..dispatch import D\n",  # a higher wing
+        "producer/dispatch/__init__.py": "from .dispatcher import D\n__all__ = ['D']\n",
+        "producer/dispatch/dispatcher.py": (
+            "from ..config.table import C\n"  # into a lower wing's module
+            "from ..config import T\n"  # not exported
+            "from ..producer import P\n"  # the roof
+            "from .. import errors\n"  # the package's face
+            "from . import D2\nfrom ..config import C\n"  # fine: its own wing, a lower face
+        ),
+    }
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert _producer_floor_problems(tmp_path) == {
+        "producer/errors.py": ["bruce.producer.config: the ground imports only the ground"],
+        "producer/producer.py": ["from bruce.producer.dispatch.dispatcher import ...: through the face of dispatch"],
+        "producer/config/table.py": ["bruce.producer.dispatch: dispatch is a higher floor than config"],
+        "producer/dispatch/dispatcher.py": [
+            "from bruce.producer.config.table import ...: through the face of config",
+            "bruce.producer.config.T (not exported)",
+            "bruce.producer.producer: producer is above every wing",
+            "from bruce.producer import ...: the package's face, above every wing",
+        ],
+    }
+
+
 # -- wiring: collaborators are given at construction (docs/architecture.md#wiring) -------------------------------------
 
 HOOK = re.compile(r"^(on_[a-z_]+|sink|send|settle|hooks?|route|route_many|submit|pack|discard|callback)$")
 WIRED = ["producer", "proxy"]
-LATE_PATCHES_LEFT = {
-    # The producer's and the spool's own hand-offs still set after construction: the producer's grouping (its next
-    # step) and the spool's owners will give them at construction. No other may be added.
-    ("producer/producer.py", "fetcher.on_refused"),
-    ("producer/producer.py", "d.seq.on_duplicate"),
-    ("producer/producer.py", "self.send"),
-    ("producer/producer.py", "d.hooks"),
-    ("producer/sequencing.py", "idem.on_done"),
-    ("producer/sender.py", "conn.on_writable"),
-    ("proxy/daemon/spooling.py", "spool.on_corrupt"),
-    ("proxy/daemon/spooling.py", "self.cursor.on_behind"),
-    ("proxy/daemon/spooling.py", "self.cursor.on_lost"),
-}
 
 
 def late_patches(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
@@ -342,9 +443,7 @@ def late_patches(path: Path, root: Path = ROOT) -> set[tuple[str, str]]:
 
 
 def test_no_hook_is_patched_onto_an_object_after_its_construction() -> None:
-    found = set().union(*(late_patches(f) for p in WIRED for f in sorted((ROOT / p).rglob("*.py"))))
-    assert found - LATE_PATCHES_LEFT == set()
-    assert LATE_PATCHES_LEFT - found == set(), "fixed: take it off the list"
+    assert set().union(*(late_patches(f) for p in WIRED for f in sorted((ROOT / p).rglob("*.py")))) == set()
 
 
 def test_the_wiring_check_sees_a_late_patch(tmp_path: Path) -> None:
@@ -364,9 +463,6 @@ def test_the_wiring_check_sees_a_late_patch(tmp_path: Path) -> None:
 
 # -- one name, one class -----------------------------------------------------------------------------------------------
 
-NAMED_TWICE_LEFT = {"ConfigError"}  # the producer's and the daemon's: one class changes `bruce`'s exit status for two
-# start-up errors (1 today), so it waits for that decision
-
 
 def test_no_public_class_name_is_defined_twice() -> None:
     where: dict[str, list[str]] = {}
@@ -376,4 +472,4 @@ def test_no_public_class_name_is_defined_twice() -> None:
                 if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                     where.setdefault(node.name, []).append(str(f.relative_to(ROOT)))
     twice = {name: files for name, files in where.items() if len(files) > 1}
-    assert set(twice) == NAMED_TWICE_LEFT, twice
+    assert twice == {}

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from bruce.producer import ProducerConfig
+from bruce.producer.config.security import PROPERTIES as SECURITY_PROPERTIES
+from bruce.producer.config.setting_table import SETTINGS, Setting, is_secret
 from bruce.producer.errors import ConfigError
-from bruce.producer.security import PROPERTIES as SECURITY_PROPERTIES
-from bruce.producer.settings import SETTINGS, Setting, is_secret
 from bruce.proxy.config import ConfigError as DaemonConfigError
 from bruce.proxy.config import option_specs, parse_command_line
 from bruce.proxy.config.model import PRODUCER_PROPERTIES, Broker

@@ -1,4 +1,5 @@
-"""The configuration's one error: :class:`ConfigError`.
+"""The configuration's one error, :class:`~bruce.producer.ConfigError` (the producer's settings and the daemon's
+share it), and the rules of its messages.
 
 Rules:
 - Every rejected setting — a config file (XML or TOML), a command-line option, a value built in code — raises
@@ -14,54 +15,12 @@ Rules:
 
 from __future__ import annotations
 
-import re
+from bruce.producer import ConfigError
 
-from bruce.wire import BruceError
+__all__ = ["CLIP", "ConfigError", "Path", "clip"]
 
 Path = tuple[str | int, ...]
 """A format-neutral location: section and key names (TOML spelling), named-item names, list indexes."""
-
-
-class ConfigError(BruceError):
-    """A configuration file or command line the daemon cannot start with."""
-
-    reason = "BAD_CONFIG"
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        source: str | None = None,
-        where: str | None = None,
-        line: int | None = None,
-        path: Path | None = None,
-    ) -> None:
-        self.problem = problem
-        self.source = source
-        self.where = where
-        self.line = line
-        self.path = path
-        super().__init__(_compose(problem, source, where, line))
-
-    def located(self, *, source: str | None, where: str | None, line: int | None = None) -> ConfigError:
-        """The same problem, placed in a file (the loaders call this on problems found by the model's checks)."""
-        return ConfigError(self.problem, source=source, where=where, line=line, path=self.path)
-
-
-def _compose(problem: str, source: str | None, where: str | None, line: int | None) -> str:
-    place = ""
-    if source is not None:
-        place = source if line is None else f"{source}, line {line}"
-    elif line is not None:
-        place = f"line {line}"
-    if where:
-        place = f"{place}: {where}" if place else where
-    message = f"{place}: {problem}" if place else problem
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04X}", message)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
 
 CLIP = 60
 """The most characters of a value, name or key an error quotes."""

@@ -83,6 +83,8 @@ def _check_producer_settings(options: Options, config: Config) -> None:
     try:
         producer_config(options, config)
     except UsageError as error:
+        if isinstance(error, ConfigError) and error.where is not None:
+            raise  # placed already (the daemon's own checks of these settings)
         problem = str(error)
         if problem.startswith("protocol: "):
             raise ConfigError(problem.removeprefix("protocol: "), where="--kafka_protocol") from None

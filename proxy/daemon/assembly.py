@@ -42,18 +42,21 @@ class LegacyOutput:
 
 
 def plog_listeners(options: Options, config: Config) -> tuple[ListenerConfig, ...]:
-    """The config file's plog listeners, then the command line's; no two may share a port or a name."""
-    listeners = (*config.plog_listeners, *options.plog_udp, *options.plog_tcp)
+    """The config file's plog listeners, then the command line's (:func:`check_plog_listeners` at preflight)."""
+    return (*config.plog_listeners, *options.plog_udp, *options.plog_tcp)
+
+
+def check_plog_listeners(options: Options, config: Config) -> None:
+    """No two plog listeners share a port or a name: a :class:`ConfigError` naming the second one's place."""
     places = [
         *(f"plog.listener[{i + 1}]" for i in range(len(config.plog_listeners))),
         *(["--plog_udp"] * len(options.plog_udp)),
         *(["--plog_tcp"] * len(options.plog_tcp)),
     ]
     try:
-        check_unique(listeners, places)
+        check_unique(plog_listeners(options, config), places)
     except PlogConfigError as error:
         raise ConfigError(str(error)) from None
-    return listeners
 
 
 def tick_for(config: Config) -> float:

@@ -6,7 +6,9 @@ Rules:
   the daemon (input socket, producer, router, status server). Every failure before the daemon serves is one line
   ``bruce: <what to fix>`` on stderr.
 - Exit status: 0 after an orderly shutdown (SIGTERM/SIGINT, as Bruce); 1 when the daemon cannot start or a task
-  crashed (the error is logged); 2 for a bad command line; 1 for a bad config file (``configure``'s statuses).
+  crashed (the error is logged); 2 for a bad command line; 1 for a bad config file (``configure``'s statuses). A
+  :class:`ConfigError` is decided by the phase it is raised in: ``configure`` (where it came from: a file 1, else 2),
+  building the daemon (the producer refusing its settings: 2), the preflight checks (1).
 - Logging goes to stderr (no syslog): ``--log_level`` picks the level (Bruce's names; LOG_NOTICE is level 25,
   shown as NOTICE); ``--log_echo`` is accepted for Bruce's command lines and changes nothing, since the log already
   goes to stderr.
@@ -48,7 +50,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bruce.producer import ConfigError as ProducerConfigError
 from bruce.producer import run
 from bruce.wire import BruceError
 
@@ -73,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return result
     options, config = result
     setup_logging(options)
+    daemon: Daemon | None = None
     try:
         daemon = Daemon(options, config)
         daemon.preflight()
@@ -83,12 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StatusBindError as error:
         sys.stderr.write(f"bruce: {error}; --status_port PORT picks another port (0: any free one)\n")
         return EXIT_FAILED
-    except ProducerConfigError as error:  # settings the producer refuses (SASL with --kafka_protocol v0, ...)
+    except BruceError as error:
         sys.stderr.write(f"bruce: {error}\n")
-        return EXIT_USAGE
-    except (BruceError, ConfigError) as error:
-        sys.stderr.write(f"bruce: {error}\n")
-        return EXIT_FAILED
+        # A setting the producer refuses while the daemon is built (a certificate it cannot load, ...) is a bad
+        # command line, as configure's are; the daemon's own startup checks (preflight) failing is a failed start.
+        return EXIT_USAGE if daemon is None and isinstance(error, ConfigError) else EXIT_FAILED
     ready = ReadyPipe(daemonize() if options.daemon else None)
     # Until the daemon installs its own handlers, SIGTERM interrupts like SIGINT, so the embedded broker is stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)

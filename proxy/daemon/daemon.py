@@ -63,7 +63,7 @@ from ..messages import HeldMessage, MakeRoom, MessageBudget
 from ..routing import Batcher, Packer, RateLimiter, Router, TopicCompression, message_overhead
 from ..spool import Spool, SpoolSlot
 from ..status import StatusServer, check_status_port
-from .assembly import LegacyOutput, plog_listeners, tick_for
+from .assembly import LegacyOutput, check_plog_listeners, plog_listeners, tick_for
 from .exactly_once import SpoolJournal, why_at_least_once
 from .plog_inputs import PlogInputs
 from .shutdown import Shutdown, logged
@@ -232,11 +232,13 @@ class Daemon:
     # -- public --------------------------------------------------------------------------------------------------------
 
     def preflight(self) -> None:
-        """Bruce's startup checks, before anything starts: can clients send datagrams of ``--max_input_msg_size``
+        """Bruce's startup checks, before anything starts: no two plog listeners on one port or name
+        (:class:`ConfigError`), can clients send datagrams of ``--max_input_msg_size``
         (:class:`~bruce.proxy.intake.socket_path.IntakeError`), is the socket path usable (its private directory, no
         live socket there: :class:`~bruce.proxy.intake.socket_path.SocketPathError`), and is the status port free
         (``StatusBindError``: another daemon is probably running)."""
         options = self.options
+        check_plog_listeners(options, self.config)
         if options.use_old_input_format:
             raise ConfigError(
                 'Bruce\'s oldest input format ("topic<space>body" datagrams) is not supported; clients must send '
@@ -368,7 +370,8 @@ class Daemon:
         """Open the durable spool, when configured, and connect it to the inputs and the outcomes."""
         if self.spool_config is None:
             return
-        spool = self.spool_slot.open(self.spool_config)  # SpoolLocked: another daemon has it
+        behind = asyncio.Event()  # the spool's cursor fell behind: the disk backlog reads it back (given to both)
+        spool = self.spool_slot.open(self.spool_config, on_behind=behind.set)  # SpoolLocked: another daemon has it
         self._journal = SpoolJournal(
             spool, self.producer, self.counters, why_off=why_at_least_once(self.producer.config)
         )
@@ -381,7 +384,7 @@ class Daemon:
             settle=self._journal.settle,
         )
         self._backlog = DiskBacklog(
-            spool, sink=self.route, budget=self.budget, outcomes=self.outcomes, counters=self.counters
+            spool, behind=behind, sink=self.route, budget=self.budget, outcomes=self.outcomes, counters=self.counters
         )
         self._stopping.spool_opened(self._backlog)
         log.info("spool %s: %d segments, %d bytes to replay", spool.directory, spool.segments, spool.bytes)

@@ -3,22 +3,23 @@
 
 Rules:
 - With the spool and the idempotent producer (the default where the broker takes it), every batch's identity is
-  journaled before it is sent (:mod:`bruce.producer.journal`, in the spool directory), with the spool sequences of
-  its messages. Without idempotence (``enable_idempotence`` off, acks ≠ -1, ``--kafka_protocol v0``, a broker that
-  cannot take it) nothing is journaled: one NOTICE says so and the spool is at-least-once, as before.
+  journaled before it is sent (:mod:`bruce.producer.idempotence.journal`, in the spool directory), with the spool
+  sequences of its messages. Without idempotence (``enable_idempotence`` off, acks ≠ -1, ``--kafka_protocol v0``, a
+  broker that cannot take it) nothing is journaled: one NOTICE says so and the spool is at-least-once, as before.
 - At start, before replay (:meth:`SpoolJournal.settle`): the earlier runs' journal is read. Messages of batches known
   as acknowledged are *settled*: marked done at replay, not sent again. Batches sent and not known as acknowledged
-  whose messages the spool still holds are settled against the partition's log (:mod:`bruce.producer.recovery`):
-  found there, or resent with their own producer id, epoch and sequence and acknowledged, they are settled too;
-  those that fall back are replayed as possible duplicates. Every other replayed message was never sent: it is
-  replayed as a fresh message, not reported as a possible duplicate — when the journal vouches for itself (its files
-  exist, none says it went off, none is damaged: :mod:`bruce.producer.journal_reader`, each finding logged with what
-  it costs) and settling found no batch it did not journal; else every replayed message it does not settle is a
-  possible duplicate. A GAP record (journal files lost while the last run ran) makes the sequences up to the one it
-  names possible duplicates. Batches whose messages were lost from the spool are looked for in the log too: found,
-  their messages were delivered (not counted lost at replay, :meth:`~bruce.proxy.spool.Spool.replay`'s ``skip``).
-- A journal write error turns it off with the OFF state recorded in its header (:mod:`bruce.producer.journal`; its
-  log line says what that costs here: ``UNJOURNALED_COST``).
+  whose messages the spool still holds are settled against the partition's log
+  (:mod:`bruce.producer.idempotence.recovery`): found there, or resent with their own producer id, epoch and sequence
+  and acknowledged, they are settled too; those that fall back are replayed as possible duplicates. Every other replayed
+  message was never sent: it is replayed as a fresh message, not reported as a possible duplicate — when the journal
+  vouches for itself (its files exist, none says it went off, none is damaged:
+  :mod:`bruce.producer.idempotence.journal_reader`, each finding logged with what it costs) and settling found no batch
+  it did not journal; else every replayed message it does not settle is a possible duplicate. A GAP record (journal
+  files lost while the last run ran) makes the sequences up to the one it names possible duplicates. Batches whose
+  messages were lost from the spool are looked for in the log too: found, their messages were delivered (not counted
+  lost at replay, :meth:`~bruce.proxy.spool.Spool.replay`'s ``skip``).
+- A journal write error turns it off with the OFF state recorded in its header
+  (:mod:`bruce.producer.idempotence.journal`; its log line says what that costs here: ``UNJOURNALED_COST``).
 - The journal is synced as the spool is (``--spool_fsync_ms``): with 0 each SENT record is on disk before its batch
   is sent; with *n* it is synced in the background every *n* ms (the daemon's timer calls :meth:`SpoolJournal.tick`
   with the spool's).

@@ -117,7 +117,6 @@ class Replay:
         self.possible_duplicates = 0  # replayed records that may have been delivered before the restart
         self.settled = 0  # records not replayed: settled by the batch journal (delivered before the restart)
         self.settle = settle  # the batch journal's (bruce.proxy.daemon.exactly_once)
-        spool.on_corrupt = self._on_corrupt
 
     def _on_corrupt(self, file: str, offset: int, count: int, detail: str) -> None:
         self.received += count
@@ -155,7 +154,8 @@ class Replay:
         duplicate = self.outcomes.tracker.record_possible_duplicate
         topic_of = _TopicNames()
         verdict = await self.settle() if self.settle is not None else None
-        bursts: Iterator[list[SpoolRecord]] = self.spool.replay(verdict.settled if verdict is not None else None)
+        skip = verdict.settled if verdict is not None else None
+        bursts: Iterator[list[SpoolRecord]] = self.spool.replay(skip, on_corrupt=self._on_corrupt)
         for burst in bursts:
             now = time.monotonic()
             for record in burst:
@@ -191,8 +191,17 @@ class DiskBacklog:
     """Routes the records held on disk only (see the module rules); ``run`` is a task of the daemon."""
 
     def __init__(
-        self, spool: Spool, *, sink: MessageSink, budget: MessageBudget, outcomes: Outcomes, counters: Counters
+        self,
+        spool: Spool,
+        *,
+        behind: asyncio.Event,
+        sink: MessageSink,
+        budget: MessageBudget,
+        outcomes: Outcomes,
+        counters: Counters,
     ) -> None:
+        """``behind`` is set by the spool's cursor when it stops being caught up (the spool was opened with
+        ``on_behind=behind.set``): :meth:`run` wakes."""
         self.spool = spool
         self.sink = sink
         self.cursor = spool.cursor
@@ -201,10 +210,8 @@ class DiskBacklog:
         self.counters = counters
         self.routed = 0
         self._topic = _TopicNames()
-        self._wake = asyncio.Event()
+        self._wake = behind
         self._room = asyncio.Event()
-        self.cursor.on_behind = self._wake.set
-        self.cursor.on_lost = self._on_lost
 
     def _on_lost(self, count: int) -> None:
         for _ in range(count):
@@ -241,12 +248,12 @@ class DiskBacklog:
 
     def route_some(self, limit: int) -> bool:
         """Hand up to ``limit`` records to the router; False when the budget had no room for the next one."""
-        cursor, reserve, route = self.cursor, self.budget.try_reserve, self.sink.route
+        cursor, reserve, route, on_lost = self.cursor, self.budget.try_reserve, self.sink.route, self._on_lost
         now = time.monotonic()
         created = 0
         try:
             for _ in range(limit):
-                record = cursor.peek()
+                record = cursor.peek(on_lost)
                 if record is None:
                     break
                 msg = HeldMessage(

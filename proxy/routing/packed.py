@@ -18,7 +18,7 @@ Rules:
 - :meth:`PackedBatch.unpack` gives the messages back as loose :class:`~bruce.proxy.messages.message.Message` objects,
   equal field by field to what was packed (``received`` aside: the batch's), whose charges add up to the packed charge:
   so whoever settles them releases exactly what the batch held. The producer's queues unpack a batch when it is
-  about to be sent or rerouted (see :mod:`bruce.producer.queues`).
+  about to be sent or rerouted (see :mod:`bruce.producer.queues.partition_queue`).
 """
 
 from __future__ import annotations

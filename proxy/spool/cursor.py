@@ -10,8 +10,8 @@ Rules:
   size); :meth:`Cursor.take` moves past it. At most one chunk's records are decoded ahead: bounded memory.
 - Damage (a record that does not decode, a read error): the sequences up to the next readable record (found as at
   recovery, :func:`~.scan.resync`) or to the segment's end are *lost*: logged with file and offset, counted in the
-  spool's ``corrupt``, marked done, and reported to ``on_lost(count)`` (the daemon discards them as SPOOL_CORRUPT)
-  when the cursor reaches them, so each has exactly one fate.
+  spool's ``corrupt``, marked done, and reported to :meth:`Cursor.peek`'s ``on_lost(count)`` (the daemon discards
+  them as SPOOL_CORRUPT) when the cursor reaches them, so each has exactly one fate.
 - For the event loop's thread, like the spool; one descriptor open while behind, closed when caught up.
 """
 
@@ -58,12 +58,12 @@ class SpoolView(Protocol):
 class Cursor:
     """See the module rules. Owned by its :class:`~.spool.Spool` (``spool.cursor``)."""
 
-    def __init__(self, spool: SpoolView) -> None:
+    def __init__(self, spool: SpoolView, *, on_behind: Callable[[], None] | None = None) -> None:
+        """``on_behind`` is called when the cursor stops being caught up (whoever reads it back wakes)."""
         self._spool = spool
         self.start: int | None = None  # the next sequence to take; None: caught up
         self.held_total = 0  # records ever held on disk only (a counter)
-        self.on_lost: Callable[[int], None] | None = None
-        self.on_behind: Callable[[], None] | None = None  # called when the cursor stops being caught up
+        self.on_behind = on_behind
         self._segment: Segment | None = None
         self._fd: int | None = None
         self._offset = 0  # file offset of the next frame to decode in _segment
@@ -93,8 +93,9 @@ class Cursor:
             first, offset = segment.base, HEADER_SIZE
         self._open(segment, offset, first)
 
-    def peek(self) -> SpoolRecord | None:
-        """The next record held on disk only, or None when caught up (lost records met on the way are settled)."""
+    def peek(self, on_lost: Callable[[int], None] | None = None) -> SpoolRecord | None:
+        """The next record held on disk only, or None when caught up; lost records met on the way are settled and
+        their count given to ``on_lost``."""
         while self.start is not None:
             if not self._ahead:
                 self._read()
@@ -104,8 +105,8 @@ class Cursor:
                 return item
             self._ahead.popleft()
             self._moved(item.first + item.count)
-            if self.on_lost is not None:
-                self.on_lost(item.count)
+            if on_lost is not None:
+                on_lost(item.count)
         return None
 
     def take(self) -> None:

@@ -9,13 +9,13 @@ Rules:
   lost record or segment again. It saves the manifest (synced).
 - :meth:`Recovery.replay` reports the missing segments first (their sequences less those their done file marked
   done: "at least one" when their end is not known), then reads one segment at a time and hands its records out.
-  Every loss is counted in ``corrupt``, logged (ERROR, file, offset, sequences) and given to ``on_corrupt`` (the
-  daemon discards them as SPOOL_CORRUPT): damaged regions, a segment that ends before the manifest's end for it (cut
-  short), the newest segment ending before its tail mark's end (:mod:`.tail`: cut short or damaged at its end, every
-  message counted), a torn write after the mark (at least one message: one read from the socket whose write the
-  crash cut). A count leaves out what a done file marks done and what ``skip`` says was settled (the batch journal's
-  verdict): it is exactly the messages lost. A damaged segment header is logged (WARNING) and counted in
-  ``bad_headers``; its records are read anyway.
+  Every loss is counted in ``corrupt``, logged (ERROR, file, offset, sequences) and given to the replay's
+  ``on_corrupt`` (the daemon discards them as SPOOL_CORRUPT): damaged regions, a segment that ends before the
+  manifest's end for it (cut short), the newest segment ending before its tail mark's end (:mod:`.tail`: cut short
+  or damaged at its end, every message counted), a torn write after the mark (at least one message: one read from
+  the socket whose write the crash cut). A count leaves out what a done file marks done and what ``skip`` says was
+  settled (the batch journal's verdict): it is exactly the messages lost. A damaged segment header is logged
+  (WARNING) and counted in ``bad_headers``; its records are read anyway.
 - :meth:`Recovery.peek` reads the records of some sequences before replay, and which of them cannot be read.
 """
 
@@ -43,6 +43,7 @@ SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
 
 
 Skip = Callable[[int], bool]  # a sequence settled elsewhere (delivered): not lost
+Report = Callable[[Path, Corrupt], None]  # a loss found while replaying: (segment file, the region lost)
 
 
 def _not_done(bitmap: bytes, base: int, first: int, end: int, skip: Skip | None = None) -> int:
@@ -62,14 +63,12 @@ class Recovery:
         manifest: Manifest,
         *,
         unlink: Callable[[list[Segment]], None],
-        report: Callable[[Path, Corrupt], None],
     ) -> None:
         self.directory = Path(config.directory)
         self.config = config
         self._tracker = tracker
         self._manifest = manifest
         self._unlink = unlink  # the spool's: deletes segments that became fully done
-        self._report = report  # the spool's: counts a loss, logs it and hands it to its on_corrupt
         self._missing: list[Lost] = []  # listed segments found gone, reported by replay()
         self._torn: Corrupt | None = None  # the newest segment's torn tail, cut at load, reported by replay()
         self._to_replay: list[Segment] = []
@@ -157,22 +156,22 @@ class Recovery:
             self._torn = Corrupt(torn, 1, f"a torn write ({len(data) - torn} bytes cut: a crash while writing)")
         return end
 
-    def replay(self, skip: Skip | None = None) -> Iterator[list[SpoolRecord]]:
+    def replay(self, report: Report, skip: Skip | None = None) -> Iterator[list[SpoolRecord]]:
         """Every record left by earlier runs, oldest first, in bursts of up to ``replay_burst``, one segment in
         memory at a time. Each one is pending until :meth:`done_many` names it. Missing segments and corrupt
-        records are counted (less what ``skip`` says was settled), logged and reported to ``on_corrupt``; records a
+        records are counted (less what ``skip`` says was settled) and given to ``report`` (the spool's); records a
         done file marks done are skipped."""
         for lost in self._missing:
             bitmap = self._done_files.pop(lost.name, b"")
             count = 1 if lost.end is None else _not_done(bitmap, lost.first, lost.first, lost.end, skip)
             span = f"{lost.first}-{lost.end - 1}" if lost.end is not None else f"{lost.first} on"
-            self._report(self.directory / lost.name, Corrupt(0, count, f"the segment is missing (sequences {span})"))
+            report(self.directory / lost.name, Corrupt(0, count, f"the segment is missing (sequences {span})"))
         self._missing = []
         while self._to_replay:
             segment = self._to_replay.pop(0)
-            yield from self._replay_segment(segment, skip)
+            yield from self._replay_segment(segment, skip, report)
 
-    def _replay_segment(self, segment: Segment, skip: Skip | None) -> Iterator[list[SpoolRecord]]:
+    def _replay_segment(self, segment: Segment, skip: Skip | None, report: Report) -> Iterator[list[SpoolRecord]]:
         path = self.directory / segment.name
         why: str | None
         try:
@@ -199,7 +198,7 @@ class Recovery:
         for item in walk_segment(data, name_base=segment.base, last=segment.name == self._last_name):
             if isinstance(item, SpoolRecord):
                 if tail is not None:
-                    self._report(path, tail)
+                    report(path, tail)
                     tail = None
                 end = item.sequence + 1
                 if bitmap and is_done(bitmap, item.sequence - segment.base):
@@ -211,7 +210,7 @@ class Recovery:
                 chunk.append(item)
             elif isinstance(item, Corrupt):
                 if tail is not None:
-                    self._report(path, tail)
+                    report(path, tail)
                 if item.first >= 0:
                     item = item._replace(
                         count=_not_done(bitmap, segment.base, item.first, item.first + item.count, skip)
@@ -226,7 +225,7 @@ class Recovery:
             tail = Corrupt(tail.offset if tail else len(data), count, f"{detail}it ends at {end - 1}, not {listed - 1}")
             end = listed
         if tail is not None:
-            self._report(path, tail)
+            report(path, tail)
         self._tracker.extend(segment, (r.sequence for r in chunk), end=end)
         segment.awaiting_replay = False
         self._unlink(self._tracker.seal(segment))

@@ -8,6 +8,8 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .settings import SpoolConfig
 from .spool import Spool
 
@@ -20,9 +22,10 @@ class SpoolSlot:
     def __init__(self, spool: Spool | None = None) -> None:
         self.spool = spool  # (tests and tools may give one already open)
 
-    def open(self, config: SpoolConfig) -> Spool:
-        """Open the spool (:meth:`Spool.open`: ``SpoolLocked`` when another daemon has it) and hold it here."""
+    def open(self, config: SpoolConfig, *, on_behind: Callable[[], None] | None = None) -> Spool:
+        """Open the spool (:meth:`Spool.open`: ``SpoolLocked`` when another daemon has it; ``on_behind``, its
+        cursor's) and hold it here."""
         if self.spool is not None:
             raise RuntimeError("the spool is open already")
-        self.spool = spool = Spool.open(config)
+        self.spool = spool = Spool.open(config, on_behind=on_behind)
         return spool

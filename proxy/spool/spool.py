@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import logging
 import os
 import time
@@ -68,6 +69,7 @@ from .tracker import Segment, Tracker
 __all__ = ["NOT_SPOOLED", "SPOOL_FULL", "FullPolicy", "Spool", "SpoolConfig"]
 
 log = logging.getLogger("bruce.spool")
+OnCorrupt = Callable[[str, int, int, str], None]  # a loss found by the replay: (file, offset, messages, detail)
 
 NOT_SPOOLED = -1
 SPOOL_FULL = -2
@@ -85,7 +87,14 @@ def _wall_ms() -> int:
 class Spool:
     """See the module rules. Create with :meth:`open`."""
 
-    def __init__(self, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> None:
+    def __init__(
+        self,
+        config: SpoolConfig,
+        *,
+        wall_ms: Callable[[], int] = _wall_ms,
+        on_behind: Callable[[], None] | None = None,
+    ) -> None:
+        """``on_behind``: the cursor's (:class:`~.cursor.Cursor`), called when it stops being caught up."""
         self.config = config
         self.directory = Path(config.directory)
         self._wall_ms = wall_ms
@@ -102,7 +111,6 @@ class Spool:
         self._unlink_failed = False
         self.next_sequence = 0
         self.degraded: str | None = None
-        self.on_corrupt: Callable[[str, int, int, str], None] | None = None  # (file, offset, messages, detail)
         # counters
         self.appended = 0
         self.corrupt = 0
@@ -111,17 +119,20 @@ class Spool:
         self.syncer = Syncer()  # its fdatasync is replaceable, to inject failures
         self._write = os.write  # replaceable, to inject failures
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
-        self.cursor = Cursor(self)  # the records held on disk only (:mod:`.cursor`)
+        self.cursor = Cursor(self, on_behind=on_behind)  # the records held on disk only (:mod:`.cursor`)
         self._manifest = Manifest(self.directory)
         self._tail = TailMark(self.directory)
-        self._recovery = Recovery(config, self._tracker, self._manifest, unlink=self._unlink, report=self._report)
+        self._recovery = Recovery(config, self._tracker, self._manifest, unlink=self._unlink)
 
     # -------------------------------------------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms) -> Spool:
-        """Create or reopen the spool; raises only :class:`~.lock.SpoolLocked` (a disk error degrades it)."""
-        spool = cls(config, wall_ms=wall_ms)
+    def open(
+        cls, config: SpoolConfig, *, wall_ms: Callable[[], int] = _wall_ms, on_behind: Callable[[], None] | None = None
+    ) -> Spool:
+        """Create or reopen the spool; raises only :class:`~.lock.SpoolLocked` (a disk error degrades it).
+        ``on_behind``: told when the cursor stops being caught up (:class:`~.cursor.Cursor`)."""
+        spool = cls(config, wall_ms=wall_ms, on_behind=on_behind)
         try:
             spool.directory.mkdir(parents=True, exist_ok=True)
             spool._lock_fd = acquire(spool.directory)
@@ -138,18 +149,20 @@ class Spool:
             self.next_sequence = max(self.next_sequence, self._recovery.next_sequence)
             self._bytes += self._recovery.bytes
 
-    def replay(self, skip: Callable[[int], bool] | None = None) -> Iterator[list[SpoolRecord]]:
+    def replay(
+        self, skip: Callable[[int], bool] | None = None, on_corrupt: OnCorrupt | None = None
+    ) -> Iterator[list[SpoolRecord]]:
         """Every record left by earlier runs, oldest first; losses counted less what ``skip`` says was settled
-        (:meth:`.recovery.Recovery.replay`)."""
-        return self._recovery.replay(skip)
+        (:meth:`.recovery.Recovery.replay`), logged and handed to ``on_corrupt``."""
+        return self._recovery.replay(functools.partial(self._report, on_corrupt=on_corrupt), skip)
 
     def peek(self, wanted: set[int]) -> tuple[dict[int, SpoolRecord], set[int]]:
         """Records of ``wanted`` sequences still to be replayed, read without changing anything, and those whose
         records are lost (:meth:`.recovery.Recovery.peek`)."""
         return self._recovery.peek(wanted)
 
-    def _report(self, path: Path, region: Corrupt) -> None:
-        """A loss found by recovery: counted, logged, handed to :attr:`on_corrupt`."""
+    def _report(self, path: Path, region: Corrupt, *, on_corrupt: OnCorrupt | None) -> None:
+        """A loss found by the replay: counted, logged, handed to the replay's ``on_corrupt``."""
         self.corrupt += region.count
         log.error(
             "spool: %s offset %d: %s; %d message(s) lost, discarded as SPOOL_CORRUPT",
@@ -158,8 +171,8 @@ class Spool:
             region.detail,
             region.count,
         )
-        if self.on_corrupt is not None and region.count:
-            self.on_corrupt(str(path), region.offset, region.count, region.detail)
+        if on_corrupt is not None and region.count:
+            on_corrupt(str(path), region.offset, region.count, region.detail)
 
     def continue_after(self, sequence: int) -> None:
         """Hand out only sequences above ``sequence`` from now on (before the first append: the batch journal names

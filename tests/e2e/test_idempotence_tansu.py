@@ -13,7 +13,7 @@ from kafkaclient import KafkaClient, Sent
 from netproxy import proxy_in_thread
 
 from bruce.producer.acks import Action, classify
-from bruce.producer.idempotence import Idempotence
+from bruce.producer.idempotence.sequence_state import Idempotence
 from bruce.wire.protocol import find_coordinator as fc
 from bruce.wire.protocol import init_producer_id as ipi
 from bruce.wire.protocol.produce import PartitionProduceData, ProduceRequest, TopicProduceData

@@ -13,8 +13,7 @@ from confluent_kafka import Producer as PeerProducer
 from kafka.partitioner.default import murmur2 as java_murmur2
 from spark.kafka_io import consume_all
 
-from bruce.producer import Producer, ProducerConfig
-from bruce.producer.partitioner import PARTITIONERS
+from bruce.producer import PARTITIONERS, Producer, ProducerConfig
 
 pytestmark = pytest.mark.e2e
 

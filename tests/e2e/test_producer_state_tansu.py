@@ -25,7 +25,7 @@ from netproxy import ThreadedProxy, tansu_behind_proxy
 from readback import read_back
 
 from bruce.producer import Producer, ProducerConfig, read_journal
-from bruce.producer.state import StateInUse, StateMismatch
+from bruce.producer.idempotence.state_path import StateInUse, StateMismatch
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 
 pytestmark = pytest.mark.e2e

@@ -184,7 +184,7 @@ def test_create_topic_on_tansu(
 ) -> None:
     """tansu creates a topic named in a Metadata request that allows it (4 partitions): the producer asks, then
     finds it at the first refresh; messages sent to it are read back."""
-    monkeypatch.setattr("bruce.producer.metadata.AUTOCREATE_CHECKS", (0.1, 0.2, 0.4))
+    monkeypatch.setattr("bruce.producer.metadata.fetcher.AUTOCREATE_CHECKS", (0.1, 0.2, 0.4))
     topic = f"created-{time.monotonic_ns()}"
 
     async def main() -> list[tuple[int, int]]:

@@ -1,7 +1,7 @@
-"""Settling journaled batches against tansu's log (bruce.producer.recovery): tansu keeps each producer's state, and its
-Fetch answers carry every record batch's producer id, epoch and base sequence (checked here first). Batches found in
-the log are not resent; the missing tail is resent with its own producer id, epoch and sequences; a gap and a producer
-id the broker does not know fall back. confluent-kafka (CRCs on) reads the partition back."""
+"""Settling journaled batches against tansu's log (bruce.producer.idempotence.recovery): tansu keeps each producer's
+state, and its Fetch answers carry every record batch's producer id, epoch and base sequence (checked here first).
+Batches found in the log are not resent; the missing tail is resent with its own producer id, epoch and sequences; a gap
+and a producer id the broker does not know fall back. confluent-kafka (CRCs on) reads the partition back."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from readback import read_back
 
 from bruce.producer import Producer, ProducerConfig
-from bruce.producer.journal import JournalEntry
-from bruce.producer.recovery import Settlement, Settler
+from bruce.producer.idempotence.journal import JournalEntry
+from bruce.producer.idempotence.recovery import Settlement, Settler
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.wire.recordbatch import build_record_batch
 

@@ -200,6 +200,6 @@ def test_the_daemon_refuses_a_port_used_twice_across_file_and_command_line(tmp_p
     config = load_toml(BASE_TOML + '[[plog.listener]]\nprotocol = "udp"\nport = 23456\ntopic = "a"\n')
     options = Options(receive_socket_name=str(tmp_path / "s"), plog_udp=listeners_from_option("udp", "23456:b"))
     with pytest.raises(ConfigError, match=r"--plog_udp: another listener already uses udp 127\.0\.0\.1:23456"):
-        Daemon(options, config)
+        Daemon(options, config).preflight()  # a startup check: refused before anything starts
     fine = Options(receive_socket_name=str(tmp_path / "s"), plog_tcp=listeners_from_option("tcp", "23456:b"))
     assert [listener.config.protocol for listener in Daemon(fine, config).plog.listeners] == ["udp", "tcp"]

@@ -112,7 +112,9 @@ def test_with_the_spool_each_message_is_spooled_before_routing(tmp_path: Path) -
     config = SpoolConfig(tmp_path / "s", max_bytes=800, full_policy=FullPolicy.DISCARD)
     with Spool.open(config) as spool:
         d.slot.spool = spool
-        backlog = DiskBacklog(spool, sink=d, budget=d.budget, outcomes=d.outcomes, counters=d.counters)
+        backlog = DiskBacklog(
+            spool, behind=asyncio.Event(), sink=d, budget=d.budget, outcomes=d.outcomes, counters=d.counters
+        )
         assert d.inputs.submit("events", b"k", b"x" * 10, partition_key=5, listener="u")
         assert d.inputs.submit("events", None, b"y" * 500, partition_key=None, listener="u")  # no room: on disk
         assert d.inputs.submit("events", None, b"w" * 10, partition_key=None, listener="u")  # behind it: on disk

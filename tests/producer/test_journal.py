@@ -1,6 +1,6 @@
-"""The batch journal (bruce.producer.journal): records read back as written, a torn tail and a damaged record, the
-deletion rule (oldest first, every batch finished, and with a spool: its messages gone), the OFF mark, and when
-records reach the disk (sync_ms; the library's state_sync_ms)."""
+"""The batch journal (bruce.producer.idempotence.journal): records read back as written, a torn tail and a damaged
+record, the deletion rule (oldest first, every batch finished, and with a spool: its messages gone), the OFF mark, and
+when records reach the disk (sync_ms; the library's state_sync_ms)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.errors import ConfigError
-from bruce.producer.journal import FILE_BYTES, Journal, JournalEntry, journal_files, read_journal, runs_of
-from bruce.producer.journal_records import HEADER_BYTES, encode_sent
-from bruce.producer.state import ProducerState
+from bruce.producer.idempotence.journal import FILE_BYTES, Journal, JournalEntry, journal_files, read_journal, runs_of
+from bruce.producer.idempotence.journal_records import HEADER_BYTES, encode_sent
+from bruce.producer.idempotence.state_path import ProducerState
 
 
 def _journal(directory: Path, **kwargs: object) -> Journal:

@@ -1,6 +1,6 @@
-"""A damaged batch journal is never taken for a complete one (bruce.producer.journal_reader): a flipped bit in a
-record's length in the middle of a file, a file cut at a record boundary or in the middle of a record, a file of the
-chain deleted — each makes the journal unable to vouch (``complete`` false: the daemon's replays are possible
+"""A damaged batch journal is never taken for a complete one (bruce.producer.idempotence.journal_reader): a flipped bit
+in a record's length in the middle of a file, a file cut at a record boundary or in the middle of a record, a file of
+the chain deleted — each makes the journal unable to vouch (``complete`` false: the daemon's replays are possible
 duplicates) and is named in one log line; records after damage in the middle are still read. A torn tail written after
 the last vouched record (a crash while writing it) is the normal end of a crash and costs nothing."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.producer.journal import Journal, journal_files, read_journal
+from bruce.producer.idempotence.journal import Journal, journal_files, read_journal
 
 
 def _journal(directory: Path, batches: int = 10, **kwargs: object) -> tuple[Journal, list[int]]:

@@ -1,6 +1,6 @@
-"""The batch journal when its files fail under it (bruce.producer.journal): a disk that becomes unwritable mid-run
-(``ENOSPC``: appends fail, rewriting allocated bytes works; an immutable directory: no new file; a read-only file
-system: nothing), and files deleted or replaced while it runs. The journal never raises, says it in one log line
+"""The batch journal when its files fail under it (bruce.producer.idempotence.journal): a disk that becomes unwritable
+mid-run (``ENOSPC``: appends fail, rewriting allocated bytes works; an immutable directory: no new file; a read-only
+file system: nothing), and files deleted or replaced while it runs. The journal never raises, says it in one log line
 naming the file and the cost, and — where anything can still be written — records it before the batch that met the
 error goes out, so the next start cannot take what followed for journaled."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.producer.journal import Journal, journal_files, read_journal
+from bruce.producer.idempotence.journal import Journal, journal_files, read_journal
 
 Broken = Callable[[], None]
 

@@ -66,7 +66,7 @@ def test_idempotent_path_is_the_modern_table_plus_the_sequence_codes(code: int) 
     modern = classify(code, legacy=False)
     if code == 46:  # DUPLICATE_SEQUENCE_NUMBER: an earlier send of the batch was stored
         assert decision.action is Action.OK and decision.name == "DUPLICATE_SEQUENCE_NUMBER"
-    elif code in (45, 47, 59, 90):  # the partition's sequence state decides (bruce.producer.idempotence)
+    elif code in (45, 47, 59, 90):  # the partition's sequence state decides (bruce.producer.idempotence.sequence_state)
         assert decision.action is Action.SEQUENCE and decision.name == modern.name
     else:
         assert (decision.action, decision.counts_attempt, decision.reason, decision.name) == (

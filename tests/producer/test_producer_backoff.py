@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from bruce.producer.backoff import ExponentialBackoff, PauseBackoff, jittered
+from bruce.producer.transport.backoff import ExponentialBackoff, PauseBackoff, jittered
 
 
 def test_first_pause_waits_only_the_minimum() -> None:

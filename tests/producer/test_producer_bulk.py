@@ -9,10 +9,10 @@ import gc
 import pytest
 
 from bruce.producer.bulk import Bulk, Chunk, split
+from bruce.producer.dispatch.responses import RequestOutcomes
 from bruce.producer.message import Message, resolve_delivered
+from bruce.producer.queues.request import NO_COMPRESSION, encode_part
 from bruce.producer.reasons import DiscardReason
-from bruce.producer.request import NO_COMPRESSION, encode_part
-from bruce.producer.responses import RequestOutcomes
 from bruce.wire.recordbatch import build_record_batch
 
 from .test_producer_dispatcher import check, make, response, send_request

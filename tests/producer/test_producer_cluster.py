@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bruce.producer.cluster import BadMetadata, build_view
+from bruce.producer.metadata.cluster import BadMetadata, build_view
 from bruce.wire.protocol.metadata import MetadataResponseBroker as B
 from bruce.wire.protocol.metadata import MetadataResponsePartition
 from bruce.wire.protocol.metadata import MetadataResponseTopic as T

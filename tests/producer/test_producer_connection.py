@@ -9,9 +9,9 @@ import struct
 import pytest
 
 from bruce.producer.acks import Failure
-from bruce.producer.connection import Connection
 from bruce.producer.errors import BrokerProtocolError, TransportError
-from bruce.producer.transport import Timeouts, connect
+from bruce.producer.transport.broker_connection import Timeouts, connect
+from bruce.producer.transport.framing import Connection
 from bruce.wire.protocol.api_versions import ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse
 from bruce.wire.protocol.base import encode_response
 from bruce.wire.protocol.metadata import MetadataResponse, MetadataResponseBroker, metadata_request

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import random
-from dataclasses import replace
 from types import SimpleNamespace as NS
 
 import pytest
@@ -13,15 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bruce.producer.acks import Failure
-from bruce.producer.cluster import build_view
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.dispatcher import Dispatcher, DispatchHooks
+from bruce.producer.dispatch.dispatcher import Dispatcher, NoHooks
+from bruce.producer.dispatch.responses import RequestOutcomes
 from bruce.producer.message import Message, OutcomeSink
-from bruce.producer.partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
+from bruce.producer.metadata.cluster import build_view
+from bruce.producer.metadata.partitioner import AnyPartitionCycle, explicit_partition, partition_for_key
+from bruce.producer.queues.request import NO_COMPRESSION, Part, assemble
 from bruce.producer.reasons import DiscardReason
-from bruce.producer.request import NO_COMPRESSION, Part, assemble
-from bruce.producer.responses import RequestOutcomes
 
 
 def view(leaders: dict[str, list[int | None]]):
@@ -54,9 +53,36 @@ class Sink:
         self.events.append(("dup", topic, len(messages)))
 
 
-def make(leaders=None, **config):
-    woken, pauses = [], []
-    hooks = DispatchHooks(wake_broker=woken.append, pause=lambda cause, answered: pauses.append(cause))
+class Hooks(NoHooks):
+    """The dispatcher's hooks, recording the brokers woken, the pauses and the metadata fetches asked for;
+    ``fetch_at_once``: a fetch asked for begins at once."""
+
+    def __init__(self, begun: int = 0, *, fetch_at_once: bool = False) -> None:
+        self.woken: list[int] = []
+        self.pauses: list[str] = []
+        self.answered: list[bool] = []  # per pause: a broker's answer asked for it
+        self.asked: list[str] = []
+        self.begun = begun
+        self.fetch_at_once = fetch_at_once
+
+    def wake_broker(self, broker: int) -> None:
+        self.woken.append(broker)
+
+    def pause(self, cause: str, answered: bool) -> None:
+        self.pauses.append(cause)
+        self.answered.append(answered)
+
+    def unknown_topic(self, topic: str) -> None:
+        self.asked.append(topic)
+        self.begun += self.fetch_at_once
+
+    def fetches_begun(self) -> int:
+        return self.begun
+
+
+def make(leaders=None, hooks=None, **config):
+    hooks = hooks or Hooks()
+    woken, pauses = hooks.woken, hooks.pauses
     d = Dispatcher(ProducerConfig(**config), Counters(), sink := Sink(), hooks=hooks)
     d.apply_view(view(leaders or {"t": [1, 2]}), 0)
     return d, sink, woken, pauses
@@ -204,11 +230,9 @@ def test_reroute_on_a_new_view() -> None:
 
 
 def test_unknown_topics_wait_for_a_fetch_that_began_after_them() -> None:
-    d, _sink, _, _ = make()
+    d, _sink, _, _ = make(hooks=(hooks := Hooks(begun=1)))
     d.clock = lambda: 100.0  # type: ignore[assignment]  # a frozen clock: every time reading is equal
-    begun = [1]
-    asked = []
-    d.hooks = replace(d.hooks, fetches_begun=lambda: begun[0], unknown_topic=asked.append)
+    asked = hooks.asked
     (m,) = [Message(None, b"x", 0)]
     d.ledger.admit([m])
     d.route("new", [m])
@@ -216,14 +240,14 @@ def test_unknown_topics_wait_for_a_fetch_that_began_after_them() -> None:
     assert asked == ["new"]
     d.apply_view(view({"t": [1]}), 1)  # fetch 1 began before the message arrived: keep waiting, ask for another
     assert m.error is None and asked == ["new", "new"]
-    begun[0] = 2
+    hooks.begun = 2
     d.apply_view(view({"t": [1], "new": [2]}), 2)
     check(d)
     assert d.queue("new", 0).ready_count == 1 and not d.unknown
     (m2,) = [Message(None, b"y", 0)]
     d.ledger.admit([m2])
     d.route("other", [m2])
-    begun[0] = 3
+    hooks.begun = 3
     d.apply_view(view({"t": [1]}), 3)
     check(d)
     assert m2.error.reason == DiscardReason.BAD_TOPIC
@@ -233,15 +257,12 @@ def test_a_fetch_begun_at_the_same_clock_reading_as_the_arrival_settles_an_unkno
     """With a millisecond loop clock a message and the metadata fetch it triggers often share one reading. The fetch
     began after the message was held, so its answer settles the topic at once (not at the periodic refresh, 15
     minutes later)."""
-    d, _sink, _, _ = make()
+    d, _sink, _, _ = make(hooks=(hooks := Hooks(fetch_at_once=True)))
     d.clock = lambda: 100.0  # type: ignore[assignment]
-    begun = [0]
-    fetch_now = lambda topic: begun.__setitem__(0, begun[0] + 1)  # noqa: E731 (the fetch begins at once)
-    d.hooks = replace(d.hooks, fetches_begun=lambda: begun[0], unknown_topic=fetch_now)
     m = Message(None, b"x", 0)
     d.ledger.admit([m])
     d.route("missing", [m])
-    assert begun == [1] and m.error is None
+    assert hooks.begun == 1 and m.error is None
     d.apply_view(view({"t": [1]}), 1)
     check(d)
     assert m.error is not None and m.error.reason == DiscardReason.BAD_TOPIC

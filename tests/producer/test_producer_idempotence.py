@@ -1,8 +1,8 @@
-"""The idempotence state (bruce.producer.idempotence): the producer id state machine over every (state, input) pair,
-sequence assignment and wrapping, every error code's answer at the head of a partition and behind another batch,
-draining, leader changes, epoch bumps and new producer ids; then a property test that drives the state against a model
-of Kafka's broker-side checks (tests/fakebroker/sequences.py) with lost acknowledgements, cut connections and error
-answers, and reads back every record exactly once, in order."""
+"""The idempotence state (bruce.producer.idempotence.sequence_state): the producer id state machine over every (state,
+input) pair, sequence assignment and wrapping, every error code's answer at the head of a partition and behind another
+batch, draining, leader changes, epoch bumps and new producer ids; then a property test that drives the state against a
+model of Kafka's broker-side checks (tests/fakebroker/sequences.py) with lost acknowledgements, cut connections and
+error answers, and reads back every record exactly once, in order."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bruce.producer.acks import Action, Failure, classify
-from bruce.producer.idempotence import MAX_EPOCH, BatchState, Idempotence, PidState, next_sequence
+from bruce.producer.idempotence.sequence_state import MAX_EPOCH, BatchState, Idempotence, PidState, next_sequence
 from bruce.wire import errorcodes
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse

@@ -11,8 +11,8 @@ import pytest
 from kafka.partitioner.default import murmur2 as java_murmur2
 
 from bruce.producer import ConfigError, ProducerConfig
-from bruce.producer.cluster import Partition, Topic
-from bruce.producer.partitioner import (
+from bruce.producer.metadata.cluster import Partition, Topic
+from bruce.producer.metadata.partitioner import (
     AnyPartitionCycle,
     explicit_partition,
     key_to_partition_key,

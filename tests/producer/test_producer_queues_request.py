@@ -8,8 +8,8 @@ import random
 import pytest
 
 from bruce.producer.message import Message
-from bruce.producer.queues import PartitionQueue
-from bruce.producer.request import (
+from bruce.producer.queues.partition_queue import PartitionQueue
+from bruce.producer.queues.request import (
     NO_COMPRESSION,
     Compression,
     Part,

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from scramp import ScramClient
 
-from bruce.producer.sasl import AuthenticationFailed, authenticate
-from bruce.producer.security import SecurityConfig
+from bruce.producer.config.security import SecurityConfig
+from bruce.producer.transport.sasl import AuthenticationFailed, authenticate
 from bruce.wire.protocol.sasl_authenticate import SaslAuthenticateResponse
 from bruce.wire.protocol.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from bruce.wire.versions import choose_versions

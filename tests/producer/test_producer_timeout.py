@@ -4,20 +4,19 @@ the accounting after each step) and the broker trouble log (one line per episode
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 import pytest
 
 from bruce.producer.acks import Failure
 from bruce.producer.config import ProducerConfig
+from bruce.producer.dispatch.responses import RequestOutcomes
 from bruce.producer.errors import ConfigError
 from bruce.producer.message import Message
-from bruce.producer.queues import PartitionQueue
+from bruce.producer.queues.partition_queue import PartitionQueue
 from bruce.producer.reasons import DiscardReason
-from bruce.producer.responses import RequestOutcomes
-from bruce.producer.trouble import BrokerTrouble
+from bruce.producer.transport.trouble import BrokerTrouble
 
-from .test_producer_dispatcher import check, make, send_request, submit
+from .test_producer_dispatcher import Hooks, check, make, send_request, submit
 
 
 def msgs(n: int, tag: str) -> list[Message]:
@@ -95,13 +94,12 @@ def test_messages_in_a_request_are_not_expired_until_they_come_back() -> None:
 
 
 def test_a_pause_says_whether_a_broker_answered() -> None:
-    d, _, _, _ = make({"t": [1]})
-    asked: list[tuple[str, bool]] = []
-    d.hooks = replace(d.hooks, pause=lambda cause, answered: asked.append((cause, answered)))
+    d, _, _, _ = make({"t": [1]}, hooks=(hooks := Hooks()))
     submit(d, 1)
     RequestOutcomes(d).on_failure(1, send_request(d, 1), Failure.BROKER_CLOSE, written=True)
     d.resume()
     RequestOutcomes(d).on_failure(1, send_request(d, 1), Failure.PROTOCOL_ERROR, written=True)
+    asked = list(zip(hooks.pauses, hooks.answered, strict=True))
     assert asked == [("SocketBrokerClose on broker 1", False), ("ProtocolError on broker 1", True)]
 
 

@@ -1,5 +1,5 @@
-"""Settling's decisions (bruce.producer.recovery) with the log and the broker's answers scripted: the cases a real
-broker hardly ever shows on demand (a send of the dead process landing during the settling, a broker that stays
+"""Settling's decisions (bruce.producer.idempotence.recovery) with the log and the broker's answers scripted: the cases
+a real broker hardly ever shows on demand (a send of the dead process landing during the settling, a broker that stays
 unreachable). The log reading and resending themselves run against tansu in tests/e2e/test_settle_tansu.py."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from bruce.producer import recovery
 from bruce.producer.acks import Failure
-from bruce.producer.cluster import BrokerNode, ClusterView
 from bruce.producer.config import ProducerConfig
 from bruce.producer.errors import TransportError
-from bruce.producer.journal import JournalEntry
-from bruce.producer.recovery import Settler, log_identities
+from bruce.producer.idempotence import recovery
+from bruce.producer.idempotence.journal import JournalEntry
+from bruce.producer.idempotence.recovery import Settler, log_identities
+from bruce.producer.metadata.cluster import BrokerNode, ClusterView
 from bruce.wire.recordbatch import build_record_batch, with_producer_identity
 
 TP = ("t", 0)
@@ -243,7 +243,7 @@ def test_a_duplicate_answer_whose_log_cannot_be_read_is_sent_again_as_a_possible
 ) -> None:
     """The log stays unreadable: the messages are sent again as new, and reported as possible duplicates (the batch
     may be stored)."""
-    from bruce.producer import duplicates
+    from bruce.producer.idempotence import duplicates
 
     async def unreadable(*args: Any) -> int | None:
         raise TransportError("cannot connect", reason=Failure.CONNECT_FAIL)

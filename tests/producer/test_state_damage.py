@@ -1,6 +1,6 @@
-"""The library's state path with a damaged journal (bruce.producer.state): the batches whose records are lost cannot
-be settled — the library has no other copy of them — so the start says so in one ERROR line naming the file and
-counts the messages that may be lost (``JournalPossiblyLost``: the messages of the batches outstanding when the
+"""The library's state path with a damaged journal (bruce.producer.idempotence.state_path): the batches whose records
+are lost cannot be settled — the library has no other copy of them — so the start says so in one ERROR line naming the
+file and counts the messages that may be lost (``JournalPossiblyLost``: the messages of the batches outstanding when the
 journal was last written, an upper bound); what is readable is settled as usual. The log lookups are stubbed here
 (against tansu: tests/e2e/test_producer_state_tansu.py)."""
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from bruce.producer import state as state_module
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.journal import Journal, journal_files
-from bruce.producer.recovery import Settlement
-from bruce.producer.state import ProducerState
+from bruce.producer.idempotence import state_path as state_module
+from bruce.producer.idempotence.journal import Journal, journal_files
+from bruce.producer.idempotence.recovery import Settlement
+from bruce.producer.idempotence.state_path import ProducerState
 from bruce.wire.recordbatch import build_record_batch
 
 

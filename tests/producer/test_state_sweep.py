@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 from damage import TruthSettler, damages
 
-from bruce.producer import state as state_module
-from bruce.producer.cluster import BrokerNode, ClusterView
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.journal import Journal
-from bruce.producer.state import ProducerState
-from bruce.producer.state_cluster import StateCluster, save_cluster
+from bruce.producer.idempotence import state_path as state_module
+from bruce.producer.idempotence.journal import Journal
+from bruce.producer.idempotence.state_cluster import StateCluster, save_cluster
+from bruce.producer.idempotence.state_path import ProducerState
+from bruce.producer.metadata.cluster import BrokerNode, ClusterView
 from bruce.wire.recordbatch import build_record_batch
 
 from .test_journal_damage import _only_file

@@ -12,7 +12,7 @@ from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
 from bruce.producer import DeliveryError, DiscardReason, Message, Producer, partition_for_key
-from bruce.producer import sender as sender_module
+from bruce.producer.dispatch import sender as sender_module
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol import produce
 

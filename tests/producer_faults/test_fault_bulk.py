@@ -12,7 +12,7 @@ from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
 from bruce.producer import DeliveryError, DiscardReason, Handle, Producer, ProducerConfig, QueueFull, partition_for_key
-from bruce.producer.partitioner import key_to_partition_key
+from bruce.producer.metadata.partitioner import key_to_partition_key
 from bruce.wire.errors import UsageError
 from bruce.wire.protocol import produce
 

@@ -19,7 +19,7 @@ from fakebroker.harness import Outcomes, assert_accounting, bruce_config, runnin
 
 from bruce.producer import DiscardReason, Producer, ProducerConfig
 from bruce.producer.errors import ConfigError
-from bruce.producer.journal import read_journal
+from bruce.producer.idempotence.journal import read_journal
 from bruce.wire.protocol import api_versions, init_producer_id, produce
 
 PRODUCE = produce.KEY

@@ -10,7 +10,7 @@ from fakebroker import FakeCluster
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario
 
 from bruce.producer import DeliveryError, DiscardReason, MessageTooLarge
-from bruce.producer.request import ALONE_OVERHEAD
+from bruce.producer.queues.request import ALONE_OVERHEAD
 
 LIMIT = 10_000
 

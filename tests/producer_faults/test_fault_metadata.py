@@ -17,7 +17,7 @@ FAST_CHECKS = (0.05, 0.1, 0.2)  # instead of Bruce's 3, 6 and 12 s between refre
 
 @pytest.fixture
 def fast_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("bruce.producer.metadata.AUTOCREATE_CHECKS", FAST_CHECKS)
+    monkeypatch.setattr("bruce.producer.metadata.fetcher.AUTOCREATE_CHECKS", FAST_CHECKS)
 
 
 def test_bootstrap_skips_a_dead_broker() -> None:

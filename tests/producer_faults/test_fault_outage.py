@@ -12,7 +12,7 @@ from fakebroker import FakeCluster, Fault
 from fakebroker.harness import Outcomes, assert_accounting, bruce_config, running, scenario, wait_for
 
 from bruce.producer import DeliveryError, DiscardReason, Producer, ProducerConfig
-from bruce.producer.backoff import ExponentialBackoff, PauseBackoff
+from bruce.producer.transport.backoff import ExponentialBackoff, PauseBackoff
 from bruce.proxy.config.ports import free_port
 from bruce.wire.protocol import produce
 

@@ -9,7 +9,7 @@ from fakebroker import FakeCluster, Fault
 from kafka.partitioner.default import murmur2 as java_murmur2
 
 from bruce.producer import Partition, Topic, partition_for_key, run
-from bruce.producer.sending import Sending
+from bruce.producer.queueing import Queueing
 from bruce.proxy.config.ports import free_port
 from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable
 from bruce.spark.direct import produce_batches
@@ -111,7 +111,7 @@ def test_plain_batches_go_in_bulk_and_every_row_is_read_back(tansu, new_topic, m
     def no_send(*args, **kwargs):
         raise AssertionError("a plain batch went row by row")
 
-    monkeypatch.setattr(Sending, "send", no_send)  # what every Producer's send is bound to
+    monkeypatch.setattr(Queueing, "send", no_send)  # every Producer's send (its base class's)
     topic = new_topic(partitions=3)
     options = write_options(
         {"bootstrap.servers": tansu.address, "topic": topic, "kafka.queue.buffering.max.messages": "2500"}

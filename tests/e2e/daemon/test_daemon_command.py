@@ -218,8 +218,24 @@ def test_per_topic_conf_starts_without_a_reachable_broker(
         (["--config_path", "/nonexistent/bruce.xml"], 1, "/nonexistent/bruce.xml"),
         (["--use_old_input_format", "--initial_brokers", "127.0.0.1:1"], 1, "--use_old_input_format"),
         (["--max_input_msg_size", "16777216", "--initial_brokers", "127.0.0.1:1"], 1, "max_input_msg_size=16777216"),
+        # A setting the producer refuses while the daemon is built is a bad command line; a preflight check, a failed
+        # start (docs/configuration.md: 2 and 1)
+        (
+            [
+                *("--kafka_property", "security.protocol=SSL"),
+                *("--kafka_property", "ssl.ca.location=/nonexistent/ca.pem"),
+                *("--initial_brokers", "127.0.0.1:1"),
+            ],
+            2,
+            "ssl.ca.location: cannot load /nonexistent/ca.pem",
+        ),
+        (
+            ["--plog_udp", "23456:a,23456:b", "--initial_brokers", "127.0.0.1:1"],
+            1,
+            "--plog_udp: another listener already uses udp 127.0.0.1:23456",
+        ),
     ],
-    ids=["unknown-option", "missing-config", "old-input-format", "large-datagrams"],
+    ids=["unknown-option", "missing-config", "old-input-format", "large-datagrams", "certificate", "plog-port-twice"],
 )
 def test_startup_errors_name_the_problem(args: list[str], status: int, message: str, workdir: Path) -> None:
     args = [*args, "--receive_socket_name", str(workdir / "x.sock"), "--status_port", "0"]

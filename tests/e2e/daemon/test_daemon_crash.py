@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.producer import sender
+from bruce.producer.dispatch import sender
 from bruce.producer.errors import ProducerClosed
 from bruce.producer.producer import Producer
 from bruce.proxy.config import Broker

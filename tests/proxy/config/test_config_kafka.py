@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from config_files import PER_TOPIC_CONF
 
-from bruce.producer.security import Secret
+from bruce.producer.config.security import Secret
 from bruce.proxy.config import producer_config
 from bruce.proxy.config.errors import ConfigError
 from bruce.proxy.config.model import Broker

@@ -32,7 +32,8 @@ class Daemon:
     def __init__(self, directory: Path, room: int) -> None:
         self.counters = Counters()
         self.budget = MessageBudget(room * CHARGE, counters=self.counters)
-        self.spool = Spool.open(SpoolConfig(directory, segment_bytes=400))
+        self.behind = asyncio.Event()  # the cursor fell behind: the backlog wakes (as the daemon opens its spool)
+        self.spool = Spool.open(SpoolConfig(directory, segment_bytes=400), on_behind=self.behind.set)
         self.slot = SpoolSlot(self.spool)
         self.outcomes = Outcomes(
             self.budget, DiscardTracker(interval_s=600, log_discards=False, counters=self.counters), spool=self.slot
@@ -54,7 +55,14 @@ class Daemon:
         self.acked = 0  # routed messages acknowledged
 
     def backlog_of(self, spool: Spool) -> DiskBacklog:
-        return DiskBacklog(spool, sink=self.router, budget=self.budget, outcomes=self.outcomes, counters=self.counters)
+        return DiskBacklog(
+            spool,
+            behind=self.behind,
+            sink=self.router,
+            budget=self.budget,
+            outcomes=self.outcomes,
+            counters=self.counters,
+        )
 
     def send(self, n: int) -> None:
         self.intake.feed(
@@ -158,7 +166,8 @@ def test_the_backlog_task_routes_when_deliveries_make_room(tmp_path: Path) -> No
 def test_with_the_spool_full_too_the_full_policy_and_no_mem_apply_as_before(tmp_path: Path) -> None:
     d = Daemon(tmp_path, room=2)
     d.spool.close()
-    d.spool = Spool.open(SpoolConfig(tmp_path / "small", segment_bytes=400, max_bytes=700))  # ten records or so
+    small = SpoolConfig(tmp_path / "small", segment_bytes=400, max_bytes=700)  # ten records or so
+    d.spool = Spool.open(small, on_behind=d.behind.set)
     d.slot.spool = d.spool
     d.backlog = d.backlog_of(d.spool)
     for _ in range(30):  # one datagram per burst (a burst is spooled whole or not at all)

@@ -6,8 +6,8 @@ import itertools
 from types import SimpleNamespace as NS
 from typing import Any
 
-from bruce.producer.cluster import ClusterView, build_view
 from bruce.producer.counters import Counters
+from bruce.producer.metadata.cluster import ClusterView, build_view
 from bruce.producer.reasons import DiscardReason
 from bruce.proxy.config.model import (
     BatchingConfig,

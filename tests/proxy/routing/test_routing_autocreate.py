@@ -128,7 +128,7 @@ def test_shutdown_discards_parked_messages() -> None:
 
 
 def test_auto_creation_through_the_producer_against_the_fake_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("bruce.producer.metadata.AUTOCREATE_CHECKS", (0.05, 0.1, 0.2))
+    monkeypatch.setattr("bruce.producer.metadata.fetcher.AUTOCREATE_CHECKS", (0.05, 0.1, 0.2))
 
     async def body(cluster: FakeCluster) -> None:
         cluster.add_topic("t", [1])

@@ -15,7 +15,7 @@ from fakebroker import FakeCluster
 from fakebroker.harness import bruce_config, scenario, wait_for
 
 from bruce.producer import Producer
-from bruce.producer.request import NO_COMPRESSION, encode_records
+from bruce.producer.queues.request import NO_COMPRESSION, encode_records
 from bruce.proxy.config.model import (
     CompressionCodec,
     CompressionConfig,

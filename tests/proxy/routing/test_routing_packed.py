@@ -12,8 +12,8 @@ import pytest
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.dispatcher import Dispatcher
-from bruce.producer.queues import PartitionQueue
+from bruce.producer.dispatch.dispatcher import Dispatcher
+from bruce.producer.queues.partition_queue import PartitionQueue
 from bruce.proxy.messages.budget import MakeRoom, MessageBudget
 from bruce.proxy.messages.message import HeldMessage
 from bruce.proxy.routing.packed import (

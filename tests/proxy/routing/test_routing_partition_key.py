@@ -14,7 +14,7 @@ from fakebroker.harness import bruce_config, scenario, wait_for
 
 from bruce.producer import Producer, ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.dispatcher import Dispatcher
+from bruce.producer.dispatch.dispatcher import Dispatcher
 from bruce.proxy.config.model import TopicAction, TopicBatching
 from bruce.proxy.routing.batcher import Batcher
 from bruce.proxy.routing.router import Router

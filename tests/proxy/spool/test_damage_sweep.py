@@ -27,7 +27,7 @@ from damage import TruthSettler, damages
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.journal import Journal
+from bruce.producer.idempotence.journal import Journal
 from bruce.proxy.daemon import exactly_once
 from bruce.proxy.daemon.exactly_once import SpoolJournal
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
@@ -81,11 +81,10 @@ def _start(directory: Path) -> tuple[dict[int, bool], list[int], int]:
     Truth.resent = []
     lost: list[int] = []
     spool = Spool.open(SpoolConfig(directory, segment_bytes=SEGMENT_BYTES, done_every_ms=0))
-    spool.on_corrupt = lambda _file, _offset, count, _detail: lost.append(count)
     journal = SpoolJournal(spool, StubProducer(), Counters(), why_off="")  # type: ignore[arg-type]
     verdict = asyncio.run(journal.settle())
     replayed: dict[int, bool] = {}
-    for burst in spool.replay(verdict.settled):
+    for burst in spool.replay(verdict.settled, on_corrupt=lambda _file, _offset, count, _detail: lost.append(count)):
         for record in burst:
             if not verdict.settled(record.sequence):  # as Replay._run: settled records are not sent again
                 replayed[int(record.value)] = verdict.possible_duplicate(record.sequence)

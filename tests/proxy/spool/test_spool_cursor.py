@@ -5,6 +5,7 @@ damage loses exactly the damaged records (counted, done, reported once) and noth
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage
@@ -15,10 +16,10 @@ def msgs(start: int, n: int, *, size: int = 20) -> list[SpoolMessage]:
     return [SpoolMessage(b"t", None, None, (b"%06d" % i).ljust(size, b"."), i) for i in range(start, start + n)]
 
 
-def drain(spool: Spool) -> list[int]:
+def drain(spool: Spool, on_lost: Callable[[int], None] | None = None) -> list[int]:
     """Take every record the cursor holds; their timestamps (= the numbers the test gave them)."""
     got = []
-    while (record := spool.cursor.peek()) is not None:
+    while (record := spool.cursor.peek(on_lost)) is not None:
         got.append(record.timestamp)
         spool.cursor.take()
     return got
@@ -65,7 +66,6 @@ def test_a_record_larger_than_a_read_chunk(tmp_path: Path) -> None:
 def test_a_damaged_record_is_lost_alone_counted_done_and_reported(tmp_path: Path) -> None:
     with Spool.open(SpoolConfig(tmp_path, segment_bytes=300)) as spool:
         lost: list[int] = []
-        spool.cursor.on_lost = lost.append
         first = spool.append(msgs(0, 4))
         spool.cursor.hold(first)
         spool.append(msgs(4, 4))  # a second segment (the first is sealed)
@@ -74,7 +74,7 @@ def test_a_damaged_record_is_lost_alone_counted_done_and_reported(tmp_path: Path
         size = (os.path.getsize(segments[0]) - 28) // 4
         flip(segments[0], 28 + size + 20)  # record 1 of the sealed segment
         flip(segments[1], os.path.getsize(segments[1]) - 3)  # the active segment's last record
-        assert drain(spool) == [0, 2, 3, 4, 5, 6]
+        assert drain(spool, lost.append) == [0, 2, 3, 4, 5, 6]
         assert lost == [1, 1]
         assert spool.corrupt == 2
         assert spool.pending == 6  # the lost ones are done; the six read back wait for their fates
@@ -84,11 +84,10 @@ def test_a_damaged_record_is_lost_alone_counted_done_and_reported(tmp_path: Path
 def test_a_segment_that_cannot_be_read_loses_its_held_records_only(tmp_path: Path) -> None:
     with Spool.open(SpoolConfig(tmp_path, segment_bytes=300)) as spool:
         lost: list[int] = []
-        spool.cursor.on_lost = lost.append
         first = spool.append(msgs(0, 4))
         spool.append(msgs(4, 4))
         os.unlink(sorted(tmp_path.glob("*.seg"))[0])  # (deleted behind the spool's back: opening it fails)
         spool.cursor.hold(first)
-        assert drain(spool) == [4, 5, 6, 7]
+        assert drain(spool, lost.append) == [4, 5, 6, 7]
         assert lost == [4]
         assert spool.corrupt == 4

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,8 +22,8 @@ from bruce.proxy.spool.format import HEADER_SIZE, encode_burst
 from .test_spool_writer import _crash, burst, open_spool, replay_all, segment_files
 
 
-def _seqs(spool: Spool) -> list[int]:
-    return [r.sequence for r in replay_all(spool)]
+def _seqs(spool: Spool, on_corrupt: Callable[..., None] | None = None) -> list[int]:
+    return [r.sequence for r in replay_all(spool, on_corrupt)]
 
 
 # ---------------------------------------------------------------- disk errors
@@ -234,9 +234,8 @@ def test_torn_tail_of_the_newest_segment_is_truncated(tmp_path: Path) -> None:
         f.write(encode_burst(10, burst(1))[:-7])  # a crash in the middle of a write
     reported: list[tuple] = []
     with open_spool(tmp_path) as spool:
-        spool.on_corrupt = lambda *args: reported.append(args)
         assert newest.stat().st_size == good
-        assert _seqs(spool) == list(range(10))
+        assert _seqs(spool, lambda *args: reported.append(args)) == list(range(10))
         assert spool.corrupt == 1  # at least one message read from the socket, cut by the crash: counted
         assert spool.next_sequence == 10
     ((file, offset, count, detail),) = reported
@@ -251,8 +250,7 @@ def test_flipped_byte_in_an_older_segment_is_skipped_and_reported(tmp_path: Path
     older.write_bytes(bytes(data))
     reported: list[tuple] = []
     with open_spool(tmp_path) as spool:
-        spool.on_corrupt = lambda *args: reported.append(args)
-        assert _seqs(spool) == list(range(1, 10))
+        assert _seqs(spool, lambda *args: reported.append(args)) == list(range(1, 10))
         assert spool.corrupt == 1 and spool.stats()["SpoolCorrupt"] == 1
         assert reported == [(str(older), HEADER_SIZE, 1, "CRC-32C mismatch")]
         spool.done_run(1, 9)

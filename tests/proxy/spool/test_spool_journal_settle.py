@@ -14,8 +14,8 @@ import pytest
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
-from bruce.producer.journal import Journal
-from bruce.producer.recovery import Settlement
+from bruce.producer.idempotence.journal import Journal
+from bruce.producer.idempotence.recovery import Settlement
 from bruce.proxy.daemon import exactly_once
 from bruce.proxy.daemon.exactly_once import SpoolJournal, why_at_least_once
 from bruce.proxy.spool import Spool, SpoolConfig, SpoolMessage

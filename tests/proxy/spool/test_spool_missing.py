@@ -31,8 +31,7 @@ def _left(directory: Path, done: range = range(0)) -> list[Path]:
 def _restart(directory: Path) -> tuple[list[int], list[tuple], Spool]:
     reported: list[tuple] = []
     spool = open_spool(directory, segment_bytes=SEGMENT)
-    spool.on_corrupt = lambda *args: reported.append(args)
-    seqs = [r.sequence for r in replay_all(spool)]
+    seqs = [r.sequence for r in replay_all(spool, lambda *args: reported.append(args))]
     return seqs, reported, spool
 
 

@@ -42,9 +42,9 @@ def _crashed(directory: Path, messages: int = 40, done: range = range(0)) -> Pat
 def _restart(directory: Path, settled: set[int] | None = None) -> tuple[list[int], list[tuple[int, str]], Spool]:
     reported: list[tuple[int, str]] = []
     spool = open_spool(directory)
-    spool.on_corrupt = lambda _file, _offset, count, detail: reported.append((count, detail))
     skip = None if settled is None else settled.__contains__
-    seqs = [r.sequence for chunk in spool.replay(skip=skip) for r in chunk]
+    on_corrupt = lambda _file, _offset, count, detail: reported.append((count, detail))  # noqa: E731
+    seqs = [r.sequence for chunk in spool.replay(skip=skip, on_corrupt=on_corrupt) for r in chunk]
     return seqs, reported, spool
 
 

@@ -6,6 +6,7 @@ import errno
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ def open_spool(directory: Path, **settings) -> Spool:
     return Spool.open(SpoolConfig(directory, **settings))
 
 
-def replay_all(spool: Spool) -> list[SpoolRecord]:
-    return [r for chunk in spool.replay() for r in chunk]
+def replay_all(spool: Spool, on_corrupt: Callable[[str, int, int, str], None] | None = None) -> list[SpoolRecord]:
+    return [r for chunk in spool.replay(on_corrupt=on_corrupt) for r in chunk]
 
 
 def segment_files(directory: Path) -> list[str]:
