@@ -1,0 +1,680 @@
+/* Records decoded into columns in C: the columns of columns.py's Python decoder, byte for byte, and the same inputs
+refused (part of the bruce.wire._speedups extension; the module's functions are listed in _speedups.c).
+
+Rules:
+- record_columns(data, decompress, crc32c) walks the log entries of a Fetch answer's records as
+  bruce.wire.records.decode_records does (entry framing, a partial entry at the end ignored, magic 2 record
+  batches, magic 0/1 messages and their compressed wrappers), with the Python decoders' checks in their order, so
+  both refuse the same inputs for the same reason. It adds one: an offset or timestamp must fit int64.
+- No Python object per record: each column is one bytes object that grows by doubling and is cut to its length at
+  the end. A batch's record count and a record's header count are checked against the bytes left before any space
+  is reserved for them; byte strings are copied once, into their column's data.
+- Decompression and CRC-32C are the caller's: decompress(codec, payload, legacy_lz4) -> bytes (bounded by the
+  caller's budget) and crc32c(buffer) -> int, called once per batch with a memoryview of the input (no copy).
+  Their errors pass through unchanged; the decoder's own refusals are ValueError(message, reason), which the caller
+  turns into MalformedInput.
+- Layouts (Arrow's): int64 offsets and timestamps, int8 timestamp types, binary columns (validity bits, int32
+  offsets, data), headers as a list (int32 offsets per record into the header key and value columns), one row of
+  facts per batch; native byte order.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+uint32_t bruce_wire_crc32(uint32_t crc, const unsigned char *p, size_t n); /* _speedups.c: zlib's CRC-32 */
+
+/* ------------------------------------------------------------------ growing columns */
+
+typedef struct {
+    PyObject *bytes; /* capacity: its size; NULL until first written */
+    Py_ssize_t len;
+} column;
+
+static char *grow_slow(column *c, Py_ssize_t more) {
+    if (more > PY_SSIZE_T_MAX / 2 - c->len) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t need = c->len + more, cap = c->bytes ? PyBytes_GET_SIZE(c->bytes) : 0;
+    cap = cap < 256 ? 256 : cap;
+    while (cap < need)
+        cap *= 2;
+    if (c->bytes == NULL) {
+        if ((c->bytes = PyBytes_FromStringAndSize(NULL, cap)) == NULL)
+            return NULL;
+    } else if (_PyBytes_Resize(&c->bytes, cap) < 0) {
+        return NULL; /* the object is gone: c->bytes is NULL */
+    }
+    char *p = PyBytes_AS_STRING(c->bytes) + c->len;
+    c->len = need;
+    return p;
+}
+
+/* `more` writable bytes at the end of c (its length grows by `more`), or NULL with an exception set. */
+static inline char *grow(column *c, Py_ssize_t more) {
+    if (c->bytes != NULL && PyBytes_GET_SIZE(c->bytes) - c->len >= more) {
+        char *p = PyBytes_AS_STRING(c->bytes) + c->len;
+        c->len += more;
+        return p;
+    }
+    return grow_slow(c, more);
+}
+
+#define PUT(col, type, value)                                                                                        \
+    do {                                                                                                             \
+        type v_ = (type)(value);                                                                                     \
+        char *at_ = grow((col), sizeof v_);                                                                          \
+        if (at_ == NULL)                                                                                             \
+            return -1;                                                                                               \
+        memcpy(at_, &v_, sizeof v_);                                                                                 \
+    } while (0)
+
+/* The bytes of c, cut to its length (a new reference; c no longer holds it). */
+static PyObject *finish(column *c) {
+    if (c->bytes == NULL)
+        return PyBytes_FromStringAndSize("", 0);
+    if (_PyBytes_Resize(&c->bytes, c->len) < 0)
+        return NULL;
+    PyObject *out = c->bytes;
+    c->bytes = NULL;
+    return out;
+}
+
+/* Arrow's binary layout: validity bits (built whole, dropped when nothing is null), int32 offsets, data. */
+typedef struct {
+    column validity, offsets, data;
+    Py_ssize_t count, nulls;
+} binary;
+
+static int binary_start(binary *b) {
+    PUT(&b->offsets, int32_t, 0);
+    return 0;
+}
+
+/* Append a value of n bytes at p (n = -1: null). */
+static int binary_put(binary *b, const unsigned char *p, int64_t n) {
+    if (b->count % 8 == 0) {
+        char *bits = grow(&b->validity, 1);
+        if (bits == NULL)
+            return -1;
+        *bits = 0;
+    }
+    if (n < 0) {
+        b->nulls++;
+    } else {
+        if (n > INT32_MAX - b->data.len) {
+            PyErr_SetObject(PyExc_ValueError,
+                            Py_BuildValue("(ss)", "a column of byte strings would pass 2 GiB", "MALFORMED"));
+            return -1;
+        }
+        char *at = grow(&b->data, (Py_ssize_t)n);
+        if (at == NULL)
+            return -1;
+        memcpy(at, p, (size_t)n);
+        ((unsigned char *)PyBytes_AS_STRING(b->validity.bytes))[b->count / 8] |= (unsigned char)(1u << (b->count % 8));
+    }
+    b->count++;
+    PUT(&b->offsets, int32_t, b->data.len);
+    return 0;
+}
+
+/* (count, null count, validity or None, offsets, data) */
+static PyObject *binary_finish(binary *b) {
+    PyObject *validity = b->nulls ? finish(&b->validity) : Py_NewRef(Py_None);
+    PyObject *offsets = finish(&b->offsets), *data = finish(&b->data);
+    if (validity == NULL || offsets == NULL || data == NULL) {
+        Py_XDECREF(validity);
+        Py_XDECREF(offsets);
+        Py_XDECREF(data);
+        return NULL;
+    }
+    return Py_BuildValue("(nnNNN)", b->count, b->nulls, validity, offsets, data);
+}
+
+static void binary_free(binary *b) {
+    Py_CLEAR(b->validity.bytes);
+    Py_CLEAR(b->offsets.bytes);
+    Py_CLEAR(b->data.bytes);
+}
+
+/* Everything decoded so far. */
+typedef struct {
+    PyObject *decompress, *crc32c;
+    Py_ssize_t rows;
+    column offsets, timestamps, types, header_offsets;
+    binary keys, values, header_keys, header_values;
+    Py_ssize_t headers;
+    Py_ssize_t batches;
+    column b_rows, b_position, b_base_offset, b_last_offset, b_base_ts, b_max_ts, b_producer_id, b_leader_epoch,
+        b_base_sequence, b_crc, b_attributes, b_producer_epoch, b_magic;
+} state;
+
+#define BATCH_COLUMNS 13 /* b_rows .. b_magic, in the order of BatchColumns' fields */
+
+static column *batch_column(state *s, int i) { return &s->b_rows + i; }
+
+typedef struct {
+    int64_t position, base_offset, last_offset, base_ts, max_ts, producer_id;
+    int32_t leader_epoch, base_sequence;
+    uint32_t crc;
+    int16_t attributes, producer_epoch;
+    int8_t magic;
+} batch_facts;
+
+/* A batch whose records are the last ones added. */
+static int put_batch(state *s, const batch_facts *f) {
+    PUT(&s->b_rows, int32_t, s->rows); /* where its records end */
+    PUT(&s->b_position, int64_t, f->position);
+    PUT(&s->b_base_offset, int64_t, f->base_offset);
+    PUT(&s->b_last_offset, int64_t, f->last_offset);
+    PUT(&s->b_base_ts, int64_t, f->base_ts);
+    PUT(&s->b_max_ts, int64_t, f->max_ts);
+    PUT(&s->b_producer_id, int64_t, f->producer_id);
+    PUT(&s->b_leader_epoch, int32_t, f->leader_epoch);
+    PUT(&s->b_base_sequence, int32_t, f->base_sequence);
+    PUT(&s->b_crc, uint32_t, f->crc);
+    PUT(&s->b_attributes, int16_t, f->attributes);
+    PUT(&s->b_producer_epoch, int16_t, f->producer_epoch);
+    PUT(&s->b_magic, int8_t, f->magic);
+    s->batches++;
+    return 0;
+}
+
+static int fail(const char *reason, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    PyObject *message = PyUnicode_FromFormatV(format, args);
+    va_end(args);
+    if (message != NULL) {
+        PyErr_SetObject(PyExc_ValueError, Py_BuildValue("(Ns)", message, reason));
+    }
+    return -1;
+}
+
+#define MALFORMED(...) fail("MALFORMED", __VA_ARGS__)
+
+/* ------------------------------------------------------------------ reading */
+
+static int64_t get_i64(const unsigned char *p) {
+    return (int64_t)((uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+                     (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | (uint64_t)p[7]);
+}
+
+static uint32_t get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static int16_t get_i16(const unsigned char *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+
+/* Unsigned LEB128 of at most max_bytes bytes (5: a 32-bit value, 10: 64-bit) at *p, below end; *p moves past it. */
+static int uvarint(const unsigned char **p, const unsigned char *end, int max_bytes, uint64_t *out) {
+    const unsigned char *q = *p;
+    uint64_t result = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (q >= end)
+            return MALFORMED("a varint runs past the end of its record");
+        unsigned b = *q++;
+        result |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            if (i == max_bytes - 1 && b > (max_bytes == 5 ? 0x0Fu : 0x01u))
+                return MALFORMED("a varint out of range");
+            *p = q;
+            *out = result;
+            return 0;
+        }
+    }
+    return MALFORMED("a varint longer than %d bytes", max_bytes);
+}
+
+/* A zigzag varint of 32 bits (its one-byte form inline: lengths and deltas mostly are). */
+static inline int varint32(const unsigned char **p, const unsigned char *end, int64_t *out) {
+    uint64_t raw;
+    if (*p < end && **p < 0x80) {
+        raw = *(*p)++;
+    } else if (uvarint(p, end, 5, &raw) < 0)
+        return -1;
+    *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+    return 0;
+}
+
+/* Strict UTF-8 (what Python's decoder accepts): no overlong forms, surrogates or code points past U+10FFFF. */
+static int valid_utf8(const unsigned char *p, Py_ssize_t n) {
+    const unsigned char *end = p + n;
+    while (p < end) {
+        unsigned c = *p++;
+        if (c < 0x80)
+            continue;
+        int more;
+        unsigned low = 0x80, high = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            more = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            if (c == 0xE0)
+                low = 0xA0;
+            if (c == 0xED)
+                high = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            if (c == 0xF0)
+                low = 0x90;
+            if (c == 0xF4)
+                high = 0x8F;
+        } else
+            return 0;
+        if (end - p < more || p[0] < low || p[0] > high)
+            return 0;
+        for (int i = 1; i < more; i++)
+            if (p[i] < 0x80 || p[i] > 0xBF)
+                return 0;
+        p += more;
+    }
+    return 1;
+}
+
+/* A nullable byte string with a zigzag varint length at *p (-1: null), within end. */
+static int varint_bytes(const unsigned char **p, const unsigned char *end, int64_t *n, const char *what) {
+    if (varint32(p, end, n) < 0)
+        return -1;
+    if (*n < -1)
+        return MALFORMED("invalid %s length %lld", what, (long long)*n);
+    if (*n > end - *p)
+        return MALFORMED("a %s of %lld bytes runs past the end of its record", what, (long long)*n);
+    return 0;
+}
+
+static int record_headers(state *s, const unsigned char **p, const unsigned char *end) {
+    int64_t count;
+    if (varint32(p, end, &count) < 0)
+        return -1;
+    if (count < 0 || count > end - *p)
+        return MALFORMED("invalid header count %lld", (long long)count);
+    if (count > INT32_MAX - s->headers)
+        return MALFORMED("more than 2**31 - 1 headers");
+    for (int64_t i = 0; i < count; i++) {
+        int64_t n;
+        if (varint_bytes(p, end, &n, "header key") < 0)
+            return -1;
+        if (n < 0)
+            return MALFORMED("invalid header key length -1");
+        if (!valid_utf8(*p, (Py_ssize_t)n))
+            return MALFORMED("a header key is not UTF-8");
+        if (binary_put(&s->header_keys, *p, n) < 0)
+            return -1;
+        *p += n;
+        if (varint_bytes(p, end, &n, "header value") < 0 || binary_put(&s->header_values, *p, n) < 0)
+            return -1;
+        *p += n < 0 ? 0 : n;
+    }
+    s->headers += (Py_ssize_t)count;
+    PUT(&s->header_offsets, int32_t, s->headers);
+    return 0;
+}
+
+/* The `count` records of a RecordBatch v2 in buf[0:len], which they must fill exactly. */
+static int batch_records(state *s, const unsigned char *buf, Py_ssize_t len, int32_t count, const batch_facts *f) {
+    const unsigned char *p = buf, *end = buf + len;
+    int log_append = f->attributes & 0x08;
+    if (count > len)
+        return MALFORMED("%d records cannot fit in %zd bytes", count, len);
+    if (count > INT32_MAX - s->rows)
+        return MALFORMED("more than 2**31 - 1 records");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t length, offset_delta, n;
+        uint64_t raw;
+        if (varint32(&p, end, &length) < 0)
+            return -1;
+        if (length < 0 || length > end - p)
+            return MALFORMED("record length %lld does not fit the batch", (long long)length);
+        const unsigned char *record_end = p + length;
+        p++; /* attributes (unused) */
+        if (p > record_end || uvarint(&p, record_end, 10, &raw) < 0)
+            return p > record_end ? MALFORMED("record %d is empty", i) : -1;
+        int64_t ts_delta = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1), timestamp = f->max_ts, offset;
+        if (!log_append && __builtin_add_overflow(f->base_ts, ts_delta, &timestamp))
+            return MALFORMED("a record's timestamp does not fit 64 bits");
+        if (varint32(&p, record_end, &offset_delta) < 0)
+            return -1;
+        if (__builtin_add_overflow(f->base_offset, offset_delta, &offset))
+            return MALFORMED("a record's offset does not fit 64 bits");
+        if (varint_bytes(&p, record_end, &n, "key") < 0 || binary_put(&s->keys, p, n) < 0)
+            return -1;
+        p += n < 0 ? 0 : n;
+        if (varint_bytes(&p, record_end, &n, "value") < 0 || binary_put(&s->values, p, n) < 0)
+            return -1;
+        p += n < 0 ? 0 : n;
+        if (record_headers(s, &p, record_end) < 0)
+            return -1;
+        if (p != record_end)
+            return MALFORMED("record fields end %zd bytes before the record's length says", record_end - p);
+        PUT(&s->offsets, int64_t, offset);
+        PUT(&s->timestamps, int64_t, timestamp);
+        PUT(&s->types, int8_t, log_append ? 1 : 0);
+        s->rows++;
+    }
+    if (p != end)
+        return MALFORMED("%zd bytes after the last of %d records", end - p, count);
+    return 0;
+}
+
+/* A memoryview of data[start:end] (no copy). */
+static PyObject *view_of(const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
+    return PyMemoryView_FromMemory((char *)data + start, end - start, PyBUF_READ);
+}
+
+/* The bytes the caller's decompress() makes of data[start:end]. */
+static PyObject *decompressed(state *s, int codec, const unsigned char *data, Py_ssize_t start, Py_ssize_t end,
+                              int legacy_lz4) {
+    PyObject *payload = view_of(data, start, end);
+    if (payload == NULL)
+        return NULL;
+    PyObject *out = PyObject_CallFunction(s->decompress, "iOO", codec, payload, legacy_lz4 ? Py_True : Py_False);
+    Py_DECREF(payload);
+    if (out != NULL && !PyBytes_Check(out)) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
+        return NULL;
+    }
+    return out;
+}
+
+#define BATCH_HEADER 61
+
+static int record_batch(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
+    if (end - start < BATCH_HEADER)
+        return MALFORMED("record batch of %zd bytes is shorter than its 61-byte header", end - start);
+    const unsigned char *h = data + start;
+    batch_facts f = {
+        .position = start,
+        .base_offset = get_i64(h),
+        .leader_epoch = (int32_t)get_u32(h + 12),
+        .crc = get_u32(h + 17),
+        .attributes = get_i16(h + 21),
+        .base_ts = get_i64(h + 27),
+        .max_ts = get_i64(h + 35),
+        .producer_id = get_i64(h + 43),
+        .producer_epoch = get_i16(h + 51),
+        .base_sequence = (int32_t)get_u32(h + 53),
+        .magic = 2,
+    };
+    int32_t last_delta = (int32_t)get_u32(h + 23), count = (int32_t)get_u32(h + 57);
+    PyObject *view = view_of(data, start + 21, end);
+    if (view == NULL)
+        return -1;
+    PyObject *crc = PyObject_CallOneArg(s->crc32c, view);
+    Py_DECREF(view);
+    if (crc == NULL)
+        return -1;
+    unsigned long actual = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (actual == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    if (actual != f.crc) {
+        char text[80];
+        snprintf(text, sizeof text, "record batch: CRC-32C is %#010lx, the batch says %#010lx", actual,
+                 (unsigned long)f.crc);
+        return fail("CRC", "%s", text);
+    }
+    int codec = f.attributes & 0x07;
+    if (count < 0)
+        return MALFORMED("negative record count %d", count);
+    if (codec > 4)
+        return MALFORMED("record batch codec %d is unknown", codec);
+    int result;
+    if (codec == 0) {
+        result = batch_records(s, data + start + BATCH_HEADER, end - start - BATCH_HEADER, count, &f);
+    } else {
+        PyObject *inner = decompressed(s, codec, data, start + BATCH_HEADER, end, 0);
+        if (inner == NULL)
+            return -1;
+        result = batch_records(s, (const unsigned char *)PyBytes_AS_STRING(inner), PyBytes_GET_SIZE(inner), count, &f);
+        Py_DECREF(inner);
+    }
+    if (result < 0)
+        return -1;
+    if (__builtin_add_overflow(f.base_offset, (int64_t)last_delta, &f.last_offset))
+        return MALFORMED("a batch's last offset does not fit 64 bits");
+    return put_batch(s, &f);
+}
+
+/* ------------------------------------------------------------------ message sets (magic 0 and 1) */
+
+typedef struct {
+    int64_t offset, timestamp;
+    int magic, log_append;
+} wrapper;
+
+static int message_field(const unsigned char **p, const unsigned char *end, int64_t offset, int64_t *n) {
+    if (end - *p < 4)
+        return MALFORMED("message set: truncated length at offset %lld", (long long)offset);
+    *n = (int32_t)get_u32(*p);
+    *p += 4;
+    if (*n == -1)
+        return 0;
+    if (*n < 0 || *n > end - *p)
+        return MALFORMED("message set: length %lld does not fit the message at offset %lld", (long long)*n,
+                         (long long)offset);
+    return 0;
+}
+
+static int message_set(state *s, const unsigned char *data, Py_ssize_t total, const wrapper *w);
+
+/* The message in data[pos:end] (after its offset and size) with offset `offset`; `w`: the wrapper it sits in. On
+   success *out holds the top-level message's facts (when w is NULL). */
+static int message(state *s, const unsigned char *data, Py_ssize_t pos, Py_ssize_t end, int64_t offset,
+                   const wrapper *w, batch_facts *out) {
+    uint32_t crc = get_u32(data + pos);
+    int magic = (int8_t)data[pos + 4], attributes = data[pos + 5];
+    if (crc != bruce_wire_crc32(0, data + pos + 4, (size_t)(end - pos - 4)))
+        return fail("CRC", "message set: CRC mismatch in the message at offset %lld", (long long)offset);
+    if (magic != 0 && magic != 1)
+        return fail("MAGIC", "message set: unknown magic %d at offset %lld", magic, (long long)offset);
+    if (w != NULL && magic != w->magic)
+        return MALFORMED("message set: magic %d inside a magic-%d wrapper", magic, w->magic);
+    const unsigned char *p = data + pos + 6, *stop = data + end;
+    int64_t timestamp = -1, key_length, value_length;
+    if (magic) {
+        if (stop - p < 8)
+            return MALFORMED("message set: truncated timestamp at offset %lld", (long long)offset);
+        timestamp = get_i64(p);
+        p += 8;
+    }
+    const unsigned char *key = p + 4;
+    if (message_field(&p, stop, offset, &key_length) < 0)
+        return -1;
+    p += key_length < 0 ? 0 : key_length;
+    const unsigned char *value = p + 4;
+    if (message_field(&p, stop, offset, &value_length) < 0)
+        return -1;
+    p += value_length < 0 ? 0 : value_length;
+    if (p != stop)
+        return MALFORMED("message set: %zd stray bytes in the message at offset %lld", stop - p, (long long)offset);
+    int codec = attributes & 0x07, log_append = magic && (attributes & 0x08);
+    if (out != NULL)
+        *out = (batch_facts){.position = 0, .base_offset = offset, .last_offset = offset, .base_ts = timestamp,
+                             .max_ts = timestamp, .producer_id = -1, .leader_epoch = -1, .base_sequence = -1,
+                             .crc = crc, .attributes = (int16_t)attributes, .producer_epoch = -1,
+                             .magic = (int8_t)magic};
+    if (codec == 0) {
+        if (s->rows == INT32_MAX)
+            return MALFORMED("more than 2**31 - 1 records");
+        if (binary_put(&s->keys, key, key_length) < 0 || binary_put(&s->values, value, value_length) < 0)
+            return -1;
+        PUT(&s->offsets, int64_t, offset);
+        PUT(&s->timestamps, int64_t, timestamp);
+        PUT(&s->types, int8_t, log_append ? 1 : 0);
+        PUT(&s->header_offsets, int32_t, s->headers);
+        s->rows++;
+        return 0;
+    }
+    if (w != NULL)
+        return MALFORMED("message set: nested compression at offset %lld", (long long)offset);
+    if (codec >= 4)
+        return fail("UNKNOWN_CODEC", "message set: codec %d is not valid with magic %d", codec, magic);
+    if (value_length < 0)
+        return MALFORMED("message set: compressed wrapper at offset %lld has a null value", (long long)offset);
+    Py_ssize_t at = value - data;
+    PyObject *inner = decompressed(s, codec, data, at, at + value_length, magic == 0);
+    if (inner == NULL)
+        return -1;
+    Py_ssize_t first = s->rows;
+    wrapper here = {offset, timestamp, magic, log_append};
+    int result = message_set(s, (const unsigned char *)PyBytes_AS_STRING(inner), PyBytes_GET_SIZE(inner), &here);
+    Py_DECREF(inner);
+    if (result < 0)
+        return -1;
+    if (magic == 1 && s->rows > first) { /* inner offsets made absolute, and the wrapper's log-append time */
+        int64_t *offsets = (int64_t *)PyBytes_AS_STRING(s->offsets.bytes);
+        int64_t *stamps = (int64_t *)PyBytes_AS_STRING(s->timestamps.bytes);
+        int8_t *types = (int8_t *)PyBytes_AS_STRING(s->types.bytes);
+        int64_t last = offsets[s->rows - 1];
+        /* offset - last, exactly (it fits 64 bits unsigned); 0 for a wrapper written with offset 0 by a producer,
+           whose inner offsets stay. The additions below are checked in infinite precision. */
+        uint64_t shift = last > offset ? 0 : (uint64_t)offset - (uint64_t)last;
+        for (Py_ssize_t i = first; i < s->rows; i++) {
+            if (__builtin_add_overflow(offsets[i], shift, &offsets[i]))
+                return MALFORMED("a record's offset does not fit 64 bits");
+            if (log_append) {
+                stamps[i] = timestamp;
+                types[i] = 1;
+            }
+        }
+    }
+    if (out != NULL && s->rows > first)
+        out->base_offset = ((int64_t *)PyBytes_AS_STRING(s->offsets.bytes))[first];
+    return 0;
+}
+
+/* The messages inside a compressed wrapper: data[0:total] must hold whole messages only. */
+static int message_set(state *s, const unsigned char *data, Py_ssize_t total, const wrapper *w) {
+    Py_ssize_t pos = 0;
+    while (pos < total) {
+        if (total - pos < 12)
+            return MALFORMED("message set: %zd stray bytes at the end of a compressed set", total - pos);
+        int64_t offset = get_i64(data + pos), size = (int32_t)get_u32(data + pos + 8);
+        if (size < 14)
+            return MALFORMED("message set: message size %lld at byte %zd is too small", (long long)size, pos);
+        if (size > total - pos - 12)
+            return MALFORMED("message set: message at byte %zd runs past the end of a compressed set", pos);
+        if (message(s, data, pos + 12, pos + 12 + (Py_ssize_t)size, offset, w, NULL) < 0)
+            return -1;
+        pos += 12 + (Py_ssize_t)size;
+    }
+    return 0;
+}
+
+static int message_entry(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
+    int64_t size = end - start - 12;
+    if (size < 14)
+        return MALFORMED("message set: message size %lld at byte 0 is too small", (long long)size);
+    batch_facts f;
+    if (message(s, data, start + 12, end, get_i64(data + start), NULL, &f) < 0)
+        return -1;
+    f.position = start;
+    return put_batch(s, &f);
+}
+
+/* ------------------------------------------------------------------ the entry point */
+
+static void state_free(state *s) {
+    column *plain[] = {&s->offsets, &s->timestamps, &s->types, &s->header_offsets};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        Py_CLEAR(plain[i]->bytes);
+    binary_free(&s->keys);
+    binary_free(&s->values);
+    binary_free(&s->header_keys);
+    binary_free(&s->header_values);
+    for (int i = 0; i < BATCH_COLUMNS; i++)
+        Py_CLEAR(batch_column(s, i)->bytes);
+}
+
+/* (count, rows, position, ... magic): BatchColumns' fields in order. */
+static PyObject *batches_finish(state *s) {
+    PyObject *out = PyTuple_New(BATCH_COLUMNS + 1);
+    if (out == NULL)
+        return NULL;
+    PyTuple_SET_ITEM(out, 0, PyLong_FromSsize_t(s->batches));
+    for (int i = 0; i < BATCH_COLUMNS; i++) {
+        PyObject *column = finish(batch_column(s, i));
+        if (column == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i + 1, column);
+    }
+    if (PyTuple_GET_ITEM(out, 0) == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static int walk(state *s, const unsigned char *data, Py_ssize_t total) {
+    if (binary_start(&s->keys) < 0 || binary_start(&s->values) < 0 || binary_start(&s->header_keys) < 0 ||
+        binary_start(&s->header_values) < 0)
+        return -1;
+    PUT(&s->header_offsets, int32_t, 0);
+    PUT(&s->b_rows, int32_t, 0);
+    Py_ssize_t pos = 0;
+    while (total - pos >= 12) {
+        int32_t size = (int32_t)get_u32(data + pos + 8);
+        if (size < 5)
+            return MALFORMED("log entry at byte %zd declares size %d, too small for a magic byte", pos, size);
+        if (size > total - pos - 12)
+            break; /* a partial entry at the end */
+        Py_ssize_t end = pos + 12 + size;
+        int magic = data[pos + 16];
+        if (magic == 2) {
+            if (record_batch(s, data, pos, end) < 0)
+                return -1;
+        } else if (magic == 0 || magic == 1) {
+            if (message_entry(s, data, pos, end) < 0)
+                return -1;
+        } else {
+            return fail("MAGIC", "log entry at byte %zd has unknown magic %d", pos, magic);
+        }
+        pos = end;
+    }
+    return 0;
+}
+
+PyObject *bruce_wire_record_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "record_columns(data, decompress, crc32c)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    state s;
+    memset(&s, 0, sizeof s);
+    s.decompress = args[1];
+    s.crc32c = args[2];
+    PyObject *out = NULL;
+    if (walk(&s, (const unsigned char *)view.buf, view.len) == 0) {
+        PyObject *offsets = finish(&s.offsets), *stamps = finish(&s.timestamps), *types = finish(&s.types);
+        PyObject *header_offsets = finish(&s.header_offsets);
+        PyObject *keys = binary_finish(&s.keys), *values = binary_finish(&s.values);
+        PyObject *header_keys = binary_finish(&s.header_keys), *header_values = binary_finish(&s.header_values);
+        PyObject *batches = batches_finish(&s);
+        if (offsets && stamps && types && header_offsets && keys && values && header_keys && header_values && batches)
+            out = Py_BuildValue("(nNNNNNNNNN)", s.rows, offsets, stamps, types, keys, values, header_offsets,
+                                header_keys, header_values, batches);
+        else {
+            Py_XDECREF(offsets);
+            Py_XDECREF(stamps);
+            Py_XDECREF(types);
+            Py_XDECREF(header_offsets);
+            Py_XDECREF(keys);
+            Py_XDECREF(values);
+            Py_XDECREF(header_keys);
+            Py_XDECREF(header_values);
+            Py_XDECREF(batches);
+        }
+    }
+    state_free(&s);
+    PyBuffer_Release(&view);
+    return out;
+}
