@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from . import errorcodes, plog
+    from .columns import BatchColumns, BatchFacts, BinaryColumn, RecordColumns, decode_columns
     from .compression import Codec, DecompressionBudget
     from .crc import crc32c
     from .datagram import (
@@ -117,6 +118,11 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {  # name -> (module, its name the
     "Record": ("records", "Record"),
     "decode_records": ("records", "decode_records"),
     "decompression_limit": ("records", "decompression_limit"),
+    "BatchColumns": ("columns", "BatchColumns"),
+    "BatchFacts": ("columns", "BatchFacts"),
+    "BinaryColumn": ("columns", "BinaryColumn"),
+    "RecordColumns": ("columns", "RecordColumns"),
+    "decode_columns": ("columns", "decode_columns"),
     "entry_spans": ("records", "entry_spans"),
     "KEY_TAG": ("plog", "KEY_TAG"),
     "TOPIC_TAG": ("plog", "TOPIC_TAG"),
@@ -213,6 +219,9 @@ __all__ = [
     "AddPartitionsToTxnTopic",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
+    "BatchColumns",
+    "BatchFacts",
+    "BinaryColumn",
     "BruceError",
     "Codec",
     "Command",
@@ -237,6 +246,7 @@ __all__ = [
     "ProduceRequest",
     "ProtocolChoice",
     "Record",
+    "RecordColumns",
     "RecordInput",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
@@ -257,6 +267,7 @@ __all__ = [
     "choose_versions",
     "crc32c",
     "decode_api_versions_response",
+    "decode_columns",
     "decode_message_set",
     "decode_record_batch",
     "decode_records",

@@ -6,11 +6,13 @@ Rules:
   bruce.wire.records.decode_records does (entry framing, a partial entry at the end ignored, magic 2 record
   batches, magic 0/1 messages and their compressed wrappers), with the Python decoders' checks in their order, so
   both refuse the same inputs for the same reason. It adds one: an offset or timestamp must fit int64.
-- No Python object per record: each column is one bytes object that grows by doubling and is cut to its length at
-  the end. A batch's record count and a record's header count are checked against the bytes left before any space
-  is reserved for them; byte strings are copied once, into their column's data.
+- No Python object per record, and each column allocated once: two passes over the input, the first checking
+  everything and counting each column's bytes, the second writing into bytes objects of exactly those sizes (no
+  growing, no copying twice). Byte strings are copied once, into their column's data. Every count and length is
+  checked against the bytes left before it is used.
 - Decompression and CRC-32C are the caller's: decompress(codec, payload, legacy_lz4) -> bytes (bounded by the
-  caller's budget) and crc32c(buffer) -> int, called once per batch with a memoryview of the input (no copy).
+  caller's budget) and crc32c(buffer) -> int, called once per batch (in the first pass; what decompress returned is
+  kept for the second) with a memoryview of the input (no copy).
   Their errors pass through unchanged; the decoder's own refusals are ValueError(message, reason), which the caller
   turns into MalformedInput.
 - Layouts (Arrow's): int64 offsets and timestamps, int8 timestamp types, binary columns (validity bits, int32
@@ -25,64 +27,63 @@ Rules:
 
 uint32_t bruce_wire_crc32(uint32_t crc, const unsigned char *p, size_t n); /* _speedups.c: zlib's CRC-32 */
 
-/* ------------------------------------------------------------------ growing columns */
+/* ------------------------------------------------------------------ columns: sized, then written */
 
 typedef struct {
-    PyObject *bytes; /* capacity: its size; NULL until first written */
-    Py_ssize_t len;
+    PyObject *bytes; /* the column, allocated between the passes; NULL while sizing */
+    char *p;         /* its bytes */
+    Py_ssize_t len;  /* bytes counted (first pass) or written (second) */
 } column;
 
-static char *grow_slow(column *c, Py_ssize_t more) {
-    if (more > PY_SSIZE_T_MAX / 2 - c->len) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    Py_ssize_t need = c->len + more, cap = c->bytes ? PyBytes_GET_SIZE(c->bytes) : 0;
-    cap = cap < 256 ? 256 : cap;
-    while (cap < need)
-        cap *= 2;
-    if (c->bytes == NULL) {
-        if ((c->bytes = PyBytes_FromStringAndSize(NULL, cap)) == NULL)
-            return NULL;
-    } else if (_PyBytes_Resize(&c->bytes, cap) < 0) {
-        return NULL; /* the object is gone: c->bytes is NULL */
-    }
-    char *p = PyBytes_AS_STRING(c->bytes) + c->len;
-    c->len = need;
-    return p;
+static int internal_error(void) {
+    PyErr_SetString(PyExc_SystemError, "record_columns: the second pass left the first one's path");
+    return -1;
 }
 
-/* `more` writable bytes at the end of c (its length grows by `more`), or NULL with an exception set. */
-static inline char *grow(column *c, Py_ssize_t more) {
-    if (c->bytes != NULL && PyBytes_GET_SIZE(c->bytes) - c->len >= more) {
-        char *p = PyBytes_AS_STRING(c->bytes) + c->len;
-        c->len += more;
-        return p;
+/* Count n bytes (first pass), or write them (second pass). */
+static inline int put(column *c, const void *src, Py_ssize_t n) {
+    if (c->p != NULL) {
+        if (n > PyBytes_GET_SIZE(c->bytes) - c->len)
+            return internal_error();
+        memcpy(c->p + c->len, src, (size_t)n);
+    } else if (n > PY_SSIZE_T_MAX / 2 - c->len) {
+        PyErr_NoMemory();
+        return -1;
     }
-    return grow_slow(c, more);
+    c->len += n;
+    return 0;
 }
 
 #define PUT(col, type, value)                                                                                        \
     do {                                                                                                             \
         type v_ = (type)(value);                                                                                     \
-        char *at_ = grow((col), sizeof v_);                                                                          \
-        if (at_ == NULL)                                                                                             \
+        if (put((col), &v_, sizeof v_) < 0)                                                                          \
             return -1;                                                                                               \
-        memcpy(at_, &v_, sizeof v_);                                                                                 \
     } while (0)
 
-/* The bytes of c, cut to its length (a new reference; c no longer holds it). */
+/* Allocate the column at the size the first pass counted (zeroed when `zero`: a bitmap), for the second. */
+static int allocate(column *c, Py_ssize_t size, int zero) {
+    if ((c->bytes = PyBytes_FromStringAndSize(NULL, size)) == NULL)
+        return -1;
+    c->p = PyBytes_AS_STRING(c->bytes);
+    if (zero)
+        memset(c->p, 0, (size_t)size);
+    c->len = 0;
+    return 0;
+}
+
+/* The column written whole (a new reference; c no longer holds it). */
 static PyObject *finish(column *c) {
-    if (c->bytes == NULL)
-        return PyBytes_FromStringAndSize("", 0);
-    if (_PyBytes_Resize(&c->bytes, c->len) < 0)
+    if (c->bytes == NULL || c->len != PyBytes_GET_SIZE(c->bytes)) {
+        internal_error();
         return NULL;
+    }
     PyObject *out = c->bytes;
     c->bytes = NULL;
     return out;
 }
 
-/* Arrow's binary layout: validity bits (built whole, dropped when nothing is null), int32 offsets, data. */
+/* Arrow's binary layout: validity bits (only when a value is null), int32 offsets, data. */
 typedef struct {
     column validity, offsets, data;
     Py_ssize_t count, nulls;
@@ -95,12 +96,6 @@ static int binary_start(binary *b) {
 
 /* Append a value of n bytes at p (n = -1: null). */
 static int binary_put(binary *b, const unsigned char *p, int64_t n) {
-    if (b->count % 8 == 0) {
-        char *bits = grow(&b->validity, 1);
-        if (bits == NULL)
-            return -1;
-        *bits = 0;
-    }
     if (n < 0) {
         b->nulls++;
     } else {
@@ -109,19 +104,28 @@ static int binary_put(binary *b, const unsigned char *p, int64_t n) {
                             Py_BuildValue("(ss)", "a column of byte strings would pass 2 GiB", "MALFORMED"));
             return -1;
         }
-        char *at = grow(&b->data, (Py_ssize_t)n);
-        if (at == NULL)
+        if (put(&b->data, p, (Py_ssize_t)n) < 0)
             return -1;
-        memcpy(at, p, (size_t)n);
-        ((unsigned char *)PyBytes_AS_STRING(b->validity.bytes))[b->count / 8] |= (unsigned char)(1u << (b->count % 8));
+        if (b->validity.p != NULL)
+            b->validity.p[b->count / 8] |= (char)(1u << (b->count % 8));
     }
     b->count++;
     PUT(&b->offsets, int32_t, b->data.len);
     return 0;
 }
 
+/* Between the passes: the columns at their sizes, the counts back to 0. */
+static int binary_allocate(binary *b) {
+    if (b->nulls && allocate(&b->validity, (b->count + 7) / 8, 1) < 0)
+        return -1;
+    b->count = b->nulls = 0;
+    return allocate(&b->offsets, b->offsets.len, 0) < 0 || allocate(&b->data, b->data.len, 0) < 0 ? -1 : 0;
+}
+
 /* (count, null count, validity or None, offsets, data) */
 static PyObject *binary_finish(binary *b) {
+    if (b->nulls)
+        b->validity.len = PyBytes_GET_SIZE(b->validity.bytes); /* bits set in place */
     PyObject *validity = b->nulls ? finish(&b->validity) : Py_NewRef(Py_None);
     PyObject *offsets = finish(&b->offsets), *data = finish(&b->data);
     if (validity == NULL || offsets == NULL || data == NULL) {
@@ -142,6 +146,10 @@ static void binary_free(binary *b) {
 /* Everything decoded so far. */
 typedef struct {
     PyObject *decompress, *crc32c;
+    int writing;            /* the second pass */
+    PyObject *inflated;     /* what decompress() returned in the first pass, in order, for the second */
+    Py_ssize_t next_inflated;
+    int64_t last_row_offset, max_row_offset; /* of the rows added (a magic-1 wrapper's inner ones) */
     Py_ssize_t rows;
     column offsets, timestamps, types, header_offsets;
     binary keys, values, header_keys, header_values;
@@ -313,6 +321,18 @@ static int record_headers(state *s, const unsigned char **p, const unsigned char
     return 0;
 }
 
+/* A record's offset, timestamp and timestamp type (its key, value and headers are in). */
+static int put_row(state *s, int64_t offset, int64_t timestamp, int log_append) {
+    PUT(&s->offsets, int64_t, offset);
+    PUT(&s->timestamps, int64_t, timestamp);
+    PUT(&s->types, int8_t, log_append ? 1 : 0);
+    s->last_row_offset = offset;
+    if (offset > s->max_row_offset)
+        s->max_row_offset = offset;
+    s->rows++;
+    return 0;
+}
+
 /* The `count` records of a RecordBatch v2 in buf[0:len], which they must fill exactly. */
 static int batch_records(state *s, const unsigned char *buf, Py_ssize_t len, int32_t count, const batch_facts *f) {
     const unsigned char *p = buf, *end = buf + len;
@@ -349,10 +369,8 @@ static int batch_records(state *s, const unsigned char *buf, Py_ssize_t len, int
             return -1;
         if (p != record_end)
             return MALFORMED("record fields end %zd bytes before the record's length says", record_end - p);
-        PUT(&s->offsets, int64_t, offset);
-        PUT(&s->timestamps, int64_t, timestamp);
-        PUT(&s->types, int8_t, log_append ? 1 : 0);
-        s->rows++;
+        if (put_row(s, offset, timestamp, log_append) < 0)
+            return -1;
     }
     if (p != end)
         return MALFORMED("%zd bytes after the last of %d records", end - p, count);
@@ -364,9 +382,16 @@ static PyObject *view_of(const unsigned char *data, Py_ssize_t start, Py_ssize_t
     return PyMemoryView_FromMemory((char *)data + start, end - start, PyBUF_READ);
 }
 
-/* The bytes the caller's decompress() makes of data[start:end]. */
+/* The bytes the caller's decompress() makes of data[start:end] (a borrowed reference, kept in s->inflated). */
 static PyObject *decompressed(state *s, int codec, const unsigned char *data, Py_ssize_t start, Py_ssize_t end,
                               int legacy_lz4) {
+    if (s->writing) {
+        if (s->next_inflated >= PyList_GET_SIZE(s->inflated)) {
+            internal_error();
+            return NULL;
+        }
+        return PyList_GET_ITEM(s->inflated, s->next_inflated++);
+    }
     PyObject *payload = view_of(data, start, end);
     if (payload == NULL)
         return NULL;
@@ -377,10 +402,17 @@ static PyObject *decompressed(state *s, int codec, const unsigned char *data, Py
         PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
         return NULL;
     }
+    if (out == NULL || PyList_Append(s->inflated, out) < 0) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    Py_DECREF(out); /* the list holds it */
     return out;
 }
 
 #define BATCH_HEADER 61
+
+static int check_crc(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end, uint32_t expected);
 
 static int record_batch(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
     if (end - start < BATCH_HEADER)
@@ -400,23 +432,8 @@ static int record_batch(state *s, const unsigned char *data, Py_ssize_t start, P
         .magic = 2,
     };
     int32_t last_delta = (int32_t)get_u32(h + 23), count = (int32_t)get_u32(h + 57);
-    PyObject *view = view_of(data, start + 21, end);
-    if (view == NULL)
+    if (!s->writing && check_crc(s, data, start, end, f.crc) < 0)
         return -1;
-    PyObject *crc = PyObject_CallOneArg(s->crc32c, view);
-    Py_DECREF(view);
-    if (crc == NULL)
-        return -1;
-    unsigned long actual = PyLong_AsUnsignedLong(crc);
-    Py_DECREF(crc);
-    if (actual == (unsigned long)-1 && PyErr_Occurred())
-        return -1;
-    if (actual != f.crc) {
-        char text[80];
-        snprintf(text, sizeof text, "record batch: CRC-32C is %#010lx, the batch says %#010lx", actual,
-                 (unsigned long)f.crc);
-        return fail("CRC", "%s", text);
-    }
     int codec = f.attributes & 0x07;
     if (count < 0)
         return MALFORMED("negative record count %d", count);
@@ -430,13 +447,33 @@ static int record_batch(state *s, const unsigned char *data, Py_ssize_t start, P
         if (inner == NULL)
             return -1;
         result = batch_records(s, (const unsigned char *)PyBytes_AS_STRING(inner), PyBytes_GET_SIZE(inner), count, &f);
-        Py_DECREF(inner);
     }
     if (result < 0)
         return -1;
     if (__builtin_add_overflow(f.base_offset, (int64_t)last_delta, &f.last_offset))
         return MALFORMED("a batch's last offset does not fit 64 bits");
     return put_batch(s, &f);
+}
+
+static int check_crc(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end, uint32_t expected) {
+    PyObject *view = view_of(data, start + 21, end);
+    if (view == NULL)
+        return -1;
+    PyObject *crc = PyObject_CallOneArg(s->crc32c, view);
+    Py_DECREF(view);
+    if (crc == NULL)
+        return -1;
+    unsigned long actual = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (actual == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    if (actual != expected) {
+        char text[80];
+        snprintf(text, sizeof text, "record batch: CRC-32C is %#010lx, the batch says %#010lx", actual,
+                 (unsigned long)expected);
+        return fail("CRC", "%s", text);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ message sets (magic 0 and 1) */
@@ -467,7 +504,7 @@ static int message(state *s, const unsigned char *data, Py_ssize_t pos, Py_ssize
                    const wrapper *w, batch_facts *out) {
     uint32_t crc = get_u32(data + pos);
     int magic = (int8_t)data[pos + 4], attributes = data[pos + 5];
-    if (crc != bruce_wire_crc32(0, data + pos + 4, (size_t)(end - pos - 4)))
+    if (!s->writing && crc != bruce_wire_crc32(0, data + pos + 4, (size_t)(end - pos - 4)))
         return fail("CRC", "message set: CRC mismatch in the message at offset %lld", (long long)offset);
     if (magic != 0 && magic != 1)
         return fail("MAGIC", "message set: unknown magic %d at offset %lld", magic, (long long)offset);
@@ -502,12 +539,8 @@ static int message(state *s, const unsigned char *data, Py_ssize_t pos, Py_ssize
             return MALFORMED("more than 2**31 - 1 records");
         if (binary_put(&s->keys, key, key_length) < 0 || binary_put(&s->values, value, value_length) < 0)
             return -1;
-        PUT(&s->offsets, int64_t, offset);
-        PUT(&s->timestamps, int64_t, timestamp);
-        PUT(&s->types, int8_t, log_append ? 1 : 0);
         PUT(&s->header_offsets, int32_t, s->headers);
-        s->rows++;
-        return 0;
+        return put_row(s, offset, timestamp, log_append);
     }
     if (w != NULL)
         return MALFORMED("message set: nested compression at offset %lld", (long long)offset);
@@ -520,30 +553,30 @@ static int message(state *s, const unsigned char *data, Py_ssize_t pos, Py_ssize
     if (inner == NULL)
         return -1;
     Py_ssize_t first = s->rows;
+    s->max_row_offset = INT64_MIN;
     wrapper here = {offset, timestamp, magic, log_append};
-    int result = message_set(s, (const unsigned char *)PyBytes_AS_STRING(inner), PyBytes_GET_SIZE(inner), &here);
-    Py_DECREF(inner);
-    if (result < 0)
+    if (message_set(s, (const unsigned char *)PyBytes_AS_STRING(inner), PyBytes_GET_SIZE(inner), &here) < 0)
         return -1;
     if (magic == 1 && s->rows > first) { /* inner offsets made absolute, and the wrapper's log-append time */
-        int64_t *offsets = (int64_t *)PyBytes_AS_STRING(s->offsets.bytes);
-        int64_t *stamps = (int64_t *)PyBytes_AS_STRING(s->timestamps.bytes);
-        int8_t *types = (int8_t *)PyBytes_AS_STRING(s->types.bytes);
-        int64_t last = offsets[s->rows - 1];
+        int64_t last = s->last_row_offset, moved;
         /* offset - last, exactly (it fits 64 bits unsigned); 0 for a wrapper written with offset 0 by a producer,
-           whose inner offsets stay. The additions below are checked in infinite precision. */
+           whose inner offsets stay. The addition is checked in infinite precision, on the largest inner offset. */
         uint64_t shift = last > offset ? 0 : (uint64_t)offset - (uint64_t)last;
-        for (Py_ssize_t i = first; i < s->rows; i++) {
-            if (__builtin_add_overflow(offsets[i], shift, &offsets[i]))
-                return MALFORMED("a record's offset does not fit 64 bits");
-            if (log_append) {
-                stamps[i] = timestamp;
-                types[i] = 1;
+        if (__builtin_add_overflow(s->max_row_offset, shift, &moved))
+            return MALFORMED("a record's offset does not fit 64 bits");
+        if (s->writing) {
+            int64_t *offsets = (int64_t *)s->offsets.p;
+            for (Py_ssize_t i = first; i < s->rows; i++) {
+                offsets[i] += (int64_t)shift; /* no overflow: checked above (two's complement wraps to the sum) */
+                if (log_append) {
+                    ((int64_t *)s->timestamps.p)[i] = timestamp;
+                    s->types.p[i] = 1;
+                }
             }
         }
     }
-    if (out != NULL && s->rows > first)
-        out->base_offset = ((int64_t *)PyBytes_AS_STRING(s->offsets.bytes))[first];
+    if (out != NULL && s->writing && s->rows > first)
+        out->base_offset = ((int64_t *)s->offsets.p)[first];
     return 0;
 }
 
@@ -588,6 +621,24 @@ static void state_free(state *s) {
     binary_free(&s->header_values);
     for (int i = 0; i < BATCH_COLUMNS; i++)
         Py_CLEAR(batch_column(s, i)->bytes);
+    Py_CLEAR(s->inflated);
+}
+
+/* Between the passes: each column allocated at the size the first counted, every count back to 0. */
+static int allocate_all(state *s) {
+    column *plain[] = {&s->offsets, &s->timestamps, &s->types, &s->header_offsets};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (allocate(plain[i], plain[i]->len, 0) < 0)
+            return -1;
+    for (int i = 0; i < BATCH_COLUMNS; i++)
+        if (allocate(batch_column(s, i), batch_column(s, i)->len, 0) < 0)
+            return -1;
+    if (binary_allocate(&s->keys) < 0 || binary_allocate(&s->values) < 0 || binary_allocate(&s->header_keys) < 0 ||
+        binary_allocate(&s->header_values) < 0)
+        return -1;
+    s->rows = s->headers = s->batches = s->next_inflated = 0;
+    s->writing = 1;
+    return 0;
 }
 
 /* (count, rows, position, ... magic): BatchColumns' fields in order. */
@@ -611,7 +662,8 @@ static PyObject *batches_finish(state *s) {
     return out;
 }
 
-static int walk(state *s, const unsigned char *data, Py_ssize_t total) {
+/* One pass over the log entries of data[0:total]. */
+static int pass(state *s, const unsigned char *data, Py_ssize_t total) {
     if (binary_start(&s->keys) < 0 || binary_start(&s->values) < 0 || binary_start(&s->header_keys) < 0 ||
         binary_start(&s->header_values) < 0)
         return -1;
@@ -640,6 +692,13 @@ static int walk(state *s, const unsigned char *data, Py_ssize_t total) {
     return 0;
 }
 
+/* The first pass (checking, counting), the columns allocated, the second (writing). */
+static int walk(state *s, const unsigned char *data, Py_ssize_t total) {
+    if (pass(s, data, total) < 0 || allocate_all(s) < 0 || pass(s, data, total) < 0)
+        return -1;
+    return s->next_inflated == PyList_GET_SIZE(s->inflated) ? 0 : internal_error();
+}
+
 PyObject *bruce_wire_record_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "record_columns(data, decompress, crc32c)");
@@ -653,7 +712,7 @@ PyObject *bruce_wire_record_columns(PyObject *module, PyObject *const *args, Py_
     s.decompress = args[1];
     s.crc32c = args[2];
     PyObject *out = NULL;
-    if (walk(&s, (const unsigned char *)view.buf, view.len) == 0) {
+    if ((s.inflated = PyList_New(0)) != NULL && walk(&s, (const unsigned char *)view.buf, view.len) == 0) {
         PyObject *offsets = finish(&s.offsets), *stamps = finish(&s.timestamps), *types = finish(&s.types);
         PyObject *header_offsets = finish(&s.header_offsets);
         PyObject *keys = binary_finish(&s.keys), *values = binary_finish(&s.values);

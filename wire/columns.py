@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .compression import DecompressionBudget
@@ -40,6 +40,9 @@ from .speedups import record_columns as _record_columns_c
 __all__ = ["BatchColumns", "BatchFacts", "BinaryColumn", "RecordColumns", "decode_columns", "decode_columns_python"]
 
 
+_SPAN = struct.Struct("=ii")
+
+
 @dataclass(frozen=True, slots=True)
 class BinaryColumn:
     """``count`` byte strings in Arrow's ``binary`` layout: ``validity`` (a bit per value, set when not null; None
@@ -52,14 +55,16 @@ class BinaryColumn:
     offsets: bytes
     data: bytes
 
+    def value(self, i: int) -> bytes | None:
+        """Value ``i`` (None: null)."""
+        if self.validity is not None and not self.validity[i >> 3] >> (i & 7) & 1:
+            return None
+        start, end = _SPAN.unpack_from(self.offsets, 4 * i)
+        return self.data[start:end]
+
     def to_list(self) -> list[bytes | None]:
         """The values as Python objects (one per value: for tests and small inputs)."""
-        ends = memoryview(self.offsets).cast("i")
-        bits = self.validity
-        return [
-            None if bits is not None and not bits[i >> 3] >> (i & 7) & 1 else self.data[ends[i] : ends[i + 1]]
-            for i in range(self.count)
-        ]
+        return [self.value(i) for i in range(self.count)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,6 @@ _FACTS = (  # BatchColumns' fact columns, in order, with their array type codes
     ("magic", "b"),
 )
 _FACT_STRUCTS = [(name, struct.Struct("=" + code)) for name, code in _FACTS]
-_ROWS = struct.Struct("=ii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +140,7 @@ class BatchColumns:
 
     def facts(self, i: int) -> BatchFacts:
         """Batch ``i``'s facts as Python values."""
-        first, end = _ROWS.unpack_from(self.rows, 4 * i)
+        first, end = _SPAN.unpack_from(self.rows, 4 * i)
         values = {name: kind.unpack_from(getattr(self, name), kind.size * i)[0] for name, kind in _FACT_STRUCTS}
         return BatchFacts(**values, first_row=first, end_row=end)
 
@@ -167,22 +171,24 @@ class RecordColumns:
         last: int = memoryview(self.batches.last_offset).cast("q")[-1]
         return last + 1
 
-    def records(self, *, include_control: bool = False) -> list[Record]:
-        """The records as :class:`Record` objects, control batches' left out unless ``include_control`` (one object
-        per record: for tests, and readers that want objects)."""
+    def records(self, batches: Iterable[int] | None = None) -> list[Record]:
+        """The records of ``batches`` (indices; default: every batch but control ones) as :class:`Record` objects
+        (one object per record: for tests, and readers that want objects)."""
         offsets, stamps = memoryview(self.offsets).cast("q"), memoryview(self.timestamps).cast("q")
         types, header_ends = memoryview(self.timestamp_types).cast("b"), memoryview(self.header_offsets).cast("i")
-        keys, values = self.keys.to_list(), self.values.to_list()
-        header_keys, header_values = self.header_keys.to_list(), self.header_values.to_list()
+        keys, values = self.keys, self.values
         out = []
-        for b in range(self.batches.count):
+        for b in range(self.batches.count) if batches is None else batches:
             facts = self.batches.facts(b)
-            if facts.is_control and not include_control:
+            if batches is None and facts.is_control:
                 continue
             for i in range(facts.first_row, facts.end_row):
-                span = range(header_ends[i], header_ends[i + 1])
-                headers = tuple((bytes(header_keys[h] or b"").decode(), header_values[h]) for h in span)
-                out.append(Record(offsets[i], stamps[i], keys[i], values[i], headers, types[i], facts.magic))
+                headers = tuple(
+                    (bytes(self.header_keys.value(h) or b"").decode(), self.header_values.value(h))
+                    for h in range(header_ends[i], header_ends[i + 1])
+                )
+                key, value = keys.value(i), values.value(i)
+                out.append(Record(offsets[i], stamps[i], key, value, headers, types[i], facts.magic))
         return out
 
 
