@@ -1,5 +1,7 @@
 /* Records decoded into columns in C: the columns of columns.py's Python decoder, byte for byte, and the same inputs
-refused (part of the bruce.wire._speedups extension; the module's functions are listed in _speedups.c).
+refused (part of the bruce.wire._speedups extension; the module's functions are listed in _speedups.c). This file:
+the columns' allocation, record batches (magic 2) and the entry point; _messages.c: message sets (magic 0 and 1);
+_columns.h: what they share.
 
 Rules:
 - record_columns(data, decompress, crc32c) walks the log entries of a Fetch answer's records as
@@ -19,47 +21,9 @@ Rules:
   offsets, data), headers as a list (int32 offsets per record into the header key and value columns), one row of
   facts per batch; native byte order.
 */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <string.h>
+#include "_columns.h"
 
-uint32_t bruce_wire_crc32(uint32_t crc, const unsigned char *p, size_t n); /* _speedups.c: zlib's CRC-32 */
-
-/* ------------------------------------------------------------------ columns: sized, then written */
-
-typedef struct {
-    PyObject *bytes; /* the column, allocated between the passes; NULL while sizing */
-    char *p;         /* its bytes */
-    Py_ssize_t len;  /* bytes counted (first pass) or written (second) */
-} column;
-
-static int internal_error(void) {
-    PyErr_SetString(PyExc_SystemError, "record_columns: the second pass left the first one's path");
-    return -1;
-}
-
-/* Count n bytes (first pass), or write them (second pass). */
-static inline int put(column *c, const void *src, Py_ssize_t n) {
-    if (c->p != NULL) {
-        if (n > PyBytes_GET_SIZE(c->bytes) - c->len)
-            return internal_error();
-        memcpy(c->p + c->len, src, (size_t)n);
-    } else if (n > PY_SSIZE_T_MAX / 2 - c->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    c->len += n;
-    return 0;
-}
-
-#define PUT(col, type, value)                                                                                        \
-    do {                                                                                                             \
-        type v_ = (type)(value);                                                                                     \
-        if (put((col), &v_, sizeof v_) < 0)                                                                          \
-            return -1;                                                                                               \
-    } while (0)
+/* ------------------------------------------------------------------ allocating the columns */
 
 /* Allocate the column at the size the first pass counted (zeroed when `zero`: a bitmap), for the second. */
 static int allocate(column *c, Py_ssize_t size, int zero) {
@@ -83,34 +47,8 @@ static PyObject *finish(column *c) {
     return out;
 }
 
-/* Arrow's binary layout: validity bits (only when a value is null), int32 offsets, data. */
-typedef struct {
-    column validity, offsets, data;
-    Py_ssize_t count, nulls;
-} binary;
-
 static int binary_start(binary *b) {
     PUT(&b->offsets, int32_t, 0);
-    return 0;
-}
-
-/* Append a value of n bytes at p (n = -1: null). */
-static int binary_put(binary *b, const unsigned char *p, int64_t n) {
-    if (n < 0) {
-        b->nulls++;
-    } else {
-        if (n > INT32_MAX - b->data.len) {
-            PyErr_SetObject(PyExc_ValueError,
-                            Py_BuildValue("(ss)", "a column of byte strings would pass 2 GiB", "MALFORMED"));
-            return -1;
-        }
-        if (put(&b->data, p, (Py_ssize_t)n) < 0)
-            return -1;
-        if (b->validity.p != NULL)
-            b->validity.p[b->count / 8] |= (char)(1u << (b->count % 8));
-    }
-    b->count++;
-    PUT(&b->offsets, int32_t, b->data.len);
     return 0;
 }
 
@@ -143,78 +81,7 @@ static void binary_free(binary *b) {
     Py_CLEAR(b->data.bytes);
 }
 
-/* Everything decoded so far. */
-typedef struct {
-    PyObject *decompress, *crc32c;
-    int writing;            /* the second pass */
-    PyObject *inflated;     /* what decompress() returned in the first pass, in order, for the second */
-    Py_ssize_t next_inflated;
-    int64_t last_row_offset, max_row_offset; /* of the rows added (a magic-1 wrapper's inner ones) */
-    Py_ssize_t rows;
-    column offsets, timestamps, types, header_offsets;
-    binary keys, values, header_keys, header_values;
-    Py_ssize_t headers;
-    Py_ssize_t batches;
-    column b_rows, b_position, b_base_offset, b_last_offset, b_base_ts, b_max_ts, b_producer_id, b_leader_epoch,
-        b_base_sequence, b_crc, b_attributes, b_producer_epoch, b_magic;
-} state;
-
-#define BATCH_COLUMNS 13 /* b_rows .. b_magic, in the order of BatchColumns' fields */
-
-static column *batch_column(state *s, int i) { return &s->b_rows + i; }
-
-typedef struct {
-    int64_t position, base_offset, last_offset, base_ts, max_ts, producer_id;
-    int32_t leader_epoch, base_sequence;
-    uint32_t crc;
-    int16_t attributes, producer_epoch;
-    int8_t magic;
-} batch_facts;
-
-/* A batch whose records are the last ones added. */
-static int put_batch(state *s, const batch_facts *f) {
-    PUT(&s->b_rows, int32_t, s->rows); /* where its records end */
-    PUT(&s->b_position, int64_t, f->position);
-    PUT(&s->b_base_offset, int64_t, f->base_offset);
-    PUT(&s->b_last_offset, int64_t, f->last_offset);
-    PUT(&s->b_base_ts, int64_t, f->base_ts);
-    PUT(&s->b_max_ts, int64_t, f->max_ts);
-    PUT(&s->b_producer_id, int64_t, f->producer_id);
-    PUT(&s->b_leader_epoch, int32_t, f->leader_epoch);
-    PUT(&s->b_base_sequence, int32_t, f->base_sequence);
-    PUT(&s->b_crc, uint32_t, f->crc);
-    PUT(&s->b_attributes, int16_t, f->attributes);
-    PUT(&s->b_producer_epoch, int16_t, f->producer_epoch);
-    PUT(&s->b_magic, int8_t, f->magic);
-    s->batches++;
-    return 0;
-}
-
-static int fail(const char *reason, const char *format, ...) {
-    va_list args;
-    va_start(args, format);
-    PyObject *message = PyUnicode_FromFormatV(format, args);
-    va_end(args);
-    if (message != NULL) {
-        PyErr_SetObject(PyExc_ValueError, Py_BuildValue("(Ns)", message, reason));
-    }
-    return -1;
-}
-
-#define MALFORMED(...) fail("MALFORMED", __VA_ARGS__)
-
-/* ------------------------------------------------------------------ reading */
-
-static int64_t get_i64(const unsigned char *p) {
-    return (int64_t)((uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
-                     (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | (uint64_t)p[7]);
-}
-
-static uint32_t get_u32(const unsigned char *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-static int16_t get_i16(const unsigned char *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+/* ------------------------------------------------------------------ record batches (magic 2) */
 
 /* Unsigned LEB128 of at most max_bytes bytes (5: a 32-bit value, 10: 64-bit) at *p, below end; *p moves past it. */
 static int uvarint(const unsigned char **p, const unsigned char *end, int max_bytes, uint64_t *out) {
@@ -321,18 +188,6 @@ static int record_headers(state *s, const unsigned char **p, const unsigned char
     return 0;
 }
 
-/* A record's offset, timestamp and timestamp type (its key, value and headers are in). */
-static int put_row(state *s, int64_t offset, int64_t timestamp, int log_append) {
-    PUT(&s->offsets, int64_t, offset);
-    PUT(&s->timestamps, int64_t, timestamp);
-    PUT(&s->types, int8_t, log_append ? 1 : 0);
-    s->last_row_offset = offset;
-    if (offset > s->max_row_offset)
-        s->max_row_offset = offset;
-    s->rows++;
-    return 0;
-}
-
 /* The `count` records of a RecordBatch v2 in buf[0:len], which they must fill exactly. */
 static int batch_records(state *s, const unsigned char *buf, Py_ssize_t len, int32_t count, const batch_facts *f) {
     const unsigned char *p = buf, *end = buf + len;
@@ -377,42 +232,28 @@ static int batch_records(state *s, const unsigned char *buf, Py_ssize_t len, int
     return 0;
 }
 
-/* A memoryview of data[start:end] (no copy). */
-static PyObject *view_of(const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
-    return PyMemoryView_FromMemory((char *)data + start, end - start, PyBUF_READ);
-}
-
-/* The bytes the caller's decompress() makes of data[start:end] (a borrowed reference, kept in s->inflated). */
-static PyObject *decompressed(state *s, int codec, const unsigned char *data, Py_ssize_t start, Py_ssize_t end,
-                              int legacy_lz4) {
-    if (s->writing) {
-        if (s->next_inflated >= PyList_GET_SIZE(s->inflated)) {
-            internal_error();
-            return NULL;
-        }
-        return PyList_GET_ITEM(s->inflated, s->next_inflated++);
-    }
-    PyObject *payload = view_of(data, start, end);
-    if (payload == NULL)
-        return NULL;
-    PyObject *out = PyObject_CallFunction(s->decompress, "iOO", codec, payload, legacy_lz4 ? Py_True : Py_False);
-    Py_DECREF(payload);
-    if (out != NULL && !PyBytes_Check(out)) {
-        Py_DECREF(out);
-        PyErr_SetString(PyExc_TypeError, "decompress() must return bytes");
-        return NULL;
-    }
-    if (out == NULL || PyList_Append(s->inflated, out) < 0) {
-        Py_XDECREF(out);
-        return NULL;
-    }
-    Py_DECREF(out); /* the list holds it */
-    return out;
-}
-
 #define BATCH_HEADER 61
 
-static int check_crc(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end, uint32_t expected);
+static int check_crc(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end, uint32_t expected) {
+    PyObject *view = view_of(data, start + 21, end);
+    if (view == NULL)
+        return -1;
+    PyObject *crc = PyObject_CallOneArg(s->crc32c, view);
+    Py_DECREF(view);
+    if (crc == NULL)
+        return -1;
+    unsigned long actual = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (actual == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    if (actual != expected) {
+        char text[80];
+        snprintf(text, sizeof text, "record batch: CRC-32C is %#010lx, the batch says %#010lx", actual,
+                 (unsigned long)expected);
+        return fail("CRC", "%s", text);
+    }
+    return 0;
+}
 
 static int record_batch(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
     if (end - start < BATCH_HEADER)
@@ -452,160 +293,6 @@ static int record_batch(state *s, const unsigned char *data, Py_ssize_t start, P
         return -1;
     if (__builtin_add_overflow(f.base_offset, (int64_t)last_delta, &f.last_offset))
         return MALFORMED("a batch's last offset does not fit 64 bits");
-    return put_batch(s, &f);
-}
-
-static int check_crc(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end, uint32_t expected) {
-    PyObject *view = view_of(data, start + 21, end);
-    if (view == NULL)
-        return -1;
-    PyObject *crc = PyObject_CallOneArg(s->crc32c, view);
-    Py_DECREF(view);
-    if (crc == NULL)
-        return -1;
-    unsigned long actual = PyLong_AsUnsignedLong(crc);
-    Py_DECREF(crc);
-    if (actual == (unsigned long)-1 && PyErr_Occurred())
-        return -1;
-    if (actual != expected) {
-        char text[80];
-        snprintf(text, sizeof text, "record batch: CRC-32C is %#010lx, the batch says %#010lx", actual,
-                 (unsigned long)expected);
-        return fail("CRC", "%s", text);
-    }
-    return 0;
-}
-
-/* ------------------------------------------------------------------ message sets (magic 0 and 1) */
-
-typedef struct {
-    int64_t offset, timestamp;
-    int magic, log_append;
-} wrapper;
-
-static int message_field(const unsigned char **p, const unsigned char *end, int64_t offset, int64_t *n) {
-    if (end - *p < 4)
-        return MALFORMED("message set: truncated length at offset %lld", (long long)offset);
-    *n = (int32_t)get_u32(*p);
-    *p += 4;
-    if (*n == -1)
-        return 0;
-    if (*n < 0 || *n > end - *p)
-        return MALFORMED("message set: length %lld does not fit the message at offset %lld", (long long)*n,
-                         (long long)offset);
-    return 0;
-}
-
-static int message_set(state *s, const unsigned char *data, Py_ssize_t total, const wrapper *w);
-
-/* The message in data[pos:end] (after its offset and size) with offset `offset`; `w`: the wrapper it sits in. On
-   success *out holds the top-level message's facts (when w is NULL). */
-static int message(state *s, const unsigned char *data, Py_ssize_t pos, Py_ssize_t end, int64_t offset,
-                   const wrapper *w, batch_facts *out) {
-    uint32_t crc = get_u32(data + pos);
-    int magic = (int8_t)data[pos + 4], attributes = data[pos + 5];
-    if (!s->writing && crc != bruce_wire_crc32(0, data + pos + 4, (size_t)(end - pos - 4)))
-        return fail("CRC", "message set: CRC mismatch in the message at offset %lld", (long long)offset);
-    if (magic != 0 && magic != 1)
-        return fail("MAGIC", "message set: unknown magic %d at offset %lld", magic, (long long)offset);
-    if (w != NULL && magic != w->magic)
-        return MALFORMED("message set: magic %d inside a magic-%d wrapper", magic, w->magic);
-    const unsigned char *p = data + pos + 6, *stop = data + end;
-    int64_t timestamp = -1, key_length, value_length;
-    if (magic) {
-        if (stop - p < 8)
-            return MALFORMED("message set: truncated timestamp at offset %lld", (long long)offset);
-        timestamp = get_i64(p);
-        p += 8;
-    }
-    const unsigned char *key = p + 4;
-    if (message_field(&p, stop, offset, &key_length) < 0)
-        return -1;
-    p += key_length < 0 ? 0 : key_length;
-    const unsigned char *value = p + 4;
-    if (message_field(&p, stop, offset, &value_length) < 0)
-        return -1;
-    p += value_length < 0 ? 0 : value_length;
-    if (p != stop)
-        return MALFORMED("message set: %zd stray bytes in the message at offset %lld", stop - p, (long long)offset);
-    int codec = attributes & 0x07, log_append = magic && (attributes & 0x08);
-    if (out != NULL)
-        *out = (batch_facts){.position = 0, .base_offset = offset, .last_offset = offset, .base_ts = timestamp,
-                             .max_ts = timestamp, .producer_id = -1, .leader_epoch = -1, .base_sequence = -1,
-                             .crc = crc, .attributes = (int16_t)attributes, .producer_epoch = -1,
-                             .magic = (int8_t)magic};
-    if (codec == 0) {
-        if (s->rows == INT32_MAX)
-            return MALFORMED("more than 2**31 - 1 records");
-        if (binary_put(&s->keys, key, key_length) < 0 || binary_put(&s->values, value, value_length) < 0)
-            return -1;
-        PUT(&s->header_offsets, int32_t, s->headers);
-        return put_row(s, offset, timestamp, log_append);
-    }
-    if (w != NULL)
-        return MALFORMED("message set: nested compression at offset %lld", (long long)offset);
-    if (codec >= 4)
-        return fail("UNKNOWN_CODEC", "message set: codec %d is not valid with magic %d", codec, magic);
-    if (value_length < 0)
-        return MALFORMED("message set: compressed wrapper at offset %lld has a null value", (long long)offset);
-    Py_ssize_t at = value - data;
-    PyObject *inner = decompressed(s, codec, data, at, at + value_length, magic == 0);
-    if (inner == NULL)
-        return -1;
-    Py_ssize_t first = s->rows;
-    s->max_row_offset = INT64_MIN;
-    wrapper here = {offset, timestamp, magic, log_append};
-    if (message_set(s, (const unsigned char *)PyBytes_AS_STRING(inner), PyBytes_GET_SIZE(inner), &here) < 0)
-        return -1;
-    if (magic == 1 && s->rows > first) { /* inner offsets made absolute, and the wrapper's log-append time */
-        int64_t last = s->last_row_offset, moved;
-        /* offset - last, exactly (it fits 64 bits unsigned); 0 for a wrapper written with offset 0 by a producer,
-           whose inner offsets stay. The addition is checked in infinite precision, on the largest inner offset. */
-        uint64_t shift = last > offset ? 0 : (uint64_t)offset - (uint64_t)last;
-        if (__builtin_add_overflow(s->max_row_offset, shift, &moved))
-            return MALFORMED("a record's offset does not fit 64 bits");
-        if (s->writing) {
-            int64_t *offsets = (int64_t *)s->offsets.p;
-            for (Py_ssize_t i = first; i < s->rows; i++) {
-                offsets[i] += (int64_t)shift; /* no overflow: checked above (two's complement wraps to the sum) */
-                if (log_append) {
-                    ((int64_t *)s->timestamps.p)[i] = timestamp;
-                    s->types.p[i] = 1;
-                }
-            }
-        }
-    }
-    if (out != NULL && s->writing && s->rows > first)
-        out->base_offset = ((int64_t *)s->offsets.p)[first];
-    return 0;
-}
-
-/* The messages inside a compressed wrapper: data[0:total] must hold whole messages only. */
-static int message_set(state *s, const unsigned char *data, Py_ssize_t total, const wrapper *w) {
-    Py_ssize_t pos = 0;
-    while (pos < total) {
-        if (total - pos < 12)
-            return MALFORMED("message set: %zd stray bytes at the end of a compressed set", total - pos);
-        int64_t offset = get_i64(data + pos), size = (int32_t)get_u32(data + pos + 8);
-        if (size < 14)
-            return MALFORMED("message set: message size %lld at byte %zd is too small", (long long)size, pos);
-        if (size > total - pos - 12)
-            return MALFORMED("message set: message at byte %zd runs past the end of a compressed set", pos);
-        if (message(s, data, pos + 12, pos + 12 + (Py_ssize_t)size, offset, w, NULL) < 0)
-            return -1;
-        pos += 12 + (Py_ssize_t)size;
-    }
-    return 0;
-}
-
-static int message_entry(state *s, const unsigned char *data, Py_ssize_t start, Py_ssize_t end) {
-    int64_t size = end - start - 12;
-    if (size < 14)
-        return MALFORMED("message set: message size %lld at byte 0 is too small", (long long)size);
-    batch_facts f;
-    if (message(s, data, start + 12, end, get_i64(data + start), NULL, &f) < 0)
-        return -1;
-    f.position = start;
     return put_batch(s, &f);
 }
 
@@ -682,7 +369,7 @@ static int pass(state *s, const unsigned char *data, Py_ssize_t total) {
             if (record_batch(s, data, pos, end) < 0)
                 return -1;
         } else if (magic == 0 || magic == 1) {
-            if (message_entry(s, data, pos, end) < 0)
+            if (bruce_wire_message_entry(s, data, pos, end) < 0)
                 return -1;
         } else {
             return fail("MAGIC", "log entry at byte %zd has unknown magic %d", pos, magic);
