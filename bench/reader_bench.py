@@ -9,7 +9,7 @@ the read schema of ``format("bruce")`` (key, value, topic, partition, offset, ti
 
 - ``bruce read_arrow``: ``KafkaReader.read_arrow`` (Fetch, the columnar decoder, Arrow buffers wrapped as they are);
 - ``confluent Consumer``: ``assign`` + ``consume(10_000)``, each batch of messages made into the same Arrow columns
-  (the peer of ``bench/spark_bench.py``'s reads, without Spark).
+  (``bench/spark_bench.py``'s peer, ``confluent_batch``, without Spark).
 
 Every reader's row count and last offset are checked. Goal: bruce >= 3x confluent-kafka.
 """
@@ -21,13 +21,12 @@ import asyncio
 import sys
 import time
 
-import pyarrow as pa
+from spark_bench import confluent_batch
 
 from bruce.producer import Producer, ProducerConfig
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader
 from bruce.spark.options import ClientConfig
-from bruce.spark.schema import ARROW_READ_SCHEMA_NO_HEADERS
 
 TOPIC = "reader-bench"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -56,23 +55,12 @@ def read_confluent(address: str, rows: int) -> tuple[int, int]:
     consumer = Consumer({"bootstrap.servers": address, "group.id": "reader-bench", "log_level": 3})
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
     count = offset = 0
-    micros = pa.timestamp("us", tz="UTC")
     while offset < rows:
         msgs = [m for m in consumer.consume(10_000, 1.0) if m.error() is None and m.offset() < rows]
         if not msgs:
             continue
         offset = msgs[-1].offset() + 1
-        times = [m.timestamp() for m in msgs]
-        columns = [
-            pa.array([m.key() for m in msgs], pa.binary()),
-            pa.array([m.value() for m in msgs], pa.binary()),
-            pa.repeat(pa.scalar(TOPIC, pa.string()), len(msgs)),
-            pa.repeat(pa.scalar(0, pa.int32()), len(msgs)),
-            pa.array([m.offset() for m in msgs], pa.int64()),
-            pa.array([t * 1000 if k else None for k, t in times], micros),
-            pa.array([k - 1 if k else 0 for k, _ in times], pa.int32()),
-        ]
-        count += pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS).num_rows
+        count += confluent_batch(msgs, TOPIC, 0).num_rows
     consumer.close()
     return count, offset - 1
 

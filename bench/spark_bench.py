@@ -123,6 +123,24 @@ def read_with_data_source(spark: SparkSession, address: str, topic: str, rows: i
     source.write.format("noop").mode("overwrite").save()
 
 
+def confluent_batch(msgs: list, topic: str, partition: int):  # -> pa.RecordBatch (pyarrow: on the executors)
+    """confluent-kafka's messages of one partition as an Arrow batch in the read schema: the peer's work per message
+    (``bench/reader_bench.py`` uses it too)."""
+    import pyarrow as pa
+
+    times = [m.timestamp() for m in msgs]
+    columns = [
+        pa.array([m.key() for m in msgs], pa.binary()),
+        pa.array([m.value() for m in msgs], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), len(msgs)),
+        pa.repeat(pa.scalar(partition, pa.int32()), len(msgs)),
+        pa.array([m.offset() for m in msgs], pa.int64()),
+        pa.array([t * 1000 if k else None for k, t in times], pa.timestamp("us", tz="UTC")),
+        pa.array([k - 1 if k else 0 for k, _ in times], pa.int32()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS)
+
+
 def read_with_confluent(spark: SparkSession, address: str, topic: str, rows: int) -> None:
     with KafkaReader(ClientConfig((address,))) as kafka:
         parts = kafka.partitions(topic)
@@ -130,7 +148,6 @@ def read_with_confluent(spark: SparkSession, address: str, topic: str, rows: int
     ranges = spark.createDataFrame([(p, starts[p], ends[p]) for p in parts], "partition int, start long, end long")
 
     def consume(batches):  # runs in the executors' Python workers
-        import pyarrow as pa
         from confluent_kafka import Consumer, TopicPartition
 
         for batch in batches:
@@ -143,17 +160,7 @@ def read_with_confluent(spark: SparkSession, address: str, topic: str, rows: int
                     if not msgs:
                         continue
                     offset = msgs[-1].offset() + 1
-                    times = [m.timestamp() for m in msgs]
-                    columns = [
-                        pa.array([m.key() for m in msgs], pa.binary()),
-                        pa.array([m.value() for m in msgs], pa.binary()),
-                        pa.repeat(pa.scalar(topic, pa.string()), len(msgs)),
-                        pa.repeat(pa.scalar(p, pa.int32()), len(msgs)),
-                        pa.array([m.offset() for m in msgs], pa.int64()),
-                        pa.array([t * 1000 if k else None for k, t in times], pa.timestamp("us", tz="UTC")),
-                        pa.array([k - 1 if k else 0 for k, _ in times], pa.int32()),
-                    ]
-                    yield pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS)
+                    yield confluent_batch(msgs, topic, p)
                 consumer.close()
 
     ranges.repartition(len(parts)).mapInArrow(consume, READ_SCHEMA_DDL).write.format("noop").mode("overwrite").save()
