@@ -10,8 +10,14 @@ setup(
     ext_modules=[
         # The spool's record encoder (docs/spool.md#performance): ~10x the Python encoder.
         Extension("bruce.proxy.spool._speedups", ["proxy/spool/_speedups.c"], optional=True),
-        # bruce.wire's record encoders (docs/wire.md, "The optional C encoders"): RecordBatch v2 records and magic 0/1
-        # message sets from columns (tests/wire/test_wire_speedups.py).
-        Extension("bruce.wire._speedups", ["wire/_speedups.c"], optional=True),
+        # bruce.wire's record encoders and columnar decoder (docs/wire.md, "The optional C encoders"): RecordBatch v2
+        # records and magic 0/1 message sets from columns, and Fetch answers' records into columns
+        # (tests/wire/test_wire_speedups.py, tests/wire_modern/test_columns.py).
+        Extension(
+            "bruce.wire._speedups",
+            ["wire/_speedups.c", "wire/_columns.c", "wire/_messages.c"],
+            depends=["wire/_columns.h"],
+            optional=True,
+        ),
     ]
 )

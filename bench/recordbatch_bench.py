@@ -3,7 +3,7 @@
 Prints ns per record to build one batch of 100-byte values (uncompressed and lz4) with bruce.wire's fast builder, its
 columns entry (the producer's and the daemon's: C records when the extension is built; BRUCE_NO_EXTENSIONS=1 for the
 Python builder), its construct schema, kafka-python (pure Python) and aiokafka (C extension), and the same to decode
-an lz4 batch.
+an lz4 batch (plus bruce.wire's columnar decoder, ``decode_columns``: C when the extension is built).
 Ratios compare within this run. Figures to reach: <= 2 us per record to build or decode. Checksum throughput is in
 ``bench/wire_bench.py``.
 
@@ -21,6 +21,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuil
 from kafka.record.default_records import DefaultRecordBatch as KafkaPythonBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
 
+from bruce.wire.columns import decode_columns
 from bruce.wire.compression import Codec
 from bruce.wire.recordbatch import (
     build_record_batch,
@@ -86,6 +87,7 @@ def bench_decode(count: int, repeat: int) -> None:
     print(f"decode one lz4 batch of {count} x 100-byte values: ns per record")
     peers = {
         "bruce fast decoder": lambda: decode_record_batch(data),
+        "bruce columns (C when built)": lambda: decode_columns(data),
         "bruce schema (construct)": lambda: decode_record_batch_with_schema(data),
         "kafka-python": lambda: list(KafkaPythonBatch(data)),
         "aiokafka (C)": lambda: list(AioBatch(data)),

@@ -1,4 +1,5 @@
-"""Write the seed corpora of the wire harnesses: datagram, messageset, recordbatch and response (plog keeps its own).
+"""Write the seed corpora of the wire harnesses: datagram, messageset, recordbatch, columns and response (plog keeps
+its own).
 
 Run after changing a format: ``python fuzz/make_seeds.py``. Seeds are small valid inputs of every kind a harness
 reads, with every field present; the fuzzer mutates them. The folders are rewritten whole.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bruce.wire.compression import Codec
+from bruce.wire.crc import crc32c
 from bruce.wire.datagram import build_any_partition, build_old_v0, build_partition_key
 from bruce.wire.messageset import build_message_set
 from bruce.wire.protocol import add_partitions_to_txn as apt
@@ -47,6 +49,16 @@ def record_batches() -> list[bytes]:
     batches = [build_record_batch(RECORDS, codec=codec, base_offset=3) for codec in Codec]
     idempotent = build_record_batch(RECORDS, producer_id=0x444, producer_epoch=3, base_sequence=2**31 - 2)
     return [*batches, idempotent, batches[0] + batches[1]]
+
+
+def logs() -> list[bytes]:
+    """What a Fetch answer's records may hold: each kind of entry alone (record batches of every codec, a
+    transaction's marker, message sets of both magics), then all of them back to back."""
+    marker = bytearray(build_record_batch([(b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x07", 8, None)], base_offset=9))
+    marker[22] |= 0x30  # control and transactional attributes (low byte of the int16)
+    marker[17:21] = crc32c(bytes(marker[21:])).to_bytes(4, "big")
+    entries = [*record_batches()[:-1], bytes(marker), *message_sets()]
+    return [*entries, b"".join(entries)]
 
 
 def _responses() -> dict[int, object]:
@@ -127,6 +139,7 @@ def main() -> None:
         ("datagram", datagrams()),
         ("messageset", message_sets()),
         ("recordbatch", record_batches()),
+        ("columns", logs()),
         ("response", responses_and_requests()),
     ]:
         folder = CORPUS / name

@@ -58,7 +58,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 shopt -s nullglob
-want="$(cat pyproject.toml setup.py ./*/_speedups.c ./*/*/_speedups.c | sha256sum | cut -d' ' -f1)"  # C edits rebuild too
+want="$(cat pyproject.toml setup.py ./*/_*.[ch] ./*/*/_*.[ch] | sha256sum | cut -d' ' -f1)"  # C edits rebuild too
 shopt -u nullglob
 stamp() { if [ "$1" = test ]; then echo .venv/.bruce-installed; else echo ".venv/.bruce-installed-$1"; fi; }
 stamped() { [ -f "$(stamp "$1")" ] && [ "$(cat "$(stamp "$1")")" = "$want" ]; }

@@ -31,6 +31,7 @@ from .save_mode import default_to_append
 from .schema import HEADERS_DDL, READ_SCHEMA_DDL, BadRow, check_write_schema
 from .stream_reader import BruceStreamReader
 from .stream_writer import BruceStreamWriter
+from .streams import start_stream
 from .writer import BruceWriter
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "WriteSummary",
     "local_session",
     "register",
+    "start_stream",
 ]
 
 

@@ -13,6 +13,8 @@ Rules:
   since a marker may sit above the LSO). Only markers are kept, one per transaction, dropped once read past.
 - Below a correct LSO every transaction has ended, so a transactional batch with no marker up to the high watermark
   means the broker's LSO is wrong: :class:`TransactionUnknown` names it.
+- All of it works on columns (:func:`decode_batches`): only the transactional and control batches are looked at one
+  by one, and the answer is a list of batches to leave out, which the reader turns into one filter.
 """
 
 from __future__ import annotations
@@ -22,16 +24,9 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bruce.wire import (
-    AbortedTransaction,
-    DecompressionBudget,
-    MalformedInput,
-    Record,
-    decode_message_set,
-    decode_record_batch,
-    decompression_limit,
-    entry_spans,
-)
+from bruce.wire import AbortedTransaction, MalformedInput, RecordColumns, decode_columns
+
+from .columns import flagged
 
 _CONTROL_KEY = struct.Struct(">hh")  # version, type (0 abort, 1 commit)
 COMMIT, ABORT = 1, 0
@@ -39,14 +34,15 @@ COMMIT, ABORT = 1, 0
 
 @dataclass(frozen=True, slots=True)
 class FetchedBatch:
-    """One log entry as read_committed sees it: its offsets, producer id, flags and records."""
+    """A transactional or control batch of a Fetch answer (the batches read_committed decides on): its index among
+    the answer's batches, offsets, producer id and marker."""
 
+    index: int
     base: int
     last: int
     producer_id: int
     transactional: bool
     marker: int | None  # a control batch's type (COMMIT or ABORT); None for data
-    records: tuple[Record, ...]
 
 
 class TransactionUnknown(MalformedInput):
@@ -55,37 +51,28 @@ class TransactionUnknown(MalformedInput):
     reason = "TRANSACTION_UNKNOWN"
 
 
-def decode_batches(data: bytes) -> tuple[list[FetchedBatch], int | None]:
-    """The complete entries of a Fetch answer as :class:`FetchedBatch` es, and the offset after the last one (None:
-    none)."""
-    budget = DecompressionBudget(decompression_limit(data))
-    view = memoryview(data)
-    out: list[FetchedBatch] = []
-    for start, end, magic in entry_spans(data):
-        if magic == 2:
-            b = decode_record_batch(view[start:end], max_decompressed_size=budget)
-            marker = None
-            if b.is_control:
-                key = b.records[0].key if b.records else None
-                if key is None or len(key) < _CONTROL_KEY.size:
-                    raise MalformedInput(f"control batch at offset {b.base_offset} has no marker key")
-                marker = _CONTROL_KEY.unpack_from(key)[1]
-            last = b.base_offset + b.last_offset_delta
-            out.append(FetchedBatch(b.base_offset, last, b.producer_id, b.is_transactional, marker, b.records))
-        elif magic in (0, 1):  # no transactions in the old formats
-            records = tuple(decode_message_set(view[start:end], max_decompressed_size=budget))
-            if records:
-                out.append(FetchedBatch(records[0].offset, records[-1].offset, -1, False, None, records))
-        else:
-            raise MalformedInput(f"log entry at byte {start} has unknown magic {magic}", reason="MAGIC")
-    return out, (out[-1].last + 1 if out else None)
+def decode_batches(data: bytes) -> tuple[RecordColumns, list[FetchedBatch]]:
+    """The records of a Fetch answer as columns, and its transactional and control batches in order (every other
+    batch is plain data, always kept)."""
+    columns = decode_columns(data)
+    out = []
+    for i in flagged(columns):
+        facts = columns.batches.facts(i)
+        marker = None
+        if facts.is_control:
+            key = columns.keys.value(facts.first_row) if facts.end_row > facts.first_row else None
+            if key is None or len(key) < _CONTROL_KEY.size:
+                raise MalformedInput(f"control batch at offset {facts.base_offset} has no marker key")
+            marker = _CONTROL_KEY.unpack_from(key)[1]
+        out.append(FetchedBatch(i, facts.base_offset, facts.last_offset, facts.producer_id, facts.is_transactional, marker))
+    return columns, out
 
 
-def by_aborted_list(batches: Sequence[FetchedBatch], aborted: Sequence[AbortedTransaction]) -> list[Record]:
-    """The committed records of one answer by the broker's aborted list (Kafka's consumer rule)."""
+def by_aborted_list(batches: Sequence[FetchedBatch], aborted: Sequence[AbortedTransaction]) -> list[int]:
+    """The batches left out of one answer (markers, and aborted ones by the broker's list: Kafka's consumer rule)."""
     pending = sorted(aborted, key=lambda a: a.first_offset)
     aborting: set[int] = set()
-    out: list[Record] = []
+    out: list[int] = []
     i = 0
     for b in batches:
         while i < len(pending) and pending[i].first_offset <= b.last:
@@ -94,9 +81,9 @@ def by_aborted_list(batches: Sequence[FetchedBatch], aborted: Sequence[AbortedTr
         if b.marker is not None:
             if b.marker == ABORT:
                 aborting.discard(b.producer_id)
-            continue
-        if not (b.transactional and b.producer_id in aborting):
-            out.extend(b.records)
+            out.append(b.index)
+        elif b.transactional and b.producer_id in aborting:
+            out.append(b.index)
     return out
 
 
@@ -121,12 +108,14 @@ class Markers:
         del markers[:i]  # markers before the offset are read past
         return markers[0][1] if markers else None
 
-    def committed(self, batches: Sequence[FetchedBatch], look_ahead: Callable[[], bool]) -> list[Record]:
-        """The committed records of ``batches``; ``look_ahead()`` reads markers further on, False at the log end."""
-        self.add(batches, batches[-1].last + 1 if batches else 0)
-        out: list[Record] = []
+    def dropped(self, batches: Sequence[FetchedBatch], after: int, look_ahead: Callable[[], bool]) -> list[int]:
+        """The batches of one answer (which covers the log up to ``after``) left out: markers and aborted
+        transactions'; ``look_ahead()`` reads markers further on, False at the log end."""
+        self.add(batches, after)
+        out: list[int] = []
         for b in batches:
             if b.marker is not None:
+                out.append(b.index)
                 continue
             if b.transactional:
                 outcome = self.outcome(b.producer_id, b.last)
@@ -139,6 +128,5 @@ class Markers:
                         )
                     outcome = self.outcome(b.producer_id, b.last)
                 if outcome == ABORT:
-                    continue
-            out.extend(b.records)
+                    out.append(b.index)
         return out

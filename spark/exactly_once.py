@@ -168,15 +168,18 @@ class MarkerReader(KafkaReader):
                 f"fetch {topic}/{partition} at offset {offset} (exactlyOnce markers)",
                 lambda o=offset, n=size: self._fetch(topic, partition, o, n, committed=False),  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
             )
-            batches, after = decode_batches(answer.records or b"")
+            columns, batches = decode_batches(answer.records or b"")
+            after = columns.end_offset
             if after is None:
                 if not answer.records or size >= 64 << 20:
                     break
                 size *= 2
                 continue
             markers.add(batches, after)
-            for b in batches:
-                if b.marker is None and b.transactional and b.last >= offset:
-                    mine.extend((r.offset, b.producer_id, int(r.value or b"-1")) for r in b.records if r.key == key)
+            transactional = [b for b in batches if b.marker is None and b.transactional and b.last >= offset]
+            for b in transactional:
+                for r in columns.records([b.index]):
+                    if r.key == key:
+                        mine.append((r.offset, b.producer_id, int(r.value or b"-1")))
             offset = after
         return [batch for at, pid, batch in sorted(mine) if markers.outcome(pid, at) == COMMIT]

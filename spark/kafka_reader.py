@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Self, TypeVar
+
+import pyarrow as pa
 
 from bruce.producer import (
     AuthenticationFailed,
@@ -62,20 +64,17 @@ from bruce.wire import (
     ListOffsetsTopic,
     MalformedInput,
     Record,
-    decode_records,
-    entry_spans,
+    RecordColumns,
     errorcodes,
     metadata_request,
 )
 
 from .client_options import ClientConfig
-from .committed import Markers, by_aborted_list, decode_batches
+from .columns import first_at_or_after, to_arrow
+from .committed import FetchedBatch, Markers, by_aborted_list, decode_batches
 
 T = TypeVar("T")
 MAX_FETCH_BYTES = 64 << 20
-_OFFSET = struct.Struct(">q")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-_LAST_OFFSET_DELTA_AT = 23  # base offset 8 + length 4 + leader epoch 4 + magic 1 + crc 4 + attributes 2
 
 
 class KafkaReadError(BruceError):
@@ -147,6 +146,26 @@ class KafkaReader:
     def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[list[Record]]:
         """The records with ``start <= offset < end``, in order, one list per Fetch answer (under read_committed:
         the committed ones, below the last stable offset; see :mod:`bruce.spark.committed`)."""
+        for fetched in self.fetched(topic, partition, start, end):
+            records = fetched.records()
+            if records:
+                yield records
+
+    def read_arrow(
+        self, topic: str, partition: int, start: int, end: int, *, include_headers: bool = True
+    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`read` as Arrow batches in the read schema (:mod:`bruce.spark.columns`: no Python object per
+        record), one per Fetch answer that holds rows."""
+        for f in self.fetched(topic, partition, start, end):
+            headers = include_headers
+            batch = to_arrow(
+                topic, partition, f.columns, start=f.start, end=f.end, dropped=f.dropped, include_headers=headers
+            )
+            if batch.num_rows:
+                yield batch
+
+    def fetched(self, topic: str, partition: int, start: int, end: int) -> Iterator[Fetched]:
+        """The Fetch answers of ``[start, end)`` (see the module rules), decoded into columns."""
         offset = start
         max_bytes = self.config.max_partition_fetch_bytes
         empty_answers = 0
@@ -157,10 +176,12 @@ class KafkaReader:
             answer = self._call(f"fetch {where}", lambda o=offset, n=max_bytes: self._fetch(topic, partition, o, n))  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
             data = answer.records or b""
             try:
-                if committed:
-                    records, after = self._committed(topic, partition, answer, markers)
+                columns, batches = decode_batches(data)
+                after = columns.end_offset
+                if committed and after is not None:
+                    dropped = self._dropped(topic, partition, answer, batches, after, markers)
                 else:
-                    records, after = _decode(data)
+                    dropped = [b.index for b in batches if b.marker is not None]  # control batches
             except MalformedInput as e:
                 raise KafkaReadError(f"fetch {where}: {e}", reason=e.reason) from None
             if committed and 0 <= answer.last_stable_offset <= offset:
@@ -184,21 +205,21 @@ class KafkaReader:
                 raise KafkaReadError(f"fetch {where}: the broker returned only records before the offset asked for")
             if committed and answer.last_stable_offset >= 0:
                 end = min(end, answer.last_stable_offset)  # never past the stable part, whatever the broker sends
-            if records and records[0].offset >= offset and records[-1].offset < end:
-                wanted = records  # the usual case: the whole answer is in range
-            else:
-                wanted = [r for r in records if offset <= r.offset < end]
+            yield Fetched(columns, offset, end, tuple(dropped), after)
             offset = after
-            if wanted:
-                yield wanted
 
-    def _committed(
-        self, topic: str, partition: int, answer: FetchPartitionResponse, markers: Markers
-    ) -> tuple[list[Record], int | None]:
-        """The committed records of one read_committed answer, and the offset after its last complete batch."""
-        batches, after = decode_batches(answer.records or b"")
+    def _dropped(
+        self,
+        topic: str,
+        partition: int,
+        answer: FetchPartitionResponse,
+        batches: list[FetchedBatch],
+        after: int,
+        markers: Markers,
+    ) -> list[int]:
+        """The batches of one read_committed answer left out (markers, aborted transactions)."""
         if answer.aborted_transactions:
-            return by_aborted_list(batches, answer.aborted_transactions), after
+            return by_aborted_list(batches, answer.aborted_transactions)
         high_watermark = answer.high_watermark
 
         def look_ahead() -> bool:  # markers of the log from markers.scanned on, read uncommitted (they may be > LSO)
@@ -209,15 +230,15 @@ class KafkaReader:
             while True:
                 where = f"fetch {topic}/{partition} at offset {offset} (transaction markers)"
                 ahead = self._call(where, lambda n=size: self._fetch(topic, partition, offset, n, committed=False))  # type: ignore[misc]  # mypy cannot type defaults that bind the loop's values
-                found, next_offset = decode_batches(ahead.records or b"")
-                if next_offset is not None:
-                    markers.add(found, next_offset)
+                columns, found = decode_batches(ahead.records or b"")
+                if columns.end_offset is not None:
+                    markers.add(found, columns.end_offset)
                     return True
                 if not ahead.records or size >= MAX_FETCH_BYTES:
                     return False
                 size = min(size * 2, MAX_FETCH_BYTES)
 
-        return markers.committed(batches, look_ahead), after
+        return markers.dropped(batches, after, look_ahead)
 
     # ---------------------------------------------------------------- retries
 
@@ -359,17 +380,20 @@ class KafkaReader:
         while offset < end:
             answer = await self._fetch(topic, partition, offset, max_bytes)
             try:
-                records, after = _decode(answer.records or b"")
+                columns, batches = decode_batches(answer.records or b"")
             except MalformedInput as e:
                 raise KafkaReadError(f"fetch {topic}/{partition} at offset {offset}: {e}", reason=e.reason) from None
+            after = columns.end_offset
             if after is None or after <= offset:
                 if answer.records and max_bytes < MAX_FETCH_BYTES:
                     max_bytes = min(max_bytes * 2, MAX_FETCH_BYTES)
                     continue
                 return None
-            for r in records:
-                if offset <= r.offset < end and r.timestamp >= timestamp:
-                    return r.offset
+            control = [b.index for b in batches if b.marker is not None]
+            rows = to_arrow(topic, partition, columns, start=offset, end=end, dropped=control, include_headers=False)
+            found = first_at_or_after(rows, timestamp)
+            if found is not None:
+                return found
             offset = after
         return None
 
@@ -442,14 +466,20 @@ def _check(code: int, what: str) -> None:
     raise KafkaReadError(f"{what}: {error}", reason=error.name)
 
 
-def _decode(data: bytes) -> tuple[list[Record], int | None]:
-    """The records of a Fetch answer, and the offset after its last complete batch (None: no complete batch)."""
-    last = None
-    for start, _, magic in entry_spans(data):
-        (base,) = _OFFSET.unpack_from(data, start)
-        if magic == 2:
-            base += _LAST_OFFSET_DELTA.unpack_from(data, start + _LAST_OFFSET_DELTA_AT)[0]
-        last = base  # magic 0/1: a compressed wrapper's offset is its last inner offset
-    if last is None:
-        return [], None
-    return decode_records(data), last + 1
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """One Fetch answer's records as ``columns``: of them, those with ``start <= offset < end`` outside the
+    ``dropped`` batches (control batches, aborted transactions) are the ones asked for; ``after``: where the next
+    Fetch starts."""
+
+    columns: RecordColumns
+    start: int
+    end: int
+    dropped: tuple[int, ...]
+    after: int
+
+    def records(self) -> list[Record]:
+        """The records asked for, as :class:`~bruce.wire.Record` objects (one per record)."""
+        dropped = set(self.dropped)
+        kept = [i for i in range(self.columns.batches.count) if i not in dropped]
+        return [r for r in self.columns.records(kept) if self.start <= r.offset < self.end]

@@ -15,8 +15,9 @@ Rules:
 - Tasks: one per Kafka partition range, a range longer than ``maxRecordsPerPartition`` split into equal consecutive
   pieces, and, when ``minPartitions`` asks for more tasks than that, the ranges split further in proportion to their
   sizes (Spark's rule). Empty ranges get no task.
-- Each task reads its range with :class:`KafkaReader` and hands Spark one Arrow batch per Fetch answer, with the
-  ``headers`` column only under ``includeHeaders``.
+- Each task reads its range with :class:`KafkaReader` and hands Spark one Arrow batch per Fetch answer, made from
+  the decoder's columns without a Python object per record (:mod:`bruce.spark.columns`), with the ``headers`` column
+  only under ``includeHeaders``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from .delivery import report
 from .kafka_reader import KafkaReader, KafkaReadError
 from .options import EARLIEST, LATEST, OffsetSpec, ReadOptions, TimestampSpec
-from .schema import records_to_arrow
 
 Offsets = dict[str, dict[int, int]]  # topic → partition → offset
 Assignment = dict[str, tuple[int, ...]]  # topic → partitions
@@ -175,9 +175,11 @@ def read_range(o: ReadOptions, task: OffsetRange) -> Iterator[pa.RecordBatch]:
     with KafkaReader(o.client) as kafka:
         while offset < task.end:
             try:
-                for records in kafka.read(task.topic, task.partition, offset, task.end):
-                    offset = records[-1].offset + 1
-                    yield records_to_arrow(task.topic, task.partition, records, include_headers=o.include_headers)
+                for batch in kafka.read_arrow(
+                    task.topic, task.partition, offset, task.end, include_headers=o.include_headers
+                ):
+                    offset = batch.column("offset")[-1].as_py() + 1
+                    yield batch
                 return
             except KafkaReadError as e:
                 if e.reason != "OFFSET_OUT_OF_RANGE" or o.fail_on_data_loss:

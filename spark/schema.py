@@ -4,8 +4,8 @@ Rules:
 - Reads produce exactly Spark's Kafka source columns: ``key``, ``value`` (binary), ``topic``, ``partition``,
   ``offset``, ``timestamp`` (null when the record has none), ``timestampType`` (0 create time, 1 log append time),
   and, only with ``includeHeaders`` (as Spark), ``headers`` (array of key/value structs; null when the record has
-  none, as in Spark). Rows leave as Arrow record
-  batches whose schema matches Spark's exactly.
+  none, as in Spark). Rows leave as Arrow record batches whose schema matches Spark's exactly
+  (:mod:`bruce.spark.columns` makes them).
 - Writes take ``value`` (required; binary or string, UTF-8 encoded), and optionally ``key`` (binary or string),
   ``topic`` (string), ``partition`` (integer), ``partition_key`` (integer: Bruce's PartitionKey), ``headers`` (array
   of structs with a string ``key`` and a binary or string ``value``), ``timestamp`` (timestamp, or long epoch
@@ -27,7 +27,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -47,7 +46,7 @@ from pyspark.sql.types import (
 )
 
 from bruce.producer import key_to_partition_key
-from bruce.wire import Record, UsageError
+from bruce.wire import UsageError
 
 from .option_values import OptionError
 
@@ -70,9 +69,6 @@ ARROW_READ_SCHEMA = pa.schema(
     ]
 )
 ARROW_READ_SCHEMA_NO_HEADERS = ARROW_READ_SCHEMA.remove(ARROW_READ_SCHEMA.get_field_index("headers"))
-_MICROS = pa.timestamp("us", tz="UTC")
-_KEY, _VALUE, _OFFSET = attrgetter("key"), attrgetter("value"), attrgetter("offset")
-_TIMESTAMP, _TIMESTAMP_TYPE = attrgetter("timestamp"), attrgetter("timestamp_type")
 
 _PARTITION_KEY_RANGE = range(-(2**31), 2**32)
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
@@ -83,40 +79,6 @@ class BadRow(UsageError):
     """A row the data source cannot write (a null topic with no ``topic`` option, a negative partition, ...)."""
 
     reason = "BAD_ROW"
-
-
-# ---------------------------------------------------------------- reading
-
-
-def records_to_arrow(
-    topic: str, partition: int, records: Sequence[Record], *, include_headers: bool = True
-) -> pa.RecordBatch:
-    """One Arrow batch in the read schema (with or without ``headers``) for ``records`` of one partition."""
-    n = len(records)
-    stamps = list(map(_TIMESTAMP, records))  # one C-level pass per column: no Python frame per record
-    if stamps and min(stamps) >= 0:
-        times = pc.multiply(pa.array(stamps, pa.int64()), 1000).cast(_MICROS)
-    else:  # a record without a timestamp (-1) has a null one
-        times = pa.array([t * 1000 if t >= 0 else None for t in stamps], _MICROS)
-    columns = [
-        pa.array(list(map(_KEY, records)), pa.binary()),
-        pa.array(list(map(_VALUE, records)), pa.binary()),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(list(map(_OFFSET, records)), pa.int64()),
-        times,
-        pa.array(list(map(_TIMESTAMP_TYPE, records)), pa.int32()),
-    ]
-    if not include_headers:
-        return pa.RecordBatch.from_arrays(columns, schema=ARROW_READ_SCHEMA_NO_HEADERS)
-    headers_type = ARROW_READ_SCHEMA.field("headers").type
-    if any(r.headers for r in records):  # a record without headers has null ones, as in Spark
-        headers = pa.array(
-            [[{"key": k, "value": v} for k, v in r.headers] if r.headers else None for r in records], headers_type
-        )
-    else:  # the common case: n nulls, built without a Python object per row
-        headers = pa.nulls(n, headers_type)
-    return pa.RecordBatch.from_arrays([*columns, headers], schema=ARROW_READ_SCHEMA)
 
 
 # ---------------------------------------------------------------- writing

@@ -110,11 +110,13 @@ def test_a_changed_setup_py_installs_again(tmp_path: Path) -> None:
     assert checkout.bootstrap("test") == TEST_INSTALL
 
 
-def test_a_changed_c_source_installs_again(tmp_path: Path) -> None:
-    """The C encoders are built by the install: editing one must rebuild it, as a pyproject change does."""
+@pytest.mark.parametrize("name", ["wire/_speedups.c", "wire/_messages.c", "wire/_columns.h"])
+def test_a_changed_c_source_installs_again(tmp_path: Path, name: str) -> None:
+    """The C extensions are built by the install: editing any of their sources or headers must rebuild them, as a
+    pyproject change does."""
     checkout = Checkout(tmp_path)
     checkout.provide(*SYSTEM_COMMANDS)
-    source = tmp_path / "wire" / "_speedups.c"
+    source = tmp_path / name
     source.parent.mkdir()
     source.write_text("/* one */\n")
     assert checkout.bootstrap("test") == TEST_INSTALL

@@ -20,6 +20,11 @@ from .face import lazy_face as lazy_face  # the other packages' lazy faces use i
 if TYPE_CHECKING:  # the face: what other packages import (bruce.wire.face reads this list)
     from . import errorcodes as errorcodes
     from . import plog as plog
+    from .columns import BatchColumns as BatchColumns
+    from .columns import BatchFacts as BatchFacts
+    from .columns import BinaryColumn as BinaryColumn
+    from .columns import RecordColumns as RecordColumns
+    from .columns import decode_columns as decode_columns
     from .compression import Codec as Codec
     from .compression import DecompressionBudget as DecompressionBudget
     from .crc import crc32c as crc32c

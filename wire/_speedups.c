@@ -11,6 +11,7 @@ Rules:
   of a RecordBatch v2 without headers; the batch's header, compression and CRC-32C stay in Python.
 - message_set writes an uncompressed magic 0/1 message set, each message with its CRC-32 (IEEE, zlib's function, by
   a slicing-by-8 table); crc32(data, value) is exported so the tests compare it with zlib.crc32.
+- record_columns, the decoder of records into columns, lives in _columns.c (one extension, two sources).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,8 +34,9 @@ static void crc_init(void) {
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
 }
 
-/* CRC-32 (IEEE 802.3, reflected) of n bytes at p, continuing from crc (0 to start), as zlib.crc32(data, crc). */
-static uint32_t crc32_ieee(uint32_t crc, const unsigned char *p, size_t n) {
+/* CRC-32 (IEEE 802.3, reflected) of n bytes at p, continuing from crc (0 to start), as zlib.crc32(data, crc); the
+   message-set decoder of _columns.c uses it too. */
+uint32_t bruce_wire_crc32(uint32_t crc, const unsigned char *p, size_t n) {
     crc = ~crc;
     while (n >= 8) {
         uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
@@ -300,7 +302,7 @@ static PyObject *message_set(PyObject *module, PyObject *const *args, Py_ssize_t
             p = put_u64(p, (uint64_t)ts);
         p = put_message_field(p, keys[i], key_length);
         p = put_message_field(p, values[i], value_length);
-        put_u32(crc_at, crc32_ieee(0, message, (size_t)(p - message)));
+        put_u32(crc_at, bruce_wire_crc32(0, message, (size_t)(p - message)));
     }
     if (p != end) {
         Py_DECREF(out);
@@ -327,16 +329,20 @@ static PyObject *crc32_py(PyObject *module, PyObject *const *args, Py_ssize_t na
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    uint32_t crc = crc32_ieee((uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
+    uint32_t crc = bruce_wire_crc32((uint32_t)value, (const unsigned char *)view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }
+
+PyObject *bruce_wire_record_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs); /* _columns.c */
 
 static PyMethodDef methods[] = {
     {"record_batch_records", (PyCFunction)(void (*)(void))record_batch_records, METH_FASTCALL,
      "(records bytes, base timestamp, max timestamp) of a RecordBatch v2 without headers; ValueError: use Python."},
     {"message_set", (PyCFunction)(void (*)(void))message_set, METH_FASTCALL,
      "An uncompressed magic 0/1 message set from columns; ValueError: use Python."},
+    {"record_columns", (PyCFunction)(void (*)(void))bruce_wire_record_columns, METH_FASTCALL,
+     "The records of a Fetch answer's record set as columns (see _columns.c); ValueError(message, reason): bad."},
     {"crc32", (PyCFunction)(void (*)(void))crc32_py, METH_FASTCALL,
      "CRC-32 (zlib's) of a buffer, continuing from value (the message sets' own, for the tests)."},
     {NULL, NULL, 0, NULL},
@@ -345,7 +351,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_speedups",
-    .m_doc = "bruce.wire's record encoders in C (see recordbatch.py and messageset.py).",
+    .m_doc = "bruce.wire's record encoders and columnar decoder in C (see recordbatch.py, messageset.py, columns.py).",
     .m_size = -1,
     .m_methods = methods,
 };

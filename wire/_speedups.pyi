@@ -1,6 +1,6 @@
-"""bruce.wire's record encoders in C (``_speedups.c``)."""
+"""bruce.wire's record encoders and columnar decoder in C (``_speedups.c``, ``_columns.c``)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 def record_batch_records(
     keys: Sequence[bytes | None],
@@ -19,3 +19,20 @@ def message_set(
     /,
 ) -> bytes: ...
 def crc32(data: bytes | bytearray | memoryview, value: int = 0, /) -> int: ...
+def record_columns(
+    data: bytes,
+    decompress: Callable[[int, memoryview, bool], bytes],
+    crc32c: Callable[[memoryview], int],
+    /,
+) -> tuple[
+    int,
+    bytes,
+    bytes,
+    bytes,
+    tuple[int, int, bytes | None, bytes, bytes],
+    tuple[int, int, bytes | None, bytes, bytes],
+    bytes,
+    tuple[int, int, bytes | None, bytes, bytes],
+    tuple[int, int, bytes | None, bytes, bytes],
+    tuple[int, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes],
+]: ...

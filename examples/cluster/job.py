@@ -61,14 +61,13 @@ def stream(spark: SparkSession, a: argparse.Namespace) -> float:
         .option("maxOffsetsPerTrigger", str(max(1, a.rows // 2)))
         .load()
     )
-    query = (
+    query = bruce.spark.start_stream(  # started again if Spark's start-up of the source times out
         source.select("key", "value")
         .writeStream.format("bruce")
         .option("bootstrap.servers", a.bootstrap)
         .option("topic", a.copy)
         .option("checkpointLocation", a.checkpoint)
         .trigger(availableNow=True)
-        .start()
     )
     query.awaitTermination(600)
     if query.isActive or query.exception():

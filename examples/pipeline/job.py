@@ -62,7 +62,7 @@ def start(
         .option("checkpointLocation", checkpoint)
     )
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="2 seconds")
-    return writer.start()
+    return bruce.spark.start_stream(writer)  # started again if Spark's start-up of the source times out
 
 
 def latest_counts(spark: SparkSession, bootstrap: str, sink: str) -> dict[tuple[str, int], int]:

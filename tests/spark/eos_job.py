@@ -64,7 +64,9 @@ def start_copy(spark: Any, args: dict) -> Any:
     )
     if args.get("marker_topic"):
         writer = writer.option("exactlyOnce.markerTopic", args["marker_topic"])
-    return writer.start()
+    from bruce.spark import start_stream
+
+    return start_stream(writer)
 
 
 def stop_when_written(query: Any, args: dict) -> int | None:

@@ -1,4 +1,5 @@
-"""bench/spark_bench.py keeps running: its --quick mode prints every figure (no time is asserted)."""
+"""bench/spark_bench.py and bench/reader_bench.py keep running: their --quick modes print every figure (no time is
+asserted)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.spark
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "spark_bench.py"
+READER_BENCH = BENCH.with_name("reader_bench.py")
 
 
 def test_spark_bench_quick() -> None:
@@ -32,3 +34,14 @@ def test_spark_bench_quick() -> None:
         r"task   send per row \(topic column\) +[\d,]+ rows/s",
     ):
         assert re.search(line, out), f"missing {line!r} in:\n{out}"
+
+
+def test_reader_bench_quick() -> None:
+    result = subprocess.run([sys.executable, str(READER_BENCH), "--quick"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for line in (
+        r"read   bruce read_arrow +[\d,]+ rows/s",
+        r"read   confluent Consumer +[\d,]+ rows/s",
+        r"ratio  bruce read_arrow / confluent Consumer: [\d.]+x",
+    ):
+        assert re.search(line, result.stdout), f"missing {line!r} in:\n{result.stdout}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bruce.spark import OptionError, WriteSummary
+from bruce.spark import OptionError, WriteSummary, start_stream
 from bruce.spark.exactly_once import Share, last_committed
 from bruce.spark.options import MARKER_TOPIC, ClientConfig, write_options
 
@@ -59,7 +59,7 @@ def test_replayed_batch_is_skipped(spark, tansu, new_topic, tmp_path: Path) -> N
     checkpoint = tmp_path / "checkpoint"
 
     def copy() -> str:
-        query = (
+        query = start_stream(
             spark.readStream.format("bruce")
             .option("bootstrap.servers", tansu.address)
             .option("topic", source)
@@ -73,7 +73,6 @@ def test_replayed_batch_is_skipped(spark, tansu, new_topic, tmp_path: Path) -> N
             .option("exactlyOnce.markerTopic", markers)
             .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True)
-            .start()
         )
         query.awaitTermination(120)
         return query.id

@@ -7,11 +7,13 @@ import pickle
 import pytest
 
 from bruce.spark import reader
+from bruce.spark.columns import to_arrow
 from bruce.spark.kafka_reader import KafkaReadError
 from bruce.spark.options import read_options
 from bruce.spark.reader import OffsetRange, check_starts, plan
 from bruce.spark.stream_reader import BruceStreamReader, cap
-from bruce.wire.records import Record
+from bruce.wire import decode_columns
+from bruce.wire.recordbatch import build_record_batch
 
 
 def test_one_task_per_partition_and_empty_ranges_skipped() -> None:
@@ -83,11 +85,12 @@ class _Retention:
     def __exit__(self, *exc) -> None:
         pass
 
-    def read(self, topic: str, partition: int, start: int, end: int):
+    def read_arrow(self, topic: str, partition: int, start: int, end: int, *, include_headers: bool):
         for offset in range(start, end):
             if self.deleted and offset < 7:
                 raise KafkaReadError(f"offset {offset} out of range", reason="OFFSET_OUT_OF_RANGE")
-            yield [Record(offset, 1_700_000_000_000, None, b"%d" % offset)]
+            columns = decode_columns(build_record_batch([(None, b"%d" % offset, 1, None)], base_offset=offset))
+            yield to_arrow(topic, partition, columns, start=start, end=end, include_headers=include_headers)
             self.deleted = self.deleted or offset == 4
 
     def earliest_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:

@@ -3,8 +3,6 @@ batches convert both ways exactly."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import (
@@ -28,10 +26,8 @@ from bruce.spark.schema import (
     BadRow,
     arrow_rows,
     check_write_schema,
-    records_to_arrow,
     row_sends,
 )
-from bruce.wire.records import LOG_APPEND_TIME, Record
 
 BIN, STR, INT, LONG = BinaryType(), StringType(), IntegerType(), LongType()
 
@@ -54,37 +50,6 @@ def test_arrow_read_schema_is_sparks_kafka_shape() -> None:
         ("timestamp", "timestamp[us, tz=UTC]"),
         ("timestampType", "int32"),
         ("headers", "list<element: struct<key: string, value: binary>>"),
-    ]
-
-
-def test_records_to_arrow() -> None:
-    records = [
-        Record(7, 1_700_000_000_123, b"k", b"v", (("h", b"1"), ("n", None))),
-        Record(8, -1, None, None, (), timestamp_type=LOG_APPEND_TIME),
-    ]
-    batch = records_to_arrow("t", 3, records)
-    assert batch.schema == ARROW_READ_SCHEMA
-    assert batch.to_pylist() == [
-        {
-            "key": b"k",
-            "value": b"v",
-            "topic": "t",
-            "partition": 3,
-            "offset": 7,
-            "timestamp": dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.UTC),
-            "timestampType": 0,
-            "headers": [{"key": "h", "value": b"1"}, {"key": "n", "value": None}],
-        },
-        {
-            "key": None,
-            "value": None,
-            "topic": "t",
-            "partition": 3,
-            "offset": 8,
-            "timestamp": None,
-            "timestampType": 1,
-            "headers": None,  # no headers: null, as in Spark
-        },
     ]
 
 

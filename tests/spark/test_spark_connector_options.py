@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from bruce.spark import start_stream
+
 from .kafka_io import produce_all
 
 pytestmark = pytest.mark.spark
@@ -103,13 +105,12 @@ def test_min_offsets_per_trigger_waits_for_enough_records(spark, tansu, new_topi
     name = f"min_{topic.replace('-', '_')}"
     produce_all(tansu.address, topic, [{"value": b"a%d" % i} for i in range(3)])
     options = {"startingOffsets": "earliest", "minOffsetsPerTrigger": "10", "maxTriggerDelay": "4s"}
-    query = (
+    query = start_stream(
         _stream(spark, tansu.address, topic=topic, **options)
         .select("value")
         .writeStream.format("memory")
         .queryName(name)
         .trigger(processingTime="200 milliseconds")
-        .start()
     )
     try:
         _wait_rows(spark, name, 3)  # the first trigger runs whatever it finds (as Spark: no earlier batch)
@@ -132,13 +133,12 @@ def test_fail_on_data_loss_when_the_topic_was_recreated(spark, tansu, new_topic,
 
     def run(**options) -> list[bytes]:
         got: list[bytes] = []  # foreachBatch runs in this process: the rows of each micro-batch land here
-        query = (
+        query = start_stream(
             _stream(spark, tansu.address, topic=topic, startingOffsets="earliest", **options)
             .select("value")
             .writeStream.foreachBatch(lambda df, _: got.extend(r.value for r in df.collect()))
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
-            .start()
         )
         try:
             query.awaitTermination(120)

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from bruce.spark import start_stream
+
 from .kafka_io import consume_all, produce_all
 
 pytestmark = pytest.mark.spark
@@ -34,7 +36,7 @@ def _run_available(df, checkpoint: Path, *, mode: str = "append", **options) -> 
     writer = df.writeStream.format("bruce").outputMode(mode).option("checkpointLocation", str(checkpoint))
     for k, v in options.items():
         writer = writer.option(k, v)
-    query = writer.trigger(availableNow=True).start()
+    query = start_stream(writer.trigger(availableNow=True))
     try:
         query.awaitTermination(120)
     finally:
@@ -154,13 +156,12 @@ def test_fail_on_data_loss_false_survives_a_topic_missing_for_a_trigger(
 
     def run(**options) -> list[bytes]:
         got: list[bytes] = []
-        query = (
+        query = start_stream(
             _stream(spark, tansu.address, topic=f"{kept},{dropped}", startingOffsets="earliest", **options)
             .select("value")
             .writeStream.foreachBatch(lambda df, _: got.extend(r.value for r in df.collect()))
             .option("checkpointLocation", checkpoint)
             .trigger(availableNow=True)
-            .start()
         )
         try:
             query.awaitTermination(120)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bruce.spark import start_stream
+
 from .kafka_io import consume_all, produce_all
 
 pytestmark = pytest.mark.spark
@@ -23,14 +25,13 @@ def _source(spark, address: str, topic: str, **options):
 def test_stream_round_trip_over_micro_batches(spark, tansu, new_topic, tmp_path: Path) -> None:
     source, sink = new_topic(partitions=2), new_topic(partitions=3)
     produce_all(tansu.address, source, [{"value": b"before-%d" % i} for i in range(50)])
-    query = (
+    query = start_stream(
         _source(spark, tansu.address, source, startingOffsets="earliest", includeHeaders="true")
         .selectExpr("key", "value", "headers", "timestamp")
         .writeStream.format("bruce")
         .option("bootstrap.servers", tansu.address)
         .option("topic", sink)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
     )
     sent = [b"before-%d" % i for i in range(50)]
     try:
@@ -52,13 +53,12 @@ def test_available_now_with_max_offsets_per_trigger(spark, tansu, new_topic) -> 
     topic = new_topic(partitions=2)
     produce_all(tansu.address, topic, [{"partition": i % 2, "value": b"%d" % i} for i in range(100)])
     name = f"capped_{topic.replace('-', '_')}"
-    query = (
+    query = start_stream(
         _source(spark, tansu.address, topic, startingOffsets="earliest", maxOffsetsPerTrigger="30")
         .select("partition", "offset", "value")
         .writeStream.format("memory")
         .queryName(name)
         .trigger(availableNow=True)
-        .start()
     )
     query.awaitTermination(120)
     sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]

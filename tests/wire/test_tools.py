@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 
+from bruce.wire.columns import decode_columns
 from bruce.wire.datagram import parse_datagram
 from bruce.wire.messageset import decode_message_set
 from bruce.wire.protocol.base import decode_request, decode_response
@@ -33,9 +34,16 @@ BENCHES = {
         4 if PURE else 5,  # the C CRC-32's row when the extension is built
     ),
     "recordbatch_bench.py": (
-        ["bruce fast builder", "bruce column builder", "bruce columns (C records)", "aiokafka (C)", "lz4"],
+        [
+            "bruce fast builder",
+            "bruce column builder",
+            "bruce columns (C records)",
+            "bruce columns (C when built)",
+            "aiokafka (C)",
+            "lz4",
+        ],
         "ns/record",
-        16,
+        17,
     ),
 }
 
@@ -98,7 +106,7 @@ def test_a_broken_invariant_fails_the_fuzz_run(tmp_path: Path) -> None:
 
 
 def test_every_parser_has_a_harness() -> None:
-    assert {"datagram", "messageset", "recordbatch", "response", "plog"} <= set(HARNESSES)
+    assert {"datagram", "messageset", "recordbatch", "columns", "response", "plog"} <= set(HARNESSES)
 
 
 @pytest.mark.parametrize("name", HARNESSES)
@@ -128,6 +136,7 @@ VALID = {
     "datagram": parse_datagram,
     "messageset": decode_message_set,
     "recordbatch": decode_record_batches,
+    "columns": lambda data: decode_columns(data).count,
     "response": _parse_response_seed,
 }
 
@@ -138,6 +147,7 @@ def test_seed_corpora_are_current_and_valid() -> None:
         "datagram": make_seeds.datagrams(),
         "messageset": make_seeds.message_sets(),
         "recordbatch": make_seeds.record_batches(),
+        "columns": make_seeds.logs(),
         "response": make_seeds.responses_and_requests(),
     }
     for name, seeds in written.items():
