@@ -6,7 +6,7 @@ Rules:
 - Plain values only (dicts, lists, str, int, float, bool, None, RecordSet); bytes were made text or base64 before.
 - Each record is kcat's ``-J`` object (``topic``, ``partition``, ``offset``, ``tstype``, ``ts``, ``ts_iso``, ``key``,
   ``payload``, ``headers``: a flat list of names and values), written straight from the decoded columns
-  (:class:`~bruce.tool.records.Rows`); each batch is its header fields followed by ``"records": [...]``.
+  (:class:`~bruce.tool.records.RecordLists`); each batch is its header fields followed by ``"records": [...]``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring  # the C string encoder when the json module has its speedups
 from typing import Any, TextIO
 
-from .records import LogBatch, Rows, batches, iso_ms
+from .records import LogBatch, RecordLists, batches, iso_ms
 from .sequences import Sequences
 from .tree import RecordSet
 
@@ -112,7 +112,7 @@ def _iso_json(ts: int) -> str:
     return iso
 
 
-def records_json(rows: Rows, first: int, end: int, topic_json: str, partition_json: str) -> str:
+def records_json(rows: RecordLists, first: int, end: int, topic_json: str, partition_json: str) -> str:
     """Records ``first`` to ``end`` of ``rows`` as kcat's ``-J`` objects, comma-separated: the hot path of
     ``--json``."""
     offsets, stamps, types, keys, values = rows.offsets, rows.timestamps, rows.types, rows.keys, rows.values

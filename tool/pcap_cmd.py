@@ -4,6 +4,8 @@ Rules:
 - The pipeline, one packet at a time: :mod:`.capture` → :mod:`.packets` → :mod:`.connections` (reassembly,
   recognition, framing) → :mod:`.exchanges` (decoding, pairing) → the filters → :mod:`.text` / :mod:`.jsonout` or
   :mod:`.stats`. Nothing waits for the end of the capture except what the pairing and reassembly bound.
+- A parse leaves a reference cycle holding a copy of its frame (construct's context); after a frame over
+  :data:`COLLECT_ABOVE` bytes the young generations are collected, so two large frames are never held at once.
 - Losses (bytes not captured, bytes skipped to find a frame, frames cut short) are reported where they are: the
   connection, the side, the stream offset.
 - The result says whether every frame decoded: the command's exit status is 0 if so, 1 if not.
@@ -13,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
@@ -34,6 +37,7 @@ from .text import TextWriter
 from .tree import Trees, topics_of
 
 MAX_PLOG_CONNECTIONS = 10_000
+COLLECT_ABOVE = 1 << 20  # frame bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +144,8 @@ class PcapRun:
             message = self.pairing.request(conn, framed.offset, framed.ts, framed.data)
         else:
             message = self.pairing.answer(conn, framed.offset, framed.ts, framed.data)
+        if len(framed.data) > COLLECT_ABOVE:
+            gc.collect(1)  # see the module's rules
         self._message(conn, message)
 
     def _message(self, conn: Any, m: FrameMessage) -> None:

@@ -7,7 +7,8 @@ Rules:
   codec; a run of uncompressed messages is one batch). Control batches are decoded from their first record's key and
   value: COMMIT or ABORT, and the coordinator epoch.
 - No object per record: a stretch of complete entries (:data:`STRETCH` bytes, at least one entry) is decoded at a
-  time into columns, then into one list per column (:class:`Rows`); the outputs write each record from those lists.
+  time into columns, then into one list per column (:class:`RecordLists`); the outputs write each record from those
+  lists.
   Memory is bounded by a stretch, so a 100,000-record Fetch answer or a 1 GiB segment is never held decoded whole (a
   run of uncompressed messages is kept in one stretch up to 4 stretches' bytes, and shown as several runs beyond).
 - Damage costs only its batch: a stretch that does not decode is decoded again entry by entry (a run of uncompressed
@@ -32,7 +33,7 @@ from bruce.wire import BinaryColumn, Codec, MalformedInput, RecordColumns, decod
 
 from .sequences import Sequences
 
-STRETCH = 1 << 20  # bytes of complete entries decoded at a time
+STRETCH = 1 << 18  # bytes of complete entries decoded at a time
 _CODECS = {c.value: c.name.lower() for c in Codec}
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 _ATTRIBUTES = 17  # offset int64, size int32, crc int32, magic int8: then the attributes of magic 0/1
@@ -41,7 +42,7 @@ Span = tuple[int, int, int]  # an entry's start, end and magic
 Where = tuple[str, str | None, int | None]  # scope, topic, partition: a producer's sequences are checked per these
 
 
-class Rows:
+class RecordLists:
     """The records of a decoded stretch, one Python list per column (each made in one pass, no object per record):
     ``offsets``, ``timestamps``, ``types`` (0 create time, 1 log-append time), ``keys`` and ``values``; record
     ``i``'s headers are ``header_keys`` / ``header_values`` from ``header_ends[i]`` to ``header_ends[i + 1]``."""
@@ -96,7 +97,7 @@ class LogBatch:
     magic: int
     codec: str = "none"
     base_offset: int = 0
-    rows: Rows | None = None
+    rows: RecordLists | None = None
     first: int = 0
     end: int = 0
     producer_id: int = -1
@@ -229,7 +230,7 @@ def _from_columns(
     c: RecordColumns, units: list[list[Span]], where: Where, sequences: Sequences | None
 ) -> Iterator[LogBatch]:
     """The batches of decoded entries (``units``' entries, one per batch of ``c``)."""
-    rows = Rows(c)
+    rows = RecordLists(c)
     ends = memoryview(c.batches.rows).cast("i").tolist()
     base_offsets = memoryview(c.batches.base_offset).cast("q").tolist()
     attributes = memoryview(c.batches.attributes).cast("h").tolist()
@@ -249,7 +250,7 @@ def _batch_v2(
     i: int,
     position: int,
     size: int,
-    rows: Rows,
+    rows: RecordLists,
     ends: list[int],
     where: Where,
     sequences: Sequences | None,
@@ -282,7 +283,7 @@ def _batch_v2(
     return out
 
 
-def _control(c: RecordColumns, first: int, end: int, rows: Rows) -> dict[str, Any]:
+def _control(c: RecordColumns, first: int, end: int, rows: RecordLists) -> dict[str, Any]:
     """A control batch's marker: COMMIT or ABORT and the coordinator epoch (key: version, type; value: version,
     coordinator epoch)."""
     key = c.keys.value(first) if first < end else None
