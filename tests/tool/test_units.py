@@ -371,3 +371,28 @@ def test_trees_name_numbers_and_read_the_consumer_protocol() -> None:
         "user_data": None,
     }
     assert "consumer_assignment" not in trees.tree(SyncGroupResponse(error_code=0, assignment=b"connect's own"))
+
+
+def test_segments_after_a_reset_are_ignored() -> None:
+    """A connection reset, then bytes from the other side on the same ports: the reset ended it (no traceback)."""
+    from bruce.tool.pcap_cmd import PcapOptions, PcapRun
+
+    def packet(sport: int, dport: int, seq: int, flags: int, data: bytes = b"") -> bytes:
+        tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, flags=flags, data=data)
+        ip = dpkt.ip.IP(src=bytes([127, 0, 0, 1]), dst=bytes([127, 0, 0, 1]), p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+        ip.len = len(bytes(ip))
+        return b"\x00" * 12 + b"\x08\x00" + bytes(ip)
+
+    frame = _frame()
+    buf = io.BytesIO()
+    writer = dpkt.pcap.Writer(buf, linktype=1)
+    ack, psh, rst = dpkt.tcp.TH_ACK, dpkt.tcp.TH_PUSH, dpkt.tcp.TH_RST
+    writer.writepkt(packet(40000, 9092, 100, ack | psh, frame), 1.0)
+    writer.writepkt(packet(40000, 9092, 100 + len(frame), ack | rst), 1.1)
+    writer.writepkt(packet(9092, 40000, 500, ack | psh, b"\x00\x00\x00\x04\x00\x00\x00\x07"), 1.2)
+    out = io.StringIO()
+    result = PcapRun(PcapOptions(json=True), out).run(io.BytesIO(buf.getvalue()))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines[0]["api"] == "Metadata" and lines[0]["direction"] == "request"
+    assert lines[1]["unanswered"]["why"] == "the connection was reset" and len(lines) == 2
+    assert result.messages == 1
