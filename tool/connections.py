@@ -204,7 +204,10 @@ class Connections:
             if self._decide(conn, final=False):
                 self._release(conn)
             return
-        for item in conn.framers[src].feed(piece, ts):
+        framer = conn.framers.get(src)
+        if framer is None:  # the connection ended (a reset): what follows on its ports is not framed
+            return
+        for item in framer.feed(piece, ts):
             self.sink(Framed_(conn, src == conn.client, item))
 
     def _decide(self, conn: TcpConnection, *, final: bool) -> bool | None:

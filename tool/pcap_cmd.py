@@ -4,15 +4,19 @@ Rules:
 - The pipeline, one packet at a time: :mod:`.capture` → :mod:`.packets` → :mod:`.connections` (reassembly,
   recognition, framing) → :mod:`.exchanges` (decoding, pairing) → the filters → :mod:`.text` / :mod:`.jsonout` or
   :mod:`.stats`. Nothing waits for the end of the capture except what the pairing and reassembly bound.
+- A parse leaves a reference cycle holding a copy of its frame (construct's context); after a frame over
+  :data:`COLLECT_ABOVE` bytes the young generations are collected, so two large frames are never held at once.
 - Losses (bytes not captured, bytes skipped to find a frame, frames cut short) are reported where they are: the
   connection, the side, the stream offset.
-- The result says whether every frame decoded: the command's exit status is 0 if so, 1 if not.
+- The result says whether every frame, and every record batch in them, decoded: the command's exit status is 0 if
+  so, 1 if not.
 - UDP datagrams to a ``--plog`` port are decoded as plog packets (:func:`bruce.wire.parse_packet`); TCP to it is
   plog's line protocol (one message per line), reassembled like Kafka's streams, a line cut by a hole dropped.
 """
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, BinaryIO, TextIO
@@ -34,6 +38,7 @@ from .text import TextWriter
 from .tree import Trees, topics_of
 
 MAX_PLOG_CONNECTIONS = 10_000
+COLLECT_ABOVE = 1 << 20  # frame bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +59,12 @@ class Result:
     messages: int = 0
     undecoded: int = 0
     losses: int = 0
+    bad_batches: int = 0  # record batches in decoded frames that do not decode (a bad CRC, corrupt compression)
     notes: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> int:
-        return 1 if self.undecoded or self.losses else 0
+        return 1 if self.undecoded or self.losses or self.bad_batches else 0
 
 
 def _candidate(key: int, version: int) -> dict[str, Any]:
@@ -105,6 +111,9 @@ class PcapRun:
             self.result.notes.append(reader.truncated)
             self.result.losses += 1
         c = self.connections
+        self.result.bad_batches = self.json.failed_batches + self.text.failed_batches
+        if self.result.bad_batches:
+            self.result.notes.append(f"{self.result.bad_batches} record batches do not decode")
         self.result.notes.append(
             f"{reader.count} packets, {c.count} TCP connections ({c.not_kafka} not Kafka), {self.result.messages} "
             f"Kafka messages, {self.result.undecoded} not decoded, {self.result.losses} losses, {c.duplicates} "
@@ -140,6 +149,8 @@ class PcapRun:
             message = self.pairing.request(conn, framed.offset, framed.ts, framed.data)
         else:
             message = self.pairing.answer(conn, framed.offset, framed.ts, framed.data)
+        if len(framed.data) > COLLECT_ABOVE:
+            gc.collect(1)  # see the module's rules
         self._message(conn, message)
 
     def _message(self, conn: Any, m: FrameMessage) -> None:

@@ -1,8 +1,8 @@
 """``bruce-wire segment FILE.log``: a Kafka log segment's batches and records, its checks, and its index files.
 
 Rules:
-- The file is mapped, not read: batches are decoded one at a time (:func:`bruce.tool.records.batches`), so a 1 GiB
-  segment costs one batch of memory.
+- The file is mapped, not read: batches are decoded a stretch at a time (:func:`bruce.tool.records.batches`), so a
+  1 GiB segment costs a few MiB of memory.
 - Checks: every batch's CRC (by the decoders), offsets increasing from the base offset the file is named after
   (a jump forward is noted — compaction makes them —, an offset going back is an error), a torn tail.
 - ``.index`` (int32 relative offset, int32 position; 8 bytes an entry) and ``.timeindex`` (int64 timestamp, int32
@@ -64,10 +64,8 @@ class SegmentCheck:
         expected = self.base
         for batch in batches(data, topic=None, partition=None):
             self._check(batch, expected)
-            if batch.error is None and not batch.partial and batch.records:
-                expected = batch.records[-1].offset + 1
-            elif batch.error is None and batch.control is not None:
-                expected = batch.control.get("offset", expected or 0) + 1
+            if batch.error is None and not batch.partial and (batch.count or batch.control is not None):
+                expected = batch.last_offset + 1
             self._write(batch, text, jsonw)
 
     def _check(self, b: LogBatch, expected: int | None) -> None:
@@ -77,12 +75,11 @@ class SegmentCheck:
         if b.error is not None:
             self.problems.append(f"batch at byte {b.position}: {b.error}")
             return
-        first = b.records[0].offset if b.records else b.base_offset
-        last = b.records[-1].offset if b.records else (b.control or {}).get("offset", b.base_offset)
+        first = b.first_offset
         self.starts.append(b.position)
         self.firsts.append(first)
-        self.lasts.append(last)
-        self.records += len(b.records)
+        self.lasts.append(b.last_offset)
+        self.records += b.count
         if expected is not None and first < expected:
             self.problems.append(f"batch at byte {b.position}: offset {first} goes back (expected {expected} or more)")
         elif expected is not None and first > expected and self.starts[:-1]:

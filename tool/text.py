@@ -85,13 +85,22 @@ class TextWriter:
         write(f"{indent}{_batch_line(batch)}\n")
         if batch.error is not None:
             self.failed_batches += 1
-        for r in batch.records:
-            ts = iso_ms(r.timestamp) or "-"
-            line = f"{indent}  {r.offset} {ts} ({r.timestamp}) key={_short(text_or_base64(r.key), 60)}"
-            line += f" value={_short(text_or_base64(r.value), self.width)}"
-            if r.headers:
-                hs = ", ".join(f"{k}={_short(text_or_base64(v), 60)}" for k, v in r.headers)
-                line += f" headers=[{hs}]"
+        rows = batch.rows
+        if rows is None:
+            return
+        for i in range(batch.first, batch.end):
+            ts = rows.timestamps[i]
+            line = (
+                f"{indent}  {rows.offsets[i]} {iso_ms(ts) or '-'} ({ts}) key={_short(text_or_base64(rows.keys[i]), 60)}"
+            )
+            line += f" value={_short(text_or_base64(rows.values[i]), self.width)}"
+            start, end = rows.header_ends[i], rows.header_ends[i + 1]
+            if start != end:
+                shown = (
+                    f"{rows.header_keys[h]}={_short(text_or_base64(rows.header_values[h]), 60)}"
+                    for h in range(start, end)
+                )
+                line += f" headers=[{', '.join(shown)}]"
             write(line + "\n")
 
 
@@ -114,9 +123,7 @@ def _batch_line(b: LogBatch) -> str:
         return f"partial batch at byte {b.position}: {b.size} bytes (cut by the fetch size)"
     if b.error is not None:
         return f"batch at byte {b.position} ({b.size} bytes, magic {b.magic}) does not decode: {b.error}"
-    line = (
-        f"batch at byte {b.position}: magic {b.magic}, {b.codec}, base offset {b.base_offset}, {len(b.records)} records"
-    )
+    line = f"batch at byte {b.position}: magic {b.magic}, {b.codec}, base offset {b.base_offset}, {b.count} records"
     if b.magic == 2:
         line += f", crc {b.crc:#010x}" if b.crc is not None else ""
         if b.producer_id >= 0:

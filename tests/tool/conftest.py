@@ -268,5 +268,27 @@ def bruce_wire(*args: str, stdin: bytes | None = None) -> subprocess.CompletedPr
     return subprocess.run([str(script), *args], input=stdin, capture_output=True, timeout=120, check=False)
 
 
+def plain_records(batch: Any) -> list[tuple[int, bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]]:
+    """A :class:`bruce.tool.records.LogBatch`'s records as (offset, key, value, timestamp, headers), bytes again."""
+
+    def raw(v: str | bytes | None) -> bytes | None:
+        return v.encode() if isinstance(v, str) else v
+
+    rows = batch.rows
+    return [
+        (
+            rows.offsets[i],
+            raw(rows.keys[i]),
+            raw(rows.values[i]),
+            rows.timestamps[i],
+            [
+                (rows.header_keys[h], raw(rows.header_values[h]))
+                for h in range(rows.header_ends[i], rows.header_ends[i + 1])
+            ],
+        )
+        for i in range(batch.first, batch.end)
+    ]
+
+
 def json_lines(out: bytes) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines()]

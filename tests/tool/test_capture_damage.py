@@ -255,6 +255,34 @@ def test_garbage_inside_frames_is_reported_with_its_path_and_decoding_goes_on(
     assert any("body" in m for m in messages[after + 1 :])
 
 
+def test_a_record_batch_that_does_not_decode_is_reported_and_the_rest_goes_on(
+    client_capture: ClientCapture, tmp_path: Path
+) -> None:
+    """Flip the last byte of a Produce request (inside its last record batch): the frame decodes, that batch is
+    reported with its position and the CRC it fails, the other messages decode, exit status 1."""
+    from bruce.tool.packets import TcpSegment, decode_packet
+
+    linktype, packets = _packets(client_capture.path)
+
+    def whole_produce_v7(seg: object) -> bool:  # a Produce v7 request (the tshark-range client) in one segment
+        if not isinstance(seg, TcpSegment) or len(seg.payload) < 40:
+            return False
+        return bytes(seg.payload[4:8]) == b"\x00\x00\x00\x07" and int.from_bytes(seg.payload[:4]) + 4 == len(
+            seg.payload
+        )
+
+    i, (ts, buf) = next((i, p) for i, p in enumerate(packets) if whole_produce_v7(decode_packet(linktype, p[1])))
+    packets[i] = (ts, buf[:-1] + bytes([buf[-1] ^ 0xFF]))
+    run = bruce_wire("pcap", "--json", str(_write(tmp_path / "bad-batch.pcap", linktype, packets)))
+    assert run.returncode == 1 and b"1 record batches do not decode" in run.stderr, run.stderr.decode()
+    messages = json_lines(run.stdout)
+    produce = [m for m in messages if m.get("api") == "Produce" and "body" in m and m["direction"] == "request"]
+    bad = [b for m in produce for t in m["body"]["topic_data"] for p in t["partition_data"] for b in p["records"]]
+    bad = [b for b in bad if "error" in b]
+    assert len(bad) == 1 and "CRC" in bad[0]["error"] and bad[0]["position"] >= 0 and bad[0]["records"] == []
+    assert len(messages) == len(json_lines(bruce_wire("pcap", "--json", str(client_capture.path)).stdout))
+
+
 def test_not_a_capture_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "x").write_bytes(b"hello world, not a capture")
     for args in (["pcap", str(tmp_path / "x")], ["pcap", str(tmp_path / "missing")], ["pcap"], ["pcap", "--nope", "x"]):

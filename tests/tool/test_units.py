@@ -10,13 +10,14 @@ import struct
 
 import dpkt
 import pytest
+from conftest import plain_records
 
 from bruce.tool.framing import Frame, Framer, LostBytes, request_start
 from bruce.tool.packets import SLL, SLL2, TcpSegment, decode_packet
 from bruce.tool.reassembly import Gap, Stream
-from bruce.tool.records import batches, record_json, record_value
+from bruce.tool.records import batches
 from bruce.tool.sequences import Sequences
-from bruce.wire import Codec, Record, build_message_set, build_record_batch, encode_request, metadata_request
+from bruce.wire import Codec, build_message_set, build_record_batch, decode_columns, encode_request, metadata_request
 
 
 def _tcp_ip4(payload: bytes, seq: int = 1000) -> bytes:
@@ -134,7 +135,7 @@ def test_record_batches_of_every_codec(codec: Codec) -> None:
     )
     (b,) = list(batches(data))
     assert (b.codec, b.producer_id, b.producer_epoch, b.base_sequence) == (codec.name.lower(), 9, 1, 4)
-    assert [(r.key, r.value) for r in b.records] == [(b"k", b"v1"), (None, None)]
+    assert [(key, value) for _, key, value, _, _ in plain_records(b)] == [(b"k", b"v1"), (None, None)]
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -143,15 +144,52 @@ def test_message_sets_of_every_magic_and_codec(magic: int, codec: Codec) -> None
     data = build_message_set([(b"k", b"a"), (None, b"b")], magic=magic, codec=codec, timestamp=1_700_000_000_000)
     found = list(batches(data + data[:7]))  # and a partial tail
     assert found[-1].partial and found[0].magic == magic and found[0].codec == codec.name.lower()
-    assert [r.value for b in found for r in b.records] == [b"a", b"b"]
+    assert [r[2] for b in found for r in plain_records(b)] == [b"a", b"b"]
 
 
 def test_a_bad_crc_is_one_bad_batch_and_the_next_is_read() -> None:
     good = build_record_batch([(None, b"x", 1, None)])
     bad = bytearray(good)
     bad[-1] ^= 0xFF
-    found = list(batches(bytes(bad) + good))
-    assert found[0].error is not None and "CRC" in found[0].error and found[1].records[0].value == b"x"
+    unknown = bytearray(good)
+    unknown[16] = 9  # the magic byte
+    found = list(batches(bytes(bad) + bytes(unknown) + good))
+    assert found[0].error is not None and "CRC" in found[0].error and found[1].error == "unknown magic 9"
+    assert plain_records(found[2])[0][2] == b"x"
+
+
+def test_a_record_set_is_decoded_a_stretch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small stretches give the batches one decode of the whole set gives (a run of uncompressed messages kept
+    together, a damaged batch alone in error), and no decode is given more than a few stretches of bytes."""
+    from bruce.tool import records
+
+    parts = [
+        build_record_batch([(b"k", b"%d-%d" % (i, j), 1, None) for j in range(20)], codec=Codec.GZIP) for i in range(6)
+    ]
+    parts[3] = parts[3][:-1] + bytes([parts[3][-1] ^ 1])  # a bad CRC
+    parts[1:1] = [build_message_set([(None, b"m%d" % i)], magic=1, timestamp=1) for i in range(15)]  # one run
+    data = b"".join(parts) + parts[0][:9]  # and a partial tail
+
+    def shown(found: list[records.LogBatch]) -> list[object]:
+        return [(b.header(), plain_records(b) if b.rows else []) for b in found]
+
+    whole = shown(list(batches(data)))
+    sizes: list[int] = []
+
+    def decode(data: bytes) -> object:
+        sizes.append(len(data))
+        return decode_columns(data)
+
+    monkeypatch.setattr(records, "STRETCH", 200)
+    monkeypatch.setattr(records, "decode_columns", decode)
+    assert shown(list(batches(data))) == whole
+    assert (
+        len(whole) == 6 + 1 + 1
+        and whole[1][0]["count"] == 15
+        and "CRC" in whole[4][0]["error"]
+        and whole[-1][0]["partial"]
+    )
+    assert len(sizes) > 6 and max(sizes) <= 4 * 200 + max(map(len, parts))
 
 
 def test_control_batches_are_decoded() -> None:
@@ -167,12 +205,31 @@ def test_control_batches_are_decoded() -> None:
     assert b.control == {"type": "COMMIT", "version": 0, "coordinator_epoch": 42, "offset": 0}
 
 
-def test_record_json_equals_the_plain_value() -> None:
-    for r in (
-        Record(5, 1_700_000_000_123, b"k", 'vé\n"'.encode(), (("h", b"\xff"), ("n", None)), 0, 2),
-        Record(1, -1, None, b"\x80", (), 1, 0),
-    ):
-        assert json.loads(record_json(r, json.dumps("t"), "3")) == record_value(r, "t", 3)
+def test_records_in_json_are_kcats_objects() -> None:
+    """Text stays text, other bytes are base64, null stays null; a timestamp that is none or out of range has no
+    ``ts_iso``."""
+    from bruce.tool.jsonout import JsonWriter
+    from bruce.tool.tree import RecordSet
+
+    headers = [("h", b"\xff"), ("n", None)]
+    data = build_record_batch([(b"k", 'vé\n"'.encode(), 1_700_000_000_123, headers)], base_offset=5)
+    data += build_record_batch([(None, b"\x80", -1, None)], base_offset=6)
+    data += build_record_batch([(b"", b"", 1 << 62, None)], base_offset=7, timestamp_type=1)  # log-append time
+    out = io.StringIO()
+    JsonWriter(out).line({"records": RecordSet(data, "t", 3)})
+    found = [r for b in json.loads(out.getvalue())["records"] for r in b["records"]]
+    common = {"topic": "t", "partition": 3}
+    assert found == [
+        common
+        | {"offset": 5, "tstype": "create", "ts": 1_700_000_000_123, "ts_iso": "2023-11-14T22:13:20.123Z"}
+        | {"key": "k", "payload": 'vé\n"', "headers": ["h", {"base64": "/w=="}, "n", None]},
+        common
+        | {"offset": 6, "tstype": "create", "ts": -1, "ts_iso": None}
+        | {"key": None, "payload": {"base64": "gA=="}, "headers": []},
+        common
+        | {"offset": 7, "tstype": "log_append", "ts": 1 << 62, "ts_iso": None, "key": "", "payload": ""}
+        | {"headers": []},
+    ]
 
 
 def test_json_writer_streams_record_sets() -> None:
@@ -314,3 +371,28 @@ def test_trees_name_numbers_and_read_the_consumer_protocol() -> None:
         "user_data": None,
     }
     assert "consumer_assignment" not in trees.tree(SyncGroupResponse(error_code=0, assignment=b"connect's own"))
+
+
+def test_segments_after_a_reset_are_ignored() -> None:
+    """A connection reset, then bytes from the other side on the same ports: the reset ended it (no traceback)."""
+    from bruce.tool.pcap_cmd import PcapOptions, PcapRun
+
+    def packet(sport: int, dport: int, seq: int, flags: int, data: bytes = b"") -> bytes:
+        tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq, flags=flags, data=data)
+        ip = dpkt.ip.IP(src=bytes([127, 0, 0, 1]), dst=bytes([127, 0, 0, 1]), p=dpkt.ip.IP_PROTO_TCP, data=tcp)
+        ip.len = len(bytes(ip))
+        return b"\x00" * 12 + b"\x08\x00" + bytes(ip)
+
+    frame = _frame()
+    buf = io.BytesIO()
+    writer = dpkt.pcap.Writer(buf, linktype=1)
+    ack, psh, rst = dpkt.tcp.TH_ACK, dpkt.tcp.TH_PUSH, dpkt.tcp.TH_RST
+    writer.writepkt(packet(40000, 9092, 100, ack | psh, frame), 1.0)
+    writer.writepkt(packet(40000, 9092, 100 + len(frame), ack | rst), 1.1)
+    writer.writepkt(packet(9092, 40000, 500, ack | psh, b"\x00\x00\x00\x04\x00\x00\x00\x07"), 1.2)
+    out = io.StringIO()
+    result = PcapRun(PcapOptions(json=True), out).run(io.BytesIO(buf.getvalue()))
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines[0]["api"] == "Metadata" and lines[0]["direction"] == "request"
+    assert lines[1]["unanswered"]["why"] == "the connection was reset" and len(lines) == 2
+    assert result.messages == 1
