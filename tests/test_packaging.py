@@ -92,7 +92,8 @@ def test_wheel_and_sdist_build_and_install_only_under_bruce(dist: Path) -> None:
 
 @pytest.fixture(scope="module")
 def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A clean venv (no access to this environment's packages) with the wheel and its ``embedded`` extra; its bin."""
+    """A clean venv (no access to this environment's packages) with the wheel and its ``embedded`` and ``tools`` extras;
+    its bin."""
     where = tmp_path_factory.mktemp("clean-venv")
     venv.create(where, with_pip=True, symlinks=True)
     (wheel,) = dist.glob("bruce_kafka-*.whl")
@@ -104,7 +105,7 @@ def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             "install",
             "-q",
             "--disable-pip-version-check",
-            f"{wheel}[embedded]",
+            f"{wheel}[embedded,tools]",
         ],
         capture_output=True,
         text=True,
@@ -145,6 +146,11 @@ def test_the_installed_wheel_runs_and_delivers(installed: Path, tmp_path: Path) 
     assert encoders.count("built-in function") == 2, f"the wheel's wire runs without its C encoders: {encoders}"
     assert package_version() in run("bruce", "--version")
     assert "--socket_path" in run("to_bruce", "--help")
+    capture = ROOT / "fuzz" / "corpus" / "capture" / "metadata.pcap"
+    decoded = subprocess.run(  # its answer is malformed on purpose: exit status 1, the request decoded
+        [str(installed / "bruce-wire"), "pcap", str(capture)], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert decoded.returncode == 1 and "request Metadata v1 correlation 7" in decoded.stdout, decoded.stderr
 
     log_path = tmp_path / "bruce.log"
     with open(log_path, "wb") as log:

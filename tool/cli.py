@@ -3,7 +3,8 @@
 
 Rules:
 - Exit status: 0 when everything decoded, 1 when something did not (each such frame, batch or record reported where
-  it is), 2 for a usage error (bad options, a file that cannot be opened, input that is not of the kind asked for).
+  it is), 2 for a usage error (bad options, a file that cannot be opened, input that is not of the kind asked for,
+  ``pcap`` without dpkt, which the ``tools`` extra installs).
 - Never a traceback: bad input is reported and the command goes on; a broken pipe (``| head``) ends it quietly.
 - Output is written as it is produced; with input from a pipe (``-``) each message is flushed as it completes.
 """
@@ -16,9 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from .capture import CaptureError
-
 USAGE = 2
+TOOLS_EXTRA = "bruce-wire pcap needs dpkt, which the tools extra installs: pip install 'bruce-kafka[tools]'"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _pcap(args: argparse.Namespace) -> int:
+    try:
+        import dpkt  # noqa: F401  # only captures need it: the other commands run without the tools extra
+    except ImportError:
+        sys.stderr.write(f"bruce-wire: {TOOLS_EXTRA}\n")
+        return USAGE
+    from .capture import CaptureError
     from .pcap_cmd import PcapOptions, PcapRun
 
     live = args.file == "-"

@@ -8,6 +8,7 @@ import json
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,25 @@ def test_datagram_round_trip_and_bad_datagrams() -> None:
     bad = bruce_wire("datagram", "--json", "--hex", "00000010ffff")
     assert bad.returncode == 1 and json_lines(bad.stdout)[0]["reason"]
     assert bruce_wire("datagram", "--encode", stdin=b"{}").returncode == 2
+
+
+def test_without_dpkt_only_pcap_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Installed without the tools extra: ``pcap`` says what to install (no traceback); the other commands work."""
+    blocked = "import sys; sys.modules['dpkt'] = None; from bruce.tool.cli import main; sys.exit(main(sys.argv[1:]))"
+    capture = Path(__file__).resolve().parents[2] / "fuzz" / "corpus" / "capture" / "metadata.pcap"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", blocked, *args], capture_output=True, text=True, timeout=60, check=False
+        )
+
+    pcap = run("pcap", str(capture))
+    assert pcap.returncode == 2 and pcap.stdout == ""
+    assert pcap.stderr == "bruce-wire: bruce-wire pcap needs dpkt, which the tools extra installs: " + (
+        "pip install 'bruce-kafka[tools]'\n"
+    )
+    datagram = run("datagram", "--json", "--hex", "00000010ffff")
+    assert datagram.returncode == 1 and "Traceback" not in datagram.stderr and json_lines(datagram.stdout.encode())
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
