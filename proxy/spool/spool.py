@@ -5,9 +5,8 @@ Rules:
 - :meth:`Spool.open` creates and locks the directory (:class:`~.lock.SpoolLocked` if another process holds it: the
   daemon must refuse to start), then recovers what earlier runs left (:mod:`.recovery`: the manifest's check for
   missing or cut segments, the newest segment checked against the tail mark (:mod:`.tail`) and its torn tail
-  truncated) for :meth:`Spool.replay`. New messages always
-  go to a new segment: a segment is never appended to across runs and never rewritten in place (the one exception
-  is the torn-tail truncation).
+  truncated) for :meth:`Spool.replay`. New messages always go to a new segment: a segment is never appended to
+  across runs and never rewritten in place (the one exception is the torn-tail truncation).
 - :meth:`Spool.append` writes a burst with one ``write`` and returns the burst's first sequence (the others follow
   consecutively), or :data:`NOT_SPOOLED` (hold the burst in memory only) or :data:`SPOOL_FULL` (discard it with
   reason ``SPOOL_FULL``) — never raises. A segment holding records never takes one that would take it past
@@ -111,11 +110,7 @@ class Spool:
         self._unlink_failed = False
         self.next_sequence = 0
         self.degraded: str | None = None
-        # counters
-        self.appended = 0
-        self.corrupt = 0
-        self.not_spooled = 0
-        self.full = 0
+        self.appended = self.corrupt = self.not_spooled = self.full = 0  # counters
         self.syncer = Syncer()  # its fdatasync is replaceable, to inject failures
         self._write = os.write  # replaceable, to inject failures
         self.last_burst = (0, HEADER_SIZE)  # the last burst appended: its first sequence and its offset in its segment
