@@ -275,11 +275,7 @@ def _proxy_floor_problems(root: Path = ROOT) -> dict[str, list[str]]:
                 continue
             if not isinstance(node, ast.ImportFrom):
                 continue
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join([*base, node.module] if node.module else base)
-            else:
-                source = node.module or ""
+            source = _source(node, package)
             sub = source.split(".")
             if sub[:2] != ["bruce", "proxy"] or len(sub) < 3 or sub[2] == own:
                 continue
@@ -289,7 +285,7 @@ def _proxy_floor_problems(root: Path = ROOT) -> dict[str, list[str]]:
             elif len(sub) > 3:
                 problems.append(f"from {source} import ...: through the face of {other}")
             else:
-                exported = _exports(f"proxy/{other}")
+                exported = _exports(f"proxy/{other}", root)
                 problems += [f"{source}.{a.name} (not exported)" for a in node.names if a.name not in exported]
         if problems:
             bad[str(f.relative_to(root))] = problems
@@ -302,6 +298,33 @@ def test_proxy_floors_are_every_subpackage() -> None:
 
 def test_a_proxy_floor_imports_only_lower_floors_through_their_faces() -> None:
     assert _proxy_floor_problems() == {}
+
+
+def test_the_proxy_floor_check_sees_each_violation(tmp_path: Path) -> None:
+    """A floor importing a higher one, reaching past a lower floor's face, or taking a name that face does not export;
+    a plain ``import`` of a proxy module."""
+    files = {
+        "proxy/config/__init__.py": "from .load import Config\n__all__ = ['Config']\n",
+        "proxy/config/load.py": "from ..routing import Router\n",  # a higher floor
+        "proxy/routing/__init__.py": "from .router import Router\n__all__ = ['Router']\n",
+        "proxy/routing/router.py": (
+            "from ..config.load import Config\n"  # past the face
+            "from ..config import Hidden\n"  # not exported
+            "import bruce.proxy.config\n"
+            "from . import helpers\nfrom ..config import Config\n"  # fine: its own floor, a lower face
+        ),
+    }
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    assert _proxy_floor_problems(tmp_path) == {
+        "proxy/config/load.py": ["bruce.proxy.routing: routing is a higher floor than config"],
+        "proxy/routing/router.py": [
+            "from bruce.proxy.config.load import ...: through the face of config",
+            "bruce.proxy.config.Hidden (not exported)",
+            "import bruce.proxy.config",
+        ],
+    }
 
 
 # -- the floors of bruce.producer (docs/architecture.md#the-floors-of-bruceproducer) -----------------------------------
@@ -464,12 +487,23 @@ def test_the_wiring_check_sees_a_late_patch(tmp_path: Path) -> None:
 # -- one name, one class -----------------------------------------------------------------------------------------------
 
 
-def test_no_public_class_name_is_defined_twice() -> None:
+def classes_defined_twice(packages: list[str], root: Path = ROOT) -> dict[str, list[str]]:
+    """Public class names defined in more than one place across ``packages``, with the files defining them."""
     where: dict[str, list[str]] = {}
-    for package in PACKAGES:
-        for f in sorted((ROOT / package).rglob("*.py")):
+    for package in packages:
+        for f in sorted((root / package).rglob("*.py")):
             for node in ast.walk(ast.parse(f.read_text(), str(f))):
                 if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-                    where.setdefault(node.name, []).append(str(f.relative_to(ROOT)))
-    twice = {name: files for name, files in where.items() if len(files) > 1}
-    assert twice == {}
+                    where.setdefault(node.name, []).append(str(f.relative_to(root)))
+    return {name: files for name, files in where.items() if len(files) > 1}
+
+
+def test_no_public_class_name_is_defined_twice() -> None:
+    assert classes_defined_twice(PACKAGES) == {}
+
+
+def test_the_class_name_check_sees_a_name_defined_twice(tmp_path: Path) -> None:
+    for path in ("wire/a.py", "proxy/b.py"):  # a private name may repeat; a public one may not
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("class Message: ...\nclass _Local: ...\n")
+    assert classes_defined_twice(["wire", "proxy"], tmp_path) == {"Message": ["wire/a.py", "proxy/b.py"]}
