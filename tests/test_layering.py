@@ -253,6 +253,13 @@ def test_the_cycle_check_sees_a_cycle_hidden_in_a_function(tmp_path: Path) -> No
     assert import_cycles(graph) == [["bruce.pkg.a", "bruce.pkg.b"]]
 
 
+def plant(root: Path, files: dict[str, str]) -> None:
+    """Write a planted tree under ``root``: each relative path with its text."""
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
 # -- the floors of bruce.proxy (docs/architecture.md#the-floors-of-bruceproxy) -----------------------------------------
 
 PROXY_FLOORS = ["config", "spool", "messages", "accounting", "routing", "intake", "plog", "status", "daemon"]
@@ -314,9 +321,7 @@ def test_the_proxy_floor_check_sees_each_violation(tmp_path: Path) -> None:
             "from . import helpers\nfrom ..config import Config\n"  # fine: its own floor, a lower face
         ),
     }
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
+    plant(tmp_path, files)
     assert _proxy_floor_problems(tmp_path) == {
         "proxy/config/load.py": ["bruce.proxy.routing: routing is a higher floor than config"],
         "proxy/routing/router.py": [
@@ -422,9 +427,7 @@ def test_the_producer_floor_check_sees_each_violation(tmp_path: Path) -> None:
             "from . import D2\nfrom ..config import C\n"  # fine: its own wing, a lower face
         ),
     }
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
+    plant(tmp_path, files)
     assert _producer_floor_problems(tmp_path) == {
         "producer/errors.py": ["bruce.producer.config: the ground imports only the ground"],
         "producer/producer.py": ["from bruce.producer.dispatch.dispatcher import ...: through the face of dispatch"],
@@ -503,7 +506,6 @@ def test_no_public_class_name_is_defined_twice() -> None:
 
 
 def test_the_class_name_check_sees_a_name_defined_twice(tmp_path: Path) -> None:
-    for path in ("wire/a.py", "proxy/b.py"):  # a private name may repeat; a public one may not
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text("class Message: ...\nclass _Local: ...\n")
+    both = "class Message: ...\nclass _Local: ...\n"  # a private name may repeat; a public one may not
+    plant(tmp_path, {"wire/a.py": both, "proxy/b.py": both})
     assert classes_defined_twice(["wire", "proxy"], tmp_path) == {"Message": ["wire/a.py", "proxy/b.py"]}
