@@ -223,7 +223,7 @@ def build_record_batch_columns(
 
 
 def _finish(
-    data: bytes,
+    data: bytes | memoryview,
     count: int,
     attributes: int,
     base_ts: int,
@@ -339,6 +339,22 @@ def build_value_batch(
         raise UsageError(f"cannot encode record batch: {e}") from None
     if attributes & CODEC_MASK:
         return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
+    return finish_in_place(batch, count, attributes, base_ts, max_ts)
+
+
+def finish_in_place(
+    batch: bytearray, count: int, attributes: int, base_ts: int, max_ts: int, compression_level: int | None = None
+) -> bytes:
+    """The batch of ``count`` records written after :data:`HEADER_SIZE` bytes of room in ``batch``: uncompressed, its
+    header and CRC-32C written into the room (no copy); compressed as ``attributes`` say, the records compressed and
+    the batch joined around them."""
+    if attributes & CODEC_MASK:
+        with memoryview(batch) as view:
+            records = view[HEADER_SIZE:]
+            try:
+                return _finish(records, count, attributes, base_ts, max_ts, compression_level=compression_level)
+            finally:
+                records.release()
     try:
         batch[_CRC_AT + 4 : HEADER_SIZE] = _BODY_HEAD.pack(attributes, count - 1, base_ts, max_ts, -1, -1, -1, count)
     except struct.error as e:
