@@ -37,7 +37,7 @@ from .errors import UsageError
 from .plog import murmur2
 from .record import CREATE_TIME
 from .recordbatch import build_record_batch, finish_in_place
-from .recordbatch_schema import HEADER_SIZE, RecordInput, attributes_for
+from .recordbatch_schema import HEADER_SIZE, attributes_for
 from .speedups import ColumnInput, HeaderInput
 from .speedups import column_records as _records_c
 from .speedups import column_sizes as _sizes_c
@@ -54,6 +54,9 @@ __all__ = [
     "murmur2_column",
     "murmur2_column_python",
 ]
+
+Row = tuple[bytes | None, bytes | None, int, tuple[tuple[str, bytes | None], ...] | None]
+"""A row as a record: key, value, timestamp, headers (None: none)."""
 
 _LENGTH_MAX = (1 << 31) - 1  # a key, value or header past this is refused (a record's lengths are int32 to Kafka)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -91,10 +94,11 @@ class ProduceColumns:
         if self.headers is not None and self.headers.keys.count != self.headers.values.count:
             raise UsageError("header keys and values differ in length")
 
-    def record(self, row: int, timestamp: int | None = None) -> RecordInput:
-        """Row ``row`` as a record ``(key, value, timestamp, headers)`` (``timestamp``: when the columns have none).
-        Assumes the columns were checked (:func:`column_sizes`)."""
-        return next(_rows(self, row, row + 1, timestamp))
+    def records(self, start: int, stop: int, timestamp: int | None = None) -> list[Row]:
+        """Rows ``[start, stop)`` as records ``(key, value, timestamp, headers)`` (``timestamp``: every row's, when
+        the columns have none): a Python object per row, for whoever needs them one by one. Raises
+        :class:`UsageError` for malformed columns."""
+        return list(_rows(self, start, stop, timestamp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +330,7 @@ def _headers(headers: HeaderColumn, start: int, stop: int) -> list[tuple[tuple[s
     return out
 
 
-def _rows(columns: ProduceColumns, start: int, stop: int, timestamp: int | None) -> Iterator[RecordInput]:
+def _rows(columns: ProduceColumns, start: int, stop: int, timestamp: int | None) -> Iterator[Row]:
     """Rows ``[start, stop)`` as records ``(key, value, timestamp, headers)``, checked (UsageError)."""
     values = _checked(columns.values, "value", start, stop)
     keys = _checked(columns.keys, "key", start, stop) if columns.keys is not None else [None] * (stop - start)

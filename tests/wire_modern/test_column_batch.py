@@ -10,6 +10,7 @@ from array import array
 from typing import Any
 
 import pytest
+from arrow_layout import binary, header_column
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
@@ -33,45 +34,6 @@ from bruce.wire.plog import murmur2
 from bruce.wire.recordbatch import build_record_batch, build_record_batch_with_schema
 
 needs_c = pytest.mark.skipif(PURE, reason="BRUCE_NO_EXTENSIONS=1: the C encoder is left out on purpose")
-
-
-def binary(values: list[bytes | None], *, first: int = 0, wide: bool = False, bits: bool = False, junk: bool = False):
-    """``values`` in Arrow's binary layout after ``first`` rows of other values; ``bits``: a validity bitmap even
-    without nulls; ``junk``: null slots that cover bytes (Arrow allows it)."""
-    rows = [b"before"] * first + values
-    data, offsets, valid = bytearray(), [0], bytearray((len(rows) + 7) // 8 + 1)
-    for i, v in enumerate(rows):
-        if v is None:
-            data += b"??" if junk else b""
-        else:
-            data += v
-            valid[i >> 3] |= 1 << (i & 7)
-        offsets.append(len(data))
-    validity = bytes(valid) if bits or None in values else None
-    raw = array("q" if wide else "i", offsets).tobytes()
-    return BinaryColumn(len(values), values.count(None), validity, raw, bytes(data), first, wide)
-
-
-Headers = tuple[tuple[str, bytes | None], ...] | None
-
-
-def header_column(rows: list[Headers], *, first: int = 0, layout: dict[str, Any]) -> HeaderColumn:
-    """Each row's headers (None: a null list) as Arrow's list<struct<key, value>>, after ``first`` rows of others."""
-    before: list[Headers] = [(("x", b"y"),)] * first
-    offsets, names, values, valid = [0], [], [], bytearray((first + len(rows) + 7) // 8 + 1)
-    for i, items in enumerate(before + rows):
-        if items is not None:
-            valid[i >> 3] |= 1 << (i & 7)
-            for name, value in items:
-                names.append(name.encode())
-                values.append(value)
-        elif layout["junk"]:  # a null list over a non-empty segment
-            names.append(b"ignored")
-            values.append(None)
-        offsets.append(len(names))
-    validity = bytes(valid) if layout["bits"] or None in rows else None
-    keys, vals = binary(names, **layout), binary(values, **layout)
-    return HeaderColumn(len(rows), validity, array("i", offsets).tobytes(), keys, vals, first)
 
 
 header = st.tuples(st.text(max_size=6), st.none() | st.binary(max_size=8))
