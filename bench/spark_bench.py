@@ -26,14 +26,20 @@ Reads (of the data source's topic, into Spark's ``noop`` sink):
 - ``floor mapInArrow->noop``: ``mapInArrow`` yielding ready-made Arrow batches of the same shape and row count
   (no Kafka): what any Python reader pays to hand rows to Spark.
 
+Write-back (a DataFrame read from Kafka and written to another topic: every column of the read schema, and a
+``topic`` column naming the destination, so rows carry ``key``, ``partition``, ``timestamp``: each row goes back to
+its partition, one ``send_columns`` run per partition): the data source's topic read once per round with the data
+source and cached, then written by the data source and by the floor (``mapInArrow`` -> ``noop`` of the same rows).
+Goal: >= 0.5x the floor.
+
 Writers and readers take turns in each of ``--repeat`` rounds (the order rotates); the best of the rounds counts, and
 each round's figures are printed too (the machine may be noisy). A small warm-up write per writer first keeps Python
 worker start-up out of the figures. Goals: the data source >= 1x its confluent-kafka peer for writes, >= 3x for
 reads, and within 1.5x of the floor's time (ratio to the floor's rows/s >= 0.67).
 
 Outside Spark (the same broker, no JVM): one write task's delivery (``produce_batches``) of the same rows as 10,000-row
-Arrow batches, plain (one ``send_many`` per batch) and with a ``topic`` column naming the same topic (the per-row
-path: one ``send`` per row, routed the same way): what the bulk path saves per task, without Spark's noise.
+Arrow batches, plain (the ``topic`` option, a ``value`` column) and shaped as read back (``topic``, ``partition``,
+``key``, ``timestamp`` columns besides the value, two partitions): what a task costs without Spark's noise.
 
 ``--cluster`` then measures the data source's write and read again, the same way, on a Spark standalone cluster on
 loopback (a master and two workers of one core each, separate JVMs: :mod:`bruce.spark.standalone`; the local session
@@ -198,6 +204,22 @@ def read_floor(spark: SparkSession, address: str, topic: str, rows: int) -> None
     tasks.repartition(len(parts)).mapInArrow(made, READ_SCHEMA_DDL).write.format("noop").mode("overwrite").save()
 
 
+def write_back_with_data_source(df: DataFrame, address: str, topic: str) -> None:
+    """A DataFrame read from Kafka written to ``topic`` by its ``topic`` column (no ``topic`` option)."""
+    writer = df.withColumn("topic", F.lit(topic)).write.format("bruce").mode("append")
+    writer.option("bootstrap.servers", address).option("kafka.compression.codec", CODEC).save()
+
+
+def write_back_floor(df: DataFrame, address: str, topic: str) -> None:
+    write_floor(df.withColumn("topic", F.lit(topic)), address, topic)
+
+
+WRITE_BACK: dict[str, Callable[[DataFrame, str, str], None]] = {
+    "bruce data source": write_back_with_data_source,
+    FLOOR: write_back_floor,
+}
+
+
 READERS: dict[str, Callable[[SparkSession, str, str, int], None]] = {
     "bruce data source": read_with_data_source,
     "confluent mapInArrow": read_with_confluent,
@@ -270,6 +292,7 @@ def run(
                 reader(spark, broker.address, topic, 1000)
     writes: dict[str, float] = {}
     reads: dict[str, float] = {}
+    written_back: dict[str, float] = {}
     for round_ in range(repeat):
         shift = round_ % len(writers)
         figures = []
@@ -289,6 +312,18 @@ def run(
             rate = timed_read(spark, broker.address, source_topic, rows, READERS[name])
             reads[name] = max(reads.get(name, 0.0), rate)
             figures.append(f"read {name} {rate:,.0f}")
+        if not reads_only:
+            back = spark.read.format("bruce").option("bootstrap.servers", broker.address)
+            back = back.option("topic", source_topic).load()
+            back.cache().count()  # both writers write the same materialized rows
+            names = list(WRITE_BACK)[round_ % 2 :] + list(WRITE_BACK)[: round_ % 2]
+            for name in names:
+                topic = f"spark-bench-back-{next(_topics)}"
+                broker.create_topic(topic, partitions)
+                rate = timed_write(name, WRITE_BACK[name], back, broker.address, topic, rows)
+                written_back[name] = max(written_back.get(name, 0.0), rate)
+                figures.append(f"write-back {name} {rate:,.0f}")
+            back.unpersist()
         print(f"round {round_ + 1}: " + ", ".join(figures), flush=True)
     compared = (("write", writes, "confluent foreachPartition"), ("read", reads, "confluent mapInArrow"))
     for what, rates, peer in compared[1:] if reads_only else compared:
@@ -298,6 +333,11 @@ def run(
         goal = 3 if what == "read" else 1
         print(f"ratio  {what} data source / {peer}: {ours / rates[peer]:.2f}x (goal >= {goal})")
         print(f"ratio  {what} data source / {FLOOR}: {ours / rates[FLOOR]:.2f}x (goal >= 0.67)")
+    if not reads_only:
+        for name, rate in written_back.items():
+            print(f"write-back {name:24} {rate:12,.0f} rows/s", flush=True)
+        ratio = written_back["bruce data source"] / written_back[FLOOR]
+        print(f"ratio  write-back data source / {FLOOR}: {ratio:.2f}x (goal >= 0.5)")
     df.unpersist()
     return {"write": writes["bruce data source"], "read": reads["bruce data source"]}
 
@@ -312,12 +352,26 @@ def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repe
 
     values = [str(i).rjust(size, "x").encode() for i in range(rows)]
     plain = [pa.RecordBatch.from_pydict({"value": values[i : i + 10_000]}) for i in range(0, rows, 10_000)]
+
+    def read_back(batch: pa.RecordBatch, topic: str, first: int) -> pa.RecordBatch:  # a read batch's routing columns
+        n = batch.num_rows
+        micros = pa.array(range(1_700_000_000_000_000, 1_700_000_000_000_000 + n), pa.timestamp("us", tz="UTC"))
+        return pa.RecordBatch.from_pydict(
+            {
+                "key": [b"key-%d" % (first + i) for i in range(n)],
+                "value": batch.column(0),
+                "topic": [topic] * n,
+                "partition": pa.repeat(pa.scalar(first // 10_000 % partitions, pa.int32()), n),
+                "timestamp": micros,
+            }
+        )
+
     best: dict[str, float] = {}
     for _ in range(repeat):
-        for name, with_topic in (("send_many (plain rows)", False), ("send per row (topic column)", True)):
+        for name, with_topic in (("plain rows", False), ("read-back rows", True)):
             topic = f"spark-bench-task-{next(_topics)}"
             broker.create_topic(topic, partitions)
-            batches = [b.append_column("topic", pa.array([topic] * b.num_rows)) for b in plain] if with_topic else plain
+            batches = [read_back(b, topic, i * 10_000) for i, b in enumerate(plain)] if with_topic else plain
             given = {"bootstrap.servers": broker.address} | ({} if with_topic else {"topic": topic})
             options = write_options(given)
             started = time.perf_counter()

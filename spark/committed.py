@@ -64,7 +64,9 @@ def decode_batches(data: bytes) -> tuple[RecordColumns, list[FetchedBatch]]:
             if key is None or len(key) < _CONTROL_KEY.size:
                 raise MalformedInput(f"control batch at offset {facts.base_offset} has no marker key")
             marker = _CONTROL_KEY.unpack_from(key)[1]
-        out.append(FetchedBatch(i, facts.base_offset, facts.last_offset, facts.producer_id, facts.is_transactional, marker))
+        out.append(
+            FetchedBatch(i, facts.base_offset, facts.last_offset, facts.producer_id, facts.is_transactional, marker)
+        )
     return columns, out
 
 

@@ -30,8 +30,11 @@ def test_spark_bench_quick() -> None:
         r"read   floor mapInArrow->noop +[\d,]+ rows/s",
         r"ratio  read data source / confluent mapInArrow: [\d.]+x",
         r"ratio  read data source / floor mapInArrow->noop: [\d.]+x",
-        r"task   send_many \(plain rows\) +[\d,]+ rows/s",
-        r"task   send per row \(topic column\) +[\d,]+ rows/s",
+        r"write-back bruce data source +[\d,]+ rows/s",
+        r"write-back floor mapInArrow->noop +[\d,]+ rows/s",
+        r"ratio  write-back data source / floor mapInArrow->noop: [\d.]+x",
+        r"task   plain rows +[\d,]+ rows/s",
+        r"task   read-back rows +[\d,]+ rows/s",
     ):
         assert re.search(line, out), f"missing {line!r} in:\n{out}"
 
