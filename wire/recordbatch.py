@@ -378,7 +378,8 @@ def with_producer_identity(
 ) -> bytes:
     """``batch`` (one whole batch, as built) with another producer id, epoch and base sequence (and, with
     ``transactional``, the transactional attribute bit set), its CRC-32C recomputed; equal to building it again with
-    them. :class:`UsageError` for values out of range or a too-short ``batch``."""
+    them. Always a new ``bytes``: ``batch`` is left as it is (a transport may still hold it, unsent).
+    :class:`UsageError` for values out of range or a too-short ``batch``."""
     if len(batch) < HEADER_SIZE or batch[16] != MAGIC:
         raise UsageError("not a record batch")
     try:
