@@ -17,7 +17,7 @@ setup(
         Extension(
             "bruce.wire._speedups",
             ["wire/_speedups.c", "wire/_columns.c", "wire/_messages.c", "wire/_encode.c"],
-            depends=["wire/_columns.h", "wire/_varint.h"],
+            depends=["wire/_columns.h", "wire/_utf8.h", "wire/_varint.h"],
             optional=True,
         ),
     ]

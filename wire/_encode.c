@@ -22,6 +22,7 @@ Rules:
 #include <stdint.h>
 #include <string.h>
 
+#include "_utf8.h"
 #include "_varint.h"
 
 #define LENGTH_MAX INT32_MAX
@@ -161,38 +162,6 @@ static inline int header_range(const headers *h, Py_ssize_t r, Py_ssize_t *low, 
     return 0;
 }
 
-static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        Py_ssize_t len;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF)
-            len = 2, cp = c & 0x1F;
-        else if (c >= 0xE0 && c <= 0xEF)
-            len = 3, cp = c & 0x0F;
-        else if (c >= 0xF0 && c <= 0xF4)
-            len = 4, cp = c & 0x07;
-        else
-            return 0;
-        if (n - i < len)
-            return 0;
-        for (Py_ssize_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
 /* Check the headers of rows [start, stop) as the twin does: the list offsets of every row, the header rows they span
    well formed, the names of rows with headers present and UTF-8. */
 static int headers_check(const headers *h, Py_ssize_t start, Py_ssize_t stop) {
@@ -214,7 +183,7 @@ static int headers_check(const headers *h, Py_ssize_t start, Py_ssize_t stop) {
             continue;
         header_range(h, r, &low, &high);
         for (Py_ssize_t k = low; k < high; k++)
-            if (row(&h->keys, k, &p, &n) < 0 || n < 0 || !utf8_valid(p, n))
+            if (row(&h->keys, k, &p, &n) < 0 || n < 0 || !valid_utf8(p, n))
                 return -1;
     }
     return 0;
