@@ -3,7 +3,7 @@ the floor Spark imposes on any Python code, in the same local Spark session, on 
 same tansu broker. Prints rows/s and ratios.
 
 Usage: python bench/spark_bench.py [--rows 1000000] [--size 100] [--partitions 2] [--repeat 1] [--codec none]
-                                   [--reads-only] [--quick] [--cluster]
+                                   [--reads-only] [--quick] [--cluster] [--json FILE]
        python bench/spark_bench.py --exactly-once [--quick] [--kills] [--cluster-kills] (bench/spark_eos_bench.py:
        exactlyOnce's cost, and the kill runs on local[2] and on a standalone cluster)
 
@@ -41,6 +41,10 @@ Outside Spark (the same broker, no JVM): one write task's delivery (``produce_ba
 Arrow batches, plain (the ``topic`` option, a ``value`` column) and shaped as read back (``topic``, ``partition``,
 ``key``, ``timestamp`` columns besides the value, two partitions): what a task costs without Spark's noise.
 
+``--json FILE`` also writes every best rate (Spark's writes, reads and write-backs, the tasks outside Spark) as JSON
+for ``bench/report.py``; each run adds its figures to FILE under its row count and codec, so one file gathers several
+runs.
+
 ``--cluster`` then measures the data source's write and read again, the same way, on a Spark standalone cluster on
 loopback (a master and two workers of one core each, separate JVMs: :mod:`bruce.spark.standalone`; the local session
 is stopped first), the job submitted with spark-submit (this script in ``--measure`` mode), and prints the cluster's
@@ -53,6 +57,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -60,6 +65,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _common import machine
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -339,10 +345,10 @@ def run(
         ratio = written_back["bruce data source"] / written_back[FLOOR]
         print(f"ratio  write-back data source / {FLOOR}: {ratio:.2f}x (goal >= 0.5)")
     df.unpersist()
-    return {"write": writes["bruce data source"], "read": reads["bruce data source"]}
+    return {"write": writes, "read": reads, "write-back": written_back}
 
 
-def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repeat: int) -> None:
+def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repeat: int) -> dict[str, float]:
     """One write task outside Spark, plain rows vs rows with a topic column (see the module docstring)."""
     import pyarrow as pa
 
@@ -382,6 +388,7 @@ def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repe
             best[name] = max(best.get(name, 0.0), rate)
     for name, rate in best.items():
         print(f"task   {name:28} {rate:12,.0f} rows/s", flush=True)
+    return best
 
 
 def run_cluster(broker: EmbeddedBroker, local: dict, rows: int, size: int, partitions: int, repeat: int) -> None:
@@ -401,8 +408,8 @@ def run_cluster(broker: EmbeddedBroker, local: dict, rows: int, size: int, parti
         measured = json.loads(lines[-1][len("MEASURED ") :])
     print(f"cluster: standalone, master + 2 workers x 1 core (separate JVMs), {measured['executors']} executors")
     for what in ("write", "read"):
-        rate = measured[what]
-        print(f"{what:6} {'bruce data source (cluster)':28} {rate:12,.0f} rows/s  ({rate / local[what]:.2f}x local[2])")
+        rate, ours = measured[what], local[what]["bruce data source"]
+        print(f"{what:6} {'bruce data source (cluster)':28} {rate:12,.0f} rows/s  ({rate / ours:.2f}x local[2])")
 
 
 def measure_main(args: argparse.Namespace) -> int:
@@ -432,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reads-only", action="store_true", help="measure the reads only (see above)")
     parser.add_argument("--quick", action="store_true", help="20,000 rows, one run (keeps the script from rotting)")
     parser.add_argument("--cluster", action="store_true", help="also on a standalone cluster (see above)")
+    parser.add_argument("--json", type=Path, help="also add the rates to this file (for bench/report.py)")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)  # inside spark-submit
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topics", help=argparse.SUPPRESS)
@@ -449,11 +457,23 @@ def main(argv: list[str] | None = None) -> int:
             local = run(spark, broker, rows, args.size, args.partitions, repeat, args.reads_only)
         finally:
             spark.stop()
-        if not args.reads_only:
-            run_task(broker, rows, args.size, args.partitions, repeat)
+        task = {} if args.reads_only else run_task(broker, rows, args.size, args.partitions, repeat)
         if args.cluster:
             run_cluster(broker, local, rows, args.size, args.partitions, repeat)
+    if args.json:
+        save_json(args.json, args, rows, repeat, local | {"task": task})
     return 0
+
+
+def save_json(path: Path, args: argparse.Namespace, rows: int, repeat: int, rates: dict) -> None:
+    """Adds this run's best rates to ``path`` (see the module docstring), keyed by row count and codec."""
+    body = json.loads(path.read_text()) if path.exists() else {"bench": "spark", "runs": {}}
+    body |= {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine()}
+    settings = {"rows": rows, "size": args.size, "partitions": args.partitions, "codec": CODEC, "repeat": repeat}
+    rounded = {what: {name: round(rate) for name, rate in by.items()} for what, by in rates.items()}
+    body["runs"][f"{rows} {CODEC}"] = settings | {"load": os.getloadavg()[0], "rates": rounded}
+    path.write_text(json.dumps(body, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
