@@ -374,11 +374,18 @@ _CRC_AT = 17  # the CRC-32C's position; it covers everything from byte 21 (attri
 
 
 def with_producer_identity(
-    batch: bytes, *, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool = False
+    batch: bytes,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool = False,
+    in_place: bool = False,
 ) -> bytes:
     """``batch`` (one whole batch, as built) with another producer id, epoch and base sequence (and, with
     ``transactional``, the transactional attribute bit set), its CRC-32C recomputed; equal to building it again with
-    them. Always a new ``bytes``: ``batch`` is left as it is (a transport may still hold it, unsent).
+    them. A new ``bytes``, ``batch`` left as it is (a transport may still hold it, unsent); with ``in_place``, a
+    ``bytearray`` that nothing else holds yet (as an encoder returned it) is stamped where it is and returned.
     :class:`UsageError` for values out of range or a too-short ``batch``."""
     if len(batch) < HEADER_SIZE or batch[16] != MAGIC:
         raise UsageError("not a record batch")
@@ -390,6 +397,12 @@ def with_producer_identity(
     before = bytearray(batch[21:_IDENTITY_AT])
     if transactional:
         before[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
+    if in_place and type(batch) is bytearray:  # no copy of a whole batch (a fresh page-faulted allocation)
+        batch[21:_IDENTITY_AT] = before
+        batch[_IDENTITY_AT : _IDENTITY_AT + _IDENTITY.size] = identity
+        with memoryview(batch) as view:
+            batch[_CRC_AT : _CRC_AT + 4] = crc32c(view[_CRC_AT + 4 :]).to_bytes(4, "big")
+        return batch  # type: ignore[return-value]  # bytes-like: stamped where it is
     with memoryview(batch) as view:
         rest = view[_IDENTITY_AT + _IDENTITY.size :]
         crc = crc32c(rest, crc32c(identity, crc32c(before)))
