@@ -219,7 +219,7 @@ def spark(data: dict[str, Any], out: Path) -> Path:
     """One panel per row count: rows/s of each Spark operation and codec, the data source (its ratio to the floor
     above its bar) beside confluent-kafka and the floor."""
     counts = sorted({r["rows"] for r in data["runs"].values()})
-    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 4.4), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 4.4), squeeze=False)
     for ax, count in zip(axes[0], counts, strict=True):
         groups = [(what, r) for r in data["runs"].values() if r["rows"] == count for what in SPARK_OPERATIONS]
         for g, (what, run) in enumerate(groups):
@@ -233,10 +233,12 @@ def spark(data: dict[str, Any], out: Path) -> Path:
         ax.set_xticks(range(len(groups)), [f"{what}\n{run['codec']}" for what, run in groups], fontsize=8)
         ax.set_title(f"{count:,} rows of {groups[0][1]['size']} B, {groups[0][1]['partitions']} partitions")
         ax.grid(True, axis="y", alpha=0.3)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the legend
+        ax.yaxis.set_major_formatter(lambda v, _: f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k")
     axes[0][0].set_ylabel("rows per second (best of the rounds)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    axes[0][0].legend(unique.values(), unique.keys(), fontsize=8, loc="upper left")
+    axes[0][0].legend(unique.values(), unique.keys(), fontsize=8, loc="upper center", ncol=3)
     fig.suptitle("Spark local[2]: the bruce data source, confluent-kafka in the same job, and the floor (x floor)")
     return _save(fig, data, out / "benchmarks-spark.png")
 
