@@ -47,6 +47,7 @@ COLOURS = {
     "confluent foreachPartition": "#ea580c",
     "confluent mapInArrow": "#ea580c",
     "floor mapInArrow->noop": "#9ca3af",
+    "floor data source->drop": "#d1d5db",
 }
 DPI = 110
 
@@ -226,8 +227,9 @@ def spark(data: dict[str, Any], out: Path) -> Path:
             rates = run["rates"][what]
             floor = rates["floor mapInArrow->noop"]
             for b, (name, rate) in enumerate(rates.items()):
-                x = g + (b - (len(rates) - 1) / 2) * 0.27
-                ax.bar(x, rate, width=0.25, color=COLOURS.get(name), label=_peer(name))
+                width = 0.8 / len(rates)
+                x = g + (b - (len(rates) - 1) / 2) * width
+                ax.bar(x, rate, width=width * 0.92, color=COLOURS.get(name), label=_peer(name))
                 if name == "bruce data source":
                     ax.text(x, rate, f"{rate / floor:.2f}x", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(groups)), [f"{what}\n{run['codec']}" for what, run in groups], fontsize=8)
@@ -236,9 +238,11 @@ def spark(data: dict[str, Any], out: Path) -> Path:
         ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the legend
         ax.yaxis.set_major_formatter(lambda v, _: f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k")
     axes[0][0].set_ylabel("rows per second (best of the rounds)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    axes[0][0].legend(unique.values(), unique.keys(), fontsize=8, loc="upper center", ncol=3)
+    unique = {}
+    for ax in axes[0]:
+        handles, labels = ax.get_legend_handles_labels()
+        unique |= dict(zip(labels, handles, strict=True))
+    axes[0][0].legend(unique.values(), unique.keys(), fontsize=8, loc="upper center", ncol=2)
     fig.suptitle("Spark local[2]: the bruce data source, confluent-kafka in the same job, and the floor (x floor)")
     return _save(fig, data, out / "benchmarks-spark.png")
 

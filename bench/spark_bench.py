@@ -11,7 +11,9 @@ Writes (each to a fresh topic with ``--partitions`` partitions; one Spark task p
 - ``bruce data source``: ``df.write.format("bruce")``;
 - ``confluent foreachPartition``: a confluent-kafka Producer per partition, one ``produce`` per row;
 - ``floor mapInArrow->noop``: every Arrow batch handed to a Python worker and dropped (nothing produced): what any
-  Python writer pays before doing anything.
+  Python writer pays before doing anything;
+- ``floor data source->drop``: a Python data source whose writer drops every batch: what any Python data source
+  pays (Spark adds a planning and a commit step in Python on the driver to each of its jobs).
 Both writers wait for every acknowledgement (acks=all for both: their common default); each topic's record count is
 then checked by reading its offsets. Time runs from the start of the write job to its end.
 
@@ -39,7 +41,8 @@ reads, and within 1.5x of the floor's time (ratio to the floor's rows/s >= 0.67)
 
 Outside Spark (the same broker, no JVM): one write task's delivery (``produce_batches``) of the same rows as 10,000-row
 Arrow batches, plain (the ``topic`` option, a ``value`` column) and shaped as read back (``topic``, ``partition``,
-``key``, ``timestamp`` columns besides the value, two partitions): what a task costs without Spark's noise.
+``key``, ``timestamp`` columns besides the value, two partitions): what a task costs without Spark's noise, with the
+CPU per row of the task (this process) and of the broker in the best round.
 
 ``--json FILE`` also writes every best rate (Spark's writes, reads and write-backs, the tasks outside Spark) as JSON
 for ``bench/report.py``; each run adds its figures to FILE under its row count and codec, so one file gathers several
@@ -65,9 +68,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import machine
+from _common import machine, proc_cpu_s
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader, local_session, register
@@ -77,6 +81,7 @@ from bruce.spark.standalone import StandaloneCluster
 
 _topics = itertools.count(1)
 FLOOR = "floor mapInArrow->noop"
+DATA_SOURCE_FLOOR = "floor data source->drop"
 
 
 CODEC = "none"  # the data source's compression (--codec)
@@ -123,10 +128,36 @@ def write_floor(df: DataFrame, address: str, topic: str) -> None:
     df.mapInArrow(drop, "value binary").write.format("noop").mode("overwrite").save()
 
 
+class _Drop(DataSourceArrowWriter):
+    def write(self, iterator):  # runs in the executors' Python workers: takes every batch, keeps nothing
+        for _ in iterator:
+            pass
+        return WriterCommitMessage()
+
+
+class DropSource(DataSource):
+    """A Python data source whose writer drops every batch (the data source floor)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bruce-bench-drop"
+
+    def schema(self) -> str:
+        return "value binary"
+
+    def writer(self, schema, overwrite: bool) -> DataSourceArrowWriter:
+        return _Drop()
+
+
+def write_data_source_floor(df: DataFrame, address: str, topic: str) -> None:
+    df.write.format(DropSource.name()).mode("append").save()
+
+
 WRITERS: dict[str, Callable[[DataFrame, str, str], None]] = {
     "bruce data source": write_with_data_source,
     "confluent foreachPartition": write_with_confluent,
     FLOOR: write_floor,
+    DATA_SOURCE_FLOOR: write_data_source_floor,
 }
 
 
@@ -253,7 +284,7 @@ def timed_write(name: str, writer: Callable, df: DataFrame, address: str, topic:
     writer(df, address, topic)
     elapsed = time.perf_counter() - started
     stored = records_in(address, topic)
-    if name != FLOOR and stored != rows:
+    if name not in (FLOOR, DATA_SOURCE_FLOOR) and stored != rows:
         raise RuntimeError(f"{name}: the topic holds {stored} records, {rows} were written")
     return rows / elapsed
 
@@ -286,6 +317,7 @@ def partitions_of(address: str, topic: str) -> tuple[int, ...]:
 def run(
     spark: SparkSession, broker: EmbeddedBroker, rows: int, size: int, partitions: int, repeat: int, reads_only: bool
 ) -> dict:
+    spark.dataSource.register(DropSource)
     df = rows_of(spark, rows, size, partitions)
     warm = df.limit(1000).repartition(partitions)
     writers = {"bruce data source": write_with_data_source} if reads_only else WRITERS
@@ -339,6 +371,9 @@ def run(
         goal = 3 if what == "read" else 1
         print(f"ratio  {what} data source / {peer}: {ours / rates[peer]:.2f}x (goal >= {goal})")
         print(f"ratio  {what} data source / {FLOOR}: {ours / rates[FLOOR]:.2f}x (goal >= 0.67)")
+        if DATA_SOURCE_FLOOR in rates:
+            floor = rates[DATA_SOURCE_FLOOR]
+            print(f"ratio  {what} {DATA_SOURCE_FLOOR} / {FLOOR}: {floor / rates[FLOOR]:.2f}x (any Python data source)")
     if not reads_only:
         for name, rate in written_back.items():
             print(f"write-back {name:24} {rate:12,.0f} rows/s", flush=True)
@@ -373,6 +408,7 @@ def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repe
         )
 
     best: dict[str, float] = {}
+    cpu: dict[str, tuple[float, float]] = {}  # the best round's CPU ns per row: the task's, the broker's
     for _ in range(repeat):
         for name, with_topic in (("plain rows", False), ("read-back rows", True)):
             topic = f"spark-bench-task-{next(_topics)}"
@@ -380,14 +416,19 @@ def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repe
             batches = [read_back(b, topic, i * 10_000) for i, b in enumerate(plain)] if with_topic else plain
             given = {"bootstrap.servers": broker.address} | ({} if with_topic else {"topic": topic})
             options = write_options(given)
-            started = time.perf_counter()
+            assert broker.process is not None
+            started, own, stored = time.perf_counter(), time.process_time(), proc_cpu_s(broker.process.pid)
             summary = run_async(produce_batches(iter(batches), options))
             rate = rows / (time.perf_counter() - started)
             if summary.delivered != rows:
                 raise RuntimeError(f"task {name}: {summary.describe()}")
-            best[name] = max(best.get(name, 0.0), rate)
+            if rate > best.get(name, 0.0):
+                best[name] = rate
+                own, stored = time.process_time() - own, proc_cpu_s(broker.process.pid) - stored
+                cpu[name] = (own / rows * 1e9, stored / rows * 1e9)
     for name, rate in best.items():
-        print(f"task   {name:28} {rate:12,.0f} rows/s", flush=True)
+        own, stored = cpu[name]
+        print(f"task   {name:28} {rate:12,.0f} rows/s  (CPU per row: task {own:.0f} ns, broker {stored:.0f} ns)")
     return best
 
 
