@@ -374,7 +374,7 @@ _CRC_AT = 17  # the CRC-32C's position; it covers everything from byte 21 (attri
 
 
 def with_producer_identity(
-    batch: bytes,
+    batch: bytes | bytearray,
     *,
     producer_id: int,
     producer_epoch: int,
