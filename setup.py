@@ -11,12 +11,13 @@ setup(
         # The spool's record encoder (docs/spool.md#performance): ~10x the Python encoder.
         Extension("bruce.proxy.spool._speedups", ["proxy/spool/_speedups.c"], optional=True),
         # bruce.wire's record encoders and columnar decoder (docs/wire.md, "The optional C encoders"): RecordBatch v2
-        # records and magic 0/1 message sets from columns, and Fetch answers' records into columns
-        # (tests/wire/test_wire_speedups.py, tests/wire_modern/test_columns.py).
+        # records and magic 0/1 message sets from columns, record batches from Arrow-layout columns, and Fetch answers'
+        # records into columns (tests/wire/test_wire_speedups.py, tests/wire_modern/test_columns.py,
+        # tests/wire_modern/test_column_batch.py).
         Extension(
             "bruce.wire._speedups",
-            ["wire/_speedups.c", "wire/_columns.c", "wire/_messages.c"],
-            depends=["wire/_columns.h"],
+            ["wire/_speedups.c", "wire/_columns.c", "wire/_messages.c", "wire/_encode.c"],
+            depends=["wire/_columns.h", "wire/_utf8.h", "wire/_varint.h"],
             optional=True,
         ),
     ]

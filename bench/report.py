@@ -7,11 +7,13 @@ Reads (each optional; a missing file skips its plot and says so):
   loop), beside confluent-kafka producing the same messages directly;
 - ``latency.json`` from ``bench/latency_bench.py --json``: send → delivery CDFs per rate;
 - the stages of the runs of ``proxy.json`` measured with ``--profile``, and of ``proxy-before.json`` (the same
-  command on the code before a change, for a before/after comparison): the daemon's CPU per message by stage.
+  command on the code before a change, for a before/after comparison): the daemon's CPU per message by stage;
+- ``spark.json`` from ``bench/spark_bench.py --json`` (one or more runs, by row count and codec): Spark's writes,
+  reads and write-backs, the data source beside confluent-kafka and the floor.
 
-Writes ``benchmarks-throughput.png``, ``benchmarks-daemon-cpu.png``, ``benchmarks-daemon-stages.png`` and
-``benchmarks-latency.png`` into ``--out`` (docs/) and prints the tables. Needs matplotlib (the ``bench`` extra),
-never imported by the package.
+Writes ``benchmarks-throughput.png``, ``benchmarks-daemon-cpu.png``, ``benchmarks-daemon-stages.png``,
+``benchmarks-latency.png`` and ``benchmarks-spark.png`` into ``--out`` (docs/) and prints the tables. Needs
+matplotlib (the ``bench`` extra), never imported by the package.
 
     .venv/bin/python bench/report.py                      # bench/results/*.json -> docs/*.png
     .venv/bin/python bench/report.py --data /tmp/mine --out /tmp/plots
@@ -41,6 +43,11 @@ COLOURS = {
     "aiokafka (await send)": "#059669",
     "kafka-python": "#6b7280",
     "bruce daemon": "#7c3aed",
+    "bruce data source": "#2563eb",
+    "confluent foreachPartition": "#ea580c",
+    "confluent mapInArrow": "#ea580c",
+    "floor mapInArrow->noop": "#9ca3af",
+    "floor data source->drop": "#d1d5db",
 }
 DPI = 110
 
@@ -209,9 +216,63 @@ def latency(data: dict[str, Any], out: Path) -> Path:
     return _save(fig, data, out / "benchmarks-latency.png")
 
 
-def tables(producer: dict | None, proxy: dict | None, lat: dict | None, stages: list | None = None) -> str:
+def spark(data: dict[str, Any], out: Path) -> Path:
+    """One panel per row count: rows/s of each Spark operation and codec, the data source (its ratio to the floor
+    above its bar) beside confluent-kafka and the floor."""
+    counts = sorted({r["rows"] for r in data["runs"].values()})
+    fig, axes = plt.subplots(1, len(counts), figsize=(5.5 * len(counts), 4.4), squeeze=False)
+    for ax, count in zip(axes[0], counts, strict=True):
+        groups = [(what, r) for r in data["runs"].values() if r["rows"] == count for what in SPARK_OPERATIONS]
+        for g, (what, run) in enumerate(groups):
+            rates = run["rates"][what]
+            floor = rates["floor mapInArrow->noop"]
+            for b, (name, rate) in enumerate(rates.items()):
+                width = 0.8 / len(rates)
+                x = g + (b - (len(rates) - 1) / 2) * width
+                ax.bar(x, rate, width=width * 0.92, color=COLOURS.get(name), label=_peer(name))
+                if name == "bruce data source":
+                    ax.text(x, rate, f"{rate / floor:.2f}x", ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(range(len(groups)), [f"{what}\n{run['codec']}" for what, run in groups], fontsize=8)
+        ax.set_title(f"{count:,} rows of {groups[0][1]['size']} B, {groups[0][1]['partitions']} partitions")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.15)  # room for the legend
+        ax.yaxis.set_major_formatter(lambda v, _: f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k")
+    axes[0][0].set_ylabel("rows per second (best of the rounds)")
+    unique = {}
+    for ax in axes[0]:
+        handles, labels = ax.get_legend_handles_labels()
+        unique |= dict(zip(labels, handles, strict=True))
+    axes[0][0].legend(unique.values(), unique.keys(), fontsize=8, loc="upper center", ncol=2)
+    fig.suptitle("Spark local[2]: the bruce data source, confluent-kafka in the same job, and the floor (x floor)")
+    return _save(fig, data, out / "benchmarks-spark.png")
+
+
+SPARK_OPERATIONS = ("write", "read", "write-back")
+
+
+def _peer(name: str) -> str:
+    return "confluent-kafka" if name.startswith("confluent") else name
+
+
+def tables(
+    producer: dict | None, proxy: dict | None, lat: dict | None, stages: list | None = None, sparks: dict | None = None
+) -> str:
     """The figures as Markdown tables (for docs/benchmarks.md)."""
     out: list[str] = []
+    if sparks:
+        out += ["| rows | codec | operation | data source | confluent-kafka | floor | vs peer | vs floor |"]
+        out += ["|---:|---|---|---:|---:|---:|---:|---:|"]
+        for r in sorted(sparks["runs"].values(), key=lambda r: (r["rows"], r["codec"] != "none")):
+            for what in SPARK_OPERATIONS:
+                rates = r["rates"][what]
+                ours, floor = rates["bruce data source"], rates["floor mapInArrow->noop"]
+                peer = next((v for k, v in rates.items() if k.startswith("confluent")), None)
+                versus = f"{ours / peer:.2f}x" if peer else ""
+                out.append(
+                    f"| {r['rows']:,} | {r['codec']} | {what} | {ours:,} | {f'{peer:,}' if peer else ''} | {floor:,} "
+                    f"| {versus} | {ours / floor:.2f}x |"
+                )
+        out.append("")
     if producer:
         clients = list(dict.fromkeys(r["client"] for r in producer["rates"]))
         sizes = sorted({r["size"] for r in producer["rates"]})
@@ -262,14 +323,15 @@ def main(argv: list[str] | None = None) -> int:
     proxy = _load(a.data / "proxy.json")
     lat = _load(a.data / "latency.json")
     before = _load(a.data / "proxy-before.json")
-    for data, plot in ((producer, throughput), (proxy, daemon_cpu), (lat, latency)):
+    sparks = _load(a.data / "spark.json")
+    for data, plot in ((producer, throughput), (proxy, daemon_cpu), (lat, latency), (sparks, spark)):
         if data is not None:
             print(f"wrote {plot(data, a.out)}")
     stages = stage_runs(proxy, before)
     if stages:
         print(f"wrote {daemon_stages(stages, proxy or before, a.out)}")  # type: ignore[arg-type]
     print()
-    print(tables(producer, proxy, lat, stages))
+    print(tables(producer, proxy, lat, stages, sparks))
     return 0
 
 

@@ -3,7 +3,7 @@ the floor Spark imposes on any Python code, in the same local Spark session, on 
 same tansu broker. Prints rows/s and ratios.
 
 Usage: python bench/spark_bench.py [--rows 1000000] [--size 100] [--partitions 2] [--repeat 1] [--codec none]
-                                   [--reads-only] [--quick] [--cluster]
+                                   [--reads-only] [--quick] [--cluster] [--json FILE]
        python bench/spark_bench.py --exactly-once [--quick] [--kills] [--cluster-kills] (bench/spark_eos_bench.py:
        exactlyOnce's cost, and the kill runs on local[2] and on a standalone cluster)
 
@@ -11,7 +11,9 @@ Writes (each to a fresh topic with ``--partitions`` partitions; one Spark task p
 - ``bruce data source``: ``df.write.format("bruce")``;
 - ``confluent foreachPartition``: a confluent-kafka Producer per partition, one ``produce`` per row;
 - ``floor mapInArrow->noop``: every Arrow batch handed to a Python worker and dropped (nothing produced): what any
-  Python writer pays before doing anything.
+  Python writer pays before doing anything;
+- ``floor data source->drop``: a Python data source whose writer drops every batch: what any Python data source
+  pays (Spark adds a planning and a commit step in Python on the driver to each of its jobs).
 Both writers wait for every acknowledgement (acks=all for both: their common default); each topic's record count is
 then checked by reading its offsets. Time runs from the start of the write job to its end.
 
@@ -26,14 +28,25 @@ Reads (of the data source's topic, into Spark's ``noop`` sink):
 - ``floor mapInArrow->noop``: ``mapInArrow`` yielding ready-made Arrow batches of the same shape and row count
   (no Kafka): what any Python reader pays to hand rows to Spark.
 
+Write-back (a DataFrame read from Kafka and written to another topic: every column of the read schema, and a
+``topic`` column naming the destination, so rows carry ``key``, ``partition``, ``timestamp``: each row goes back to
+its partition, one ``send_columns`` run per partition): the data source's topic read once per round with the data
+source and cached, then written by the data source and by the floor (``mapInArrow`` -> ``noop`` of the same rows).
+Goal: >= 0.5x the floor.
+
 Writers and readers take turns in each of ``--repeat`` rounds (the order rotates); the best of the rounds counts, and
 each round's figures are printed too (the machine may be noisy). A small warm-up write per writer first keeps Python
 worker start-up out of the figures. Goals: the data source >= 1x its confluent-kafka peer for writes, >= 3x for
 reads, and within 1.5x of the floor's time (ratio to the floor's rows/s >= 0.67).
 
-Outside Spark (the same broker, no JVM): one write task's delivery (``produce_batches``) of the same rows as 10,000-row
-Arrow batches, plain (one ``send_many`` per batch) and with a ``topic`` column naming the same topic (the per-row
-path: one ``send`` per row, routed the same way): what the bulk path saves per task, without Spark's noise.
+Outside Spark (the same broker, no JVM; ``bench/spark_task.py``): one write task's delivery (``produce_batches``) of the
+same rows as 10,000-row Arrow batches, plain (the ``topic`` option, a ``value`` column) and shaped as read back
+(``topic``, ``partition``, ``key``, ``timestamp`` columns besides the value, two partitions): what a task costs without
+Spark's noise, with the CPU per row of the task (this process) and of the broker in the best round.
+
+``--json FILE`` also writes every best rate (Spark's writes, reads and write-backs, the tasks outside Spark) as JSON
+for ``bench/report.py``; each run adds its figures to FILE under its row count and codec, so one file gathers several
+runs.
 
 ``--cluster`` then measures the data source's write and read again, the same way, on a Spark standalone cluster on
 loopback (a master and two workers of one core each, separate JVMs: :mod:`bruce.spark.standalone`; the local session
@@ -47,6 +60,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -54,8 +68,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from _common import machine
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from spark_task import run_task
 
 from bruce.proxy.daemon.embedded import EmbeddedBroker
 from bruce.spark import KafkaReader, local_session, register
@@ -65,6 +82,7 @@ from bruce.spark.standalone import StandaloneCluster
 
 _topics = itertools.count(1)
 FLOOR = "floor mapInArrow->noop"
+DATA_SOURCE_FLOOR = "floor data source->drop"
 
 
 CODEC = "none"  # the data source's compression (--codec)
@@ -111,10 +129,36 @@ def write_floor(df: DataFrame, address: str, topic: str) -> None:
     df.mapInArrow(drop, "value binary").write.format("noop").mode("overwrite").save()
 
 
+class _Drop(DataSourceArrowWriter):
+    def write(self, iterator):  # runs in the executors' Python workers: takes every batch, keeps nothing
+        for _ in iterator:
+            pass
+        return WriterCommitMessage()
+
+
+class DropSource(DataSource):
+    """A Python data source whose writer drops every batch (the data source floor)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "bruce-bench-drop"
+
+    def schema(self) -> str:
+        return "value binary"
+
+    def writer(self, schema, overwrite: bool) -> DataSourceArrowWriter:
+        return _Drop()
+
+
+def write_data_source_floor(df: DataFrame, address: str, topic: str) -> None:
+    df.write.format(DropSource.name()).mode("append").save()
+
+
 WRITERS: dict[str, Callable[[DataFrame, str, str], None]] = {
     "bruce data source": write_with_data_source,
     "confluent foreachPartition": write_with_confluent,
     FLOOR: write_floor,
+    DATA_SOURCE_FLOOR: write_data_source_floor,
 }
 
 
@@ -198,6 +242,22 @@ def read_floor(spark: SparkSession, address: str, topic: str, rows: int) -> None
     tasks.repartition(len(parts)).mapInArrow(made, READ_SCHEMA_DDL).write.format("noop").mode("overwrite").save()
 
 
+def write_back_with_data_source(df: DataFrame, address: str, topic: str) -> None:
+    """A DataFrame read from Kafka written to ``topic`` by its ``topic`` column (no ``topic`` option)."""
+    writer = df.withColumn("topic", F.lit(topic)).write.format("bruce").mode("append")
+    writer.option("bootstrap.servers", address).option("kafka.compression.codec", CODEC).save()
+
+
+def write_back_floor(df: DataFrame, address: str, topic: str) -> None:
+    write_floor(df.withColumn("topic", F.lit(topic)), address, topic)
+
+
+WRITE_BACK: dict[str, Callable[[DataFrame, str, str], None]] = {
+    "bruce data source": write_back_with_data_source,
+    FLOOR: write_back_floor,
+}
+
+
 READERS: dict[str, Callable[[SparkSession, str, str, int], None]] = {
     "bruce data source": read_with_data_source,
     "confluent mapInArrow": read_with_confluent,
@@ -225,7 +285,7 @@ def timed_write(name: str, writer: Callable, df: DataFrame, address: str, topic:
     writer(df, address, topic)
     elapsed = time.perf_counter() - started
     stored = records_in(address, topic)
-    if name != FLOOR and stored != rows:
+    if name not in (FLOOR, DATA_SOURCE_FLOOR) and stored != rows:
         raise RuntimeError(f"{name}: the topic holds {stored} records, {rows} were written")
     return rows / elapsed
 
@@ -258,6 +318,7 @@ def partitions_of(address: str, topic: str) -> tuple[int, ...]:
 def run(
     spark: SparkSession, broker: EmbeddedBroker, rows: int, size: int, partitions: int, repeat: int, reads_only: bool
 ) -> dict:
+    spark.dataSource.register(DropSource)
     df = rows_of(spark, rows, size, partitions)
     warm = df.limit(1000).repartition(partitions)
     writers = {"bruce data source": write_with_data_source} if reads_only else WRITERS
@@ -270,6 +331,7 @@ def run(
                 reader(spark, broker.address, topic, 1000)
     writes: dict[str, float] = {}
     reads: dict[str, float] = {}
+    written_back: dict[str, float] = {}
     for round_ in range(repeat):
         shift = round_ % len(writers)
         figures = []
@@ -289,6 +351,18 @@ def run(
             rate = timed_read(spark, broker.address, source_topic, rows, READERS[name])
             reads[name] = max(reads.get(name, 0.0), rate)
             figures.append(f"read {name} {rate:,.0f}")
+        if not reads_only:
+            back = spark.read.format("bruce").option("bootstrap.servers", broker.address)
+            back = back.option("topic", source_topic).load()
+            back.cache().count()  # both writers write the same materialized rows
+            names = list(WRITE_BACK)[round_ % 2 :] + list(WRITE_BACK)[: round_ % 2]
+            for name in names:
+                topic = f"spark-bench-back-{next(_topics)}"
+                broker.create_topic(topic, partitions)
+                rate = timed_write(name, WRITE_BACK[name], back, broker.address, topic, rows)
+                written_back[name] = max(written_back.get(name, 0.0), rate)
+                figures.append(f"write-back {name} {rate:,.0f}")
+            back.unpersist()
         print(f"round {round_ + 1}: " + ", ".join(figures), flush=True)
     compared = (("write", writes, "confluent foreachPartition"), ("read", reads, "confluent mapInArrow"))
     for what, rates, peer in compared[1:] if reads_only else compared:
@@ -298,36 +372,16 @@ def run(
         goal = 3 if what == "read" else 1
         print(f"ratio  {what} data source / {peer}: {ours / rates[peer]:.2f}x (goal >= {goal})")
         print(f"ratio  {what} data source / {FLOOR}: {ours / rates[FLOOR]:.2f}x (goal >= 0.67)")
+        if DATA_SOURCE_FLOOR in rates:
+            floor = rates[DATA_SOURCE_FLOOR]
+            print(f"ratio  {what} {DATA_SOURCE_FLOOR} / {FLOOR}: {floor / rates[FLOOR]:.2f}x (any Python data source)")
+    if not reads_only:
+        for name, rate in written_back.items():
+            print(f"write-back {name:24} {rate:12,.0f} rows/s", flush=True)
+        ratio = written_back["bruce data source"] / written_back[FLOOR]
+        print(f"ratio  write-back data source / {FLOOR}: {ratio:.2f}x (goal >= 0.5)")
     df.unpersist()
-    return {"write": writes["bruce data source"], "read": reads["bruce data source"]}
-
-
-def run_task(broker: EmbeddedBroker, rows: int, size: int, partitions: int, repeat: int) -> None:
-    """One write task outside Spark, plain rows vs rows with a topic column (see the module docstring)."""
-    import pyarrow as pa
-
-    from bruce.producer import run as run_async
-    from bruce.spark.direct import produce_batches
-    from bruce.spark.options import write_options
-
-    values = [str(i).rjust(size, "x").encode() for i in range(rows)]
-    plain = [pa.RecordBatch.from_pydict({"value": values[i : i + 10_000]}) for i in range(0, rows, 10_000)]
-    best: dict[str, float] = {}
-    for _ in range(repeat):
-        for name, with_topic in (("send_many (plain rows)", False), ("send per row (topic column)", True)):
-            topic = f"spark-bench-task-{next(_topics)}"
-            broker.create_topic(topic, partitions)
-            batches = [b.append_column("topic", pa.array([topic] * b.num_rows)) for b in plain] if with_topic else plain
-            given = {"bootstrap.servers": broker.address} | ({} if with_topic else {"topic": topic})
-            options = write_options(given)
-            started = time.perf_counter()
-            summary = run_async(produce_batches(iter(batches), options))
-            rate = rows / (time.perf_counter() - started)
-            if summary.delivered != rows:
-                raise RuntimeError(f"task {name}: {summary.describe()}")
-            best[name] = max(best.get(name, 0.0), rate)
-    for name, rate in best.items():
-        print(f"task   {name:28} {rate:12,.0f} rows/s", flush=True)
+    return {"write": writes, "read": reads, "write-back": written_back}
 
 
 def run_cluster(broker: EmbeddedBroker, local: dict, rows: int, size: int, partitions: int, repeat: int) -> None:
@@ -347,8 +401,8 @@ def run_cluster(broker: EmbeddedBroker, local: dict, rows: int, size: int, parti
         measured = json.loads(lines[-1][len("MEASURED ") :])
     print(f"cluster: standalone, master + 2 workers x 1 core (separate JVMs), {measured['executors']} executors")
     for what in ("write", "read"):
-        rate = measured[what]
-        print(f"{what:6} {'bruce data source (cluster)':28} {rate:12,.0f} rows/s  ({rate / local[what]:.2f}x local[2])")
+        rate, ours = measured[what], local[what]["bruce data source"]
+        print(f"{what:6} {'bruce data source (cluster)':28} {rate:12,.0f} rows/s  ({rate / ours:.2f}x local[2])")
 
 
 def measure_main(args: argparse.Namespace) -> int:
@@ -378,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reads-only", action="store_true", help="measure the reads only (see above)")
     parser.add_argument("--quick", action="store_true", help="20,000 rows, one run (keeps the script from rotting)")
     parser.add_argument("--cluster", action="store_true", help="also on a standalone cluster (see above)")
+    parser.add_argument("--json", type=Path, help="also add the rates to this file (for bench/report.py)")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)  # inside spark-submit
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--topics", help=argparse.SUPPRESS)
@@ -395,11 +450,23 @@ def main(argv: list[str] | None = None) -> int:
             local = run(spark, broker, rows, args.size, args.partitions, repeat, args.reads_only)
         finally:
             spark.stop()
-        if not args.reads_only:
-            run_task(broker, rows, args.size, args.partitions, repeat)
+        task = {} if args.reads_only else run_task(broker, rows, args.size, args.partitions, repeat)
         if args.cluster:
             run_cluster(broker, local, rows, args.size, args.partitions, repeat)
+    if args.json:
+        save_json(args.json, args, rows, repeat, local | {"task": task})
     return 0
+
+
+def save_json(path: Path, args: argparse.Namespace, rows: int, repeat: int, rates: dict) -> None:
+    """Adds this run's best rates to ``path`` (see the module docstring), keyed by row count and codec."""
+    body = json.loads(path.read_text()) if path.exists() else {"bench": "spark", "runs": {}}
+    body |= {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine()}
+    settings = {"rows": rows, "size": args.size, "partitions": args.partitions, "codec": CODEC, "repeat": repeat}
+    rounded = {what: {name: round(rate) for name, rate in by.items()} for what, by in rates.items()}
+    body["runs"][f"{rows} {CODEC}"] = settings | {"load": os.getloadavg()[0], "rates": rounded}
+    path.write_text(json.dumps(body, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

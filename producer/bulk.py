@@ -28,8 +28,8 @@ import asyncio
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Generator, Iterator, Sequence
-from itertools import accumulate, repeat
-from operator import add, attrgetter
+from itertools import accumulate
+from operator import attrgetter
 from typing import Any
 
 from bruce.wire import UsageError, build_value_batch
@@ -125,13 +125,7 @@ class Chunk:
         """The chunk's messages, made on the first call (with their fates, if the chunk is settled already)."""
         members = self.members
         if members is None:
-            stamps = self.timestamp
-            values = self.values
-            if type(stamps) is int:
-                members = [_Member(v, stamps, self) for v in values]
-            else:
-                members = [_Member(v, ts, self) for v, ts in zip(values, stamps, strict=False)]  # type: ignore[arg-type]  # not an int
-            self.members = members
+            members = self.members = self._make_members()
             if self.offsets is not None:
                 for m, partition, offset in zip(members, self.partitions, self.offsets, strict=False):  # type: ignore[arg-type]  # settled
                     m.partition, m._fate = partition, offset
@@ -140,6 +134,14 @@ class Chunk:
             else:
                 self.count = self._left = len(members)  # an open batch read as messages (send's) stops growing
         return members
+
+    def _make_members(self) -> list[Message]:
+        """The values as messages reporting to the chunk (a subclass may hold its values otherwise)."""
+        stamps = self.timestamp
+        values = self.values
+        if type(stamps) is int:
+            return [_Member(v, stamps, self) for v in values]
+        return [_Member(v, ts, self) for v, ts in zip(values, stamps, strict=False)]  # type: ignore[arg-type]  # not an int
 
     def encode(self, codec: int, level: int | None) -> bytes | None:
         """The record batch of the values (keyless, at the chunk's timestamps), or None once messages were made
@@ -237,18 +239,27 @@ class _Member(Message):
 def split(sizes: list[int], max_count: int, max_bytes: int, overhead: int = 0) -> list[tuple[int, int]]:
     """``[start, end)`` ranges cutting values of byte sizes ``sizes`` into batches of at most ``max_count`` values and
     ``max_bytes`` bytes, each value counting ``overhead`` bytes more (a value larger than that goes alone)."""
-    n = len(sizes)
-    ends = list(accumulate(map(add, sizes, repeat(overhead))))
+    return split_ends(list(accumulate(sizes)), 0, len(sizes), max_count, max_bytes, overhead) or [(0, 0)]
+
+
+def split_ends(
+    ends: Sequence[int], start: int, stop: int, max_count: int, max_bytes: int, overhead: int = 0
+) -> list[tuple[int, int]]:
+    """:func:`split` of values ``[start, stop)`` given ``ends``, the running sum of the sizes (``ends[i]``: the bytes of
+    values ``0..i``): no pass over the values, a binary search per cut by bytes."""
+
+    def end_of(i: int) -> int:  # the bytes up to value i included, overheads counted
+        return ends[i] + overhead * (i + 1)
+
     out = []
-    start = 0
-    while start < n:
-        end = min(n, start + max_count)
-        base = ends[start - 1] if start else 0
-        if ends[end - 1] - base > max_bytes:  # cut by bytes: the last end within the limit (at least one value)
-            end = max(start + 1, bisect_right(ends, base + max_bytes, start, end))
+    while start < stop:
+        end = min(stop, start + max_count)
+        base = end_of(start - 1) if start else 0
+        if end_of(end - 1) - base > max_bytes:  # cut by bytes: the last end within the limit (at least one value)
+            end = max(start + 1, bisect_right(range(end), base + max_bytes, start, end, key=end_of))
         out.append((start, end))
         start = end
-    return out or [(0, 0)]
+    return out
 
 
 class Bulk:
@@ -369,7 +380,6 @@ def queue_chunks(
     ``max_count`` values and ``max_bytes`` bytes (with :data:`RECORD_OVERHEAD` each), ready at once: each to the next
     partition of the topic's cycle, or all to ``partition``; a chunk no partition can take is discarded
     (NO_AVAILABLE_PARTITIONS)."""
-    since = d.stamp
     count = len(values)
     chunks = []
     for start, end in split(sizes, max_count, max_bytes, RECORD_OVERHEAD):
@@ -377,12 +387,20 @@ def queue_chunks(
         chunk = Chunk(values[start:end], sum(sizes[start:end]), timestamp, full)
         chunks.append(chunk)
         p = d.cycle.next(info) if partition is None else explicit_partition(partition, info)
-        if p is None:
-            detail = f"partition {partition} unavailable" if partition is not None else "no partition available"
-            d.ledger.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
-            continue
-        pq = d.queue(topic, p)
-        seal(pq)  # what send() queued there before goes first (the producer's seal: it keeps its own marks)
-        pq.add_ready(chunk, chunk.size, since)  # type: ignore[arg-type]  # a Chunk: a list of messages to the queue
-        d.mark_ready(pq)
+        detail = f"partition {partition} unavailable" if partition is not None else "no partition available"
+        place(d, topic, chunk, p, seal, detail)
     return chunks
+
+
+def place(
+    d: Dispatcher, topic: str, chunk: Chunk, partition: int | None, seal: Callable[[PartitionQueue], None], detail: str
+) -> None:
+    """Queue ``chunk`` (admitted) ready in ``partition``'s queue, after what ``send`` left open there (sealed by
+    ``seal``); with no partition (None) it is discarded as NO_AVAILABLE_PARTITIONS (``detail``)."""
+    if partition is None:
+        d.ledger.discard(topic, chunk.unpack(), DiscardReason.NO_AVAILABLE_PARTITIONS, detail)
+        return
+    pq = d.queue(topic, partition)
+    seal(pq)  # what send() queued there before goes first (the producer's seal: it keeps its own marks)
+    pq.add_ready(chunk, chunk.size, d.stamp)  # type: ignore[arg-type]  # a Chunk: a list of messages to the queue
+    d.mark_ready(pq)

@@ -36,8 +36,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
+from bruce.wire import ProduceColumns, UsageError, column_sizes
 
 from .bulk import Bulk, Chunk, measure, messages_of, queue_chunks
+from .columns import Run, check_runs, column_messages, queue_column_runs
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatch import Dispatcher
@@ -288,6 +290,64 @@ class Queueing:
         ledger.admit_many(count, size)
         limits = (self._batch_messages, self._chunk_bytes)
         chunks = queue_chunks(d, topic, info, values, sizes, timestamp, partition, *limits, self._seal_open)
+        return Bulk(chunks, count)
+
+    def send_columns(
+        self,
+        topic: str,
+        columns: ProduceColumns,
+        runs: Sequence[Run] | None = None,
+        *,
+        timestamp: int | None = None,
+    ) -> Bulk:
+        """Queue the rows of ``columns`` (Arrow-layout buffers: values, keys, timestamps, headers) at once, all or
+        none, with no Python object per row; returns a :class:`Bulk` as ``send_many`` does.
+
+        ``runs``: the rows in order as ``(stop, partition_key, pinned)`` runs, each routed as ``send`` routes one
+        message with that ``partition_key`` (None: any partition, one per batch; ``pinned``: it is the partition,
+        as ``send``'s ``partition``); None: every row to any partition. Rows without a timestamp column get
+        ``timestamp`` (default: now). Raises as ``send_many`` does: :class:`QueueFull`, :class:`MessageTooLarge`,
+        :class:`UsageError` for malformed columns or runs, or a timestamp out of range."""
+        d = self._dispatcher
+        ledger = self._ledger
+        count = columns.count
+        if ledger.held_messages + count > self._max_messages or not self._accepting:
+            self._refuse(f"{ledger.held_messages} messages held, {count} more asked (queue_buffering_max_messages)")
+        if type(topic) is not str:
+            check_topic(topic)
+        sizes = column_sizes(columns)
+        if sizes.biggest > self._max_size:
+            self._too_large(sizes.biggest)
+        try:
+            spans = check_runs(runs, count)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        if columns.timestamps is None:
+            timestamp = time.time_ns() // 1_000_000 if timestamp is None else timestamp
+            check_timestamp(timestamp)
+        elif timestamp is not None:
+            raise UsageError("timestamp is for columns without timestamps")
+        elif count:
+            check_timestamp(sizes.min_timestamp)
+            check_timestamp(sizes.max_timestamp)
+        size = sizes.size(0, count)
+        if ledger.held_bytes + size > self._max_bytes:
+            self._refuse(f"{ledger.held_bytes} bytes held, {size} more asked (queue_buffering_max_kbytes)")
+        if not count:
+            return Bulk([], 0)
+        info = d.topic_info(topic)
+        if info is None:  # held until the topic is known: messages now, routed as submit routes
+            messages = [
+                m
+                for start, stop, key, pinned in spans
+                for m in column_messages(columns, start, stop, timestamp, key, pinned)
+            ]
+            chunk = Chunk.of(messages)
+            self._submit(topic, messages)
+            return Bulk([chunk], count)
+        ledger.admit_many(count, size)
+        limits = (self._batch_messages, self._chunk_bytes)
+        chunks = queue_column_runs(d, topic, info, columns, sizes, spans, timestamp, *limits, self._seal_open)
         return Bulk(chunks, count)
 
     def _seal_open(self, pq: PartitionQueue) -> None:

@@ -1,19 +1,21 @@
 """Direct delivery: one task's Arrow batches produced to the brokers with ``bruce.producer``.
 
 Rules:
-- A batch of plain rows (the ``topic`` option or no ``topic`` column, and no ``partition``, ``partition_key``,
-  ``headers`` or ``timestamp`` column: the usual DataFrame) is one ``Producer.send_many`` of its value and key columns
-  (:func:`bruce.spark.schema.bulk_send`): no Python call per row. Routing is the same as row by row: keyless rows go
-  to one partition per producer batch, keyed rows where ``kafka.partitioner`` puts their key.
-- Any other batch is one ``Producer.send`` per row (routed per :func:`bruce.spark.schema.row_sends`); the producer
-  batches per partition (keyless rows fill one partition's batch at a time).
+- Each batch goes topic by topic (:mod:`bruce.spark.write_columns`): a topic's rows are one
+  ``Producer.send_columns`` of the batch's own buffers — values, keys, timestamps, headers —, grouped by the
+  partition each row goes to (its ``partition``, else its ``partition_key``, else its key through
+  ``kafka.partitioner``, else any partition, as :func:`bruce.spark.schema.row_sends` routes one row): no Python
+  object per row; the rows each partition gets by their data stay in their order, and keyless rows in theirs
+  among themselves. A topic the producer's cluster view does not know yet
+  goes one ``Producer.send`` per row (its messages wait for the topic, or are discarded as BAD_TOPIC).
 - The task first waits (up to ``delivery.timeout.ms``) for the producer's first cluster view; without one it fails
   with :class:`KafkaUnavailable` before taking any row.
-- Bounded by the producer's own limits (``kafka.queue.buffering.max.messages`` and ``.max.kbytes``): when ``send``
-  refuses a row (``QueueFull``), the task waits for acknowledgements, oldest batch first, and sends the row again.
-  Every wait — and the final flush — is bounded by ``delivery.timeout.ms``; what is still held then is discarded as
-  MESSAGE_TIMEOUT, and rows never handed over count as NOT_SENT. A row larger than the whole byte limit is a
-  :class:`BadRow`. A ``send_many`` refused with nothing held (the batch alone exceeds the limits) goes row by row.
+- Bounded by the producer's own limits (``kafka.queue.buffering.max.messages`` and ``.max.kbytes``): when the
+  producer refuses rows (``QueueFull``: all or none), the task waits for acknowledgements, oldest batch first, and
+  hands them over again (grouped again: the cluster view may have changed). Every wait — and the final flush — is
+  bounded by ``delivery.timeout.ms``; what is still held then is discarded as MESSAGE_TIMEOUT, and rows never handed
+  over count as NOT_SENT. Rows refused with nothing held (they alone exceed the limits) go in halves; a single row
+  larger than the whole byte limit, or than ``kafka.message.max.bytes`` allows, is a :class:`BadRow`.
 - Fail fast: after the first discard no more input is taken (the task will fail anyway; fewer rows are sent twice
   when Spark retries it).
 - The producer's outcome sink counts every fate, so ``rows = delivered + discarded`` when the producer has closed.
@@ -38,7 +40,8 @@ from bruce.producer import Bulk, DeliveryError, DiscardReason, Handle, Message, 
 from .delivery import KafkaUnavailable, WriteSummary
 from .exactly_once import TaskTransaction, skipped_rows
 from .options import WriteOptions
-from .schema import BadRow, Rows, arrow_rows, bulk_send, row_sends
+from .schema import BadRow, Rows, arrow_rows, row_sends
+from .write_columns import by_topic, plan
 
 T = TypeVar("T")
 Waits = deque[Message | Handle | Bulk]  # the last message (or bulk) of each batch still held: what to wait on for room
@@ -92,9 +95,8 @@ async def produce_batches(
             return WriteSummary("direct", rows=skipped, skipped=skipped)
         for batch in batches:
             rows += batch.num_rows
-            columns = arrow_rows(batch)
             try:
-                last = await _send_batch(producer, waits, columns, options, timeout)
+                last = await _send_batch(producer, waits, batch, options, timeout)
             except MessageTooLarge as error:  # the brokers would refuse it: the row, not the task's setup
                 raise BadRow(f"a row is larger than kafka.message.max.bytes allows: {error}") from None
             while waits and waits[0].done:
@@ -131,36 +133,71 @@ def _untaken(rows: int, accepted: int) -> dict[str, int]:
 
 
 async def _send_batch(
-    producer: Producer, waits: Waits, rows: Rows, options: WriteOptions, timeout: float
-) -> Message | Handle | Bulk | None:
-    """Hand one batch's rows to the producer (see the module rules); returns the last handle, None when nothing was
-    sent. Stops early (fewer accepted than taken) when the delivery timeout passed without room."""
-    bulk = bulk_send(rows, options.topic, options.partitioner)
-    if bulk is not None:
-        topic, values, keys = bulk
+    producer: Producer, waits: Waits, batch: pa.RecordBatch, options: WriteOptions, timeout: float
+) -> Handle | Message | Bulk | None:
+    """Hand one batch's rows to the producer, topic by topic (see the module rules); returns the last handle, None
+    when nothing was sent. Stops early (fewer accepted than taken) when the delivery timeout passed without room."""
+    last: Handle | Message | Bulk | None = None
+    for topic, rows in by_topic(batch, options.topic):
+        sent = await _send_topic(producer, waits, topic, rows, options, timeout)
+        if sent is None:
+            break
+        last = sent
+    return last
+
+
+async def _send_topic(
+    producer: Producer, waits: Waits, topic: str, rows: pa.RecordBatch, options: WriteOptions, timeout: float
+) -> Handle | Message | Bulk | None:
+    """One topic's rows as columns in one ``send_columns`` (planned again after each wait: the cluster view may have
+    changed); halves of them when they alone exceed the queue limits; row by row while the topic is unknown."""
+
+    def attempt() -> Bulk | bool:  # False: the cluster view does not know the topic
+        cluster = producer.cluster()
+        planned = plan(rows, cluster.topic(topic) if cluster is not None else None, options.partitioner)
+        return False if planned is None else producer.send_columns(topic, columns=planned[0], runs=planned[1])
+
+    try:
         try:
-            return producer.send_many(topic, values, keys)
+            bulk = attempt()
         except QueueFull:
-            try:
-                return await _when_room(producer, waits, partial(producer.send_many, topic, values, keys), timeout)
-            except QueueFull:
-                pass  # the batch alone exceeds the queue limits: row by row
+            waited = await _when_room(producer, waits, attempt, timeout)
+            if waited is None:
+                return None  # no room within the delivery timeout
+            bulk = waited
+    except QueueFull:  # these rows alone exceed the queue limits: half at a time
+        if rows.num_rows == 1:
+            one = arrow_rows(rows)
+            size = len(one.value[0] or b"") + len((one.key or [None])[0] or b"")
+            raise BadRow(f"a row of {size} bytes does not fit in kafka.queue.buffering.max.kbytes") from None
+        half = rows.num_rows // 2
+        if await _send_topic(producer, waits, topic, rows.slice(0, half), options, timeout) is None:
+            return None
+        return await _send_topic(producer, waits, topic, rows.slice(half), options, timeout)
+    if bulk is not False:
+        return bulk  # type: ignore[return-value]  # a Bulk (attempt never returns True)
+    return await _send_rows(producer, waits, arrow_rows(rows), topic, options, timeout)
+
+
+async def _send_rows(
+    producer: Producer, waits: Waits, rows: Rows, topic: str, options: WriteOptions, timeout: float
+) -> Message | Handle | None:
+    """Rows one ``send`` each, routed per :func:`~bruce.spark.schema.row_sends` (a topic the producer does not know
+    yet: its messages wait for it)."""
     last: Message | Handle | None = None
     send = producer.send
-    for topic, value, key, partition, timestamp, headers, partition_key in row_sends(
-        rows, options.topic, options.partitioner
-    ):
+    for topic_, value, key, partition, timestamp, headers, partition_key in row_sends(rows, topic, options.partitioner):
         try:
-            last = send(topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+            last = send(topic_, value, key, partition, timestamp, headers, partition_key=partition_key)
         except QueueFull:
-            again = partial(send, topic, value, key, partition, timestamp, headers, partition_key=partition_key)
+            again = partial(send, topic_, value, key, partition, timestamp, headers, partition_key=partition_key)
             try:
                 sent = await _when_room(producer, waits, again, timeout)
             except QueueFull:
                 size = (len(key) if key else 0) + (len(value) if value else 0)
                 raise BadRow(f"a row of {size} bytes does not fit in kafka.queue.buffering.max.kbytes") from None
             if sent is None:
-                break
+                return None
             last = sent
     return last
 

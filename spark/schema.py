@@ -183,20 +183,6 @@ Headers = Sequence[tuple[str, bytes | None]] | None
 Send = tuple[str, bytes | None, bytes | None, int | None, int, Headers, int | None]
 
 
-def bulk_send(
-    rows: Rows, default_topic: str | None, partitioner: str
-) -> tuple[str, list[bytes | None], list[bytes | None] | None] | None:
-    """A batch of plain rows as ``Producer.send_many``'s topic, values and keys, routed as :func:`row_sends` routes
-    them; None when a row needs more than that (its own topic, partition, partition key, headers or timestamp)."""
-    topic = default_topic if default_topic is not None or rows.topic is None else None
-    plain = rows.partition is None and rows.partition_key is None and rows.headers is None and rows.timestamp is None
-    if topic is None or not plain:
-        return None
-    if rows.key is None and not partitioner.endswith("random"):  # a null key has a partition of its own
-        return topic, rows.value, [None] * rows.count
-    return topic, rows.value, rows.key
-
-
 def row_sends(rows: Rows, default_topic: str | None, partitioner: str = "murmur2_random") -> Iterator[Send]:
     """Each row of one batch as ``Producer.send``'s arguments, routed per the module rules."""
     n = rows.count

@@ -339,7 +339,7 @@ PRODUCER_GROUND = ["acks", "aio", "counters", "errors", "message", "reasons"]
 PRODUCER_FLOORS = ["config", "transport", "metadata", "queues", "idempotence", "dispatch", "transactions"]
 """producer's wings (subpackages), lowest first: a wing imports the ground, its own modules, and lower wings through
 their faces only."""
-PRODUCER_ROOF = ["bulk", "handle", "queueing", "views", "producer"]
+PRODUCER_ROOF = ["bulk", "columns", "handle", "queueing", "views", "producer"]
 """producer's top-level modules above every wing (``producer`` is the composition root): they use the wings through
 their faces; no wing or ground module imports them."""
 

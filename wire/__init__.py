@@ -20,6 +20,12 @@ from .face import lazy_face as lazy_face  # the other packages' lazy faces use i
 if TYPE_CHECKING:  # the face: what other packages import (bruce.wire.face reads this list)
     from . import errorcodes as errorcodes
     from . import plog as plog
+    from .column_batch import ColumnSizes as ColumnSizes
+    from .column_batch import HeaderColumn as HeaderColumn
+    from .column_batch import ProduceColumns as ProduceColumns
+    from .column_batch import build_column_batch as build_column_batch
+    from .column_batch import column_sizes as column_sizes
+    from .column_batch import murmur2_column as murmur2_column
     from .columns import BatchColumns as BatchColumns
     from .columns import BatchFacts as BatchFacts
     from .columns import BinaryColumn as BinaryColumn

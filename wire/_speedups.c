@@ -11,12 +11,15 @@ Rules:
   of a RecordBatch v2 without headers; the batch's header, compression and CRC-32C stay in Python.
 - message_set writes an uncompressed magic 0/1 message set, each message with its CRC-32 (IEEE, zlib's function, by
   a slicing-by-8 table); crc32(data, value) is exported so the tests compare it with zlib.crc32.
-- record_columns, the decoder of records into columns, lives in _columns.c (one extension, two sources).
+- record_columns, the decoder of records into columns, lives in _columns.c; column_records, column_sizes and
+  murmur2_column, the encoder of Arrow-layout columns, in _encode.c (one extension, several sources).
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_varint.h"
 
 #define LENGTH_MAX INT32_MAX /* a key or value longer than this is left to Python */
 
@@ -63,26 +66,6 @@ static unsigned char *put_u32(unsigned char *p, uint32_t v) {
 static unsigned char *put_u64(unsigned char *p, uint64_t v) {
     p = put_u32(p, (uint32_t)(v >> 32));
     return put_u32(p, (uint32_t)v);
-}
-
-static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-
-static Py_ssize_t uvarint_size(uint64_t u) {
-    Py_ssize_t n = 1;
-    while (u >= 0x80) {
-        u >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static unsigned char *put_uvarint(unsigned char *p, uint64_t u) {
-    while (u >= 0x80) {
-        *p++ = (unsigned char)(u | 0x80);
-        u >>= 7;
-    }
-    *p++ = (unsigned char)u;
-    return p;
 }
 
 static PyObject *left_to_python(void) {
@@ -335,6 +318,9 @@ static PyObject *crc32_py(PyObject *module, PyObject *const *args, Py_ssize_t na
 }
 
 PyObject *bruce_wire_record_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs); /* _columns.c */
+PyObject *bruce_wire_column_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* _encode.c */
+PyObject *bruce_wire_column_sizes(PyObject *module, PyObject *const *args, Py_ssize_t nargs);    /* _encode.c */
+PyObject *bruce_wire_murmur2_column(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* _encode.c */
 
 static PyMethodDef methods[] = {
     {"record_batch_records", (PyCFunction)(void (*)(void))record_batch_records, METH_FASTCALL,
@@ -343,6 +329,12 @@ static PyMethodDef methods[] = {
      "An uncompressed magic 0/1 message set from columns; ValueError: use Python."},
     {"record_columns", (PyCFunction)(void (*)(void))bruce_wire_record_columns, METH_FASTCALL,
      "The records of a Fetch answer's record set as columns (see _columns.c); ValueError(message, reason): bad."},
+    {"column_records", (PyCFunction)(void (*)(void))bruce_wire_column_records, METH_FASTCALL,
+     "The records of a RecordBatch v2 from Arrow-layout columns (see _encode.c); ValueError: use Python."},
+    {"column_sizes", (PyCFunction)(void (*)(void))bruce_wire_column_sizes, METH_FASTCALL,
+     "Arrow-layout columns checked and measured (see _encode.c); ValueError: use Python."},
+    {"murmur2_column", (PyCFunction)(void (*)(void))bruce_wire_murmur2_column, METH_FASTCALL,
+     "Kafka's murmur2 of each row of a binary column, as uint32s; ValueError: use Python."},
     {"crc32", (PyCFunction)(void (*)(void))crc32_py, METH_FASTCALL,
      "CRC-32 (zlib's) of a buffer, continuing from value (the message sets' own, for the tests)."},
     {NULL, NULL, 0, NULL},
@@ -351,7 +343,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_speedups",
-    .m_doc = "bruce.wire's record encoders and columnar decoder in C (see recordbatch.py, messageset.py, columns.py).",
+    .m_doc = "bruce.wire's record encoders and columnar decoder in C (recordbatch.py, messageset.py, columns.py, "
+             "column_batch.py).",
     .m_size = -1,
     .m_methods = methods,
 };

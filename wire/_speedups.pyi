@@ -36,3 +36,37 @@ def record_columns(
     tuple[int, int, bytes | None, bytes, bytes],
     tuple[int, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes],
 ]: ...
+def column_records(
+    values: tuple[object, object, object, int, bool, int],
+    keys: tuple[object, object, object, int, bool, int] | None,
+    headers: tuple[
+        object,
+        object,
+        int,
+        tuple[object, object, object, int, bool, int],
+        tuple[object, object, object, int, bool, int],
+    ]
+    | None,
+    timestamps: object,
+    count: int,
+    start: int,
+    stop: int,
+    room: int,
+    /,
+) -> tuple[bytearray, int, int]: ...
+def column_sizes(
+    values: tuple[object, object, object, int, bool, int],
+    keys: tuple[object, object, object, int, bool, int] | None,
+    headers: tuple[
+        object,
+        object,
+        int,
+        tuple[object, object, object, int, bool, int],
+        tuple[object, object, object, int, bool, int],
+    ]
+    | None,
+    timestamps: object,
+    count: int,
+    /,
+) -> tuple[bytes, int, int | None, int | None]: ...
+def murmur2_column(column: tuple[object, object, object, int, bool, int], /) -> bytes: ...

@@ -37,30 +37,48 @@ from .recordbatch_schema import CONTROL_BIT, TRANSACTIONAL_BIT
 from .speedups import ColumnParts
 from .speedups import record_columns as _record_columns_c
 
-__all__ = ["BatchColumns", "BatchFacts", "BinaryColumn", "RecordColumns", "decode_columns", "decode_columns_python"]
+__all__ = [
+    "BatchColumns",
+    "BatchFacts",
+    "BinaryColumn",
+    "Buffer",
+    "RecordColumns",
+    "decode_columns",
+    "decode_columns_python",
+]
 
 
 _SPAN = struct.Struct("=ii")
+_WIDE_SPAN = struct.Struct("=qq")
+
+
+Buffer = bytes | bytearray | memoryview
+"""Bytes held by a column: anything with the buffer protocol will do at run time (a ``pyarrow.Buffer`` too)."""
 
 
 @dataclass(frozen=True, slots=True)
 class BinaryColumn:
     """``count`` byte strings in Arrow's ``binary`` layout: ``validity`` (a bit per value, set when not null; None
-    when no value is null), ``offsets`` (int32, ``count + 1``: value i is ``data[offsets[i]:offsets[i + 1]]``) and
-    ``data``."""
+    when no value is null), ``offsets`` (int32, or int64 when ``wide``: Arrow's ``large_binary``; value i is
+    ``data[offsets[first + i]:offsets[first + i + 1]]``) and ``data``. ``first`` is Arrow's array offset (a slice
+    starts there, validity bits included); the decoder's columns start at 0."""
 
     count: int
     null_count: int
-    validity: bytes | None
-    offsets: bytes
-    data: bytes
+    validity: Buffer | None
+    offsets: Buffer
+    data: Buffer
+    first: int = 0
+    wide: bool = False
 
     def value(self, i: int) -> bytes | None:
         """Value ``i`` (None: null)."""
+        i += self.first
         if self.validity is not None and not self.validity[i >> 3] >> (i & 7) & 1:
             return None
-        start, end = _SPAN.unpack_from(self.offsets, 4 * i)
-        return self.data[start:end]
+        start, end = (_WIDE_SPAN if self.wide else _SPAN).unpack_from(self.offsets, (8 if self.wide else 4) * i)
+        value = self.data[start:end]
+        return value if type(value) is bytes else bytes(value)
 
     def to_list(self) -> list[bytes | None]:
         """The values as Python objects (one per value: for tests and small inputs)."""

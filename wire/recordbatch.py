@@ -223,7 +223,7 @@ def build_record_batch_columns(
 
 
 def _finish(
-    data: bytes,
+    data: bytes | memoryview,
     count: int,
     attributes: int,
     base_ts: int,
@@ -339,6 +339,22 @@ def build_value_batch(
         raise UsageError(f"cannot encode record batch: {e}") from None
     if attributes & CODEC_MASK:
         return _finish(data, count, attributes, base_ts, max_ts, compression_level=level)
+    return finish_in_place(batch, count, attributes, base_ts, max_ts)
+
+
+def finish_in_place(
+    batch: bytearray, count: int, attributes: int, base_ts: int, max_ts: int, compression_level: int | None = None
+) -> bytes:
+    """The batch of ``count`` records written after :data:`HEADER_SIZE` bytes of room in ``batch``: uncompressed, its
+    header and CRC-32C written into the room (no copy); compressed as ``attributes`` say, the records compressed and
+    the batch joined around them."""
+    if attributes & CODEC_MASK:
+        with memoryview(batch) as view:
+            records = view[HEADER_SIZE:]
+            try:
+                return _finish(records, count, attributes, base_ts, max_ts, compression_level=compression_level)
+            finally:
+                records.release()
     try:
         batch[_CRC_AT + 4 : HEADER_SIZE] = _BODY_HEAD.pack(attributes, count - 1, base_ts, max_ts, -1, -1, -1, count)
     except struct.error as e:
@@ -358,11 +374,19 @@ _CRC_AT = 17  # the CRC-32C's position; it covers everything from byte 21 (attri
 
 
 def with_producer_identity(
-    batch: bytes, *, producer_id: int, producer_epoch: int, base_sequence: int, transactional: bool = False
+    batch: bytes | bytearray,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool = False,
+    in_place: bool = False,
 ) -> bytes:
     """``batch`` (one whole batch, as built) with another producer id, epoch and base sequence (and, with
     ``transactional``, the transactional attribute bit set), its CRC-32C recomputed; equal to building it again with
-    them. :class:`UsageError` for values out of range or a too-short ``batch``."""
+    them. A new ``bytes``, ``batch`` left as it is (a transport may still hold it, unsent); with ``in_place``, a
+    ``bytearray`` that nothing else holds yet (as an encoder returned it) is stamped where it is and returned.
+    :class:`UsageError` for values out of range or a too-short ``batch``."""
     if len(batch) < HEADER_SIZE or batch[16] != MAGIC:
         raise UsageError("not a record batch")
     try:
@@ -373,6 +397,12 @@ def with_producer_identity(
     before = bytearray(batch[21:_IDENTITY_AT])
     if transactional:
         before[1] |= TRANSACTIONAL_BIT  # the attributes' low byte (an int16 right after the CRC)
+    if in_place and type(batch) is bytearray:  # no copy of a whole batch (a fresh page-faulted allocation)
+        batch[21:_IDENTITY_AT] = before
+        batch[_IDENTITY_AT : _IDENTITY_AT + _IDENTITY.size] = identity
+        with memoryview(batch) as view:
+            batch[_CRC_AT : _CRC_AT + 4] = crc32c(view[_CRC_AT + 4 :]).to_bytes(4, "big")
+        return batch  # type: ignore[return-value]  # bytes-like: stamped where it is
     with memoryview(batch) as view:
         rest = view[_IDENTITY_AT + _IDENTITY.size :]
         crc = crc32c(rest, crc32c(identity, crc32c(before)))

@@ -1,10 +1,11 @@
-"""The optional C encoders and decoder of :mod:`bruce.wire` (``_speedups.c``, ``_columns.c``): which are in use.
+"""The optional C encoders and decoder of :mod:`bruce.wire` (``_speedups.c``, ``_columns.c``, ``_encode.c``): which
+are in use.
 
 Rules:
 - The extension is built at install wherever a C compiler is found (optional in ``pyproject.toml``). Without it, or
-  with the environment variable ``BRUCE_NO_EXTENSIONS`` set to any non-empty value, :data:`record_batch_records` and
-  :data:`message_set` are None and the Python builders do all the work (and :data:`record_columns`: the Python
-  decoder of :mod:`bruce.wire.columns`): ``bruce.wire`` stands on its own.
+  with the environment variable ``BRUCE_NO_EXTENSIONS`` set to any non-empty value, every function here is None and
+  the Python builders do all the work (the Python decoder of :mod:`bruce.wire.columns`, the Python twins of
+  :mod:`bruce.wire.column_batch`): ``bruce.wire`` stands on its own.
 - A C encoder takes only the plain form (columns as lists or tuples, exact ``bytes`` or None, ints within int64);
   anything else raises ValueError and its caller runs the Python builder, which builds the same bytes or raises the
   one :class:`~bruce.wire.errors.UsageError` users see. The tests prove the two byte-equal.
@@ -16,7 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 
-__all__ = ["message_set", "record_batch_records", "record_columns"]
+__all__ = ["column_records", "column_sizes", "message_set", "murmur2_column", "record_batch_records", "record_columns"]
 
 RecordsEncoder = Callable[
     [Sequence[bytes | None], Sequence[bytes | bytearray | None], Sequence[int], bool], tuple[bytes, int, int]
@@ -43,6 +44,33 @@ record_columns: ColumnsDecoder | None = None
 """``(data, decompress, crc32c)`` -> the records of a Fetch answer's record set as columns (what
 :func:`~bruce.wire.columns.decode_columns` wraps); ValueError(message, reason) for bad bytes."""
 
+ColumnInput = tuple[object, object, object, int, bool, int]
+"""A binary column for the encoders: validity or None, offsets, data, first row, int64 offsets, count."""
+HeaderInput = tuple[object, object, int, ColumnInput, ColumnInput]
+"""Headers for the encoders: validity or None, int32 list offsets, first row, key column, value column."""
+ColumnRecordsEncoder = Callable[
+    [ColumnInput, ColumnInput | None, HeaderInput | None, object, int, int, int, int], tuple[bytearray, int, int]
+]
+ColumnSizer = Callable[
+    [ColumnInput, ColumnInput | None, HeaderInput | None, object, int], tuple[bytes, int, int | None, int | None]
+]
+
+column_records: ColumnRecordsEncoder | None = None
+"""``(values, keys, headers, timestamps, count, start, stop, room)`` -> rows ``[start, stop)`` as the records of a
+RecordBatch v2 after ``room`` bytes, the first and the largest timestamp (:mod:`bruce.wire.column_batch`)."""
+column_sizes: ColumnSizer | None = None
+"""``(values, keys, headers, timestamps, count)`` -> Σ key + value per row (int64), the largest row, the smallest and
+largest timestamp."""
+murmur2_column: Callable[[ColumnInput], bytes] | None = None
+"""``(column)`` -> Kafka's murmur2 of each row (uint32)."""
+
 if not os.environ.get("BRUCE_NO_EXTENSIONS"):
     with suppress(ImportError):  # built without a compiler: the Python builders and decoder do it all
-        from ._speedups import message_set, record_batch_records, record_columns
+        from ._speedups import (
+            column_records,
+            column_sizes,
+            message_set,
+            murmur2_column,
+            record_batch_records,
+            record_columns,
+        )

@@ -234,6 +234,7 @@ class Sequencer:
             if not idem.may_send(tp):
                 continue
             batch = idem.to_resend(tp)
+            fresh = batch is None  # bytes just encoded, held by nothing else: stamped in place
             if batch is not None:
                 part = batch.records
                 if parts and part.size > remaining:
@@ -263,6 +264,7 @@ class Sequencer:
                     producer_epoch=identity[1],
                     base_sequence=identity[2],
                     transactional=self.txn is not None,
+                    in_place=fresh,
                 )
                 part.identity = identity
                 journal = self.journal

@@ -134,7 +134,9 @@ class PartitionQueue:
         size (Bruce: the first message of a request is always included). Returns (messages, Σ size, since): the
         newest ``since`` of the batches taken from. A packed batch with ``travels_whole`` (``send_many``'s) is returned
         as it is when it is all that is taken (a sequence that makes its messages only if read): when it is full
-        (``travels_whole`` true), or when nothing after it could join it."""
+        (``travels_whole`` true), or when nothing after it could join it. A full one is never joined to what was
+        taken before it, nor cut to fit the budget of a request that holds something already: it waits, whole, for
+        a later request."""
         taken: list[Message] = []
         total = 0
         newest = 0.0
@@ -143,6 +145,8 @@ class PartitionQueue:
             batch, size, since = ready[0]
             if type(batch) is not list:
                 whole = getattr(batch, "travels_whole", None)  # True: a full batch; False: one that may join others
+                if whole and (taken or (size > budget and not first)):
+                    break  # a full batch is neither joined nor cut: it goes in a later request, whole
                 alone = whole or len(ready) == 1 or size + ready[1][1] > budget
                 if not taken and size <= budget and whole is not None and alone:
                     ready.popleft()

@@ -14,7 +14,7 @@ from bruce.proxy.config.ports import free_port
 from bruce.spark.delivery import DeliveryFailed, KafkaUnavailable
 from bruce.spark.direct import produce_batches
 from bruce.spark.options import write_options
-from bruce.spark.schema import BadRow, arrow_rows, bulk_send, row_sends
+from bruce.spark.schema import BadRow, arrow_rows, row_sends
 from bruce.spark.task import deliver
 from bruce.wire.plog import murmur2
 
@@ -91,25 +91,9 @@ def test_every_row_delivered_and_read_back(tansu, new_topic) -> None:
     assert by_key == java  # one key, one partition: the one Java's producer (and Spark's Kafka sink) would pick
 
 
-def test_bulk_send_only_for_plain_rows() -> None:
-    keys = pa.array([b"k", None], pa.binary())
-    assert bulk_send(_rows(value=[b"a", b"b"]), "t", "murmur2_random") == ("t", [b"a", b"b"], None)
-    assert bulk_send(_rows(value=[b"a", b"b"], key=keys), "t", "murmur2_random") == ("t", [b"a", b"b"], [b"k", None])
-    assert bulk_send(_rows(value=[b"a", b"b"]), "t", "murmur2") == ("t", [b"a", b"b"], [None, None])  # as row_sends
-    assert bulk_send(_rows(value=[b"a"], topic=["col"]), "option", "murmur2_random") == ("option", [b"a"], None)
-    for columns in (
-        {"topic": ["col"]},  # each row's own topic
-        {"partition": pa.array([1], pa.int32())},
-        {"partition_key": pa.array([1], pa.int64())},
-        {"timestamp": pa.array([5], pa.int64())},
-        {"headers": pa.array([[{"key": "h", "value": b"v"}]])},
-    ):
-        assert bulk_send(_rows(value=[b"a"], **columns), None if "topic" in columns else "t", "murmur2_random") is None
-
-
-def test_plain_batches_go_in_bulk_and_every_row_is_read_back(tansu, new_topic, monkeypatch) -> None:
+def test_batches_go_as_columns_and_every_row_is_read_back(tansu, new_topic, monkeypatch) -> None:
     def no_send(*args, **kwargs):
-        raise AssertionError("a plain batch went row by row")
+        raise AssertionError("a batch went row by row")
 
     monkeypatch.setattr(Queueing, "send", no_send)  # every Producer's send (its base class's)
     topic = new_topic(partitions=3)
@@ -125,6 +109,49 @@ def test_plain_batches_go_in_bulk_and_every_row_is_read_back(tansu, new_topic, m
     got = consume_all(tansu.address, topic, 3, 10_000)
     assert sorted(m.value for m in got) == [b"row-%06d" % i for i in range(10_000)]
     assert len({m.partition for m in got}) > 1  # keyless rows spread over the partitions
+
+
+def test_routing_columns_go_as_columns_and_land_as_row_sends_routes_them(tansu, new_topic, monkeypatch) -> None:
+    """What a DataFrame read from Kafka carries (topic, partition, key, timestamp, headers), mixed with rows routed
+    by partition_key and by key: each row where row_sends puts it, in its order per partition, read back whole."""
+    monkeypatch.setattr(Queueing, "send", lambda *a, **k: pytest.fail("a batch went row by row"))
+    topic = new_topic(partitions=4)
+    n = 3000
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "key": [None if i % 7 == 0 else b"key-%d" % (i % 13) for i in range(n)],
+            "value": [b"row-%06d" % i for i in range(n)],
+            "topic": [topic] * n,
+            "partition": pa.array([i % 4 if i % 3 == 0 else None for i in range(n)], pa.int32()),
+            "partition_key": pa.array([i if i % 3 == 1 else None for i in range(n)], pa.int64()),
+            "timestamp": pa.array([1_700_000_000_000_000 + 1000 * i for i in range(n)], pa.timestamp("us", tz="UTC")),
+            "headers": pa.array(
+                [[{"key": "i", "value": b"%d" % i}] if i % 2 else None for i in range(n)], pa.list_(header)
+            ),
+        }
+    )
+    options = write_options({"bootstrap.servers": tansu.address, "kafka.queue.buffering.max.messages": "1000"})
+    summary = deliver(iter([batch.slice(s, 500) for s in range(0, n, 500)]), options)
+    assert (summary.rows, summary.delivered, summary.discarded) == (n, n, {})
+    got = consume_all(tansu.address, topic, 4, n)
+    info = Topic(topic, tuple(Partition(p, 1) for p in range(4)), dict.fromkeys(range(4), 1), (0, 1, 2, 3))
+    sends = list(row_sends(arrow_rows(batch), None))
+    by_value = {m.value: m for m in got}
+    assert len(by_value) == n
+    for _, value, key, partition, ts, headers, partition_key in sends:
+        m = by_value[value]
+        assert (m.key, m.timestamp, m.headers) == (key, ts, tuple(headers or ()))
+        if partition is not None:
+            assert m.partition == partition
+        elif partition_key is not None:
+            assert m.partition == partition_for_key(partition_key, info)
+    placed = {value for _, value, key, partition, _, _, pk in sends if (key, partition, pk) != (None, None, None)}
+    for partition in range(4):  # each partition's rows placed by their data in the order of the batch
+        values = [m.value for m in sorted(got, key=lambda m: m.offset) if m.partition == partition]
+        assert [v for v in values if v in placed] == sorted(v for v in values if v in placed)
+        keyless = [v for v in values if v not in placed]  # any partition: in their order among themselves
+        assert keyless == sorted(keyless)
 
 
 def test_unreachable_broker_fails_before_taking_rows() -> None:

@@ -279,8 +279,19 @@ identity = st.fixed_dictionaries({"producer_id": int64, "producer_epoch": int16,
 @settings(max_examples=200)
 @given(st.lists(record, min_size=1, max_size=5), st.sampled_from(list(Codec)), identity, identity)
 def test_a_new_identity_equals_building_again(records, codec, before, after) -> None:
-    patched = with_producer_identity(build_record_batch(records, codec=codec, **before), **after)
+    built = build_record_batch(records, codec=codec, **before)
+    patched = with_producer_identity(built, **after)
     assert patched == build_record_batch_with_schema(records, codec=codec, **after)
+    untouched = bytes(built)  # a batch may still be queued for a socket: stamped in place only when asked
+    assert with_producer_identity(built, **after) is not built and built == untouched
+    fresh = bytearray(built)
+    assert with_producer_identity(fresh, **after, in_place=True) is fresh and fresh == patched
+    fresh = bytearray(built)
+    assert with_producer_identity(fresh, **after, transactional=True, in_place=True) is fresh
+    assert fresh == build_record_batch_with_schema(records, codec=codec, transactional=True, **after)
+    assert with_producer_identity(untouched, **after, in_place=True) == patched  # bytes: a copy, as it must
+    transactional = with_producer_identity(built, transactional=True, **after)
+    assert transactional == build_record_batch_with_schema(records, codec=codec, transactional=True, **after)
     batch = decode_record_batch(patched)
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (
         after["producer_id"],
