@@ -65,7 +65,7 @@ def texts(column: BinaryColumn) -> list[str | bytes | None]:
     if not column.count:
         return []
     ends = memoryview(column.offsets).cast("i").tolist()
-    data = column.data
+    data = bytes(column.data)  # the decoder's columns hold bytes already: no copy
     out: list[str | bytes | None]
     if data.isascii():
         text = data.decode("ascii")
