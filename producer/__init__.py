@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .aio import new_event_loop, run
 from .bulk import Bulk
+from .columns import ColumnRun
 from .config import (
     PARTITIONERS,
     PLAINTEXT,
@@ -86,6 +87,7 @@ __all__ = [
     "BrokerState",
     "Bulk",
     "ClusterView",
+    "ColumnRun",
     "Compression",
     "CompressionPolicy",
     "ConfigError",

@@ -29,7 +29,7 @@ from .message import Message
 from .metadata import Topic, explicit_partition, partition_for_key
 from .queues import RECORD_OVERHEAD, PartitionQueue
 
-Run = tuple[int, int | None, bool]
+ColumnRun = tuple[int, int | None, bool]
 """One run of ``send_columns``' rows: ``(stop, partition_key, pinned)``, the rows from the previous run's stop to
 ``stop``, routed as ``send`` routes its ``partition_key`` (None: any partition; ``pinned``: it is the partition)."""
 
@@ -84,7 +84,7 @@ def column_messages(
     return [Message(k, v, ts, h, partition_key, pinned) for k, v, ts, h in records]
 
 
-def check_runs(runs: Sequence[Run] | None, count: int) -> list[tuple[int, int, int | None, bool]]:
+def check_runs(runs: Sequence[ColumnRun] | None, count: int) -> list[tuple[int, int, int | None, bool]]:
     """``runs`` as ``(start, stop, partition_key, pinned)``, checked: stops increasing to ``count``, partition keys
     ints (a pinned one a partition, ``>= 0``). None: every row to any partition. Raises ``ValueError``."""
     if runs is None:

@@ -39,7 +39,7 @@ from bruce.wire import RECORD_BATCH_HEADER_SIZE as HEADER_SIZE
 from bruce.wire import ProduceColumns, UsageError, column_sizes
 
 from .bulk import Bulk, Chunk, measure, messages_of, queue_chunks
-from .columns import Run, check_runs, column_messages, queue_column_runs
+from .columns import ColumnRun, check_runs, column_messages, queue_column_runs
 from .config import ProducerConfig
 from .counters import Counters
 from .dispatch import Dispatcher
@@ -296,7 +296,7 @@ class Queueing:
         self,
         topic: str,
         columns: ProduceColumns,
-        runs: Sequence[Run] | None = None,
+        runs: Sequence[ColumnRun] | None = None,
         *,
         timestamp: int | None = None,
     ) -> Bulk:

@@ -30,12 +30,10 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bruce.producer import Topic, key_to_partition_key, partition_for_key
+from bruce.producer import ColumnRun, Topic, key_to_partition_key, partition_for_key
 from bruce.wire import BinaryColumn, HeaderColumn, ProduceColumns, murmur2_column
 
 from .schema import BadRow
-
-Run = tuple[int, int | None, bool]  # Producer.send_columns' runs: (stop, partition_key, pinned)
 
 _PINNED, _KEYED, _ANY = 0, 1, 2  # how a row is routed: the low bits of its run code
 _MURMUR2 = ("murmur2", "murmur2_random")
@@ -60,7 +58,9 @@ def by_topic(batch: pa.RecordBatch, topic_option: str | None) -> Iterator[tuple[
         yield topic, batch.filter(pc.equal(topics, topic))
 
 
-def plan(batch: pa.RecordBatch, info: Topic | None, partitioner: str) -> tuple[ProduceColumns, list[Run] | None] | None:
+def plan(
+    batch: pa.RecordBatch, info: Topic | None, partitioner: str
+) -> tuple[ProduceColumns, list[ColumnRun] | None] | None:
     """One topic's rows as ``send_columns``' columns and runs (None: every row to any partition); None when the
     topic is not in the cluster view (``info``). Raises :class:`BadRow`."""
     if info is None:
@@ -130,7 +130,7 @@ def _or_none(partition: int | None) -> int:
     return -1 if partition is None else partition
 
 
-def _runs(codes: pa.Array) -> list[Run]:
+def _runs(codes: pa.Array) -> list[ColumnRun]:
     """The runs of consecutive rows with the same code (kind in the low two bits, partition or key above)."""
     n = len(codes)
     if not n:
@@ -138,7 +138,7 @@ def _runs(codes: pa.Array) -> list[Run]:
     changes = pc.indices_nonzero(pc.not_equal(codes[1:], codes[:-1])).to_pylist()
     starts = [0, *(i + 1 for i in changes)]
     stops = [*starts[1:], n]
-    out: list[Run] = []
+    out: list[ColumnRun] = []
     for start, stop in zip(starts, stops, strict=True):
         code = codes[start].as_py()
         kind, value = code & 3, code >> 2
