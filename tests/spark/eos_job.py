@@ -40,7 +40,7 @@ def start_copy(spark: Any, args: dict) -> Any:
 
     delay = float(args.get("row_delay", 0))
 
-    @F.udf(BinaryType())
+    @F.udf(BinaryType(), useArrow=False)  # a plain row UDF, said so (else Spark guesses from the hints, and warns)
     def slow(value: bytes) -> bytes:
         time.sleep(delay)
         return value
