@@ -2,6 +2,9 @@
 
 from collections.abc import Callable, Sequence
 
+_Column = tuple[object, object, object, int, bool, int]  # a binary column: validity, offsets, data, first, wide, count
+_Headers = tuple[object, object, int, _Column, _Column]  # validity, list offsets, first, names, values
+
 def record_batch_records(
     keys: Sequence[bytes | None],
     values: Sequence[bytes | bytearray | None],
@@ -37,16 +40,9 @@ def record_columns(
     tuple[int, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes],
 ]: ...
 def column_records(
-    values: tuple[object, object, object, int, bool, int],
-    keys: tuple[object, object, object, int, bool, int] | None,
-    headers: tuple[
-        object,
-        object,
-        int,
-        tuple[object, object, object, int, bool, int],
-        tuple[object, object, object, int, bool, int],
-    ]
-    | None,
+    values: _Column,
+    keys: _Column | None,
+    headers: _Headers | None,
     timestamps: object,
     count: int,
     start: int,
@@ -55,18 +51,11 @@ def column_records(
     /,
 ) -> tuple[bytearray, int, int]: ...
 def column_sizes(
-    values: tuple[object, object, object, int, bool, int],
-    keys: tuple[object, object, object, int, bool, int] | None,
-    headers: tuple[
-        object,
-        object,
-        int,
-        tuple[object, object, object, int, bool, int],
-        tuple[object, object, object, int, bool, int],
-    ]
-    | None,
+    values: _Column,
+    keys: _Column | None,
+    headers: _Headers | None,
     timestamps: object,
     count: int,
     /,
 ) -> tuple[bytes, int, int | None, int | None]: ...
-def murmur2_column(column: tuple[object, object, object, int, bool, int], /) -> bytes: ...
+def murmur2_column(column: _Column, /) -> bytes: ...
