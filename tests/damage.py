@@ -9,8 +9,10 @@ byte; for any other file every byte cut at and flipped; and the file deleted.
 
 from __future__ import annotations
 
+import shutil
 import struct
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from bruce.producer.idempotence.recovery import Settlement
@@ -48,6 +50,19 @@ def damages(name: str, data: bytes) -> Iterator[tuple[str, bytes | None]]:
         flipped = bytearray(data)
         flipped[at] ^= 0x01
         yield f"bit flipped at byte {at}", bytes(flipped)
+
+
+def damaged_copies(crashed: Path, work: Path, name: str) -> Iterator[str]:
+    """For each damage of ``crashed``'s file ``name``: ``work`` made a fresh copy of ``crashed`` with that damage done
+    to the file, and the case's name (``name what``)."""
+    for what, damaged in damages(name, (crashed / name).read_bytes()):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(crashed, work)
+        if damaged is None:
+            (work / name).unlink()
+        else:
+            (work / name).write_bytes(damaged)
+        yield f"{name} {what}"
 
 
 class TruthSettler:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from damage import TruthSettler, damages
+from damage import TruthSettler, damaged_copies
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
@@ -102,15 +101,8 @@ def crashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_every_damage_to_the_state_path_keeps_the_invariant(crashed: Path, tmp_path: Path, which: str) -> None:
     name = _only_file(crashed).name if which == "journal" else "cluster"
     cases = 0
-    for what, damaged in damages(name, (crashed / name).read_bytes()):
-        case = f"{name} {what}"
-        work = tmp_path / "work"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.copytree(crashed, work)
-        if damaged is None:
-            (work / name).unlink()
-        else:
-            (work / name).write_bytes(damaged)
+    work = tmp_path / "work"
+    for case in damaged_copies(crashed, work, name):
         copies, counters = _start(work)  # a damaged cluster file never refuses: StateMismatch would fail here
         missing = [n for n in range(BATCHES * PER) if copies[n] == 0]
         counted = counters.get("JournalPossiblyLost") if not counters.get("JournalLossUnknown") else len(missing)

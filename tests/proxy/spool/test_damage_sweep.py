@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from damage import TruthSettler, damages
+from damage import TruthSettler, damaged_copies
 
 from bruce.producer.config import ProducerConfig
 from bruce.producer.counters import Counters
@@ -118,17 +117,9 @@ def test_every_damage_to_a_file_read_at_start_keeps_the_invariant(crashed: Path,
     files = sorted(p.name for p in crashed.iterdir() if p.name.split(".")[-1] == kind)
     assert files, f"the crashed run left no {kind} file"
     cases = 0
+    work = tmp_path / "work"
     for name in files:
-        data = (crashed / name).read_bytes()
-        for what, damaged in damages(name, data):
-            case = f"{name} {what}"
-            work = tmp_path / "work"
-            shutil.rmtree(work, ignore_errors=True)
-            shutil.copytree(crashed, work)
-            if damaged is None:
-                (work / name).unlink()
-            else:
-                (work / name).write_bytes(damaged)
+        for case in damaged_copies(crashed, work, name):
             _check(case, *_start(work))
             cases += 1
     assert cases > 20
