@@ -34,27 +34,8 @@ def _value(v: Any) -> bytes | None:
     return base64.b64decode(v["base64"]) if isinstance(v, dict) else v.encode()
 
 
-def _records(message: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every record (kcat -J objects) in a message's body, in order."""
-    out: list[dict[str, Any]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key == "records" and isinstance(value, list) and value and "magic" in value[0]:
-                    for batch in value:
-                        out.extend(batch.get("records", []))
-                else:
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(message.get("body"))
-    return out
-
-
 def _batches(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every record batch (with its kcat -J ``records``) in a message's body, in order."""
     out: list[dict[str, Any]] = []
 
     def walk(node: Any) -> None:
@@ -70,6 +51,11 @@ def _batches(message: dict[str, Any]) -> list[dict[str, Any]]:
 
     walk(message.get("body"))
     return out
+
+
+def _records(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every record (kcat -J objects) in a message's body, in order."""
+    return [r for batch in _batches(message) for r in batch.get("records", [])]
 
 
 def test_every_message_is_paired_and_decoded_or_shown_as_hex(decoded: list[dict[str, Any]]) -> None:
